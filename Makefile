@@ -1,0 +1,29 @@
+# Two commands do all set-up on a fresh machine: `make run` and `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test bench lint clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/dprec compare --dataset ml-100k --seeds 5
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_dplcf_server.py
+	$(BIN)/python benchmarks/bench_mf_np.py
+
+clean:
+	rm -rf $(VENV) results benchmarks/results

@@ -1,0 +1,10 @@
+"""dprec: recommendation under differential privacy when the recommender is not trusted."""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("dprec")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "0.0.0"
+
+__all__ = ["__version__"]

@@ -1,0 +1,160 @@
+"""The dataset type: an interaction matrix with ratings, timestamps, side features and id maps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from dprec.errors import DataError
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Interactions of ``n_users`` users with ``n_items`` items.
+
+    ``matrix`` is a canonical CSR matrix (sorted indices, no duplicates, no explicit zeros)
+    whose data are the ratings (1.0 for implicit feedback). ``timestamps`` is aligned with
+    ``matrix.data``: ``timestamps[k]`` is the time of the interaction stored at ``data[k]``.
+    ``user_ids``/``item_ids`` map internal indices back to the raw ids of the source.
+    ``history`` records every transformation applied (filters, binarisation) in order.
+    """
+
+    name: str
+    matrix: sp.csr_matrix
+    timestamps: np.ndarray | None = None
+    user_ids: np.ndarray | None = None
+    item_ids: np.ndarray | None = None
+    user_features: pd.DataFrame | None = None
+    item_features: pd.DataFrame | None = None
+    history: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        m = self.matrix
+        if not sp.issparse(m) or m.format != "csr":
+            raise DataError("Dataset.matrix must be a scipy.sparse CSR matrix")
+        if self.timestamps is not None and len(self.timestamps) != m.nnz:
+            raise DataError(
+                f"timestamps must align with matrix.data: {len(self.timestamps)} != {m.nnz}"
+            )
+        for name, ids, n in (("user_ids", self.user_ids, m.shape[0]),
+                             ("item_ids", self.item_ids, m.shape[1])):
+            if ids is not None and len(ids) != n:
+                raise DataError(f"{name} has {len(ids)} entries for {n} rows/columns")
+
+    @property
+    def n_users(self) -> int:
+        return int(self.matrix.shape[0])
+
+    @property
+    def n_items(self) -> int:
+        return int(self.matrix.shape[1])
+
+    @property
+    def n_interactions(self) -> int:
+        return int(self.matrix.nnz)
+
+    @property
+    def density(self) -> float:
+        return self.n_interactions / max(1, self.n_users * self.n_items)
+
+    def binary(self) -> sp.csr_matrix:
+        """The 0/1 interaction matrix (float32)."""
+        b = self.matrix.copy().astype(np.float32)
+        b.data[:] = 1.0
+        return b
+
+    def with_history(self, step: str, **changes: object) -> Dataset:
+        """A copy with ``changes`` applied and ``step`` appended to the history."""
+        return replace(self, history=(*self.history, step), **changes)
+
+    @classmethod
+    def from_triples(
+        cls,
+        name: str,
+        users: np.ndarray,
+        items: np.ndarray,
+        ratings: np.ndarray | None = None,
+        timestamps: np.ndarray | None = None,
+        *,
+        user_features: pd.DataFrame | None = None,
+        item_features: pd.DataFrame | None = None,
+        all_user_ids: np.ndarray | None = None,
+        all_item_ids: np.ndarray | None = None,
+    ) -> Dataset:
+        """Build from raw (user, item, rating, timestamp) arrays of any id type.
+
+        Raw ids are mapped to 0..n-1 in sorted order (``all_*_ids`` may add ids with no
+        interactions). Duplicate (user, item) pairs keep the latest record. Side-feature
+        frames, if given, are indexed by raw id and reordered to the internal order.
+        """
+        users = np.asarray(users)
+        items = np.asarray(items)
+        if users.shape != items.shape or users.ndim != 1:
+            raise DataError("users and items must be 1-d arrays of equal length")
+        n = len(users)
+        ratings = np.ones(n, np.float32) if ratings is None else np.asarray(ratings, np.float32)
+        if ratings.shape != (n,):
+            raise DataError("ratings must have one entry per interaction")
+        if timestamps is not None:
+            timestamps = np.asarray(timestamps, np.int64)
+            if timestamps.shape != (n,):
+                raise DataError("timestamps must have one entry per interaction")
+        if n and not np.all(np.isfinite(ratings)):
+            raise DataError("ratings contain NaN or infinite values")
+        uid = np.unique(users if all_user_ids is None else np.concatenate([users, all_user_ids]))
+        iid = np.unique(items if all_item_ids is None else np.concatenate([items, all_item_ids]))
+        u = np.searchsorted(uid, users).astype(np.int64)
+        i = np.searchsorted(iid, items).astype(np.int64)
+        ts = np.zeros(n, np.int64) if timestamps is None else timestamps
+        # canonical order (user, item, time); keep the last record of each (user, item)
+        order = np.lexsort((ts, i, u))
+        u, i, r, ts = u[order], i[order], ratings[order], ts[order]
+        last = np.ones(n, bool)
+        if n:
+            last[:-1] = (u[1:] != u[:-1]) | (i[1:] != i[:-1])
+        u, i, r, ts = u[last], i[last], r[last], ts[last]
+        indptr = np.zeros(len(uid) + 1, np.int64)
+        np.cumsum(np.bincount(u, minlength=len(uid)), out=indptr[1:])
+        matrix = sp.csr_matrix((r, i.astype(np.int32), indptr), shape=(len(uid), len(iid)))
+        uf = user_features.reindex(uid) if user_features is not None else None
+        itf = item_features.reindex(iid) if item_features is not None else None
+        return cls(
+            name=name,
+            matrix=matrix,
+            timestamps=None if timestamps is None else ts,
+            user_ids=uid,
+            item_ids=iid,
+            user_features=uf,
+            item_features=itf,
+        )
+
+    def triples(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(user index, item index, rating) arrays in canonical order."""
+        m = self.matrix
+        users = np.repeat(np.arange(m.shape[0], dtype=np.int64), np.diff(m.indptr))
+        return users, m.indices.astype(np.int64), m.data
+
+    def summary(self) -> dict[str, float | int | str]:
+        """Users, items, interactions, sparsity and activity quantiles."""
+        per_user = np.diff(self.matrix.indptr)
+        per_item = np.bincount(self.matrix.indices, minlength=self.n_items)
+        q = [0.0, 0.25, 0.5, 0.75, 0.9, 0.99, 1.0]
+        out: dict[str, float | int | str] = {
+            "name": self.name,
+            "users": self.n_users,
+            "items": self.n_items,
+            "interactions": self.n_interactions,
+            "sparsity": 1.0 - self.density,
+        }
+        for label, counts in (("user", per_user), ("item", per_item)):
+            for qq, v in zip(q, np.quantile(counts, q) if len(counts) else [0] * len(q),
+                             strict=True):
+                out[f"{label}_activity_q{int(qq * 100)}"] = float(v)
+        if self.n_interactions:
+            r = self.matrix.data
+            out["rating_min"] = float(r.min())
+            out["rating_max"] = float(r.max())
+        return out

@@ -1,0 +1,17 @@
+"""Published numbers printed beside ours (never used as results).
+
+DPLCF paper (Gao et al., SIGIR 2020), Table 3, MovieLens-20M (>= 60 interactions,
+74,529 users x 9,953 items), eps = 1, 20 neighbours, latest-item leave-one-out with 99
+sampled negatives. Copied from ../shared/SYSTEMS.md §1.
+"""
+
+DPLCF_PAPER_DATASET = "ML-20M (paper)"
+
+DPLCF_PAPER_ML20M: dict[str, dict[str, float]] = {
+    "lcf-ub": {"HR@2": 0.4675, "HR@5": 0.7006, "HR@10": 0.8505, "NDCG@10": 0.5661},
+    "lcf-ap": {"HR@2": 0.3662, "HR@5": 0.5541, "HR@10": 0.7030, "NDCG@10": 0.4559},
+    "lcf-sp": {"HR@2": 0.3661, "HR@5": 0.5440, "HR@10": 0.6763, "NDCG@10": 0.4470},
+    "dplcf-ap": {"HR@2": 0.3513, "HR@5": 0.5351, "HR@10": 0.6962, "NDCG@10": 0.4454},
+    "dplcf-sp": {"HR@2": 0.4203, "HR@5": 0.5969, "HR@10": 0.7000, "NDCG@10": 0.4870},
+    "random": {"HR@2": 0.0200, "HR@5": 0.0500, "HR@10": 0.1000},
+}

@@ -1,0 +1,52 @@
+"""PNG plots of comparison results (matplotlib, no screen needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def plot_hr_at_k(results: dict[str, dict], ks: list[int], path: Path, title: str,
+                 protocol: str = "sampled") -> Path:
+    """HR@K against K for every system, error bars = std over seeds."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, res in results.items():
+        m = res["metrics"][protocol]
+        ys = [m[f"HR@{k}"]["mean"] for k in ks]
+        es = [m[f"HR@{k}"]["std"] for k in ks]
+        ax.errorbar(ks, ys, yerr=es, marker="o", ms=3, capsize=2, label=name)
+    ax.set_xlabel("K")
+    ax.set_ylabel(f"HR@K ({protocol})")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_metric_vs_eps(sweep: dict[str, list[tuple[float, float, float]]], path: Path,
+                       title: str, ylabel: str = "HR@10 (sampled)",
+                       references: dict[str, float] | None = None) -> Path:
+    """A metric against eps for each private system; ``references`` as horizontal lines."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, pts in sweep.items():
+        eps, mean, std = zip(*pts, strict=True)
+        ax.errorbar(eps, mean, yerr=std, marker="o", ms=3, capsize=2, label=name)
+    for name, y in (references or {}).items():
+        ax.axhline(y, ls="--", lw=1, color="grey")
+        ax.text(ax.get_xlim()[0], y, f" {name}", va="bottom", fontsize=8, color="grey")
+    ax.set_xlabel("ε (per interaction bit)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

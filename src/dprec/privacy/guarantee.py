@@ -1,0 +1,86 @@
+"""What a protocol actually guarantees, and what its paper claimed."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+Level = Literal["event", "user"]
+Sides = Literal["two", "one", "none"]
+Model = Literal["local", "central", "shuffled"]
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """An (epsilon, delta) guarantee with its unit and its threat model.
+
+    ``level``: what neighbouring inputs differ in (one interaction = "event", a user's whole
+    data = "user"). ``sides``: "two" protects both presence and absence of the unit, "one"
+    only its presence (an observation can still prove absence), "none" means no finite
+    epsilon holds. ``model``: where the noise is added relative to the untrusted party.
+    """
+
+    epsilon: float
+    delta: float = 0.0
+    level: Level = "event"
+    sides: Sides = "two"
+    model: Model = "local"
+    mechanism: str = ""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        if not (self.epsilon >= 0 or math.isinf(self.epsilon)):
+            raise ValueError(f"epsilon must be >= 0, got {self.epsilon}")
+        if not 0 <= self.delta <= 1:
+            raise ValueError(f"delta must be in [0, 1], got {self.delta}")
+
+    def to_json(self) -> dict[str, object]:
+        """JSON-safe dict (infinite epsilon becomes the string "inf")."""
+        d = asdict(self)
+        d["notes"] = list(self.notes)
+        if math.isinf(self.epsilon):
+            d["epsilon"] = "inf"
+        return d
+
+    def describe(self) -> str:
+        eps = "∞" if math.isinf(self.epsilon) else f"{self.epsilon:.4g}"
+        delta = f", δ={self.delta:.3g}" if self.delta else ""
+        return f"ε={eps}{delta} ({self.level}-level, {self.sides}-sided, {self.model} model)"
+
+
+@dataclass(frozen=True)
+class PrivacyReport:
+    """Threat model, the published claim and the true guarantee, side by side."""
+
+    system: str
+    threat_model: str
+    true: Guarantee
+    claimed: Guarantee | None = None
+    mechanisms: tuple[dict[str, object], ...] = field(default_factory=tuple)
+    extra: dict[str, object] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "system": self.system,
+            "threat_model": self.threat_model,
+            "claimed": None if self.claimed is None else self.claimed.to_json(),
+            "true": self.true.to_json(),
+            "mechanisms": list(self.mechanisms),
+        }
+        out.update(self.extra)
+        return out
+
+    def lines(self) -> list[str]:
+        """Human-readable lines for the CLI."""
+        out = [f"Privacy report — {self.system}", f"  threat model: {self.threat_model}"]
+        for m in self.mechanisms:
+            out.append("  mechanism: " + ", ".join(f"{k}={v}" for k, v in m.items()))
+        if self.claimed is not None:
+            out.append(f"  published claim: {self.claimed.describe()}")
+        out.append(f"  true guarantee:  {self.true.describe()}")
+        for note in self.true.notes:
+            out.append(f"  note: {note}")
+        for k, v in self.extra.items():
+            out.append(f"  {k}: {v}")
+        return out

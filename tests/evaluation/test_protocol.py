@@ -1,0 +1,68 @@
+import numpy as np
+import pytest
+
+from dprec.data.synthetic import synthetic
+from dprec.errors import DprecError
+from dprec.evaluation.candidates import sample_negatives
+from dprec.evaluation.protocol import evaluate_ranking
+from dprec.evaluation.split import leave_one_out
+from dprec.systems.base import Recommender
+from dprec.systems.baselines import Popularity, RandomScorer
+
+
+@pytest.fixture(scope="module")
+def split():
+    ds = synthetic(600, 400, 24_000, seed=1)
+    return leave_one_out(ds, "latest")
+
+
+class Oracle(Recommender):
+    name = "oracle"
+
+    def __init__(self, split):
+        self.split = split
+
+    def fit(self, train, rng):
+        return self
+
+    def score(self, users):
+        s = np.zeros((len(users), self.split.train.shape[1]))
+        s[np.arange(len(users)), self.split.test_items[users]] = 1.0
+        return s
+
+
+def test_negatives_are_never_interacted_and_distinct(split):
+    neg = sample_negatives(split, 99, np.random.default_rng(0))
+    assert neg.shape == (len(split.test_users), 99)
+    for row, u in zip(neg[:100], split.test_users[:100], strict=True):
+        assert len(set(row)) == 99
+        assert not set(row) & set(split.train[u].indices)
+        assert split.test_items[u] not in row
+
+
+def test_constant_scorer_gets_hr10_about_one_tenth(split):
+    neg = sample_negatives(split, 99, np.random.default_rng(0))
+    hr = []
+    for seed in range(5):
+        m = evaluate_ranking(RandomScorer().fit(split.train, None), split, neg,
+                             np.random.default_rng(seed))
+        hr.append(m["sampled"]["HR@10"])
+    # 5 x 600 users: standard error of the mean ~ 0.0055
+    assert abs(np.mean(hr) - 0.10) < 0.02
+
+
+def test_oracle_is_perfect_and_popularity_beats_random(split):
+    neg = sample_negatives(split, 99, np.random.default_rng(0))
+    rng = np.random.default_rng(0)
+    m = evaluate_ranking(Oracle(split), split, neg, rng)
+    assert m["sampled"]["HR@1"] == 1.0 and m["full"]["HR@1"] == 1.0
+    pop = evaluate_ranking(Popularity().fit(split.train, rng), split, neg, rng)
+    assert pop["sampled"]["HR@10"] > 0.2
+    assert pop["full"]["HR@10"] < pop["sampled"]["HR@10"]
+
+
+def test_k_larger_than_candidate_list_is_refused(split):
+    neg = sample_negatives(split, 9, np.random.default_rng(0))
+    with pytest.raises(DprecError, match="larger than the sampled candidate list"):
+        evaluate_ranking(RandomScorer().fit(split.train, None), split, neg,
+                         np.random.default_rng(0), ks=(10, 20))

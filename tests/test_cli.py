@@ -1,0 +1,67 @@
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from dprec.cli import app
+
+runner = CliRunner()
+DS = "synthetic-300x200"
+
+
+def test_run_json_contract(tmp_path):
+    """`dprec run ... --json` prints exactly one JSON document on stdout (schema 1)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "dprec.cli", "run", "dplcf-sp", "--dataset", DS, "--seeds", "2",
+         "--neighbours", "10", "--json", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["schema"] == 1 and doc["system"] == "dplcf-sp"
+    assert doc["seeds"] == [0, 1]
+    for proto in ("sampled", "full"):
+        assert set(doc["metrics"][proto]["HR@10"]) == {"mean", "std"}
+        assert "NDCG@10" in doc["metrics"][proto]
+    true = doc["privacy"]["true"]
+    assert true["epsilon"] == pytest.approx(1.0)
+    assert (true["level"], true["sides"], true["model"]) == ("event", "two", "local")
+    assert doc["parameters"]["neighbours"] == 10
+    assert doc["wall_time_s"] > 0
+    assert list(tmp_path.rglob("*.json"))
+
+
+def test_non_private_system_has_null_privacy(tmp_path):
+    res = runner.invoke(app, ["run", "popularity", "--dataset", DS, "--seeds", "1", "--json",
+                              "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["privacy"] is None
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "dplcf-sp", "--dataset", DS, "--epsilon", "0"], "epsilon must be > 0"),
+    (["run", "dplcf-sp", "--dataset", DS, "--epsilon", "-1"], "epsilon must be > 0"),
+    (["run", "no-such-system", "--dataset", DS], "unknown system"),
+    (["run", "dplcf-sp", "--dataset", "no-such-data"], "no-such-data"),
+    (["compare", "--dataset", DS, "--eps-grid", "1,-2"], "must be > 0"),
+])
+def test_bad_input_gets_a_clear_error(argv, message, tmp_path):
+    res = runner.invoke(app, [*argv, "--out", str(tmp_path)])
+    assert res.exit_code == 2
+    assert message in res.output.replace("\n", "")
+
+
+@pytest.mark.slow
+def test_compare_writes_tables_and_plots(tmp_path):
+    res = runner.invoke(app, ["compare", "--dataset", DS, "--seeds", "2", "--systems",
+                              "random,lcf-ub,lcf-sp,dplcf-sp", "--eps-grid", "0.5,2",
+                              "--sweep-seeds", "1", "--neighbours", "10", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    files = {p.name for p in tmp_path.rglob("*")}
+    assert {"results.json", "results.csv", "hr_at_k.png", "hr10_vs_eps.png"} <= files
+    doc = json.loads(next(tmp_path.rglob("results.json")).read_text())
+    assert set(doc["results"]) == {"random", "lcf-ub", "lcf-sp", "dplcf-sp"}
+    assert [p[0] for p in doc["eps_sweep"]["dplcf-sp"]] == [0.5, 2.0]
