@@ -29,7 +29,7 @@ def _peak_gib() -> float:
 
 def _data(users: int, items: int, nnz: int, seed: int) -> sp.csr_matrix:
     from dprec.data.synthetic import synthetic
-    return synthetic(users, items, nnz, seed=seed).binary()
+    return synthetic(users, items, nnz, rng=seed).binary()
 
 
 def _floor(args, q) -> None:

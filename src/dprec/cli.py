@@ -23,7 +23,7 @@ data_app = typer.Typer(help="Fetch and inspect data sets.", no_args_is_help=True
 app.add_typer(data_app, name="data")
 
 err = Console(stderr=True)
-out = Console()
+out = Console(width=None if sys.stdout.isatty() else 160)
 
 DataDir = Annotated[Path | None, typer.Option(
     "--data-dir", envvar="DPREC_DATA", help="Folder holding a data set's files (else cache).")]
@@ -88,28 +88,36 @@ def systems() -> None:
 
 
 def _metrics_table(title: str, results: dict[str, dict], metrics: tuple[str, ...],
-                   paper: dict[str, dict[str, float]] | None = None) -> Table:
+                   protocol: str, paper: dict[str, dict[str, float]] | None = None) -> Table:
     t = Table(title=title)
     t.add_column("system")
-    for proto in ("sampled", "full"):
-        for m in metrics:
-            t.add_column(f"{m} {proto}", justify="right")
+    for m in metrics:
+        t.add_column(m, justify="right")
     if paper is not None:
         for m in metrics:
-            t.add_column(f"paper ML-20M {m}", justify="right", style="dim")
+            t.add_column(f"paper {m}", justify="right", style="dim")
     t.add_column("true ε", justify="right")
     for name, r in results.items():
         row = [name]
-        for proto in ("sampled", "full"):
-            for m in metrics:
-                v = r["metrics"][proto][m]
-                row.append(f"{v['mean']:.4f}±{v['std']:.4f}")
+        for m in metrics:
+            v = r["metrics"][protocol][m]
+            row.append(f"{v['mean']:.4f}±{v['std']:.3f}")
         if paper is not None:
             row += [_fmt(paper.get(name, {}).get(m, math.nan)) for m in metrics]
         true = r["privacy"]["true"] if r["privacy"] else None
-        row.append(f"{true['epsilon']} ({true['sides']}-sided)" if true else "—")
+        row.append(f"{float(true['epsilon']):.3g} {true['sides']}-sided" if true else "—")
         t.add_row(*row)
     return t
+
+
+def _print_tables(title: str, docs: dict[str, dict]) -> None:
+    from dprec.evaluation.compare import TABLE_METRICS
+    from dprec.evaluation.paper_numbers import DPLCF_PAPER_DATASET, DPLCF_PAPER_ML20M
+    out.print(_metrics_table(f"{title} — sampled (1 + 99 negatives); paper columns: "
+                             f"{DPLCF_PAPER_DATASET}", docs, TABLE_METRICS, "sampled",
+                             DPLCF_PAPER_ML20M))
+    out.print(_metrics_table(f"{title} — full ranking (all never-seen items)", docs,
+                             TABLE_METRICS, "full"))
 
 
 def _results_dir(base: Path, dataset: str, what: str) -> Path:
@@ -157,9 +165,7 @@ def run(
         sys.stdout.write(json.dumps(doc, default=float) + "\n")
         err.print(f"saved {path}")
         return
-    from dprec.evaluation.paper_numbers import DPLCF_PAPER_ML20M
-    out.print(_metrics_table(f"{system} on {dataset} ({seeds} seeds, mean±std)", {system: doc},
-                             ("HR@2", "HR@5", "HR@10", "NDCG@10"), DPLCF_PAPER_ML20M))
+    _print_tables(f"{system} on {dataset} ({seeds} seeds, mean±std)", {system: doc})
     _print_privacy(doc)
     out.print(f"saved {path}")
 
@@ -204,13 +210,11 @@ def compare(
     """Every system side by side on the same folds, an ε sweep, results JSON + CSV + plots."""
     from dprec.evaluation.compare import (
         DEFAULT_COMPARISON,
-        TABLE_METRICS,
         eps_sweep,
         private_names,
         run_systems,
         save_comparison,
     )
-    from dprec.evaluation.paper_numbers import DPLCF_PAPER_ML20M
     from dprec.evaluation.runner import Experiment
     from dprec.systems.registry import SystemOptions, make_system
     try:
@@ -241,9 +245,7 @@ def compare(
     target = _results_dir(out_dir, dataset, "compare")
     paths = save_comparison(target, dataset, results, sweep, list(exp.ks))
     docs = {n: r.to_json() for n, r in results.items()}
-    out.print(_metrics_table(f"{dataset}, ε={epsilon}, K_nb={neighbours}, {seeds} seeds "
-                             "(mean±std); paper column is ML-20M", docs, TABLE_METRICS,
-                             DPLCF_PAPER_ML20M))
+    _print_tables(f"{dataset}, ε={epsilon}, K_nb={neighbours}, {seeds} seeds (mean±std)", docs)
     if sweep:
         t = Table(title=f"HR@10 (sampled) against ε, {sweep_seeds} seeds")
         t.add_column("system")

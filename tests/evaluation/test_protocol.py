@@ -12,7 +12,7 @@ from dprec.systems.baselines import Popularity, RandomScorer
 
 @pytest.fixture(scope="module")
 def split():
-    ds = synthetic(600, 400, 24_000, seed=1)
+    ds = synthetic(600, 400, 24_000, rng=1)
     return leave_one_out(ds, "latest")
 
 

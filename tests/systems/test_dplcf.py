@@ -121,7 +121,7 @@ def test_private_systems_learn_and_noise_hurts():
     from dprec.data.synthetic import synthetic
     from dprec.evaluation.runner import Experiment
 
-    ds = synthetic(800, 300, 40_000, seed=3)
+    ds = synthetic(800, 300, 40_000, rng=3)
     exp = Experiment(ds, [0])
 
     def hr(flip, est, eps):

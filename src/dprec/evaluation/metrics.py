@@ -1,4 +1,6 @@
-"""Ranking metrics for one relevant item per user (Eq.: HR@K = 1[rank < K], NDCG@K = 1/log2(rank + 2)).
+"""Ranking metrics for one relevant item per user.
+
+HR@K = 1[rank < K] and NDCG@K = 1[rank < K] / log2(rank + 2), averaged over users.
 
 ``ranks`` are 0-based positions of the held-out item among its candidates.
 """

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import Literal, get_args
+
+from dprec.errors import DprecError
 
 Level = Literal["event", "user"]
 Sides = Literal["two", "one", "none"]
 Model = Literal["local", "central", "shuffled"]
+_LEVELS: tuple[str, ...] = get_args(Level)
+_SIDES: tuple[str, ...] = get_args(Sides)
+_MODELS: tuple[str, ...] = get_args(Model)
 
 
 @dataclass(frozen=True)
@@ -30,10 +35,27 @@ class Guarantee:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        if not (self.epsilon >= 0 or math.isinf(self.epsilon)):
-            raise ValueError(f"epsilon must be >= 0, got {self.epsilon}")
-        if not 0 <= self.delta <= 1:
-            raise ValueError(f"delta must be in [0, 1], got {self.delta}")
+        try:
+            epsilon, delta = float(self.epsilon), float(self.delta)
+        except (TypeError, ValueError):
+            raise DprecError(
+                f"epsilon and delta must be numbers, got {self.epsilon!r}, {self.delta!r}"
+            ) from None
+        # NaN fails both comparisons; -inf is rejected (only +inf means "no finite bound").
+        if not epsilon >= 0:
+            raise DprecError(f"epsilon must be >= 0 (or inf), got {self.epsilon}")
+        if not 0 <= delta <= 1:
+            raise DprecError(f"delta must be in [0, 1], got {self.delta}")
+        for name, value, allowed in (
+            ("level", self.level, _LEVELS),
+            ("sides", self.sides, _SIDES),
+            ("model", self.model, _MODELS),
+        ):
+            if value not in allowed:
+                raise DprecError(f"{name} must be one of {allowed}, got {value!r}")
+        object.__setattr__(self, "epsilon", epsilon)
+        object.__setattr__(self, "delta", delta)
+        object.__setattr__(self, "notes", tuple(self.notes))
 
     def to_json(self) -> dict[str, object]:
         """JSON-safe dict (infinite epsilon becomes the string "inf")."""

@@ -31,7 +31,7 @@ def _lcf(name: str, flip: str, estimator: str) -> Callable[[SystemOptions], Reco
 
 
 def _bpr(o: SystemOptions) -> Recommender:
-    from dprec.models.bpr import BPRConfig, BPRMF
+    from dprec.models.bpr import BPRMF, BPRConfig
     return TrainedOnObfuscated("bpr-mf", BPRMF(BPRConfig()), BitFlip.symmetric(o.epsilon),
                                epsilon=o.epsilon)
 

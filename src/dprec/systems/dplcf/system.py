@@ -86,7 +86,8 @@ class LocalItemCF(Recommender):
         cfg = self.config
         n_items = train.shape[1]
         if cfg.neighbours >= n_items:
-            raise DprecError(f"neighbours must be < number of items ({n_items}), got {cfg.neighbours}")
+            raise DprecError(
+                f"neighbours must be < number of items ({n_items}), got {cfg.neighbours}")
         counts = server.PairCounts(n_items)
         upload = 0
         for start in range(0, train.shape[0], cfg.batch_size):
