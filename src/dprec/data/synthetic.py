@@ -1,0 +1,231 @@
+"""Synthetic interaction data with MovieLens-like statistics, at any size.
+
+The generative model, per user u with activity k_u:
+- item popularity is Zipf-like: pop_i ∝ (rank_i + 1)^-a over a random ranking of items;
+- activity is heavy-tailed: k_u = m + X_u with X_u log-normal, scaled so that the k_u sum
+  exactly to the requested number of interactions, capped at a fraction of the catalogue;
+- preferences are low-rank: affinity a_ui = x_u . y_i with Gaussian factors of ``rank``
+  dimensions, dimension d carrying a share ∝ (d + 1)^-``spectrum_decay`` of the variance
+  (a few dominant tastes, like genres), a_ui having standard deviation ``affinity_scale``;
+- u's k_u distinct items are drawn without replacement, each draw picking item i with
+  probability ∝ pop_i exp(a_ui) among the items not yet drawn (Plackett-Luce), done exactly
+  by Gumbel-top-k: the k_u largest of log pop_i + a_ui + G_ui, G_ui ~ Gumbel(0, 1);
+- ratings in 1..5 rise with the affinity: round(clip(mu + s z_ui + noise)), z = a / scale;
+- each user has a start time and strictly increasing timestamps (exponential gaps), the
+  items taking the time slots in random order.
+
+Users are processed in batches over a dense (batch x items) score block, grouped by
+activity so that the partial sort of each block only keeps as many candidates as its
+heaviest user needs. Every batch draws from its own child generator (``rng.spawn``), so the
+result depends on the seed and ``batch_elements`` only, not on the thread count.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import scipy.sparse as sp
+
+from dprec.data.dataset import Dataset
+from dprec.errors import DataError, check_positive
+from dprec.random import SeedLike, random_generator
+
+log = logging.getLogger(__name__)
+
+_BASE_TIME = 946_684_800  # 2000-01-01, seconds since the epoch
+_TIME_SPAN = 3 * 365 * 86_400
+
+
+def default_interactions(n_users: int, n_items: int, density: float = 0.063) -> int:
+    """ML-100K's density (6.3%) at the given size."""
+    return max(1, round(density * n_users * n_items))
+
+
+def _activity(n_users: int, total: int, lo: int, hi: int, sigma: float,
+              rng: np.random.Generator) -> np.ndarray:
+    """Integer activities in [lo, hi] summing exactly to ``total``: lo + a log-normal excess
+    scaled (by bisection) to the remaining mass, rounded by largest remainder."""
+    extra_total = total - n_users * lo
+    cap = hi - lo
+    k = np.full(n_users, lo, np.int64)
+    if extra_total == 0 or cap == 0:
+        return k
+    w = rng.lognormal(0.0, sigma, n_users)
+    s_lo, s_hi = 0.0, extra_total / w.sum()
+    while np.minimum(w * s_hi, cap).sum() < extra_total:
+        s_hi *= 2.0
+    for _ in range(200):
+        s = 0.5 * (s_lo + s_hi)
+        if np.minimum(w * s, cap).sum() < extra_total:
+            s_lo = s
+        else:
+            s_hi = s
+    x = np.minimum(w * s_hi, cap)
+    base = np.floor(x).astype(np.int64)
+    short = extra_total - int(base.sum())
+    if short > 0:
+        frac = np.where(base < cap, x - base, -1.0)
+        base[np.argpartition(-frac, short - 1)[:short]] += 1
+    elif short < 0:
+        frac = np.where(base > 0, x - base, 2.0)
+        base[np.argpartition(frac, -short - 1)[:-short]] -= 1
+    return k + base
+
+
+def synthetic(
+    n_users: int,
+    n_items: int,
+    n_interactions: int,
+    *,
+    rng: SeedLike,
+    rank: int = 16,
+    popularity_exponent: float = 1.3,
+    activity_sigma: float = 1.2,
+    min_user_interactions: int = 20,
+    max_user_fraction: float = 0.5,
+    affinity_scale: float = 2.0,
+    spectrum_decay: float = 1.0,
+    name: str | None = None,
+    batch_elements: int = 1 << 23,
+    n_threads: int | None = None,
+) -> Dataset:
+    """A ``n_users`` x ``n_items`` dataset with exactly ``n_interactions`` distinct
+    (user, item) interactions, ratings 1..5 and timestamps (model in the module docstring).
+
+    ``rng``: a Generator or a seed. ``popularity_exponent``: Zipf exponent a of the item
+    popularity. ``activity_sigma``: log-normal sigma of user activity. Each user gets at
+    least ``min_user_interactions`` and at most ``ceil(max_user_fraction * n_items)``.
+    ``affinity_scale``: standard deviation of the low-rank affinity (0 removes the
+    preference structure); ``spectrum_decay`` how fast its dimensions weaken. The defaults
+    give ML-100K-like statistics at its size (top 10% of items: ~45% of interactions,
+    mean rating ~3.55; item-kNN clearly ahead of popularity). ``batch_elements`` bounds
+    the dense block (users x items) of one batch (about 20 bytes per element at peak, per
+    thread). ``n_threads`` defaults to min(2, cpu count). Named
+    ``synthetic-<users>x<items>`` unless ``name`` is given.
+    """
+    for pname, v in (("n_users", n_users), ("n_items", n_items),
+                     ("n_interactions", n_interactions), ("rank", rank),
+                     ("batch_elements", batch_elements)):
+        if int(v) != v or v < 1:
+            raise DataError(f"{pname} must be an integer >= 1, got {v}")
+    if int(min_user_interactions) != min_user_interactions or min_user_interactions < 1:
+        raise DataError(f"min_user_interactions must be an integer >= 1, "
+                        f"got {min_user_interactions}")
+    if not 0 < max_user_fraction <= 1:
+        raise DataError(f"max_user_fraction must be in (0, 1], got {max_user_fraction}")
+    check_positive("activity_sigma", activity_sigma)
+    for pname, x in (("popularity_exponent", popularity_exponent),
+                     ("affinity_scale", affinity_scale), ("spectrum_decay", spectrum_decay)):
+        if not (math.isfinite(x) and x >= 0):
+            raise DataError(f"{pname} must be a finite number >= 0, got {x}")
+    n_users, n_items, n_interactions = int(n_users), int(n_items), int(n_interactions)
+    hi = max(int(min_user_interactions), math.ceil(max_user_fraction * n_items))
+    if min_user_interactions > n_items:
+        raise DataError(f"min_user_interactions must be <= n_items, got "
+                        f"{min_user_interactions} > {n_items}")
+    if not n_users * min_user_interactions <= n_interactions <= n_users * hi:
+        raise DataError(
+            f"n_interactions must be between n_users * min_user_interactions = "
+            f"{n_users * min_user_interactions} and n_users * {hi} (the per-user cap "
+            f"{max_user_fraction:g} * n_items), got {n_interactions}"
+        )
+    gen = random_generator(rng)
+
+    log_pop = np.empty(n_items, np.float32)
+    log_pop[gen.permutation(n_items)] = -popularity_exponent * np.log(
+        np.arange(1, n_items + 1, dtype=np.float64))
+    k = _activity(n_users, n_interactions, int(min_user_interactions), hi, activity_sigma, gen)
+    # dimension d carries variance ∝ (d + 1)^-spectrum_decay; the total is affinity_scale^2
+    spectrum = np.arange(1, rank + 1, dtype=np.float64) ** -spectrum_decay
+    factor_sd = np.sqrt(affinity_scale * spectrum / np.linalg.norm(spectrum)).astype(np.float32)
+    user_f = (gen.standard_normal((n_users, rank), np.float32) * factor_sd).astype(np.float32)
+    item_f = (gen.standard_normal((n_items, rank), np.float32) * factor_sd).astype(np.float32)
+    start = _BASE_TIME + gen.integers(0, _TIME_SPAN, n_users)
+    mean_gap = np.exp(gen.normal(math.log(6 * 3600.0), 1.5, n_users))
+
+    indptr = np.zeros(n_users + 1, np.int64)
+    np.cumsum(k, out=indptr[1:])
+    indices = np.empty(n_interactions, np.int32)
+    ratings = np.empty(n_interactions, np.float32)
+    timestamps = np.empty(n_interactions, np.int64)
+
+    order = np.argsort(k, kind="stable")
+    batch = max(1, int(batch_elements) // n_items)
+    batches = [order[s:s + batch] for s in range(0, n_users, batch)]
+    children = gen.spawn(len(batches))
+    item_t = np.ascontiguousarray(item_f.T)
+
+    local = threading.local()
+
+    def run(b: int) -> None:
+        users = np.sort(batches[b])
+        if not hasattr(local, "buffers"):  # per-thread blocks, reused to avoid page faults
+            local.buffers = np.empty((2, batch, n_items), np.float32)
+        affinity, keys = local.buffers[0, :len(users)], local.buffers[1, :len(users)]
+        np.matmul(user_f[users], item_t, out=affinity)
+        _fill_batch(users, k[users], affinity, keys, log_pop, affinity_scale,
+                    start[users], mean_gap[users], indptr, indices, ratings, timestamps,
+                    children[b])
+
+    threads = n_threads or min(2, os.cpu_count() or 1)
+    if threads > 1 and len(batches) > 1:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(run, range(len(batches))))
+    else:
+        for b in range(len(batches)):
+            run(b)
+
+    matrix = sp.csr_matrix((ratings, indices, indptr), shape=(n_users, n_items))
+    name = name or f"synthetic-{n_users}x{n_items}"
+    log.info("%s: %d users x %d items, %d interactions, %d batches", name, n_users, n_items,
+             n_interactions, len(batches))
+    return Dataset(
+        name=name,
+        matrix=matrix,
+        timestamps=timestamps,
+        user_ids=np.arange(n_users, dtype=np.int64),
+        item_ids=np.arange(n_items, dtype=np.int64),
+    )
+
+
+def _fill_batch(users: np.ndarray, k: np.ndarray, affinity: np.ndarray, keys: np.ndarray,
+                log_pop: np.ndarray, scale: float, start: np.ndarray, mean_gap: np.ndarray,
+                indptr: np.ndarray, indices: np.ndarray, ratings: np.ndarray,
+                timestamps: np.ndarray, rng: np.random.Generator) -> None:
+    """Draw the batch's items by Gumbel-top-k and write them into the CSR arrays
+    (``keys`` is a scratch block of the affinity block's shape)."""
+    n_rows, n_items = affinity.shape
+    kmax = int(k.max())
+    rng.standard_exponential(out=keys, dtype=np.float32)
+    np.maximum(keys, np.finfo(np.float32).tiny, out=keys)
+    np.log(keys, out=keys)
+    np.subtract(affinity, keys, out=keys)  # a_ui + G_ui, since -log E ~ Gumbel(0, 1)
+    keys += log_pop
+    if kmax < n_items:
+        cand = np.argpartition(keys, n_items - kmax, axis=1)[:, n_items - kmax:]
+    else:
+        cand = np.broadcast_to(np.arange(n_items), (n_rows, n_items))
+    ranked = np.argsort(-np.take_along_axis(keys, cand, axis=1), axis=1)
+    cand = np.take_along_axis(cand, ranked, axis=1)
+    valid = np.arange(kmax) < k[:, None]
+    items = np.sort(np.where(valid, cand, n_items), axis=1)  # chosen items first, ascending
+    items_c = np.minimum(items, n_items - 1)
+    z = np.take_along_axis(affinity, items_c, axis=1) / max(scale, 1e-12)
+    r = np.rint(2.8 + 0.9 * z + rng.normal(0.0, 0.8, z.shape))
+    r = np.clip(r, 1.0, 5.0).astype(np.float32)
+    gaps = 1.0 + rng.standard_exponential((n_rows, kmax)) * mean_gap[:, None]
+    times = start[:, None] + np.cumsum(np.floor(gaps), axis=1).astype(np.int64)
+    slot_key = rng.random((n_rows, kmax))
+    slot_key[~valid] = 2.0
+    perm = np.argsort(slot_key, axis=1)  # valid columns first, in random order
+    ts = np.empty_like(times)
+    np.put_along_axis(ts, perm, times, axis=1)
+    dest = (indptr[users][:, None] + np.arange(kmax))[valid]
+    indices[dest] = items[valid]
+    ratings[dest] = r[valid]
+    timestamps[dest] = ts[valid]
