@@ -1,0 +1,88 @@
+"""Per-user privacy ledger."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dprec.errors import DprecError
+from dprec.privacy.ledger import BudgetExceededError, PrivacyLedger
+
+
+def test_spend_and_can_spend_vectorised():
+    ledger = PrivacyLedger(1.0, n_users=4)
+    ledger.spend(np.array([0, 1]), 0.6)
+    np.testing.assert_allclose(ledger.spent, [0.6, 0.6, 0.0, 0.0])
+    mask = ledger.can_spend(np.array([0, 1, 2, 3]), np.array([0.5, 0.4, 1.0, 1.1]))
+    np.testing.assert_array_equal(mask, [False, True, True, False])
+    np.testing.assert_allclose(ledger.remaining(), [0.4, 0.4, 1.0, 1.0])
+    np.testing.assert_allclose(ledger.remaining([1, 3]), [0.4, 1.0])
+
+
+def test_spend_refuses_atomically():
+    ledger = PrivacyLedger(1.0, n_users=3)
+    ledger.spend([0, 1, 2], 0.5)
+    with pytest.raises(BudgetExceededError, match="budget 1: user 2 would reach 1.2"):
+        ledger.spend([0, 2], [0.1, 0.7])
+    np.testing.assert_allclose(ledger.spent, [0.5, 0.5, 0.5])  # nothing changed
+    assert isinstance(BudgetExceededError("x"), DprecError)
+
+
+def test_repeated_users_are_summed_by_spend():
+    ledger = PrivacyLedger(1.0)
+    assert ledger.can_spend([5, 5], 0.6).all()  # each entry alone fits
+    with pytest.raises(BudgetExceededError):
+        ledger.spend([5, 5], 0.6)  # together they do not
+    ledger.spend([5, 5, 5], 0.3)
+    assert ledger.spent[5] == pytest.approx(0.9)
+    assert len(ledger) == 6  # grew to hold user 5
+
+
+def test_float_slack_lets_exact_budget_be_used():
+    ledger = PrivacyLedger(1.0, n_users=1)
+    for _ in range(10):
+        ledger.spend(0, 0.1)
+    assert ledger.spent[0] == pytest.approx(1.0)
+    assert not ledger.can_spend(0, 1e-6)[0]
+
+
+def test_infinite_budget_tracks_only():
+    ledger = PrivacyLedger(math.inf, n_users=2)
+    ledger.spend([0, 1], 1e6)
+    assert ledger.can_spend([0], 1e9).all()
+
+
+def test_validation():
+    with pytest.raises(DprecError, match="budget_eps must be > 0, got 0"):
+        PrivacyLedger(0.0)
+    ledger = PrivacyLedger(1.0, 2)
+    with pytest.raises(DprecError, match="users must be >= 0, got -1"):
+        ledger.spend([-1], 0.1)
+    with pytest.raises(DprecError, match="eps must be >= 0"):
+        ledger.spend([0], -0.1)
+    with pytest.raises(DprecError, match="integer indices"):
+        ledger.spend(np.array([0.5]), 0.1)
+    ledger.spend(np.array([], dtype=np.int64), 0.1)
+    assert ledger.spent.sum() == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.lists(st.integers(0, 9), min_size=1, max_size=8), st.floats(0.0, 0.7)),
+        max_size=20,
+    )
+)
+def test_never_exceeds_budget_and_sums_accepted_spends(calls):
+    ledger = PrivacyLedger(2.0, n_users=10)
+    expected = np.zeros(10)
+    for users, eps in calls:
+        try:
+            ledger.spend(np.array(users), eps)
+        except BudgetExceededError:
+            continue
+        np.add.at(expected, users, eps)
+    np.testing.assert_allclose(ledger.spent, expected)
+    assert (ledger.spent <= 2.0 * (1 + 1e-9)).all()

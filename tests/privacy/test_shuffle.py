@@ -1,0 +1,177 @@
+"""Amplification by shuffling (FMT21): golden values, exactness, bounds and monotonicity."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from dprec.errors import DprecError
+from dprec.privacy.shuffle import (
+    closed_form_epsilon,
+    condition_holds,
+    numerical_delta,
+    numerical_epsilon,
+    shuffled_epsilon,
+)
+
+# Golden values: README of the authors' code, github.com/apple/ml-shuffling-amplification
+# (example.py: n = 1e5, eps0 = 4, delta = 1e-6, 10 bisection steps, step = 100).
+REF_NUMERICAL_LOWER = 0.1675385583317841
+REF_NUMERICAL_UPPER = 0.172790550755978
+REF_CLOSED_FORM_CODE = 0.5378040242374512
+
+
+def test_closed_form_golden_matches_paper_to_two_digits():
+    eps = closed_form_epsilon(4.0, 100_000, 1e-6)
+    assert round(eps, 2) == 0.54
+    assert eps == pytest.approx(REF_CLOSED_FORM_CODE, rel=1e-12)
+
+
+def test_closed_form_stated_variant_by_hand():
+    # log(1 + tanh(2) (8 sqrt(e^4 log(4e6)) / sqrt(1e5) + 8 e^4 / 1e5)) = 0.5346
+    e4 = math.exp(4.0)
+    inner = 8 * math.sqrt(e4 * math.log(4e6)) / math.sqrt(1e5) + 8 * e4 / 1e5
+    stated = closed_form_epsilon(4.0, 100_000, 1e-6, variant="stated")
+    assert stated == pytest.approx(math.log(1 + (e4 - 1) / (e4 + 1) * inner), rel=1e-12)
+    assert stated == pytest.approx(0.5346, abs=1e-4)
+    with pytest.raises(DprecError, match="variant must be"):
+        closed_form_epsilon(4.0, 100_000, 1e-6, variant="other")
+
+
+def test_numerical_golden_within_reference_bracket():
+    eps = numerical_epsilon(4.0, 100_000, 1e-6)
+    assert round(eps, 2) == 0.17
+    # our exact computation lies between the reference code's lower and upper values
+    assert REF_NUMERICAL_LOWER <= eps <= REF_NUMERICAL_UPPER
+    assert numerical_delta(eps, 4.0, 100_000) <= 1e-6
+    assert numerical_delta(eps - 1e-4, 4.0, 100_000) > 1e-6
+
+
+def _delta_brute_force(eps: float, eps0: float, n: int) -> float:
+    """Hockey-stick divergence of FMT21's P and Q, summed over the full joint support."""
+    alpha = math.exp(eps0) / (1 + math.exp(eps0))
+    total = 0.0
+    for c in range(n):
+        w = stats.binom.pmf(c, n - 1, math.exp(-eps0))
+        b = np.zeros(c + 2)
+        b[: c + 1] = stats.binom.pmf(np.arange(c + 1), c, 0.5)  # A = a
+        b_shift = np.roll(b, 1)  # A + 1 = a
+        p = alpha * b_shift + (1 - alpha) * b
+        q = (1 - alpha) * b_shift + alpha * b
+        total += w * max(
+            np.maximum(p - math.exp(eps) * q, 0).sum(), np.maximum(q - math.exp(eps) * p, 0).sum()
+        )
+    return total
+
+
+@pytest.mark.parametrize(
+    "eps0, n, eps", [(1.0, 50, 0.5), (3.0, 200, 1.0), (2.0, 300, 0.3), (0.5, 40, 0.2)]
+)
+def test_numerical_delta_equals_brute_force(eps0, n, eps):
+    assert numerical_delta(eps, eps0, n) == pytest.approx(
+        _delta_brute_force(eps, eps0, n), rel=1e-9, abs=1e-15
+    )
+
+
+def _shuffled_rr_delta(eps: float, eps0: float, n: int) -> float:
+    """Exact delta of shuffled binary randomized response, user 1 flips 0 -> 1, others 0."""
+    keep = math.exp(eps0) / (1 + math.exp(eps0))
+    others = stats.binom.pmf(np.arange(n), n - 1, 1 - keep)  # count of 1s from n - 1 users
+    p = np.zeros(n + 1)
+    q = np.zeros(n + 1)
+    p[:-1] += (1 - keep) * others
+    p[1:] += keep * others
+    q[:-1] += keep * others
+    q[1:] += (1 - keep) * others
+    return max(
+        np.maximum(p - math.exp(eps) * q, 0).sum(), np.maximum(q - math.exp(eps) * p, 0).sum()
+    )
+
+
+@pytest.mark.parametrize("eps0, n", [(1.0, 1000), (2.0, 5000), (4.0, 10_000)])
+def test_bound_is_above_an_exact_shuffled_mechanism(eps0, n):
+    """The clone bound holds for every eps0-randomizer, so for binary randomized response."""
+    for eps in np.linspace(0.02, eps0, 12):
+        assert _shuffled_rr_delta(eps, eps0, n) <= numerical_delta(eps, eps0, n) + 1e-15
+
+
+@pytest.mark.parametrize(
+    "eps0, n, delta",
+    [(1.0, 10_000, 1e-6), (4.0, 100_000, 1e-6), (2.5, 50_000, 1e-8), (0.5, 1_000_000, 1e-6)],
+)
+def test_numerical_is_tighter_than_closed_form(eps0, n, delta):
+    assert condition_holds(eps0, n, delta)
+    assert numerical_epsilon(eps0, n, delta) <= closed_form_epsilon(eps0, n, delta)
+
+
+def test_condition_boundary():
+    n, delta = 100_000, 1e-6
+    limit = math.log(n / (16 * math.log(2 / delta)))
+    assert condition_holds(limit, n, delta)
+    assert not condition_holds(limit + 1e-9, n, delta)
+    with pytest.raises(DprecError, match="eps0 must be <= log"):
+        closed_form_epsilon(limit + 1e-9, n, delta)
+    assert closed_form_epsilon(limit, n, delta) <= limit
+
+
+def test_no_amplification_when_clones_are_rare():
+    # eps0 = 8 with n = 1000: about 0.3 expected clones, the bound stays near eps0
+    eps = numerical_epsilon(8.0, 1000, 1e-6)
+    assert 7.0 < eps <= 8.0
+
+
+def test_shuffled_epsilon_dispatch_and_errors():
+    assert shuffled_epsilon(4.0, 100_000, 1e-6, "closed_form") == closed_form_epsilon(
+        4.0, 100_000, 1e-6
+    )
+    assert shuffled_epsilon(4.0, 100_000, 1e-6) == numerical_epsilon(4.0, 100_000, 1e-6)
+    with pytest.raises(DprecError, match="method must be"):
+        shuffled_epsilon(4.0, 100_000, 1e-6, "magic")
+    with pytest.raises(DprecError, match="eps0 must be > 0, got -1"):
+        numerical_epsilon(-1.0, 100, 1e-6)
+    with pytest.raises(DprecError, match="delta must be in"):
+        numerical_epsilon(1.0, 100, 0.0)
+    with pytest.raises(DprecError, match="n must be an integer"):
+        closed_form_epsilon(1.0, 10.5, 1e-6)
+
+
+EPS0 = st.floats(0.1, 6.0)
+LOG_N = st.integers(2, 6)
+DELTA = st.sampled_from([1e-9, 1e-6, 1e-3])
+
+
+@settings(max_examples=30, deadline=None)
+@given(EPS0, st.floats(0.05, 2.0), LOG_N, DELTA)
+def test_numerical_grows_with_eps0(eps0, extra, log_n, delta):
+    n = 10**log_n
+    tol = 1e-6
+    lo = numerical_epsilon(eps0, n, delta, tol=tol)
+    hi = numerical_epsilon(eps0 + extra, n, delta, tol=tol)
+    assert lo <= hi + 2 * tol
+    assert lo <= eps0 and hi <= eps0 + extra
+
+
+@settings(max_examples=30, deadline=None)
+@given(EPS0, st.integers(10, 100_000), st.integers(2, 10), DELTA)
+def test_numerical_shrinks_with_n(eps0, n, factor, delta):
+    tol = 1e-6
+    assert (
+        numerical_epsilon(eps0, n * factor, delta, tol=tol)
+        <= numerical_epsilon(eps0, n, delta, tol=tol) + 2 * tol
+    )
+
+
+@settings(max_examples=50, deadline=None)
+@given(EPS0, st.floats(0.01, 1.0), st.integers(1000, 10**7), DELTA)
+def test_closed_form_monotone_and_capped(eps0, extra, n, delta):
+    if not condition_holds(eps0 + extra, n, delta):
+        return
+    a = closed_form_epsilon(eps0, n, delta)
+    assert a <= closed_form_epsilon(eps0 + extra, n, delta)
+    assert closed_form_epsilon(eps0, 2 * n, delta) <= a
+    assert 0 < a <= eps0
+    stated = closed_form_epsilon(eps0, n, delta, variant="stated")
+    assert stated <= a  # the reference-code variant is the conservative one

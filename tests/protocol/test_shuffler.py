@@ -1,0 +1,158 @@
+"""The shuffling proxy: anonymity, order independence, threshold, byte counts."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dprec.errors import DprecError
+from dprec.protocol.messages import GradientReports, ShuffledReports
+from dprec.protocol.shuffler import Shuffler, ShuffleRefusedError
+
+
+def _client_messages(n_clients=40, k=7, seed=0):
+    rng = np.random.default_rng(seed)
+    items = rng.integers(0, 500, (n_clients, k))
+    factors = rng.integers(0, 5, (n_clients, k))
+    bits = rng.integers(0, 2, (n_clients, k))
+    msgs = [GradientReports(100 + u, items[u], factors[u], bits[u]) for u in range(n_clients)]
+    return msgs, items, factors, bits
+
+
+def _as_rows(out: ShuffledReports) -> np.ndarray:
+    return np.stack([out.items, out.factors, out.bits], axis=1).astype(np.int64)
+
+
+def _multiset(rows: np.ndarray) -> np.ndarray:
+    return rows[np.lexsort(rows.T[::-1])]
+
+
+def test_output_is_the_multiset_of_all_reports():
+    msgs, items, factors, bits = _client_messages()
+    shuffler = Shuffler(10, np.random.default_rng(1))
+    for m in msgs:
+        shuffler.submit(m)
+    assert shuffler.held == items.size
+    out = shuffler.flush()
+    assert isinstance(out, ShuffledReports) and not hasattr(out, "client_id")
+    expected = np.stack([items.ravel(), factors.ravel(), bits.ravel()], axis=1)
+    np.testing.assert_array_equal(_multiset(_as_rows(out)), _multiset(expected))
+    # the order was actually changed
+    assert not np.array_equal(_as_rows(out), expected)
+    assert shuffler.held == 0
+
+
+def test_permuting_clients_or_ids_gives_identical_output():
+    msgs, *_ = _client_messages()
+    outputs = []
+    for order_seed in range(4):
+        order = np.random.default_rng(order_seed).permutation(len(msgs))
+        shuffler = Shuffler(1, np.random.default_rng(7))
+        for i in order:
+            m = msgs[i]
+            # the id is metadata: a different id must not change anything either
+            shuffler.submit(GradientReports(order_seed * 1000 + i, m.items, m.factors, m.bits))
+        outputs.append(shuffler.flush().to_bytes())
+    assert all(o == outputs[0] for o in outputs)
+
+
+def test_batch_path_equals_message_path():
+    msgs, items, factors, bits = _client_messages()
+    one = Shuffler(5, np.random.default_rng(3))
+    for m in msgs:
+        one.submit(m.to_bytes())  # the service path: bytes in
+    batch = Shuffler(5, np.random.default_rng(3))
+    batch.submit_batch(items, factors, bits, client_ids=np.arange(len(msgs)))
+    assert one.bytes_up == batch.bytes_up == sum(m.nbytes for m in msgs)
+    assert one.messages_received == batch.messages_received == len(msgs)
+    a, b = one.flush(), batch.flush()
+    assert a == b
+    assert one.bytes_down == batch.bytes_down == len(a.to_bytes())
+
+
+def test_threshold_refusal_keeps_reports():
+    msgs, *_ = _client_messages(n_clients=3, k=4)
+    shuffler = Shuffler(10, np.random.default_rng(0))
+    shuffler.submit(msgs[0])
+    shuffler.submit(msgs[1])
+    with pytest.raises(ShuffleRefusedError, match="threshold 10 to forward, got 8"):
+        shuffler.flush()
+    assert shuffler.held == 8 and shuffler.bytes_down == 0
+    shuffler.submit(msgs[2])
+    assert len(shuffler.flush()) == 12
+    with pytest.raises(ShuffleRefusedError, match="got 0"):
+        shuffler.flush()
+
+
+def test_byte_counters_accumulate_over_flushes():
+    msgs, *_ = _client_messages(n_clients=6, k=3)
+    shuffler = Shuffler(1, np.random.default_rng(0))
+    down = 0
+    for m in msgs:
+        shuffler.submit(m)
+        down += len(shuffler.flush().to_bytes())
+    assert shuffler.bytes_up == sum(len(m.to_bytes()) for m in msgs)
+    assert shuffler.bytes_down == down
+    assert shuffler.reports_forwarded == 18
+
+
+def test_positions_are_uniform():
+    """Each arrangement of three distinct reports is equally likely (chi-square)."""
+    msgs = [GradientReports(u, [u], [0], [0]) for u in range(3)]
+    shuffler = Shuffler(3, np.random.default_rng(11))
+    perms = {p: i for i, p in enumerate(itertools.permutations(range(3)))}
+    counts = np.zeros(6)
+    draws = 6000
+    for _ in range(draws):
+        for m in msgs:
+            shuffler.submit(m)
+        counts[perms[tuple(shuffler.flush().items.tolist())]] += 1
+    assert stats.chisquare(counts).pvalue > 1e-3
+
+
+def test_bad_input():
+    with pytest.raises(DprecError, match="threshold must be an integer >= 1, got 0"):
+        Shuffler(0, np.random.default_rng(0))
+    with pytest.raises(DprecError, match="rng must be a numpy.random.Generator"):
+        Shuffler(1, 42)
+    shuffler = Shuffler(1, np.random.default_rng(0))
+    with pytest.raises(DprecError, match="GradientReports, ValueReports or bytes"):
+        shuffler.submit(ShuffledReports([1], [0], [1]))
+    with pytest.raises(DprecError, match="GradientReports, ValueReports or bytes, got ShuffledReports"):
+        shuffler.submit(ShuffledReports([1], [0], [1]).to_bytes())
+    with pytest.raises(DprecError, match="equal shape"):
+        shuffler.submit_batch(np.zeros((2, 3), int), np.zeros((2, 2), int), np.zeros((2, 3), int))
+    with pytest.raises(DprecError, match="client_ids must have shape"):
+        shuffler.submit_batch(
+            np.zeros((2, 3), int), np.zeros((2, 3), int), np.zeros((2, 3), int), np.arange(3)
+        )
+    with pytest.raises(DprecError, match="bits must be in"):
+        shuffler.submit_batch(np.zeros((1, 2), int), np.zeros((1, 2), int), np.full((1, 2), 3))
+    assert shuffler.held == 0
+
+
+def test_real_valued_reports_are_shuffled_without_senders():
+    """Piecewise-mechanism reports: same multiset out, order independent of the senders."""
+    from dprec.protocol.messages import ShuffledValues, ValueReports
+
+    rng = np.random.default_rng(0)
+    items = rng.integers(0, 50, size=(6, 4)).astype(np.int32)
+    factors = rng.integers(0, 5, size=(6, 4)).astype(np.uint8)
+    values = rng.normal(size=(6, 4)).astype(np.float32)
+    a = Shuffler(1, np.random.default_rng(9))
+    a.submit_batch(items, factors, values=values, client_ids=np.arange(6))
+    b = Shuffler(1, np.random.default_rng(9))
+    for u in rng.permutation(6):
+        b.submit(ValueReports(100 + int(u), items[u], factors[u], values[u]).to_bytes())
+    out_a, out_b = a.flush(), b.flush()
+    assert isinstance(out_a, ShuffledValues)
+    assert out_a == out_b
+    got = sorted(zip(out_a.items.tolist(), out_a.factors.tolist(), out_a.values.tolist(),
+                     strict=True))
+    want = sorted(zip(items.ravel().tolist(), factors.ravel().tolist(),
+                      values.ravel().tolist(), strict=True))
+    assert got == want
+    with pytest.raises(DprecError, match="mix"):
+        a.submit_batch(items, factors, values=values)
+        a.submit_batch(items, factors, bits=np.zeros_like(items, np.uint8))
