@@ -18,7 +18,7 @@ TABLE_METRICS = ("HR@2", "HR@5", "HR@10", "NDCG@10")
 
 DEFAULT_COMPARISON = (
     "random", "popularity", "lcf-ub", "lcf-sp", "lcf-ap", "dplcf-sp", "dplcf-ap",
-    "dplcf-oue", "dplcf-eb", "bpr-mf", "mf-np",
+    "dplcf-oue", "dplcf-eb", "bpr-mf", "mf-np", "fcf", "fmf-ldp",
 )
 DEFAULT_EPS_GRID = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
 

@@ -17,28 +17,50 @@ from dprec.systems.dplcf import LocalItemCF, LocalItemCFConfig
 class SystemOptions:
     """Run options shared by the CLI and the comparison; each system reads what it needs."""
 
-    epsilon: float = 1.0
+    epsilon: float | None = None
+    """None = each system's paper default (DPLCF 1.0, FMF-LDP 2.5)."""
     neighbours: int = 20
     neighbourhood: str = "item"
+    k: int = 100
+    """FMF-LDP reports per client per epoch."""
+    epochs: int = 20
+    """Federated epochs (FCF, FMF-LDP)."""
+    mechanism: str = "binary"
+    """FMF-LDP value mechanism: binary or piecewise."""
+    lr: float | None = None
+    """Server learning rate of FCF / FMF-LDP (None = the paper's 1e-3)."""
+
+    def eps(self, default: float) -> float:
+        return default if self.epsilon is None else self.epsilon
 
 
 def _lcf(name: str, flip: str, estimator: str) -> Callable[[SystemOptions], Recommender]:
     def make(o: SystemOptions) -> Recommender:
         return LocalItemCF(name, LocalItemCFConfig(
-            flip=flip, estimator=estimator, epsilon=o.epsilon,  # type: ignore[arg-type]
+            flip=flip, estimator=estimator, epsilon=o.eps(1.0),  # type: ignore[arg-type]
             neighbours=o.neighbours, neighbourhood=o.neighbourhood))  # type: ignore[arg-type]
     return make
 
 
 def _bpr(o: SystemOptions) -> Recommender:
     from dprec.models.bpr import BPRMF, BPRConfig
-    return TrainedOnObfuscated("bpr-mf", BPRMF(BPRConfig()), BitFlip.symmetric(o.epsilon),
-                               epsilon=o.epsilon)
+    return TrainedOnObfuscated("bpr-mf", BPRMF(BPRConfig()), BitFlip.symmetric(o.eps(1.0)),
+                               epsilon=o.eps(1.0))
 
 
 def _mf_np(o: SystemOptions) -> Recommender:
     from dprec.models.als import ALSConfig, ImplicitALS
     return TrainedOnObfuscated("mf-np", ImplicitALS(ALSConfig()), None)
+
+
+def _fmf(name: str, exact: bool) -> Callable[[SystemOptions], Recommender]:
+    def make(o: SystemOptions) -> Recommender:
+        from dprec.systems.fmf import FederatedMF, FMFConfig
+        extra = {} if o.lr is None else {"lr": o.lr}
+        return FederatedMF(name, FMFConfig(exact=exact, epsilon=o.eps(2.5), k=o.k,
+                                           epochs=o.epochs, mechanism=o.mechanism,  # type: ignore[arg-type]
+                                           **extra))
+    return make
 
 
 SYSTEMS: dict[str, Callable[[SystemOptions], Recommender]] = {
@@ -53,9 +75,12 @@ SYSTEMS: dict[str, Callable[[SystemOptions], Recommender]] = {
     "dplcf-eb": _lcf("dplcf-eb", "symmetric", "eb"),
     "bpr-mf": _bpr,
     "mf-np": _mf_np,
+    "fcf": _fmf("fcf", exact=True),
+    "fmf-ldp": _fmf("fmf-ldp", exact=False),
 }
 
-PRIVATE_SYSTEMS = ("lcf-sp", "lcf-ap", "dplcf-sp", "dplcf-ap", "dplcf-oue", "dplcf-eb", "bpr-mf")
+PRIVATE_SYSTEMS = ("lcf-sp", "lcf-ap", "dplcf-sp", "dplcf-ap", "dplcf-oue", "dplcf-eb", "bpr-mf",
+                   "fmf-ldp")
 
 
 def make_system(name: str, options: SystemOptions | None = None) -> Recommender:
