@@ -8,6 +8,7 @@ mean gradient (server.estimate_mean_gradient) and descends ``server_steps`` time
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -24,6 +25,8 @@ from dprec.protocol.messages import GradientReports, ItemMatrix, ShuffledReports
 from dprec.protocol.shuffler import Shuffler
 from dprec.systems.base import Recommender
 from dprec.systems.fmf import client, server
+
+log = logging.getLogger(__name__)
 
 Mechanism = Literal["binary", "piecewise", "none"]
 
@@ -115,6 +118,7 @@ class FederatedMF(Recommender):
         reported = np.zeros(n_users, np.int64)
         proxy_rng = np.random.default_rng(rng.integers(2**63))
         up_bytes = 0.0
+        skipped = 0
         for epoch in range(c.epochs):
             gram = V.T @ V
             proxy = Shuffler(c.shuffle_threshold, proxy_rng)
@@ -147,6 +151,11 @@ class FederatedMF(Recommender):
                 senders += len(users)
             if c.exact:
                 G = total / max(1, senders)
+            elif proxy.held < c.shuffle_threshold:
+                skipped += 1
+                log.info("epoch %d: %d reports below the proxy threshold; no update",
+                         epoch, proxy.held)
+                continue
             else:
                 if epoch == 0:
                     up_bytes = self._client_message_bytes(n_items, mech)
@@ -171,6 +180,7 @@ class FederatedMF(Recommender):
             "paper_upload_bytes_per_client_epoch": 4 * c.k,
             "download_bytes_per_client_epoch": len(ItemMatrix(V.astype(np.float32)).to_bytes()),
             "paper_download_floats_per_client_epoch": n_items * c.factors,
+            "epochs_without_update": skipped,
             "clients_dropped_by_ledger": int(np.sum(reported < c.epochs)) if not c.exact else 0,
         }
         return self
