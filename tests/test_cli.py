@@ -65,3 +65,17 @@ def test_compare_writes_tables_and_plots(tmp_path):
     doc = json.loads(next(tmp_path.rglob("results.json")).read_text())
     assert set(doc["results"]) == {"random", "lcf-ub", "lcf-sp", "dplcf-sp"}
     assert [p[0] for p in doc["eps_sweep"]["dplcf-sp"]] == [0.5, 2.0]
+
+
+def test_fmf_ldp_json_privacy_sections(tmp_path):
+    res = runner.invoke(app, ["run", "fmf-ldp", "--dataset", DS, "--seeds", "1", "--epochs", "2",
+                              "--k", "5", "--epsilon", "2.5", "--json", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    p = doc["privacy"]
+    assert p["claimed"]["epsilon"] == pytest.approx(12.5)
+    assert p["local"] == {"epsilon_per_report": 2.5, "epsilon_per_round": 12.5,
+                          "epsilon_user": 25.0}
+    assert p["true"]["level"] == "user"
+    assert p["true"]["model"] in ("shuffled", "local")
+    assert doc["parameters"]["k"] == 5 and doc["parameters"]["epochs"] == 2
