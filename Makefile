@@ -24,6 +24,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_dplcf_server.py
 	$(BIN)/python benchmarks/bench_mf_np.py
+	$(BIN)/python benchmarks/bench_fmf_ldp.py
 
 clean:
 	rm -rf $(VENV) results benchmarks/results
