@@ -112,10 +112,10 @@ def _metrics_table(title: str, results: dict[str, dict], metrics: tuple[str, ...
 
 def _print_tables(title: str, docs: dict[str, dict]) -> None:
     from dprec.evaluation.compare import TABLE_METRICS
-    from dprec.evaluation.paper_numbers import DPLCF_PAPER_DATASET, DPLCF_PAPER_ML20M
+    from dprec.evaluation.paper_numbers import DPLCF_PAPER_DATASET, PAPER_ML20M
     out.print(_metrics_table(f"{title} — sampled (1 + 99 negatives); paper columns: "
                              f"{DPLCF_PAPER_DATASET}", docs, TABLE_METRICS, "sampled",
-                             DPLCF_PAPER_ML20M))
+                             PAPER_ML20M))
     out.print(_metrics_table(f"{title} — full ranking (all never-seen items)", docs,
                              TABLE_METRICS, "full"))
 

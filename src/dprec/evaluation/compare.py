@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from dprec.evaluation.paper_numbers import DPLCF_PAPER_ML20M
+from dprec.evaluation.paper_numbers import PAPER_ML20M
 from dprec.evaluation.plots import plot_hr_at_k, plot_metric_vs_eps
 from dprec.evaluation.runner import Experiment, RunResult
 from dprec.systems.registry import PRIVATE_SYSTEMS, SystemOptions, make_system
@@ -59,7 +59,7 @@ def comparison_rows(results: dict[str, RunResult]) -> list[dict[str, object]]:
                 row[f"{proto} {m}"] = v["mean"]
                 row[f"{proto} {m} std"] = v["std"]
         for m in TABLE_METRICS:
-            row[f"paper ML-20M {m}"] = DPLCF_PAPER_ML20M.get(name, {}).get(m, math.nan)
+            row[f"paper ML-20M {m}"] = PAPER_ML20M.get(name, {}).get(m, math.nan)
         true = (r.privacy or {}).get("true") if r.privacy else None
         row["true eps"] = true["epsilon"] if true else ""
         row["sides"] = true["sides"] if true else ""

@@ -32,7 +32,9 @@ def plot_hr_at_k(results: dict[str, dict], ks: list[int], path: Path, title: str
 
 def plot_metric_vs_eps(sweep: dict[str, list[tuple[float, float, float]]], path: Path,
                        title: str, ylabel: str = "HR@10 (sampled)",
-                       references: dict[str, float] | None = None) -> Path:
+                       references: dict[str, float] | None = None,
+                       xlabel: str = "ε (DPLCF family: per interaction bit; FMF-LDP: per report)",
+                       ) -> Path:
     """A metric against eps for each private system; ``references`` as horizontal lines."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for name, pts in sweep.items():
@@ -41,7 +43,7 @@ def plot_metric_vs_eps(sweep: dict[str, list[tuple[float, float, float]]], path:
     for name, y in (references or {}).items():
         ax.axhline(y, ls="--", lw=1, color="grey")
         ax.text(ax.get_xlim()[0], y, f" {name}", va="bottom", fontsize=8, color="grey")
-    ax.set_xlabel("ε (per interaction bit)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(alpha=0.3)
