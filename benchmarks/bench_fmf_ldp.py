@@ -1,0 +1,250 @@
+"""FMF-LDP training at the paper's MovieLens-20M size, against `implicit`'s ALS in the same run.
+
+Data: synthetic MovieLens-like interactions (dprec.data.synthetic), by default 75,000 users x
+10,000 items with 17,000,000 interactions (the size of the paper's filtered ML-20M), ratings
+1..5 as r_ui. Each side runs in its own spawned subprocess, so its peak memory (ru_maxrss,
+which includes generating the data) is its own:
+
+  fmf      : FederatedMF("fmf-ldp", FMFConfig(k, epsilon, factors, epochs)).fit(R, rng), the
+             whole simulated protocol (every client's solve, gradient entries and LDP reports,
+             the shuffling proxy, the server's estimate and descent);
+  implicit : implicit.cpu.als.AlternatingLeastSquares(factors, iterations=epochs,
+             regularization, alpha=1.0).fit(C) with C = 1 + alpha r_ui on the observed
+             entries (implicit 0.7 takes c_ui = data, so both minimise the same objective);
+             the library's default conjugate-gradient solver, float32 (``--implicit-exact``
+             adds a second run with exact Cholesky solves, float64);
+  phases   : the same epoch loop as FederatedMF.fit (system.py), re-assembled here from the
+             public client/server/mechanism/shuffler functions with the same calls and
+             arguments, timed per phase: user solve (gram + client.user_vectors), slot
+             sampling, gradient entries (client.gradient_entries + clip), mechanism
+             (BinaryMechanism.sample_bits), shuffler (submit_batch + flush), server
+             (BinaryMechanism.estimate + server.estimate_mean_gradient + server.descend).
+             It is a re-assembly for attribution, not the timed fit; its total is printed
+             beside the fit's so a divergence is visible.
+
+Threads: numba and implicit use all cores (2 here); BLAS is limited to 1 thread in both
+children (OPENBLAS_NUM_THREADS=1 and threadpoolctl), as `implicit` recommends.
+Writes benchmarks/results/bench_fmf_ldp.json. Usage:
+  .venv/bin/python benchmarks/bench_fmf_ldp.py [--users 75000 --items 10000 --nnz 17000000]
+  .venv/bin/python benchmarks/bench_fmf_ldp.py --users 5000 --items 2000 --nnz 300000  # quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import platform
+import resource
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    from dprec.systems.fmf import FMFConfig
+
+
+def _peak_gib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def _data(args: argparse.Namespace) -> sp.csr_matrix:
+    from dprec.data.synthetic import synthetic
+    return synthetic(args.users, args.items, args.nnz, rng=args.seed).matrix.tocsr()
+
+
+def _config(args: argparse.Namespace) -> FMFConfig:
+    from dprec.systems.fmf import FMFConfig
+    return FMFConfig(factors=args.factors, epochs=args.epochs, k=args.k, epsilon=args.epsilon,
+                     regularization=args.regularization, alpha=args.alpha)
+
+
+def _fmf(args: argparse.Namespace, q: mp.Queue) -> None:
+    from threadpoolctl import threadpool_limits
+
+    from dprec.systems.fmf import FederatedMF, FMFConfig
+
+    R = _data(args)
+    data_peak = _peak_gib()
+    model = FederatedMF("fmf-ldp", _config(args))
+    warm = R[: min(R.shape[0], 2000)]  # compile the numba kernels outside the timed fit
+    FederatedMF("warm", FMFConfig(epochs=1, k=2)).fit(warm, np.random.default_rng(0))
+    with threadpool_limits(1, user_api="blas"):
+        t = time.perf_counter()
+        c = time.process_time()
+        model.fit(R, np.random.default_rng(args.seed))
+        wall = time.perf_counter() - t
+        cpu = time.process_time() - c
+    assert model.V is not None
+    q.put({"fmf_fit_s": wall, "fmf_cpu_s": cpu, "fmf_peak_gib": _peak_gib(),
+           "fmf_data_peak_gib": data_peak, "fmf_V_finite": bool(np.isfinite(model.V).all()),
+           "fmf_diagnostics": model.diagnostics()})
+
+
+def _implicit(args: argparse.Namespace, q: mp.Queue) -> None:
+    from implicit.cpu.als import AlternatingLeastSquares
+    from threadpoolctl import threadpool_limits
+
+    R = _data(args)
+    C = R.astype(np.float32)
+    C.data = 1.0 + args.alpha * C.data
+    data_peak = _peak_gib()
+    out: dict[str, object] = {}
+    variants = [("implicit", {})]
+    if args.implicit_exact:
+        variants.append(("implicit_exact", {"use_cg": False, "dtype": np.float64}))
+    for name, extra in variants:
+        model = AlternatingLeastSquares(factors=args.factors, iterations=args.epochs,
+                                        regularization=args.regularization, alpha=1.0,
+                                        random_state=args.seed, **extra)
+        with threadpool_limits(1, user_api="blas"):
+            t = time.perf_counter()
+            c = time.process_time()
+            model.fit(C, show_progress=False)
+            out[f"{name}_fit_s"] = time.perf_counter() - t
+            out[f"{name}_cpu_s"] = time.process_time() - c
+    out["implicit_peak_gib"] = _peak_gib()
+    out["implicit_data_peak_gib"] = data_peak
+    q.put(out)
+
+
+def _phases(args: argparse.Namespace, q: mp.Queue) -> None:
+    """FederatedMF.fit's epoch loop (binary mechanism, no ledger), timed phase by phase."""
+    from threadpoolctl import threadpool_limits
+
+    from dprec.mechanisms.numeric import BinaryMechanism
+    from dprec.protocol.shuffler import Shuffler
+    from dprec.systems.fmf import FederatedMF, FMFConfig, client, server
+
+    R = _data(args)
+    c = _config(args)
+    FederatedMF("warm", FMFConfig(epochs=1, k=2)).fit(R[: min(R.shape[0], 2000)],
+                                                       np.random.default_rng(0))
+    t_ph = dict.fromkeys(("user_solve", "slot_sampling", "gradient_entries", "mechanism",
+                          "shuffler", "server"), 0.0)
+    rng = np.random.default_rng(args.seed)
+    n_users, n_items = R.shape
+    mech = BinaryMechanism(c.epsilon)
+    V = c.init_scale * rng.standard_normal((n_items, c.factors))
+    proxy_rng = np.random.default_rng(rng.integers(2**63))
+
+    def tick(phase: str, t0: float) -> float:
+        now = time.perf_counter()
+        t_ph[phase] += now - t0
+        return now
+
+    with threadpool_limits(1, user_api="blas"):
+        start = time.perf_counter()
+        for _ in range(c.epochs):
+            t = time.perf_counter()
+            gram = V.T @ V
+            tick("user_solve", t)
+            proxy = Shuffler(c.shuffle_threshold, proxy_rng)
+            for s in range(0, n_users, c.batch_size):
+                t = time.perf_counter()
+                users = np.arange(s, min(n_users, s + c.batch_size))
+                hist = R[users]
+                X = client.user_vectors(V, hist, c.alpha, c.regularization, gram)
+                t = tick("user_solve", t)
+                items, factors = client.sample_slots(len(users), c.k, n_items, c.factors, rng)
+                t = tick("slot_sampling", t)
+                x = np.clip(client.gradient_entries(X, V, hist, items, factors, c.alpha),
+                            -c.clip, c.clip) / c.clip
+                t = tick("gradient_entries", t)
+                bits = mech.sample_bits(x.ravel(), rng).reshape(x.shape)
+                t = tick("mechanism", t)
+                proxy.submit_batch(items, factors, bits.astype(np.uint8), users)
+                tick("shuffler", t)
+            t = time.perf_counter()
+            batch = proxy.flush()
+            t = tick("shuffler", t)
+            y = mech.estimate(batch.bits)
+            G = c.clip * server.estimate_mean_gradient(batch.items, batch.factors, y,
+                                                       n_items, c.factors)
+            V = server.descend(V, G, c.lr, c.regularization, c.server_steps)
+            tick("server", t)
+        total = time.perf_counter() - start
+    q.put({"phases_s": t_ph, "phases_total_s": total})
+
+
+def _in_child(fn, args: argparse.Namespace) -> dict:  # noqa: ANN001
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=fn, args=(args, q))
+    p.start()
+    out = q.get()
+    p.join()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--users", type=int, default=75_000)
+    ap.add_argument("--items", type=int, default=10_000)
+    ap.add_argument("--nnz", type=int, default=17_000_000)
+    ap.add_argument("--factors", type=int, default=5)
+    ap.add_argument("--epochs", type=int, default=20, help="FMF epochs = implicit iterations")
+    ap.add_argument("--k", type=int, default=100)
+    ap.add_argument("--epsilon", type=float, default=2.5)
+    ap.add_argument("--regularization", type=float, default=1e-6)
+    ap.add_argument("--alpha", type=float, default=1.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--implicit-exact", action="store_true",
+                    help="also time implicit with exact Cholesky solves (float64)")
+    ap.add_argument("--no-phases", action="store_true", help="skip the per-phase breakdown")
+    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    args = ap.parse_args()
+
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"  # read by the spawned children at import
+    ref = _in_child(_implicit, args)
+    ours = _in_child(_fmf, args)
+    phases = {} if args.no_phases else _in_child(_phases, args)
+    import implicit
+    import numba
+
+    res: dict[str, object] = {
+        "benchmark": "bench_fmf_ldp",
+        "data": f"synthetic MovieLens-like (dprec.data.synthetic, seed {args.seed})",
+        "shape": [args.users, args.items], "nnz": args.nnz,
+        "params": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "versions": {"numpy": np.__version__, "numba": numba.__version__,
+                     "implicit": implicit.__version__, "python": platform.python_version()},
+        "threads": ("numba/implicit on all cores; BLAS 1 thread "
+                    "(OPENBLAS_NUM_THREADS, threadpoolctl)"),
+        **ref, **ours, **phases,
+        "ratio_fmf_to_implicit": ours["fmf_fit_s"] / ref["implicit_fit_s"],
+    }
+    if "implicit_exact_fit_s" in ref:
+        res["ratio_fmf_to_implicit_exact"] = ours["fmf_fit_s"] / ref["implicit_exact_fit_s"]
+    res["target_met"] = bool(res["ratio_fmf_to_implicit"] <= 2.0 and ours["fmf_peak_gib"] < 8.0)
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "bench_fmf_ldp.json"
+    path.write_text(json.dumps(res, indent=2))
+
+    print(f"synthetic {args.users} x {args.items}, {args.nnz} interactions; F={args.factors}, "
+          f"k={args.k}, eps={args.epsilon}, {args.epochs} epochs / iterations")
+    print(f"{'side':28s} {'wall s':>9s} {'cpu s':>9s} {'peak GiB':>9s}")
+    print(f"{'FMF-LDP (dprec)':28s} {ours['fmf_fit_s']:9.2f} {ours['fmf_cpu_s']:9.2f} "
+          f"{ours['fmf_peak_gib']:9.2f}")
+    print(f"{'implicit ALS (cg, f32)':28s} {ref['implicit_fit_s']:9.2f} "
+          f"{ref['implicit_cpu_s']:9.2f} {ref['implicit_peak_gib']:9.2f}")
+    if "implicit_exact_fit_s" in ref:
+        print(f"{'implicit ALS (exact, f64)':28s} {ref['implicit_exact_fit_s']:9.2f} "
+              f"{ref['implicit_exact_cpu_s']:9.2f} {'':>9s}")
+    print(f"ratio FMF-LDP / implicit: {res['ratio_fmf_to_implicit']:.3f}  "
+          f"(target <= 2 and < 8 GiB: {'met' if res['target_met'] else 'MISSED'})")
+    if phases:
+        total = phases["phases_total_s"]
+        print(f"phase breakdown (re-assembled loop, total {total:.2f} s; "
+              f"fit {ours['fmf_fit_s']:.2f} s):")
+        for name, s in phases["phases_s"].items():
+            print(f"  {name:18s} {s:8.2f} s  {100 * s / total:5.1f}%")
+    print(f"saved {path}")
+
+
+if __name__ == "__main__":
+    main()
