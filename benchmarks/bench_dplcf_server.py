@@ -14,17 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
-import resource
 import time
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-
-
-def _peak_gib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+from harness import in_child, peak_gib
 
 
 def _data(users: int, items: int, nnz: int, seed: int) -> sp.csr_matrix:
@@ -34,11 +29,11 @@ def _data(users: int, items: int, nnz: int, seed: int) -> sp.csr_matrix:
 
 def _floor(args, q) -> None:
     x = _data(args.users, args.items, args.nnz, args.seed)
-    base = _peak_gib()
+    base = peak_gib()
     t = time.perf_counter()
     dense = x.toarray().astype(np.float32)
     g = dense.T @ dense
-    q.put({"floor_s": time.perf_counter() - t, "floor_peak_gib": _peak_gib(),
+    q.put({"floor_s": time.perf_counter() - t, "floor_peak_gib": peak_gib(),
            "floor_data_peak_gib": base, "checksum": float(g[0, 0])})
 
 
@@ -49,7 +44,7 @@ def _server(args, q) -> None:
     x = _data(args.users, args.items, args.nnz, args.seed)
     mech = BitFlip.symmetric(args.epsilon)
     rng = np.random.default_rng(args.seed)
-    base = _peak_gib()
+    base = peak_gib()
     t_clients = 0.0
     t_server = 0.0
     counts = server.PairCounts(x.shape[1])
@@ -77,21 +72,12 @@ def _server(args, q) -> None:
         "server_estimate_s": t_estimate,
         "server_topk_s": t_topk,
         "server_total_s": t_server + t_estimate + t_topk,
-        "server_peak_gib": _peak_gib(),
+        "server_peak_gib": peak_gib(),
         "server_data_peak_gib": base,
         "clipped_fraction": est.clipped / float(x.shape[1] ** 2),
         "device_scoring_us_per_user": 1e6 * t_score / len(users),
     })
 
-
-def _in_child(fn, args) -> dict:
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    p = ctx.Process(target=fn, args=(args, q))
-    p.start()
-    out = q.get()
-    p.join()
-    return out
 
 
 def main() -> None:
@@ -105,8 +91,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = ap.parse_args()
-    floor = _in_child(_floor, args)
-    ours = _in_child(_server, args)
+    floor = in_child(_floor, args)
+    ours = in_child(_server, args)
     res = {"shape": [args.users, args.items], "nnz": args.nnz, "epsilon": args.epsilon,
            **floor, **ours,
            "ratio_server_to_floor": ours["server_total_s"] / floor["floor_s"],

@@ -33,23 +33,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import os
 import platform
-import resource
 import time
+from multiprocessing import Queue
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
+from harness import in_child, peak_gib
 
 if TYPE_CHECKING:
     from dprec.systems.fmf import FMFConfig
 
-
-def _peak_gib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
 def _data(args: argparse.Namespace) -> sp.csr_matrix:
@@ -63,13 +60,13 @@ def _config(args: argparse.Namespace) -> FMFConfig:
                      regularization=args.regularization, alpha=args.alpha)
 
 
-def _fmf(args: argparse.Namespace, q: mp.Queue) -> None:
+def _fmf(args: argparse.Namespace, q: Queue) -> None:
     from threadpoolctl import threadpool_limits
 
     from dprec.systems.fmf import FederatedMF, FMFConfig
 
     R = _data(args)
-    data_peak = _peak_gib()
+    data_peak = peak_gib()
     model = FederatedMF("fmf-ldp", _config(args))
     warm = R[: min(R.shape[0], 2000)]  # compile the numba kernels outside the timed fit
     FederatedMF("warm", FMFConfig(epochs=1, k=2)).fit(warm, np.random.default_rng(0))
@@ -80,19 +77,19 @@ def _fmf(args: argparse.Namespace, q: mp.Queue) -> None:
         wall = time.perf_counter() - t
         cpu = time.process_time() - c
     assert model.V is not None
-    q.put({"fmf_fit_s": wall, "fmf_cpu_s": cpu, "fmf_peak_gib": _peak_gib(),
+    q.put({"fmf_fit_s": wall, "fmf_cpu_s": cpu, "fmf_peak_gib": peak_gib(),
            "fmf_data_peak_gib": data_peak, "fmf_V_finite": bool(np.isfinite(model.V).all()),
            "fmf_diagnostics": model.diagnostics()})
 
 
-def _implicit(args: argparse.Namespace, q: mp.Queue) -> None:
+def _implicit(args: argparse.Namespace, q: Queue) -> None:
     from implicit.cpu.als import AlternatingLeastSquares
     from threadpoolctl import threadpool_limits
 
     R = _data(args)
     C = R.astype(np.float32)
     C.data = 1.0 + args.alpha * C.data
-    data_peak = _peak_gib()
+    data_peak = peak_gib()
     out: dict[str, object] = {}
     variants = [("implicit", {})]
     if args.implicit_exact:
@@ -107,12 +104,12 @@ def _implicit(args: argparse.Namespace, q: mp.Queue) -> None:
             model.fit(C, show_progress=False)
             out[f"{name}_fit_s"] = time.perf_counter() - t
             out[f"{name}_cpu_s"] = time.process_time() - c
-    out["implicit_peak_gib"] = _peak_gib()
+    out["implicit_peak_gib"] = peak_gib()
     out["implicit_data_peak_gib"] = data_peak
     q.put(out)
 
 
-def _phases(args: argparse.Namespace, q: mp.Queue) -> None:
+def _phases(args: argparse.Namespace, q: Queue) -> None:
     """FederatedMF.fit's epoch loop (binary mechanism, no ledger), timed phase by phase."""
     from threadpoolctl import threadpool_limits
 
@@ -171,15 +168,6 @@ def _phases(args: argparse.Namespace, q: mp.Queue) -> None:
     q.put({"phases_s": t_ph, "phases_total_s": total})
 
 
-def _in_child(fn, args: argparse.Namespace) -> dict:  # noqa: ANN001
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    p = ctx.Process(target=fn, args=(args, q))
-    p.start()
-    out = q.get()
-    p.join()
-    return out
-
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
@@ -200,9 +188,9 @@ def main() -> None:
     args = ap.parse_args()
 
     os.environ["OPENBLAS_NUM_THREADS"] = "1"  # read by the spawned children at import
-    ref = _in_child(_implicit, args)
-    ours = _in_child(_fmf, args)
-    phases = {} if args.no_phases else _in_child(_phases, args)
+    ref = in_child(_implicit, args)
+    ours = in_child(_fmf, args)
+    phases = {} if args.no_phases else in_child(_phases, args)
     import implicit
     import numba
 
