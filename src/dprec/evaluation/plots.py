@@ -9,16 +9,23 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+_MARKERS = "osD^vP*Xh<>p"
+
+
+def _style(i: int) -> dict[str, object]:
+    """A distinct colour and marker per line (more lines than the default cycle's 10)."""
+    return {"color": plt.get_cmap("tab20")(i % 20), "marker": _MARKERS[i % len(_MARKERS)]}
+
 
 def plot_hr_at_k(results: dict[str, dict], ks: list[int], path: Path, title: str,
                  protocol: str = "sampled") -> Path:
     """HR@K against K for every system, error bars = std over seeds."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, res in results.items():
+    for i, (name, res) in enumerate(results.items()):
         m = res["metrics"][protocol]
         ys = [m[f"HR@{k}"]["mean"] for k in ks]
         es = [m[f"HR@{k}"]["std"] for k in ks]
-        ax.errorbar(ks, ys, yerr=es, marker="o", ms=3, capsize=2, label=name)
+        ax.errorbar(ks, ys, yerr=es, ms=4, capsize=2, label=name, **_style(i))
     ax.set_xlabel("K")
     ax.set_ylabel(f"HR@K ({protocol})")
     ax.set_title(title)
@@ -37,9 +44,9 @@ def plot_metric_vs_eps(sweep: dict[str, list[tuple[float, float, float]]], path:
                        ) -> Path:
     """A metric against eps for each private system; ``references`` as horizontal lines."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, pts in sweep.items():
+    for i, (name, pts) in enumerate(sweep.items()):
         eps, mean, std = zip(*pts, strict=True)
-        ax.errorbar(eps, mean, yerr=std, marker="o", ms=3, capsize=2, label=name)
+        ax.errorbar(eps, mean, yerr=std, ms=4, capsize=2, label=name, **_style(i))
     for name, y in (references or {}).items():
         ax.axhline(y, ls="--", lw=1, color="grey")
         ax.text(ax.get_xlim()[0], y, f" {name}", va="bottom", fontsize=8, color="grey")
