@@ -47,6 +47,8 @@ def test_non_private_system_has_null_privacy(tmp_path):
     (["run", "no-such-system", "--dataset", DS], "unknown system"),
     (["run", "dplcf-sp", "--dataset", "no-such-data"], "no-such-data"),
     (["compare", "--dataset", DS, "--eps-grid", "1,-2"], "must be > 0"),
+    (["run", "fmf-ldp", "--dataset", DS, "--param", "factors"], "KEY=VALUE"),
+    (["run", "fmf-ldp", "--dataset", DS, "--param", "nope=1"], "unknown parameter"),
 ])
 def test_bad_input_gets_a_clear_error(argv, message, tmp_path):
     res = runner.invoke(app, [*argv, "--out", str(tmp_path)])

@@ -120,6 +120,16 @@ def _print_tables(title: str, docs: dict[str, dict]) -> None:
                              TABLE_METRICS, "full"))
 
 
+def _pairs(params: list[str] | None) -> tuple[tuple[str, str], ...]:
+    out = []
+    for p in params or []:
+        key, sep, value = p.partition("=")
+        if not sep or not key.strip():
+            raise DprecError(f"--param must look like KEY=VALUE, got {p!r}")
+        out.append((key.strip(), value.strip()))
+    return tuple(out)
+
+
 def _results_dir(base: Path, dataset: str, what: str) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return base / dataset / f"{what}-{stamp}"
@@ -142,6 +152,10 @@ def run(
                          ] = "binary",
     lr: Annotated[float | None, typer.Option(help="FCF/FMF-LDP learning rate (paper 1e-3).")
                   ] = None,
+    param: Annotated[list[str] | None, typer.Option(
+        "--param", help="KEY=VALUE set on the system's config, repeatable, e.g. --param "
+                        "factors=10 --param user_budget=500 (FMF-LDP), --param alpha=5.")
+    ] = None,
     seeds: Seeds = 5,
     split: Annotated[str, typer.Option(help="Leave-one-out rule: latest or random.")] = "latest",
     negatives: Annotated[int, typer.Option(help="Sampled negatives per test user.")] = 99,
@@ -158,7 +172,7 @@ def run(
             raise DprecError(f"epsilon must be > 0, got {epsilon}")
         options = SystemOptions(epsilon=epsilon, neighbours=neighbours,
                                 neighbourhood=neighbourhood, k=k, epochs=epochs,
-                                mechanism=mechanism, lr=lr)
+                                mechanism=mechanism, lr=lr, overrides=_pairs(param))
         make_system(system, options)
         ds = _load(dataset, data_dir)
         exp = Experiment(ds, range(seeds), split_rule=split, n_negatives=negatives)  # type: ignore[arg-type]
@@ -217,6 +231,10 @@ def compare(
                          ] = "binary",
     lr: Annotated[float | None, typer.Option(help="FCF/FMF-LDP learning rate (paper 1e-3).")
                   ] = None,
+    param: Annotated[list[str] | None, typer.Option(
+        "--param", help="KEY=VALUE set on the system's config, repeatable, e.g. --param "
+                        "factors=10 --param user_budget=500 (FMF-LDP), --param alpha=5.")
+    ] = None,
     seeds: Seeds = 5,
     epsilon: Annotated[float | None, typer.Option(
         help="ε for the main table (default: each paper's, 1 for DPLCF, 2.5 for FMF-LDP).")
@@ -247,7 +265,7 @@ def compare(
             raise DprecError(f"epsilon must be > 0, got {epsilon}")
         options = SystemOptions(epsilon=epsilon, neighbours=neighbours,
                                 neighbourhood=neighbourhood, k=k, epochs=epochs,
-                                mechanism=mechanism, lr=lr)
+                                mechanism=mechanism, lr=lr, overrides=_pairs(param))
         for n in names:
             make_system(n, options)
         grid = [float(x) for x in eps_grid.split(",") if x.strip()]

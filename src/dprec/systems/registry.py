@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass, replace
 
 from dprec.errors import DprecError
 from dprec.mechanisms.bitflip import BitFlip
@@ -29,6 +29,8 @@ class SystemOptions:
     """FMF-LDP value mechanism: binary or piecewise."""
     lr: float | None = None
     """Server learning rate of FCF / FMF-LDP (None = the paper's 1e-3)."""
+    overrides: tuple[tuple[str, str], ...] = ()
+    """(field, value) pairs set on the system's config, e.g. ("factors", "10")."""
 
     def eps(self, default: float) -> float:
         return default if self.epsilon is None else self.epsilon
@@ -87,4 +89,41 @@ def make_system(name: str, options: SystemOptions | None = None) -> Recommender:
     """A fresh, unfitted system by its command-line name."""
     if name not in SYSTEMS:
         raise DprecError(f"unknown system {name!r}; known systems: {', '.join(SYSTEMS)}")
-    return SYSTEMS[name](options or SystemOptions())
+    options = options or SystemOptions()
+    return _with_overrides(SYSTEMS[name](options), dict(options.overrides))
+
+
+def _coerce(name: str, text: str, current: object) -> object:
+    try:
+        if isinstance(current, bool):
+            if text.lower() not in ("true", "false", "1", "0"):
+                raise ValueError(text)
+            return text.lower() in ("true", "1")
+        if isinstance(current, int):
+            return int(text)
+        if isinstance(current, float) or current is None:
+            return None if text.lower() == "none" else float(text)
+        return text
+    except ValueError:
+        raise DprecError(f"parameter {name} must be a {type(current).__name__}, got {text!r}") \
+            from None
+
+
+def _with_overrides(system: Recommender, overrides: dict[str, str]) -> Recommender:
+    """Rebuild ``system`` with ``overrides`` applied to its (or its model's) config."""
+    if not overrides:
+        return system
+    owner = system.model if isinstance(system, TrainedOnObfuscated) else system
+    cfg = getattr(owner, "config", None)
+    if cfg is None or not is_dataclass(cfg):
+        raise DprecError(f"{system.name} has no parameters to set")
+    known = [f.name for f in fields(cfg)]
+    unknown = sorted(set(overrides) - set(known))
+    if unknown:
+        raise DprecError(f"unknown parameter(s) {', '.join(unknown)} for {system.name}; "
+                         f"known: {', '.join(known)}")
+    new = replace(cfg, **{k: _coerce(k, v, getattr(cfg, k)) for k, v in overrides.items()})
+    if isinstance(system, TrainedOnObfuscated):
+        system.model = type(system.model)(new)
+        return system
+    return type(system)(system.name, new)  # type: ignore[call-arg]
