@@ -33,8 +33,9 @@ class PairCounts:
 
     def add(self, message: ObfuscatedBits) -> None:
         """Accumulate one batch: m11 += X_b^T X_b (BLAS syrk, exact in float32 below 2^24)."""
-        x = np.asfortranarray(message.unpack(np.float32))
-        self.m11 = ssyrk(1.0, x, beta=1.0, c=self.m11, trans=1, lower=0, overwrite_c=1)
+        x = message.unpack(np.float32)
+        # x.T is a Fortran-ordered view of the C-ordered batch: syrk(A A^T) needs no copy
+        self.m11 = ssyrk(1.0, x.T, beta=1.0, c=self.m11, trans=0, lower=0, overwrite_c=1)
         self.col += x.sum(axis=0, dtype=np.float64)
         self.n_users += x.shape[0]
 
