@@ -8,6 +8,7 @@ from hypothesis.extra import numpy as hnp
 
 from dprec.errors import DprecError
 from dprec.protocol.messages import (
+    MAX_ITEMS,
     GradientReports,
     ItemMatrix,
     Message,
@@ -19,7 +20,7 @@ from dprec.protocol.messages import (
 @st.composite
 def reports(draw, max_k=300):
     k = draw(st.integers(0, max_k))
-    items = draw(hnp.arrays(np.int32, k, elements=st.integers(0, 2**31 - 1)))
+    items = draw(hnp.arrays(np.int32, k, elements=st.integers(0, MAX_ITEMS - 1)))
     factors = draw(hnp.arrays(np.uint8, k))
     bits = draw(hnp.arrays(np.bool_, k))
     return items, factors, bits
@@ -69,7 +70,7 @@ def test_item_matrix_round_trip(matrix, epoch):
 
 def test_sizes_match_the_paper_accounting():
     # upload: 4-byte index + 1 byte factor + 1 bit per report (+ 18 bytes of framing)
-    assert GradientReports.serialized_size(100) == 100 * 4 + 100 + 13 + 6 + 12
+    assert GradientReports.serialized_size(100) == 100 * 4 + 13 + 6 + 12  # paper: 4k bytes
     # download: ~0.2 MB for 9,781 items x 5 factors
     assert ItemMatrix.serialized_size(9781, 5) == pytest.approx(0.2e6, rel=0.03)
 
@@ -125,3 +126,8 @@ def test_item_matrix_validation():
         ItemMatrix(np.ones(3))
     with pytest.raises(DprecError, match="must be finite"):
         ItemMatrix(np.array([[np.nan]]))
+
+
+def test_items_beyond_the_24_bit_index_are_refused():
+    with pytest.raises(DprecError, match="items must be in"):
+        GradientReports(0, [MAX_ITEMS], [0], [1])

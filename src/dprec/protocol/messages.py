@@ -2,8 +2,9 @@
 
 Wire format (little-endian): a 6-byte header ``b"DPRC"``, format version (uint8), message
 kind (uint8), then the kind's fixed fields (``struct``) and its arrays (raw NumPy buffers).
-Bits are packed 8 per byte (``numpy.packbits``), so a FMF-LDP report costs 4 bytes of item
-index, 1 byte of factor index and 1 bit.
+A report's (item, factor) pair travels as one 4-byte index, item << 8 | factor (items below
+2^24, factors below 256), and bits are packed 8 per byte (``numpy.packbits``), so a FMF-LDP
+report costs 4 bytes and 1 bit, the paper's accounting.
 
 - :class:`GradientReports`: one client's message for one epoch (client id + k reports).
 - :class:`ShuffledReports`: what the proxy forwards: reports without any sender field.
@@ -28,11 +29,14 @@ __all__ = [
     "GradientReports",
     "ShuffledReports",
     "ItemMatrix",
+    "MAX_ITEMS",
     "ValueReports",
     "ShuffledValues",
 ]
 
 MAGIC = b"DPRC"
+MAX_ITEMS = 1 << 24
+"""Item indices must fit the 24 high bits of a report's 4-byte index."""
 VERSION = 1
 _HEADER = struct.Struct("<4sBB")
 
@@ -57,7 +61,7 @@ def _int_array(name: str, values: object, dtype: str, low: int, high: int) -> np
 
 
 def _reports(items: object, factors: object, bits: object) -> tuple[np.ndarray, ...]:
-    it = _int_array("items", items, "<i4", 0, np.iinfo(np.int32).max)
+    it = _int_array("items", items, "<i4", 0, MAX_ITEMS - 1)
     fa = _int_array("factors", factors, "u1", 0, 255)
     bi = _int_array("bits", bits, "u1", 0, 1)
     if not it.size == fa.size == bi.size:
@@ -69,11 +73,12 @@ def _reports(items: object, factors: object, bits: object) -> tuple[np.ndarray, 
 
 
 def _report_nbytes(k: int) -> int:
-    return 4 * k + k + (k + 7) // 8
+    return 4 * k + (k + 7) // 8
 
 
 def _pack_reports(items: np.ndarray, factors: np.ndarray, bits: np.ndarray) -> bytes:
-    return items.tobytes() + factors.tobytes() + np.packbits(bits).tobytes()
+    index = (items.astype("<u4") << np.uint32(8)) | factors.astype("<u4")
+    return index.tobytes() + np.packbits(bits).tobytes()
 
 
 def _unpack_reports(buf: memoryview, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -81,9 +86,10 @@ def _unpack_reports(buf: memoryview, k: int) -> tuple[np.ndarray, np.ndarray, np
         raise MessageError(
             f"report payload must be {_report_nbytes(k)} bytes for k={k}, got {len(buf)}"
         )
-    items = np.frombuffer(buf, dtype="<i4", count=k, offset=0).copy()
-    factors = np.frombuffer(buf, dtype="u1", count=k, offset=4 * k).copy()
-    packed = np.frombuffer(buf, dtype="u1", offset=5 * k)
+    index = np.frombuffer(buf, dtype="<u4", count=k, offset=0)
+    items = (index >> np.uint32(8)).astype("<i4")
+    factors = (index & np.uint32(0xFF)).astype("u1")
+    packed = np.frombuffer(buf, dtype="u1", offset=4 * k)
     bits = np.unpackbits(packed, count=k).astype(np.uint8)
     if items.size and items.min() < 0:
         raise MessageError(f"items must be >= 0, got {int(items.min())}")
