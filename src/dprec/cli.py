@@ -8,14 +8,17 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from dprec.errors import DprecError
+from dprec.errors import DprecError, check_positive
+
+if TYPE_CHECKING:
+    from dprec.systems.registry import SystemOptions
 
 app = typer.Typer(help="dprec: recommendation under differential privacy with an untrusted server.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -29,6 +32,17 @@ DataDir = Annotated[Path | None, typer.Option(
     "--data-dir", envvar="DPREC_DATA", help="Folder holding a data set's files (else cache).")]
 Seeds = Annotated[int, typer.Option("--seeds", min=1, help="Number of seeds (0..n-1).")]
 ResultsDir = Annotated[Path, typer.Option("--out", help="Where results are written.")]
+Neighbours = Annotated[int, typer.Option(help="Neighbour-list length K.")]
+Neighbourhood = Annotated[str, typer.Option(
+    help="item: the item's global top-K (Eq. 12); user: top-K among the user's items.")]
+ReportsK = Annotated[int, typer.Option("--k", help="FMF-LDP reports per client per epoch.")]
+Epochs = Annotated[int, typer.Option(help="Federated epochs (FCF, FMF-LDP).")]
+Mechanism = Annotated[str, typer.Option(help="FMF-LDP mechanism: binary or piecewise.")]
+LearningRate = Annotated[float | None, typer.Option(
+    help="FCF/FMF-LDP learning rate (paper 1e-3).")]
+Params = Annotated[list[str] | None, typer.Option(
+    "--param", help="KEY=VALUE set on the system's config, repeatable, e.g. --param "
+                    "factors=10 --param user_budget=500 (FMF-LDP), --param alpha=5.")]
 
 
 def _fail(e: Exception) -> None:
@@ -130,6 +144,17 @@ def _pairs(params: list[str] | None) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+def _options(epsilon: float | None, neighbours: int, neighbourhood: str, k: int, epochs: int,
+             mechanism: str, lr: float | None, param: list[str] | None) -> SystemOptions:
+    """The run options shared by `run` and `compare`, validated."""
+    from dprec.systems.registry import SystemOptions
+    if epsilon is not None:
+        check_positive("epsilon", epsilon)
+    return SystemOptions(epsilon=epsilon, neighbours=neighbours, neighbourhood=neighbourhood,
+                         k=k, epochs=epochs, mechanism=mechanism, lr=lr,
+                         overrides=_pairs(param))
+
+
 def _results_dir(base: Path, dataset: str, what: str) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return base / dataset / f"{what}-{stamp}"
@@ -142,20 +167,13 @@ def run(
     epsilon: Annotated[float | None, typer.Option(
         help="Privacy parameter of the mechanism (default: the paper's, 1 for DPLCF, "
              "2.5 per report for FMF-LDP).")] = None,
-    neighbours: Annotated[int, typer.Option(help="Neighbour-list length K.")] = 20,
-    neighbourhood: Annotated[str, typer.Option(
-        help="item: the item's global top-K (Eq. 12); user: top-K among the user's items.")
-    ] = "item",
-    k: Annotated[int, typer.Option("--k", help="FMF-LDP reports per client per epoch.")] = 100,
-    epochs: Annotated[int, typer.Option(help="Federated epochs (FCF, FMF-LDP).")] = 20,
-    mechanism: Annotated[str, typer.Option(help="FMF-LDP mechanism: binary or piecewise.")
-                         ] = "binary",
-    lr: Annotated[float | None, typer.Option(help="FCF/FMF-LDP learning rate (paper 1e-3).")
-                  ] = None,
-    param: Annotated[list[str] | None, typer.Option(
-        "--param", help="KEY=VALUE set on the system's config, repeatable, e.g. --param "
-                        "factors=10 --param user_budget=500 (FMF-LDP), --param alpha=5.")
-    ] = None,
+    neighbours: Neighbours = 20,
+    neighbourhood: Neighbourhood = "item",
+    k: ReportsK = 100,
+    epochs: Epochs = 20,
+    mechanism: Mechanism = "binary",
+    lr: LearningRate = None,
+    param: Params = None,
     seeds: Seeds = 5,
     split: Annotated[str, typer.Option(help="Leave-one-out rule: latest or random.")] = "latest",
     negatives: Annotated[int, typer.Option(help="Sampled negatives per test user.")] = 99,
@@ -166,13 +184,9 @@ def run(
 ) -> None:
     """Run one system on a data set over several seeds; print metrics and the privacy report."""
     from dprec.evaluation.runner import Experiment
-    from dprec.systems.registry import SystemOptions, make_system
+    from dprec.systems.registry import make_system
     try:
-        if epsilon is not None and not epsilon > 0:
-            raise DprecError(f"epsilon must be > 0, got {epsilon}")
-        options = SystemOptions(epsilon=epsilon, neighbours=neighbours,
-                                neighbourhood=neighbourhood, k=k, epochs=epochs,
-                                mechanism=mechanism, lr=lr, overrides=_pairs(param))
+        options = _options(epsilon, neighbours, neighbourhood, k, epochs, mechanism, lr, param)
         make_system(system, options)
         ds = _load(dataset, data_dir)
         exp = Experiment(ds, range(seeds), split_rule=split, n_negatives=negatives)  # type: ignore[arg-type]
@@ -225,22 +239,17 @@ def _print_privacy(doc: dict) -> None:
 @app.command("compare")
 def compare(
     dataset: Annotated[str, typer.Option(help="Data set name.")] = "ml-100k",
-    k: Annotated[int, typer.Option("--k", help="FMF-LDP reports per client per epoch.")] = 100,
-    epochs: Annotated[int, typer.Option(help="Federated epochs (FCF, FMF-LDP).")] = 20,
-    mechanism: Annotated[str, typer.Option(help="FMF-LDP mechanism: binary or piecewise.")
-                         ] = "binary",
-    lr: Annotated[float | None, typer.Option(help="FCF/FMF-LDP learning rate (paper 1e-3).")
-                  ] = None,
-    param: Annotated[list[str] | None, typer.Option(
-        "--param", help="KEY=VALUE set on the system's config, repeatable, e.g. --param "
-                        "factors=10 --param user_budget=500 (FMF-LDP), --param alpha=5.")
-    ] = None,
     seeds: Seeds = 5,
     epsilon: Annotated[float | None, typer.Option(
         help="ε for the main table (default: each paper's, 1 for DPLCF, 2.5 for FMF-LDP).")
     ] = None,
-    neighbours: Annotated[int, typer.Option(help="Neighbour-list length K.")] = 20,
-    neighbourhood: Annotated[str, typer.Option(help="item or user.")] = "item",
+    neighbours: Neighbours = 20,
+    neighbourhood: Neighbourhood = "item",
+    k: ReportsK = 100,
+    epochs: Epochs = 20,
+    mechanism: Mechanism = "binary",
+    lr: LearningRate = None,
+    param: Params = None,
     systems_: Annotated[str | None, typer.Option(
         "--systems", help="Comma-separated system names (default: all).")] = None,
     eps_grid: Annotated[str, typer.Option(help="Comma-separated ε values for the sweep; "
@@ -258,14 +267,10 @@ def compare(
         save_comparison,
     )
     from dprec.evaluation.runner import Experiment
-    from dprec.systems.registry import SystemOptions, make_system
+    from dprec.systems.registry import make_system
     try:
         names = [s.strip() for s in systems_.split(",")] if systems_ else list(DEFAULT_COMPARISON)
-        if epsilon is not None and not epsilon > 0:
-            raise DprecError(f"epsilon must be > 0, got {epsilon}")
-        options = SystemOptions(epsilon=epsilon, neighbours=neighbours,
-                                neighbourhood=neighbourhood, k=k, epochs=epochs,
-                                mechanism=mechanism, lr=lr, overrides=_pairs(param))
+        options = _options(epsilon, neighbours, neighbourhood, k, epochs, mechanism, lr, param)
         for n in names:
             make_system(n, options)
         grid = [float(x) for x in eps_grid.split(",") if x.strip()]
