@@ -90,6 +90,7 @@ def test_messages_round_trip():
     assert np.array_equal(back.unpack(), msg.unpack())
     sim = np.random.default_rng(0).random((13, 13)).astype(np.float32)
     nl = server.publish(sim, 4, include_full=True)
+    assert nl.nbytes == len(nl.to_bytes())
     nl2 = NeighbourLists.from_bytes(nl.to_bytes())
     assert np.array_equal(nl.indices, nl2.indices) and np.array_equal(nl.full, nl2.full)
 

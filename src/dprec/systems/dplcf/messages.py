@@ -54,6 +54,13 @@ class NeighbourLists:
     sims: np.ndarray  # float32 (N, K)
     full: np.ndarray | None = None  # float32 (N, N)
 
+    @property
+    def nbytes(self) -> int:
+        """Size of :meth:`to_bytes`, computed without serialising."""
+        n, k = self.indices.shape
+        full = 4 * n * n if self.full is not None else 0
+        return struct.calcsize("<QQ?") + 8 * n * k + full
+
     def to_bytes(self) -> bytes:
         n, k = self.indices.shape
         body = self.indices.astype(np.int32).tobytes() + self.sims.astype(np.float32).tobytes()

@@ -101,7 +101,7 @@ class LocalItemCF(Recommender):
             "clipped_pairs": est.clipped,
             "clipped_fraction": est.clipped / float(n_items * n_items),
             "upload_bytes_per_user": upload / max(1, train.shape[0]),
-            "download_bytes": len(self._broadcast.to_bytes()),
+            "download_bytes": self._broadcast.nbytes,
         }
         if est.shrinkage_phi is not None:
             self._diag["shrinkage_phi"] = est.shrinkage_phi

@@ -178,7 +178,7 @@ class FederatedMF(Recommender):
         self._diag = {
             "upload_bytes_per_client_epoch": up_bytes,
             "paper_upload_bytes_per_client_epoch": 4 * c.k,
-            "download_bytes_per_client_epoch": len(ItemMatrix(V.astype(np.float32)).to_bytes()),
+            "download_bytes_per_client_epoch": ItemMatrix.serialized_size(n_items, c.factors),
             "paper_download_floats_per_client_epoch": n_items * c.factors,
             "epochs_without_update": skipped,
             "clients_dropped_by_ledger": int(np.sum(reported < c.epochs)) if not c.exact else 0,
