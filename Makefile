@@ -13,13 +13,13 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/dprec compare --dataset ml-100k --seeds 5
+	$(BIN)/dprec compare --dataset ml-100k --seeds 5 --configs configs/ml-100k
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks experiments scripts
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_dplcf_server.py

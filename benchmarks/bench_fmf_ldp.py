@@ -13,14 +13,10 @@ which includes generating the data) is its own:
              entries (implicit 0.7 takes c_ui = data, so both minimise the same objective);
              the library's default conjugate-gradient solver, float32 (``--implicit-exact``
              adds a second run with exact Cholesky solves, float64);
-  phases   : the same epoch loop as FederatedMF.fit (system.py), re-assembled here from the
-             public client/server/mechanism/shuffler functions with the same calls and
-             arguments, timed per phase: user solve (gram + client.user_vectors), slot
-             sampling, gradient entries (client.gradient_entries + clip), mechanism
-             (BinaryMechanism.sample_bits), shuffler (submit_batch + flush), server
-             (BinaryMechanism.estimate + server.estimate_mean_gradient + server.descend).
-             It is a re-assembly for attribution, not the timed fit; its total is printed
-             beside the fit's so a divergence is visible.
+  phases   : the same fit, with the round engine's time per role (each exclusive of the
+             roles it pulls from): clients (user solve, slot sampling, gradient entries,
+             mechanism), proxy (the shuffler) and server (estimate and descent); with BLAS on
+             one thread, so its total is printed beside the timed fit's.
 
 Threads: numba and implicit use all cores (2 here); BLAS is limited to 1 thread in both
 children (OPENBLAS_NUM_THREADS=1 and threadpoolctl), as `implicit` recommends.
@@ -45,7 +41,7 @@ import scipy.sparse as sp
 from harness import in_child, peak_gib
 
 if TYPE_CHECKING:
-    from dprec.systems.fmf import FMFConfig
+    from dprec.systems.fmf.system import FMFConfig
 
 
 
@@ -55,7 +51,7 @@ def _data(args: argparse.Namespace) -> sp.csr_matrix:
 
 
 def _config(args: argparse.Namespace) -> FMFConfig:
-    from dprec.systems.fmf import FMFConfig
+    from dprec.systems.fmf.system import FMFConfig
     return FMFConfig(factors=args.factors, epochs=args.epochs, k=args.k, epsilon=args.epsilon,
                      regularization=args.regularization, alpha=args.alpha)
 
@@ -63,7 +59,7 @@ def _config(args: argparse.Namespace) -> FMFConfig:
 def _fmf(args: argparse.Namespace, q: Queue) -> None:
     from threadpoolctl import threadpool_limits
 
-    from dprec.systems.fmf import FederatedMF, FMFConfig
+    from dprec.systems.fmf.system import FederatedMF, FMFConfig
 
     R = _data(args)
     data_peak = peak_gib()
@@ -110,63 +106,22 @@ def _implicit(args: argparse.Namespace, q: Queue) -> None:
 
 
 def _phases(args: argparse.Namespace, q: Queue) -> None:
-    """FederatedMF.fit's epoch loop (binary mechanism, no ledger), timed phase by phase."""
+    """FederatedMF.fit on the round engine, its time split by role (exclusive of each other):
+    clients (user solve, slot sampling, gradient entries, mechanism), proxy (shuffler),
+    server (estimate and descent)."""
     from threadpoolctl import threadpool_limits
 
-    from dprec.mechanisms.numeric import BinaryMechanism
-    from dprec.protocol.shuffler import Shuffler
-    from dprec.systems.fmf import FederatedMF, FMFConfig, client, server
+    from dprec.systems.fmf.system import FederatedMF, FMFConfig
 
     R = _data(args)
     c = _config(args)
     FederatedMF("warm", FMFConfig(epochs=1, k=2)).fit(R[: min(R.shape[0], 2000)],
                                                        np.random.default_rng(0))
-    t_ph = dict.fromkeys(("user_solve", "slot_sampling", "gradient_entries", "mechanism",
-                          "shuffler", "server"), 0.0)
-    rng = np.random.default_rng(args.seed)
-    n_users, n_items = R.shape
-    mech = BinaryMechanism(c.epsilon)
-    V = c.init_scale * rng.standard_normal((n_items, c.factors))
-    proxy_rng = np.random.default_rng(rng.integers(2**63))
-
-    def tick(phase: str, t0: float) -> float:
-        now = time.perf_counter()
-        t_ph[phase] += now - t0
-        return now
-
     with threadpool_limits(1, user_api="blas"):
         start = time.perf_counter()
-        for _ in range(c.epochs):
-            t = time.perf_counter()
-            gram = V.T @ V
-            tick("user_solve", t)
-            proxy = Shuffler(c.shuffle_threshold, proxy_rng)
-            for s in range(0, n_users, c.batch_size):
-                t = time.perf_counter()
-                users = np.arange(s, min(n_users, s + c.batch_size))
-                hist = R[users]
-                X = client.user_vectors(V, hist, c.alpha, c.regularization, gram)
-                t = tick("user_solve", t)
-                items, factors = client.sample_slots(len(users), c.k, n_items, c.factors, rng)
-                t = tick("slot_sampling", t)
-                x = np.clip(client.gradient_entries(X, V, hist, items, factors, c.alpha),
-                            -c.clip, c.clip) / c.clip
-                t = tick("gradient_entries", t)
-                bits = mech.sample_bits(x.ravel(), rng).reshape(x.shape)
-                t = tick("mechanism", t)
-                proxy.submit_batch(items, factors, bits.astype(np.uint8), users)
-                tick("shuffler", t)
-            t = time.perf_counter()
-            batch = proxy.flush()
-            t = tick("shuffler", t)
-            y = mech.estimate(batch.bits)
-            G = c.clip * server.estimate_mean_gradient(batch.items, batch.factors, y,
-                                                       n_items, c.factors)
-            V = server.descend(V, G, c.lr, c.regularization, c.server_steps)
-            tick("server", t)
+        model = FederatedMF("fmf-ldp", c).fit(R, np.random.default_rng(args.seed))
         total = time.perf_counter() - start
-    q.put({"phases_s": t_ph, "phases_total_s": total})
-
+    q.put({"phases_s": model.diagnostics()["seconds_by_role"], "phases_total_s": total})
 
 
 def main() -> None:
@@ -227,7 +182,7 @@ def main() -> None:
           f"(target <= 2 and < 8 GiB: {'met' if res['target_met'] else 'MISSED'})")
     if phases:
         total = phases["phases_total_s"]
-        print(f"phase breakdown (re-assembled loop, total {total:.2f} s; "
+        print(f"time by role (engine, BLAS on 1 thread, total {total:.2f} s; "
               f"fit {ours['fmf_fit_s']:.2f} s):")
         for name, s in phases["phases_s"].items():
             print(f"  {name:18s} {s:8.2f} s  {100 * s / total:5.1f}%")

@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from dprec.data.synthetic import synthetic  # noqa: E402
 from dprec.evaluation.compare import run_systems  # noqa: E402
 from dprec.evaluation.runner import Experiment  # noqa: E402
-from dprec.systems.registry import SystemOptions  # noqa: E402
+from dprec.systems.registry import make_config  # noqa: E402
 
 SYSTEMS = ("lcf-ub", "lcf-sp", "dplcf-sp", "dplcf-eb", "popularity")
 
@@ -34,12 +34,14 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--out", type=Path, default=Path("results/dplcf_vs_users"))
     args = ap.parse_args()
-    options = SystemOptions(epsilon=args.epsilon, neighbours=20)
+    configs = {s: make_config(s, {"neighbours": 20} | (
+        {"epsilon": args.epsilon} if s not in ("lcf-ub", "popularity") else {}))
+        if s != "popularity" else None for s in SYSTEMS}
     table: dict[str, dict[int, dict[str, float]]] = {s: {} for s in SYSTEMS}
     for n in args.users:
         ds = synthetic(n, args.items, int(n * args.items * args.density), rng=0)
         exp = Experiment(ds, range(args.seeds))
-        for name, r in run_systems(exp, SYSTEMS, options).items():
+        for name, r in run_systems(exp, SYSTEMS, configs).items():
             table[name][n] = r.metrics["sampled"]["HR@10"]
             print(f"synthetic {n:>6} users  {name:10s} HR@10 "
                   f"{r.metrics['sampled']['HR@10']['mean']:.4f} ± "

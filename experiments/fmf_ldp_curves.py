@@ -3,9 +3,9 @@
 For each dataset, on a RANDOM leave-one-out split (the held-out item ranked against 99
 sampled never-seen items, dprec.evaluation), trains FCF (exact gradients, non-private) and
 FMF-LDP with k reports per user per epoch (binary mechanism, per-report eps), and evaluates
-the model after every epoch through FederatedMF's ``on_epoch`` callback. The evaluation at
-the last epoch is exactly the one ``Experiment.run`` would give (same fold, same fit and tie
-streams). The paper plots 30 epochs; its training setting (and this default) is 20.
+the model after every epoch through the experiment's per-round hook (``curve_every=1``).
+The evaluation at the last epoch is the run's own final evaluation (same fold, same fit and
+tie streams). The paper plots 30 epochs; its training setting (and this default) is 20.
 Writes results/fmf_ldp_curves/fmf_ldp_curves.{json,png}. Usage:
   .venv/bin/python experiments/fmf_ldp_curves.py [--datasets ml-100k synthetic-10000x1000]
       [--ks 50 100] [--epsilon 2.5] [--epochs 20] [--seeds 3] [--lr 1e-3] [--no-fcf]
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
 import matplotlib
@@ -26,43 +25,38 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 import dprec  # noqa: E402
 from dprec.data.registry import load_dataset  # noqa: E402
-from dprec.evaluation.protocol import evaluate_ranking  # noqa: E402
 from dprec.evaluation.runner import Experiment  # noqa: E402
-from dprec.random import derive_generator  # noqa: E402
-from dprec.systems.fmf import FederatedMF, FMFConfig  # noqa: E402
+from dprec.evaluation.split import LeaveOneOutSplit  # noqa: E402
+from dprec.systems.fmf.system import FederatedMF, FMFConfig  # noqa: E402
 
 RANDOM_HR10 = 0.10
 
 
 def curve(exp: Experiment, name: str, config: FMFConfig) -> dict[str, object]:
-    """Per-epoch sampled and full HR@10 (mean, std over seeds) of one system."""
-    sampled = np.zeros((len(exp.seeds), config.epochs))
-    full = np.zeros((len(exp.seeds), config.epochs))
-    privacy: dict[str, object] | None = None
-    start = time.perf_counter()
-    for s, seed in enumerate(exp.seeds):
-        fold = exp.fold(seed)
+    """Per-epoch sampled and full HR@10 (mean, std over seeds) of one system.
 
-        def on_epoch(epoch: int, model: FederatedMF, s: int = s, fold=fold,  # noqa: ANN001
-                     seed: int = seed) -> None:
-            m = evaluate_ranking(model, fold.split, fold.negatives,
-                                 derive_generator(seed, "ties", name), exp.ks)
-            sampled[s, epoch] = m["sampled"]["HR@10"]
-            full[s, epoch] = m["full"]["HR@10"]
+    The experiment's per-round hook evaluates the model after every epoch on the run's own
+    fold, so the last point is exactly the run's final evaluation.
+    """
+    res = exp.run(lambda: FederatedMF(name, config), curve_every=1)
+    assert res.curves is not None
+    epochs = [p["round"] for p in res.curves[0]]
+    if any(len(c) != len(epochs) for c in res.curves):
+        raise SystemExit(f"{name}: seeds ran different numbers of updating epochs")
 
-        model = FederatedMF(name, config, on_epoch=on_epoch)
-        model.fit(fold.split.train, derive_generator(seed, "system", name))
-        report = model.privacy_report()
-        privacy = None if report is None else report.to_json()
+    def series(protocol: str) -> np.ndarray:
+        return np.array([[p["metrics"][protocol]["HR@10"] for p in c] for c in res.curves])
+
+    sampled, full = series("sampled"), series("full")
     std = (lambda a: a.std(0, ddof=1)) if len(exp.seeds) > 1 else (lambda a: 0 * a[0])
     return {
-        "parameters": model.parameters(),
-        "epochs": list(range(1, config.epochs + 1)),
+        "parameters": res.parameters,
+        "epochs": epochs,
         "sampled_HR@10": {"mean": sampled.mean(0).tolist(), "std": std(sampled).tolist(),
                           "per_seed": sampled.tolist()},
         "full_HR@10": {"mean": full.mean(0).tolist(), "std": std(full).tolist()},
-        "privacy": privacy,
-        "wall_time_s": time.perf_counter() - start,
+        "privacy": res.privacy,
+        "wall_time_s": res.wall_time_s,
     }
 
 
@@ -97,7 +91,7 @@ def main() -> None:
     }
     for dname in args.datasets:
         ds = load_dataset(dname, data_dir=args.data_dir)
-        exp = Experiment(ds, range(args.seeds), split_rule=args.split)
+        exp = Experiment(ds, range(args.seeds), LeaveOneOutSplit(args.split))
         res = {name: curve(exp, name, cfg) for name, cfg in systems}
         doc["datasets"][ds.name] = {"summary": ds.summary(), "protocol": exp.protocol(),
                                     "synthetic": ds.name.startswith("synthetic"),

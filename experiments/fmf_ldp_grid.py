@@ -28,7 +28,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import dprec  # noqa: E402
 from dprec.data.registry import load_dataset  # noqa: E402
 from dprec.evaluation.runner import Experiment  # noqa: E402
-from dprec.systems.fmf import FederatedMF, FMFConfig  # noqa: E402
+from dprec.evaluation.split import LeaveOneOutSplit  # noqa: E402
+from dprec.systems.fmf.system import FederatedMF, FMFConfig  # noqa: E402
 
 # FMF-LDP paper, HR@10 on ML-20M subsets, k = 100, eps = 2.5 (copied from SYSTEMS.md §2).
 PAPER_GRID: dict[int, dict[int, float]] = {
@@ -84,7 +85,7 @@ def main() -> None:
                       f"(> --max-interactions)", flush=True)
                 continue
             ds = load_dataset(f"synthetic-{u}x{i}-{n}")
-            exp = Experiment(ds, range(args.seeds), split_rule=args.split)
+            exp = Experiment(ds, range(args.seeds), LeaveOneOutSplit(args.split))
             r = exp.run(lambda: FederatedMF(f"FMF-LDP-{args.k}", FMFConfig(
                 k=args.k, epsilon=args.epsilon, epochs=args.epochs, lr=args.lr)))
             m = r.metrics["sampled"]["HR@10"]

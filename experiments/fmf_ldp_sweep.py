@@ -31,7 +31,8 @@ import dprec  # noqa: E402
 from dprec.data.dataset import Dataset  # noqa: E402
 from dprec.data.registry import load_dataset  # noqa: E402
 from dprec.evaluation.runner import Experiment  # noqa: E402
-from dprec.systems.fmf import FederatedMF, FMFConfig  # noqa: E402
+from dprec.evaluation.split import LeaveOneOutSplit  # noqa: E402
+from dprec.systems.fmf.system import FederatedMF, FMFConfig  # noqa: E402
 
 RANDOM_HR10 = 0.10
 
@@ -53,7 +54,7 @@ def main() -> None:
     args = ap.parse_args()
 
     ds = load_dataset(args.dataset, data_dir=args.data_dir)
-    exp = Experiment(ds, range(args.seeds), split_rule=args.split)
+    exp = Experiment(ds, range(args.seeds), LeaveOneOutSplit(args.split))
     fcf = exp.run(lambda: FederatedMF("FCF", FMFConfig(exact=True, epochs=args.epochs, lr=args.lr)))
     print(f"{ds.name}: {args.split} leave-one-out, {args.epochs} epochs, seeds={args.seeds}; "
           f"FCF (non-private) HR@10 {fcf.metrics['sampled']['HR@10']['mean']:.4f}")
@@ -105,7 +106,7 @@ def main() -> None:
 
 def random_check(ds: Dataset, args: argparse.Namespace) -> list[dict[str, object]]:
     """k = 1 at every eps over --random-check-seeds seeds: mean, SE, within 2 SE of 0.10?"""
-    exp = Experiment(ds, range(args.random_check_seeds), split_rule=args.split)
+    exp = Experiment(ds, range(args.random_check_seeds), LeaveOneOutSplit(args.split))
     out = []
     for eps in args.epsilons:
         r = exp.run(lambda eps=eps: FederatedMF(

@@ -15,7 +15,7 @@ def test_run_json_contract(tmp_path):
     """`dprec run ... --json` prints exactly one JSON document on stdout (schema 1)."""
     proc = subprocess.run(
         [sys.executable, "-m", "dprec.cli", "run", "dplcf-sp", "--dataset", DS, "--seeds", "2",
-         "--neighbours", "10", "--json", "--out", str(tmp_path)],
+         "--param", "neighbours=10", "--json", "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
@@ -48,7 +48,13 @@ def test_non_private_system_has_null_privacy(tmp_path):
     (["run", "dplcf-sp", "--dataset", "no-such-data"], "no-such-data"),
     (["compare", "--dataset", DS, "--eps-grid", "1,-2"], "must be > 0"),
     (["run", "fmf-ldp", "--dataset", DS, "--param", "factors"], "KEY=VALUE"),
-    (["run", "fmf-ldp", "--dataset", DS, "--param", "nope=1"], "unknown parameter"),
+    (["run", "fmf-ldp", "--dataset", DS, "--param", "nope=1"],
+     "fmf-ldp has no option nope; its options: factors"),
+    (["run", "bpr-mf", "--dataset", DS, "--param", "k=3"], "bpr-mf has no option k"),
+    (["run", "mf-np", "--dataset", DS, "--epsilon", "1"], "mf-np is not private"),
+    (["run", "fcf", "--dataset", DS, "--config", "/no/such.toml"], "does not exist"),
+    (["compare", "--dataset", DS, "--param", "nope=1"], "no listed system has the option nope"),
+    (["compare", "--dataset", DS, "--eps-grid", "1,x"], "--eps-grid must hold numbers"),
 ])
 def test_bad_input_gets_a_clear_error(argv, message, tmp_path):
     res = runner.invoke(app, [*argv, "--out", str(tmp_path)])
@@ -60,18 +66,28 @@ def test_bad_input_gets_a_clear_error(argv, message, tmp_path):
 def test_compare_writes_tables_and_plots(tmp_path):
     res = runner.invoke(app, ["compare", "--dataset", DS, "--seeds", "2", "--systems",
                               "random,lcf-ub,lcf-sp,dplcf-sp", "--eps-grid", "0.5,2",
-                              "--sweep-seeds", "1", "--neighbours", "10", "--out", str(tmp_path)])
+                              "--sweep-seeds", "1", "--param", "neighbours=10",
+                              "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     files = {p.name for p in tmp_path.rglob("*")}
-    assert {"results.json", "results.csv", "hr_at_k.png", "hr10_vs_eps.png"} <= files
+    assert {"results.json", "results.csv", "hr_at_k.png", "hr10_vs_eps.png",
+            "hr10_vs_user_eps.png"} <= files
     doc = json.loads(next(tmp_path.rglob("results.json")).read_text())
     assert set(doc["results"]) == {"random", "lcf-ub", "lcf-sp", "dplcf-sp"}
-    assert [p[0] for p in doc["eps_sweep"]["dplcf-sp"]] == [0.5, 2.0]
+    sweep = doc["eps_sweep"]["dplcf-sp"]
+    assert [p["epsilon"] for p in sweep] == [0.5, 2.0]
+    assert sweep[0]["user_epsilon"] < sweep[1]["user_epsilon"]
+    assert doc["results"]["lcf-ub"]["parameters"]["neighbours"] == 10
+    levels = doc["results"]["dplcf-sp"]["privacy"]["levels"]
+    assert levels["event"]["epsilon"] == pytest.approx(1.0, rel=1e-5)
+    assert levels["user_basic"]["epsilon"] == pytest.approx(200.0)
+    assert levels["user"]["epsilon"] < 200.0
 
 
 def test_fmf_ldp_json_privacy_sections(tmp_path):
-    res = runner.invoke(app, ["run", "fmf-ldp", "--dataset", DS, "--seeds", "1", "--epochs", "2",
-                              "--k", "5", "--epsilon", "2.5", "--json", "--out", str(tmp_path)])
+    res = runner.invoke(app, ["run", "fmf-ldp", "--dataset", DS, "--seeds", "1", "--param",
+                              "epochs=2", "--param", "k=5", "--epsilon", "2.5", "--json",
+                              "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
     p = doc["privacy"]
@@ -80,4 +96,7 @@ def test_fmf_ldp_json_privacy_sections(tmp_path):
                           "epsilon_user": 25.0}
     assert p["true"]["level"] == "user"
     assert p["true"]["model"] in ("shuffled", "local")
+    assert p["levels"]["user"] == p["true"]
+    assert p["levels"]["event"]["epsilon"] == p["levels"]["user"]["epsilon"]
+    assert p["levels"]["user_basic"]["epsilon"] == pytest.approx(25.0)
     assert doc["parameters"]["k"] == 5 and doc["parameters"]["epochs"] == 2

@@ -8,7 +8,7 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -16,9 +16,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from dprec.errors import DprecError, check_positive
-
-if TYPE_CHECKING:
-    from dprec.systems.registry import SystemOptions
 
 app = typer.Typer(help="dprec: recommendation under differential privacy with an untrusted server.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -32,18 +29,15 @@ DataDir = Annotated[Path | None, typer.Option(
     "--data-dir", envvar="DPREC_DATA", help="Folder holding a data set's files (else cache).")]
 Seeds = Annotated[int, typer.Option("--seeds", min=1, help="Number of seeds (0..n-1).")]
 ResultsDir = Annotated[Path, typer.Option("--out", help="Where results are written.")]
-Neighbours = Annotated[int, typer.Option(help="Neighbour-list length K.")]
-Neighbourhood = Annotated[str, typer.Option(
-    help="item: the item's global top-K (Eq. 12); user: top-K among the user's items.")]
-ReportsK = Annotated[int, typer.Option("--k", help="FMF-LDP reports per client per epoch.")]
-Epochs = Annotated[int, typer.Option(help="Federated epochs (FCF, FMF-LDP).")]
-Mechanism = Annotated[str, typer.Option(help="FMF-LDP mechanism: binary or piecewise.")]
-LearningRate = Annotated[float | None, typer.Option(
-    help="FCF/FMF-LDP learning rate (paper 1e-3).")]
+Epsilon = Annotated[float | None, typer.Option(
+    help="Sets the system's `epsilon` (default: the paper's, 1 per bit for the DPLCF family, "
+         "2.5 per report for FMF-LDP). An error for non-private systems.")]
 Params = Annotated[list[str] | None, typer.Option(
     "--param", help="KEY=VALUE set on the system's config, repeatable, e.g. --param "
-                    "factors=10 --param user_budget=500 (FMF-LDP), --param alpha=5.")]
-
+                    "neighbours=10 --param k=50. `dprec systems NAME` lists the keys.")]
+Split = Annotated[str | None, typer.Option(
+    help="Ranking: latest or random (leave-one-out). Rating: kfold or user. "
+         "Default: latest for ranking, kfold for rating.")]
 
 def _fail(e: Exception) -> None:
     err.print(f"[bold red]error:[/] {e}")
@@ -94,15 +88,50 @@ def data_info(name: Annotated[str, typer.Argument(help="Data set name, e.g. ml-1
 
 
 @app.command("systems")
-def systems() -> None:
-    """List the systems by their command-line names."""
-    from dprec.systems.registry import PRIVATE_SYSTEMS, SYSTEMS
-    for n in SYSTEMS:
-        out.print(f"{n}{'  (private)' if n in PRIVATE_SYSTEMS else ''}")
+def systems(name: Annotated[str | None, typer.Argument(
+        help="A system: print its options with their docs and defaults.")] = None) -> None:
+    """List the systems, or one system's options (config fields, docs, defaults)."""
+    from dprec.systems.registry import SYSTEMS, config_fields, spec
+    if name is None:
+        t = Table(title="systems (`dprec systems NAME` for options)")
+        for col in ("name", "task", "private", "what"):
+            t.add_column(col)
+        for n, s in SYSTEMS.items():
+            t.add_row(n, s.task, "yes" if s.private else "no", s.summary)
+        out.print(t)
+        return
+    try:
+        s = spec(name)
+    except DprecError as e:
+        _fail(e)
+    t = Table(title=f"{name}: {s.summary} ({s.task}, {'private' if s.private else 'not private'})")
+    for col in ("option", "type", "default", "what"):
+        t.add_column(col)
+    for field, tp, default, doc, fixed in config_fields(name):
+        t.add_row(field, tp, f"{default}" + (" (fixed)" if fixed else ""), doc)
+    out.print(t)
+    out.print("set with --param KEY=VALUE or --config FILE.toml (see `dprec tune`)")
 
 
-def _metrics_table(title: str, results: dict[str, dict], metrics: tuple[str, ...],
-                   protocol: str, paper: dict[str, dict[str, float]] | None = None) -> Table:
+def _table_metrics(docs: dict[str, dict], protocol: str) -> tuple[str, ...]:
+    """The metric columns: the standard ranking set where present, else all the results have."""
+    from dprec.evaluation.compare import TABLE_METRICS
+    names = list(next(iter(docs.values()))["metrics"][protocol])
+    chosen = tuple(m for m in TABLE_METRICS if m in names)
+    return chosen or tuple(names)
+
+
+def _eps(g: dict | None) -> str:
+    if not g:
+        return "—"
+    eps = g["epsilon"]
+    text = "∞" if eps == "inf" else f"{float(eps):.3g}"
+    return text + (f", δ={g['delta']:.0e}" if g.get("delta") else "")
+
+
+def _metrics_table(title: str, results: dict[str, dict], protocol: str,
+                   paper: dict[str, dict[str, float]] | None = None) -> Table:
+    metrics = _table_metrics(results, protocol)
     t = Table(title=title)
     t.add_column("system")
     for m in metrics:
@@ -110,7 +139,8 @@ def _metrics_table(title: str, results: dict[str, dict], metrics: tuple[str, ...
     if paper is not None:
         for m in metrics:
             t.add_column(f"paper {m}", justify="right", style="dim")
-    t.add_column("true ε", justify="right")
+    for col in ("ε per interaction", "ε per user", "ε per user (basic)", "sides"):
+        t.add_column(col, justify="right")
     for name, r in results.items():
         row = [name]
         for m in metrics:
@@ -118,87 +148,139 @@ def _metrics_table(title: str, results: dict[str, dict], metrics: tuple[str, ...
             row.append(f"{v['mean']:.4f}±{v['std']:.3f}")
         if paper is not None:
             row += [_fmt(paper.get(name, {}).get(m, math.nan)) for m in metrics]
-        true = r["privacy"]["true"] if r["privacy"] else None
-        row.append(f"{float(true['epsilon']):.3g} {true['sides']}-sided" if true else "—")
+        levels = (r["privacy"] or {}).get("levels") or {}
+        row += [_eps(levels.get("event")), _eps(levels.get("user")),
+                _eps(levels.get("user_basic")),
+                levels["user"]["sides"] if levels else "—"]
         t.add_row(*row)
     return t
 
 
 def _print_tables(title: str, docs: dict[str, dict]) -> None:
-    from dprec.evaluation.compare import TABLE_METRICS
     from dprec.evaluation.paper_numbers import DPLCF_PAPER_DATASET, PAPER_ML20M
-    out.print(_metrics_table(f"{title} — sampled (1 + 99 negatives); paper columns: "
-                             f"{DPLCF_PAPER_DATASET}", docs, TABLE_METRICS, "sampled",
-                             PAPER_ML20M))
-    out.print(_metrics_table(f"{title} — full ranking (all never-seen items)", docs,
-                             TABLE_METRICS, "full"))
+    protocols = list(next(iter(docs.values()))["metrics"])
+    for proto in protocols:
+        if proto == "sampled":
+            out.print(_metrics_table(f"{title} — sampled (1 + negatives); paper columns: "
+                                     f"{DPLCF_PAPER_DATASET}", docs, proto, PAPER_ML20M))
+        elif proto == "full":
+            out.print(_metrics_table(f"{title} — full ranking (all never-seen items)", docs,
+                                     proto))
+        else:
+            out.print(_metrics_table(f"{title} — {proto}", docs, proto))
 
 
-def _pairs(params: list[str] | None) -> tuple[tuple[str, str], ...]:
-    out = []
+def _pairs(params: list[str] | None) -> dict[str, str]:
+    pairs: dict[str, str] = {}
     for p in params or []:
         key, sep, value = p.partition("=")
         if not sep or not key.strip():
             raise DprecError(f"--param must look like KEY=VALUE, got {p!r}")
-        out.append((key.strip(), value.strip()))
-    return tuple(out)
+        pairs[key.strip()] = value.strip()
+    return pairs
 
 
-def _options(epsilon: float | None, neighbours: int, neighbourhood: str, k: int, epochs: int,
-             mechanism: str, lr: float | None, param: list[str] | None) -> SystemOptions:
-    """The run options shared by `run` and `compare`, validated."""
-    from dprec.systems.registry import SystemOptions
+def _system_params(name: str, epsilon: float | None, params: dict[str, object]) -> dict:
+    """--epsilon and --param for one system (the registry checks the keys)."""
+    from dprec.systems.registry import spec
+    out_: dict[str, object] = dict(params)
     if epsilon is not None:
         check_positive("epsilon", epsilon)
-    return SystemOptions(epsilon=epsilon, neighbours=neighbours, neighbourhood=neighbourhood,
-                         k=k, epochs=epochs, mechanism=mechanism, lr=lr,
-                         overrides=_pairs(param))
+        s = spec(name)
+        if "epsilon" not in s.settable():
+            raise DprecError(f"{name} is not private: it has no epsilon (drop --epsilon)")
+        out_["epsilon"] = epsilon
+    return out_
 
 
-def _results_dir(base: Path, dataset: str, what: str) -> Path:
+def _results_dir(base: Path, dataset: str, what: str, suffix: str = "") -> Path:
+    """A new, unique path under base/dataset (a numeric suffix on collision)."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    return base / dataset / f"{what}-{stamp}"
+    parent = base / dataset.replace(":", "_").replace("/", "_")
+    parent.mkdir(parents=True, exist_ok=True)
+    for i in range(1000):
+        path = parent / f"{what}-{stamp}{'' if i == 0 else f'-{i}'}{suffix}"
+        try:
+            if suffix:
+                path.touch(exist_ok=False)
+            else:
+                path.mkdir(exist_ok=False)
+            return path
+        except FileExistsError:
+            continue
+    raise DprecError(f"could not create a unique results path under {parent}")
+
+
+def _experiment(task: str, ds, seeds: int, split: str | None, negatives: int, folds: int):
+    """The experiment of a task: leave-one-out ranking, or k-fold / user-split rating."""
+    from dprec.evaluation.ranking import RankingEvaluator
+    from dprec.evaluation.runner import Experiment
+    from dprec.evaluation.split import LeaveOneOutSplit
+    if task == "ranking":
+        rule = split or "latest"
+        if rule not in ("latest", "random"):
+            raise DprecError(f"--split for a ranking system must be latest or random, got {rule}")
+        return Experiment(ds, range(seeds), LeaveOneOutSplit(rule),  # type: ignore[arg-type]
+                          RankingEvaluator(negatives))
+    from dprec.evaluation.rating import RatingEvaluator
+    from dprec.evaluation.split import KFoldSplit, UserSplit
+    kind = split or "kfold"
+    if kind == "kfold":
+        return Experiment(ds, range(seeds), KFoldSplit(folds), RatingEvaluator())
+    if kind == "user":
+        return Experiment(ds, range(seeds), UserSplit(), RatingEvaluator())
+    raise DprecError(f"--split for a rating system must be kfold or user, got {kind}")
+
+
+def _load_config(path: Path | None, system: str):
+    from dprec.systems.registry import make_config, read_config
+    if path is None:
+        return None, None
+    cf = read_config(path)
+    if cf.system != system:
+        raise DprecError(f"config file {path} is for {cf.system}, not {system}")
+    return make_config(system, cf.params), cf
 
 
 @app.command("run")
 def run(
     system: Annotated[str, typer.Argument(help="System name, see `dprec systems`.")],
     dataset: Annotated[str, typer.Option(help="Data set name.")] = "ml-100k",
-    epsilon: Annotated[float | None, typer.Option(
-        help="Privacy parameter of the mechanism (default: the paper's, 1 for DPLCF, "
-             "2.5 per report for FMF-LDP).")] = None,
-    neighbours: Neighbours = 20,
-    neighbourhood: Neighbourhood = "item",
-    k: ReportsK = 100,
-    epochs: Epochs = 20,
-    mechanism: Mechanism = "binary",
-    lr: LearningRate = None,
+    epsilon: Epsilon = None,
     param: Params = None,
+    config: Annotated[Path | None, typer.Option(
+        "--config", help="A TOML config (e.g. written by `dprec tune`); --param overrides it."
+    )] = None,
     seeds: Seeds = 5,
-    split: Annotated[str, typer.Option(help="Leave-one-out rule: latest or random.")] = "latest",
+    split: Split = None,
     negatives: Annotated[int, typer.Option(help="Sampled negatives per test user.")] = 99,
+    folds: Annotated[int, typer.Option(help="k of k-fold (rating systems).")] = 5,
+    curve_every: Annotated[int | None, typer.Option(
+        help="Also evaluate every N rounds (learning curves, in the JSON).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")
                        ] = False,
     data_dir: DataDir = None,
     out_dir: ResultsDir = Path("results"),
 ) -> None:
     """Run one system on a data set over several seeds; print metrics and the privacy report."""
-    from dprec.evaluation.runner import Experiment
-    from dprec.systems.registry import make_system
+    from dprec.systems.registry import make_system, spec
     try:
-        options = _options(epsilon, neighbours, neighbourhood, k, epochs, mechanism, lr, param)
-        make_system(system, options)
+        s = spec(system)
+        base, cf = _load_config(config, system)
+        params = _system_params(system, epsilon, _pairs(param))
+        make_system(system, params, base)
         ds = _load(dataset, data_dir)
-        exp = Experiment(ds, range(seeds), split_rule=split, n_negatives=negatives)  # type: ignore[arg-type]
+        exp = _experiment(s.task, ds, seeds, split, negatives, folds)
         with _progress() as bar:
             task = bar.add_task(f"{system} on {dataset}", total=seeds)
-            res = exp.run(lambda: make_system(system, options),
-                          on_seed=lambda s: bar.advance(task))
+            res = exp.run(lambda: make_system(system, params, base),
+                          on_seed=lambda _: bar.advance(task), curve_every=curve_every)
     except DprecError as e:
         _fail(e)
+    if cf is not None:
+        res.config_file = {"path": cf.path, "provenance": cf.provenance}
     doc = res.to_json()
-    path = _results_dir(out_dir, dataset, system).with_suffix(".json")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = _results_dir(out_dir, dataset, system, ".json")
     path.write_text(json.dumps(doc, indent=2, default=float))
     if as_json:
         sys.stdout.write(json.dumps(doc, default=float) + "\n")
@@ -221,14 +303,14 @@ def _print_privacy(doc: dict) -> None:
     if p.get("claimed"):
         c = p["claimed"]
         out.print(f"  published claim: ε={c['epsilon']} ({c['level']}-level, {c['sides']}-sided)")
-    t = p["true"]
-    out.print(f"  true guarantee:  ε={t['epsilon']}, δ={t['delta']} ({t['level']}-level, "
-              f"{t['sides']}-sided, {t['model']} model)")
-    for note in t.get("notes", []):
-        out.print(f"    note: {note}")
-    if "user_level" in p:
-        u = p["user_level"]
-        out.print(f"  user level (basic composition): ε={u['epsilon']} ({u['sides']}-sided)")
+    names = {"event": "per interaction", "user": "per user", "user_basic": "per user (basic)"}
+    for level, g in (p.get("levels") or {}).items():
+        if g is None:
+            continue
+        out.print(f"  {names.get(level, level)}: {_eps(g)} ({g['sides']}-sided, "
+                  f"{g['model']} model)")
+        for note in g.get("notes", []):
+            out.print(f"    note: {note}")
     if "local" in p:
         loc = p["local"]
         out.print(f"  local: ε per report {loc['epsilon_per_report']}, per round "
@@ -236,25 +318,62 @@ def _print_privacy(doc: dict) -> None:
                   "(basic composition)")
 
 
+def _compare_configs(names: list[str], configs_dir: Path | None, preset: str,
+                     epsilon: float | None, params: dict[str, str]) -> tuple[dict, dict]:
+    """Each system's config: tuned file (if any) + --epsilon (private ones) + --param."""
+    from dprec.systems.registry import make_config, read_config, spec
+    if preset not in ("paper", "tuned"):
+        raise DprecError(f"--preset must be paper or tuned, got {preset!r}")
+    if preset == "paper" and configs_dir is not None:
+        raise DprecError("--preset paper uses the papers' settings; drop --configs")
+    if preset == "tuned" and configs_dir is None:
+        raise DprecError("--preset tuned reads tuned configs: give --configs DIR")
+    files: dict[str, object] = {}
+    if configs_dir is not None:
+        if not configs_dir.is_dir():
+            raise DprecError(f"--configs {configs_dir} is not a folder")
+        for path in sorted(configs_dir.glob("*.toml")):
+            cf = read_config(path)
+            if cf.system in names:
+                files[cf.system] = cf
+    for key in params:
+        if not any(key in spec(n).settable() for n in names):
+            raise DprecError(f"no listed system has the option {key}")
+    configs = {}
+    for n in names:
+        s = spec(n)
+        cf = files.get(n)
+        base = make_config(n, cf.params) if cf is not None else None  # type: ignore[attr-defined]
+        mine: dict[str, object] = {k: v for k, v in params.items() if k in s.settable()}
+        if epsilon is not None and s.private:
+            mine["epsilon"] = epsilon
+        configs[n] = make_config(n, mine, base)
+    return configs, files
+
+
 @app.command("compare")
 def compare(
     dataset: Annotated[str, typer.Option(help="Data set name.")] = "ml-100k",
     seeds: Seeds = 5,
     epsilon: Annotated[float | None, typer.Option(
-        help="ε for the main table (default: each paper's, 1 for DPLCF, 2.5 for FMF-LDP).")
+        help="ε of every private system for the main table (default: each paper's).")
     ] = None,
-    neighbours: Neighbours = 20,
-    neighbourhood: Neighbourhood = "item",
-    k: ReportsK = 100,
-    epochs: Epochs = 20,
-    mechanism: Mechanism = "binary",
-    lr: LearningRate = None,
-    param: Params = None,
+    param: Annotated[list[str] | None, typer.Option(
+        "--param", help="KEY=VALUE for every listed system that has KEY (an error if none).")
+    ] = None,
+    configs_dir: Annotated[Path | None, typer.Option(
+        "--configs", help="Folder of tuned TOML configs (configs/<dataset>), one per system.")
+    ] = None,
+    preset: Annotated[str | None, typer.Option(
+        help="paper: the papers' settings for everything; tuned: read --configs "
+             "(default: tuned when --configs is given, else paper).")] = None,
     systems_: Annotated[str | None, typer.Option(
-        "--systems", help="Comma-separated system names (default: all).")] = None,
+        "--systems", help="Comma-separated system names (default: all ranking systems).")
+    ] = None,
     eps_grid: Annotated[str, typer.Option(help="Comma-separated ε values for the sweep; "
                                           "empty to skip.")] = "0.5,1,1.5,2,2.5,3",
-    sweep_seeds: Annotated[int, typer.Option(help="Seeds per point of the ε sweep.")] = 3,
+    sweep_seeds: Annotated[int, typer.Option(min=1, help="Seeds per point of the ε sweep.")
+                           ] = 3,
     data_dir: DataDir = None,
     out_dir: ResultsDir = Path("results"),
 ) -> None:
@@ -267,13 +386,26 @@ def compare(
         save_comparison,
     )
     from dprec.evaluation.runner import Experiment
-    from dprec.systems.registry import make_system
+    from dprec.systems.registry import spec
     try:
         names = [s.strip() for s in systems_.split(",")] if systems_ else list(DEFAULT_COMPARISON)
-        options = _options(epsilon, neighbours, neighbourhood, k, epochs, mechanism, lr, param)
         for n in names:
-            make_system(n, options)
-        grid = [float(x) for x in eps_grid.split(",") if x.strip()]
+            if spec(n).task != "ranking":
+                raise DprecError(f"compare ranks systems on leave-one-out; {n} is a "
+                                 f"{spec(n).task} system (use `dprec run {n}`)")
+        if epsilon is not None:
+            check_positive("epsilon", epsilon)
+        if preset is None:
+            preset = "tuned" if configs_dir is not None else "paper"
+        configs, files = _compare_configs(names, configs_dir, preset, epsilon, _pairs(param))
+        grid = []
+        for x in eps_grid.split(","):
+            if not x.strip():
+                continue
+            try:
+                grid.append(float(x))
+            except ValueError:
+                raise DprecError(f"--eps-grid must hold numbers, got {x.strip()!r}") from None
         for e in grid:
             if not e > 0:
                 raise DprecError(f"every ε in --eps-grid must be > 0, got {e}")
@@ -288,25 +420,105 @@ def compare(
             def tick(name: str) -> None:
                 bar.update(task, advance=1, description=f"compare on {dataset}: {name}")
 
-            results = run_systems(exp, names, options, tick)
-            sweep = eps_sweep(sweep_exp, private, options, grid, tick=tick) if grid else None
+            results = run_systems(exp, names, configs, tick)
+            for n, cf in files.items():
+                results[n].config_file = {"path": cf.path,  # type: ignore[attr-defined]
+                                          "provenance": cf.provenance}  # type: ignore[attr-defined]
+            sweep = eps_sweep(sweep_exp, private, configs, grid, tick=tick) if grid else None
     except DprecError as e:
         _fail(e)
     target = _results_dir(out_dir, dataset, "compare")
     paths = save_comparison(target, dataset, results, sweep, list(exp.ks))
     docs = {n: r.to_json() for n, r in results.items()}
-    _print_tables(f"{dataset}, ε={epsilon or 'paper default'}, K_nb={neighbours}, "
-                  f"{seeds} seeds (mean±std)", docs)
+    tuned = ", ".join(f"{n} ({f.path})" for n, f in files.items()) or "none"  # type: ignore[attr-defined]
+    _print_tables(f"{dataset}, ε={epsilon or 'paper default'}, {seeds} seeds (mean±std); "
+                  f"tuned configs: {tuned}", docs)
     if sweep:
-        t = Table(title=f"HR@10 (sampled) against ε, {sweep_seeds} seeds")
+        t = Table(title=f"HR@10 (sampled) against ε, {sweep_seeds} seeds; in brackets the "
+                        "per-user ε")
         t.add_column("system")
         for e in grid:
             t.add_column(f"ε={e:g}", justify="right")
         for n, pts in sweep.items():
-            t.add_row(n, *[f"{m:.4f}±{s:.4f}" for _, m, s in pts])
+            t.add_row(n, *[f"{p['mean']:.4f}±{p['std']:.4f} [{p['user_epsilon']:.3g}]"
+                           for p in pts])
         out.print(t)
     for p in paths:
         out.print(f"saved {p}")
+
+
+def _read_grid(path: Path) -> dict[str, list]:
+    import tomllib
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+    except FileNotFoundError:
+        raise DprecError(f"grid file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise DprecError(f"grid file {path} is not readable TOML: {e}") from None
+    grid = doc.get("grid")
+    if not isinstance(grid, dict) or set(doc) - {"grid"}:
+        raise DprecError(f"grid file {path} must hold one table: [grid] KEY = [values, ...]")
+    return grid
+
+
+@app.command("tune")
+def tune_cmd(
+    system: Annotated[str, typer.Argument(help="System name, see `dprec systems`.")],
+    dataset: Annotated[str, typer.Option(help="Data set name.")] = "ml-100k",
+    grid: Annotated[Path | None, typer.Option(
+        help="TOML with [grid] KEY = [values]; default: the system's paper grid.")] = None,
+    metric: Annotated[str | None, typer.Option(
+        help="Validation metric (default HR@10 for ranking, RMSE for rating).")] = None,
+    param: Params = None,
+    seeds: Annotated[int, typer.Option("--seeds", min=1, help="Seeds (0..n-1).")] = 2,
+    split: Split = None,
+    negatives: Annotated[int, typer.Option(help="Sampled negatives per user.")] = 99,
+    folds: Annotated[int, typer.Option(help="k of k-fold (rating systems).")] = 5,
+    out_path: Annotated[Path | None, typer.Option(
+        "--out", help="Config to write (default configs/<dataset>/<system>.toml).")] = None,
+    force: Annotated[bool, typer.Option(help="Overwrite an existing config file.")] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Grid search on validation data carved out of each training fold; writes a TOML config
+    that `dprec run SYSTEM --config FILE` and `dprec compare --configs DIR` reuse."""
+    from dprec.evaluation.tuning import default_grid, grid_points, tune
+    from dprec.systems.registry import config_to_toml, make_config, spec
+    try:
+        s = spec(system)
+        base = make_config(system, _pairs(param))
+        g = _read_grid(grid) if grid is not None else default_grid(system)
+        points = grid_points(g)
+        for p in points:
+            make_config(system, p, base)
+        metric = metric or ("HR@10" if s.task == "ranking" else "RMSE")
+        target = out_path or Path("configs") / dataset / f"{system}.toml"
+        if target.exists() and not force:
+            raise DprecError(f"{target} exists; pass --force to overwrite it or --out elsewhere")
+        ds = _load(dataset, data_dir)
+        exp = _experiment(s.task, ds, seeds, split, negatives, folds)
+        n_folds = len(exp.folds(exp.seeds[0]))
+        command = "dprec tune " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else ""
+        with _progress() as bar:
+            task = bar.add_task(f"tune {system} on {dataset}",
+                                total=len(points) * seeds * n_folds)
+            res = tune(system, exp, g, metric, base=base, command=command,
+                       tick=lambda: bar.advance(task))
+    except DprecError as e:
+        _fail(e)
+    t = Table(title=f"{system} on {dataset}: validation {metric} ({seeds} seeds)")
+    for k in g:
+        t.add_column(k)
+    t.add_column(metric, justify="right")
+    for row in res.scores:
+        mark = " ◀" if all(row[k] == res.best[k] for k in g) else ""
+        t.add_row(*[str(row[k]) for k in g], f"{row['score']:.4f}{mark}")
+    out.print(t)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".toml.tmp")
+    tmp.write_text(config_to_toml(system, res.config, res.provenance))
+    tmp.replace(target)
+    out.print(f"best {res.best} ({metric} {res.best_score:.4f}); saved {target}")
+    out.print(f"reuse: dprec run {system} --config {target}")
 
 
 def main() -> None:  # pragma: no cover

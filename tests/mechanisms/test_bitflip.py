@@ -20,6 +20,8 @@ from scipy import stats
 
 from dprec.errors import DprecError
 from dprec.mechanisms import BitFlip
+from dprec.privacy.accountant import PldAccountant, event_sides
+from dprec.privacy.events import BitFlipDpEvent
 
 EPSILONS = (0.5, 1.0, 3.0)
 CONSTRUCTORS = ("symmetric", "asymmetric", "oue")
@@ -499,3 +501,18 @@ def test_bad_inputs_are_rejected():
         m(x, np.random.RandomState(0))  # type: ignore[arg-type]
     with pytest.raises(DprecError, match="block_bits must be a positive integer, got 0"):
         m(x, np.random.default_rng(0), block_bits=0)
+
+
+@pytest.mark.parametrize(
+    "mech",
+    [BitFlip.symmetric(1.0), BitFlip.asymmetric(2.0), BitFlip.oue(1.5), BitFlip(0.7, 0.2)],
+    ids=lambda m: m.name,
+)
+def test_dp_event_is_accounted_as_the_stated_guarantee(mech):
+    event = mech.dp_event()
+    assert event == BitFlipDpEvent(mech.p, mech.q)
+    g = mech.guarantee()
+    assert event_sides(event) == g.sides
+    one = PldAccountant().compose([(event, 1)], 1e-12)
+    assert one.sides == g.sides
+    assert g.epsilon - 1e-9 <= one.epsilon <= g.epsilon + 1e-4  # largest loss, rounded up

@@ -6,6 +6,8 @@ from scipy import integrate, optimize, stats
 
 from dprec.errors import DprecError
 from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism, variance_crossover
+from dprec.privacy.accountant import PldAccountant
+from dprec.privacy.events import LocalReportDpEvent
 from dprec.privacy.guarantee import Guarantee
 
 XS = (-1.0, -0.3, 0.0, 0.7, 1.0)
@@ -318,3 +320,11 @@ def test_bad_rng_and_bounds_accepted():
     edge = np.array([-1.0, 1.0])
     assert PiecewiseMechanism(1.0).sample(edge, _rng(10)).shape == (2,)
     assert BinaryMechanism(1.0).sample_bits(edge, _rng(10)).shape == (2,)
+
+
+@pytest.mark.parametrize("mech", [BinaryMechanism(2.5), PiecewiseMechanism(0.8)])
+def test_dp_event_is_a_pure_local_report(mech):
+    assert mech.dp_event() == LocalReportDpEvent(mech.epsilon)
+    one = PldAccountant().compose([(mech.dp_event(), 1)], 1e-12)
+    assert one.sides == mech.guarantee().sides == "two"
+    assert mech.epsilon - 1e-9 <= one.epsilon <= mech.epsilon + 1e-4

@@ -177,3 +177,42 @@ def test_shuffled_guarantee_falls_back_to_local():
         shuffled_guarantee(1.0, 1000, 0, 5, 1e-6)
     with pytest.raises(DprecError, match="method must be"):
         shuffled_guarantee(1.0, 1000, 1, 5, 1e-6, method="exact")
+
+
+# FMF-LDP's setting (SYSTEMS.md): eps0 = 2.5 per report, k = 100 reports per epoch, T = 20
+# epochs, delta = 1e-6. Clone PLD at the default interval 1e-4; at 1e-3 it gives 78.90 and
+# 6.93, the values of an outside check that used that interval (pessimistic rounding adds up to
+# one interval per shuffle).
+CLONE_GOLDEN = {943: (78.0435, 78.8975), 50_000: (6.0308, 6.9255)}
+
+
+@pytest.mark.parametrize("n", sorted(CLONE_GOLDEN))
+def test_shuffled_guarantee_clone_pld_golden(n):
+    fine, coarse = CLONE_GOLDEN[n]
+    g = shuffled_guarantee(2.5, n, 100, 20, 1e-6)
+    np.testing.assert_allclose(g.epsilon, fine, rtol=1e-4)
+    assert g.model == "shuffled" and g.level == "user" and g.sides == "two" and g.delta == 1e-6
+    assert any("clone pair" in note and "Zhu, Dong, Wang" in note for note in g.notes)
+    g3 = shuffled_guarantee(2.5, n, 100, 20, 1e-6, value_discretization_interval=1e-3)
+    np.testing.assert_allclose(g3.epsilon, coarse, rtol=1e-4)
+
+
+def test_clone_pld_is_far_tighter_than_per_shuffle_pairs():
+    old = shuffled_guarantee(2.5, 50_000, 100, 20, 1e-6, analysis="per_shuffle_pairs")
+    np.testing.assert_allclose(old.epsilon, 50.0548, rtol=1e-4)
+    assert any("per_shuffle_pairs" in n for n in old.notes)
+    new = shuffled_guarantee(2.5, 50_000, 100, 20, 1e-6)
+    assert new.epsilon < old.epsilon / 5
+    explicit = shuffled_guarantee(2.5, 50_000, 100, 20, 1e-6, analysis="clone_pld")
+    assert explicit == new
+
+
+def test_shuffled_guarantee_huge_eps0_falls_back_to_local():
+    for analysis in ("clone_pld", "per_shuffle_pairs"):
+        g = shuffled_guarantee(1e6, 943, 100, 20, 1e-6, analysis=analysis)
+        assert g.model == "local" and g.epsilon == pytest.approx(2000 * 1e6)
+        assert any("no clone can appear" in n for n in g.notes)
+    with pytest.raises(DprecError, match="analysis must be"):
+        shuffled_guarantee(2.5, 943, 100, 20, 1e-6, analysis="exact")  # type: ignore[arg-type]
+    with pytest.raises(DprecError, match="eps0_per_report must be finite"):
+        shuffled_guarantee(math.inf, 943, 100, 20, 1e-6)

@@ -4,12 +4,14 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
 from dprec.errors import DprecError
 from dprec.privacy.shuffle import (
+    MAX_CLONE_EPS0,
+    clone_pair_pld,
     closed_form_epsilon,
     condition_holds,
     numerical_delta,
@@ -167,11 +169,110 @@ def test_numerical_shrinks_with_n(eps0, n, factor, delta):
 @settings(max_examples=50, deadline=None)
 @given(EPS0, st.floats(0.01, 1.0), st.integers(1000, 10**7), DELTA)
 def test_closed_form_monotone_and_capped(eps0, extra, n, delta):
-    if not condition_holds(eps0 + extra, n, delta):
-        return
+    assume(condition_holds(eps0 + extra, n, delta))
     a = closed_form_epsilon(eps0, n, delta)
     assert a <= closed_form_epsilon(eps0 + extra, n, delta)
     assert closed_form_epsilon(eps0, 2 * n, delta) <= a
     assert 0 < a <= eps0
     stated = closed_form_epsilon(eps0, n, delta, variant="stated")
     assert stated <= a  # the reference-code variant is the conservative one
+
+
+# -- the clone pair's privacy loss distribution ------------------------------------------------
+
+
+def _clone_pair_exact(eps0: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact (unrounded) privacy losses and P-probabilities of the clone pair, full support."""
+    alpha = math.exp(eps0) / (1 + math.exp(eps0))
+    losses, probs = [], []
+    for c in range(n):
+        w = stats.binom.pmf(c, n - 1, math.exp(-eps0))
+        b = np.zeros(c + 2)
+        b[: c + 1] = stats.binom.pmf(np.arange(c + 1), c, 0.5)
+        b_shift = np.roll(b, 1)
+        p = w * (alpha * b_shift + (1 - alpha) * b)
+        q = w * ((1 - alpha) * b_shift + alpha * b)
+        losses.append(np.log(p / q))
+        probs.append(p)
+    return np.concatenate(losses), np.concatenate(probs)
+
+
+def _exact_delta(losses: np.ndarray, probs: np.ndarray, eps: float) -> float:
+    keep = losses > eps
+    return float(probs[keep] @ -np.expm1(eps - losses[keep]))
+
+
+@pytest.mark.parametrize(
+    "eps0, n, delta",
+    [
+        (4.0, 100_000, 1e-6),
+        (2.5, 943, 1e-6),
+        (2.5, 50_000, 1e-6),
+        (1.0, 1000, 1e-8),
+        (6.0, 5000, 1e-6),
+    ],
+)
+def test_clone_pld_single_shuffle_reproduces_the_numerical_bound(eps0, n, delta):
+    interval, tol = 1e-4, 1e-6
+    got = clone_pair_pld(eps0, n, interval).get_epsilon_for_delta(delta)
+    bound = numerical_epsilon(eps0, n, delta, tol=tol)
+    # numerical_epsilon is exact to tol (rounded up); the PLD rounds each loss up by < interval
+    assert bound - tol - 1e-9 <= got <= bound + interval
+
+
+def test_clone_pld_golden_value():
+    got = clone_pair_pld(4.0, 100_000).get_epsilon_for_delta(1e-6)
+    assert round(got, 4) == 0.1698
+    assert REF_NUMERICAL_LOWER <= got <= REF_NUMERICAL_UPPER
+
+
+@pytest.mark.parametrize("eps0, n", [(1.0, 30), (2.0, 60), (0.5, 8)])
+def test_clone_pld_brackets_the_exact_hockey_stick(eps0, n):
+    """Both directions (the pair is symmetric), every eps: exact <= PLD <= exact one bin lower."""
+    interval = 1e-4
+    pld = clone_pair_pld(eps0, n, interval)
+    losses, probs = _clone_pair_exact(eps0, n)
+    for eps in np.linspace(0.0, eps0, 9):
+        exact = _delta_brute_force(eps, eps0, n)  # max over both directions
+        assert exact == pytest.approx(_exact_delta(losses, probs, eps), abs=1e-12)
+        got = pld.get_delta_for_epsilon(eps)
+        assert exact - 1e-12 <= got <= _exact_delta(losses, probs, eps - interval) + 1e-12
+    assert pld.get_delta_for_epsilon(-60.0) == pytest.approx(1.0, abs=1e-9)  # all mass kept
+
+
+def test_clone_pld_composition_matches_exact_convolution():
+    eps0, n, k, interval = 1.5, 12, 3, 1e-4
+    losses, probs = _clone_pair_exact(eps0, n)
+    total_l, total_p = losses, probs
+    for _ in range(k - 1):
+        total_l = np.add.outer(total_l, losses).ravel()
+        total_p = np.multiply.outer(total_p, probs).ravel()
+    composed = clone_pair_pld(eps0, n, interval).self_compose(k)
+    for eps in (0.5, 1.5, 3.0):
+        exact = _exact_delta(total_l, total_p, eps)
+        got = composed.get_delta_for_epsilon(eps)
+        assert exact - 1e-12 <= got <= _exact_delta(total_l, total_p, eps - k * interval) + 1e-12
+
+
+def test_clone_pld_is_at_least_as_tight_as_randomized_response():
+    # n = 1: no clones, the pair is binary randomized response with eps0
+    assert clone_pair_pld(1.0, 1).get_epsilon_for_delta(1e-6) == pytest.approx(1.0, abs=1e-4)
+    assert clone_pair_pld(2.0, 1000).get_epsilon_for_delta(1e-6) < 2.0
+
+
+def test_huge_eps0():
+    with pytest.raises(DprecError, match="eps0 must be < 700"):
+        clone_pair_pld(1e6, 100)
+    with pytest.raises(DprecError, match="coarser discretisation"):
+        clone_pair_pld(20.0, 100, 1e-6)
+    with pytest.raises(DprecError, match="eps0 must be finite"):
+        clone_pair_pld(math.inf, 100)
+    assert numerical_epsilon(1e6, 100, 1e-6) == 1e6
+    assert numerical_epsilon(MAX_CLONE_EPS0 - 1, 100, 1e-6) > MAX_CLONE_EPS0 - 1.001
+
+
+def test_numerical_epsilon_no_false_amplification_at_large_eps0():
+    """Regression: beta = r/(1+r) rounded to 1.0 for eps > ~37, emptying the rejection region,
+    so eps0 = 50 with 2e-20 expected clones came out as 37.3."""
+    assert numerical_epsilon(50.0, 100, 1e-6) > 50.0 - 1e-5
+    assert numerical_delta(40.0, 50.0, 100) == pytest.approx(1.0 - math.exp(-10.0), rel=1e-9)

@@ -1,29 +1,155 @@
-"""Client code never imports server code and vice versa (DESIGN.md, 'Three roles')."""
+"""Clients and servers stay apart (DESIGN.md, 'Three roles'), checked on the import graph and
+on the objects themselves."""
 
 import ast
+import gc
+import importlib.util
+import sys
+from importlib.machinery import ModuleSpec
 from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
 
 import dprec
 
 ROOT = Path(dprec.__file__).parent
 
 
-def _imports(path: Path) -> set[str]:
-    mods: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            mods.add(node.module)
-            mods.update(f"{node.module}.{a.name}" for a in node.names)
-        elif isinstance(node, ast.Import):
-            mods.update(a.name for a in node.names)
-    return mods
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT.parent).with_suffix("")
+    return ".".join(rel.parts)
 
 
-def test_clients_and_servers_do_not_import_each_other():
-    clients = list(ROOT.rglob("client.py"))
-    servers = list(ROOT.rglob("server.py"))
+def _direct_imports(name: str, prefix: str = "dprec") -> set[str]:
+    """Modules imported by ``name``: absolute, relative and ``from x import module`` forms."""
+    spec: ModuleSpec | None = importlib.util.find_spec(name)
+    assert spec is not None and spec.origin
+    tree = ast.parse(Path(spec.origin).read_text())
+    package = name if spec.origin.endswith("__init__.py") else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = importlib.util.resolve_name("." * node.level + (node.module or ""), package) \
+                if node.level else node.module or ""
+            found.add(base)
+            for a in node.names:
+                full = f"{base}.{a.name}"
+                if importlib.util.find_spec(base) and _is_module(full):
+                    found.add(full)
+    return {m for m in found if m.split(".")[0] == prefix}
+
+
+def _is_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, AttributeError, ValueError):
+        return False
+
+
+def _closure(name: str, prefix: str = "dprec") -> set[str]:
+    """Every module of ``prefix`` that ``name`` imports, transitively (with packages)."""
+    seen: set[str] = set()
+    todo = [name]
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        parts = m.split(".")
+        todo.extend(".".join(parts[:i]) for i in range(2, len(parts)) if _is_module(
+            ".".join(parts[:i])))
+        todo.extend(_direct_imports(m, prefix) - seen)
+    return seen
+
+
+def _roles(role: str) -> list[str]:
+    return [_module_name(p) for p in ROOT.rglob(f"{role}.py")]
+
+
+def test_clients_and_servers_do_not_import_each_other_even_transitively():
+    clients, servers = _roles("client"), _roles("server")
     assert clients and servers
     for c in clients:
-        assert not any(m.endswith(".server") or ".server." in m for m in _imports(c)), c
+        bad = {m for m in _closure(c) if m.rsplit(".", 1)[-1] == "server"}
+        assert not bad, f"{c} reaches {bad}"
     for s in servers:
-        assert not any(m.endswith(".client") or ".client." in m for m in _imports(s)), s
+        bad = {m for m in _closure(s) if m.rsplit(".", 1)[-1] == "client"}
+        assert not bad, f"{s} reaches {bad}"
+
+
+def test_the_closure_check_sees_relative_and_transitive_imports(tmp_path, monkeypatch):
+    pkg = tmp_path / "dprec_probe"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "server.py").write_text("from . import helper\n")
+    (pkg / "helper.py").write_text("from dprec_probe.client import x\n")
+    (pkg / "client.py").write_text("x = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        assert "dprec_probe.client" in _closure("dprec_probe.server", prefix="dprec_probe")
+        assert "dprec_probe.server" not in _closure("dprec_probe.client", prefix="dprec_probe")
+    finally:
+        for m in [m for m in sys.modules if m.startswith("dprec_probe")]:
+            sys.modules.pop(m)
+
+
+def _reachable(root: object, limit: int = 200_000) -> list[object]:
+    """Every object reachable from ``root`` through references (bounded walk)."""
+    seen: dict[int, object] = {}
+    todo = [root]
+    while todo and len(seen) < limit:
+        o = todo.pop()
+        if id(o) in seen or isinstance(o, type | type(sys)):
+            continue
+        seen[id(o)] = o
+        todo.extend(gc.get_referents(o))
+    return list(seen.values())
+
+
+def _server_of(system_name: str, train: sp.csr_matrix):
+    """Run a system's protocol and keep its server object (captured at construction)."""
+    import dprec.protocol.engine as engine
+    captured = []
+    original = engine.run_protocol
+
+    def spy(server, clients, *a, **k):
+        captured.append(server)
+        return original(server, clients, *a, **k)
+
+    from dprec.systems.registry import make_system
+    engine_users = [m for m in list(sys.modules.values())
+                    if getattr(m, "run_protocol", None) is original]
+    for m in engine_users:
+        m.run_protocol = spy
+    try:
+        make_system(system_name, {"epochs": 2} if "fmf" in system_name or system_name == "fcf"
+                    else {}).fit(train, np.random.default_rng(0))
+    finally:
+        for m in engine_users:
+            m.run_protocol = original
+    assert captured, f"{system_name} did not run the engine"
+    return captured[0]
+
+
+def test_servers_cannot_reach_raw_histories():
+    from dprec.data.synthetic import synthetic
+    train = synthetic(200, 80, 4_000, rng=0).binary()
+    for name in ("dplcf-sp", "lcf-ub", "fmf-ldp", "fcf"):
+        server = _server_of(name, train)
+        held = {id(train), id(train.data), id(train.indices), id(train.indptr)}
+        reach = _reachable(server)
+        assert not held & {id(o) for o in reach}, f"{name}'s server reaches the history"
+        assert not any(isinstance(o, sp.spmatrix | sp.sparray) for o in reach), name
+
+
+def test_the_reachability_check_finds_a_planted_history():
+    train = sp.random(5, 5, density=0.5, format="csr", random_state=0)
+
+    class Leaky:
+        def __init__(self, h):
+            self.cache = {"x": [h]}
+
+    assert id(train) in {id(o) for o in _reachable(Leaky(train))}

@@ -5,7 +5,8 @@ import scipy.sparse as sp
 from dprec.errors import DprecError
 from dprec.mechanisms.bitflip import BitFlip
 from dprec.models.itemknn import score_user_neighbourhood, top_k_neighbours
-from dprec.systems.dplcf import LocalItemCF, LocalItemCFConfig, client, server
+from dprec.systems.dplcf import client, server
+from dprec.systems.dplcf.system import LocalItemCF, LocalItemCFConfig
 from dprec.systems.dplcf.messages import NeighbourLists, ObfuscatedBits
 
 

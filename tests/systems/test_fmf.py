@@ -5,7 +5,8 @@ import scipy.sparse as sp
 from dprec.errors import DprecError
 from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism
 from dprec.models.als import implicit_mf_loss
-from dprec.systems.fmf import FederatedMF, FMFConfig, client, server
+from dprec.systems.fmf import client, server
+from dprec.systems.fmf.system import FederatedMF, FMFConfig
 
 
 def _data(n_users=60, n_items=25, density=0.2, seed=0) -> sp.csr_matrix:
@@ -63,11 +64,13 @@ def test_exact_federated_loss_falls_monotonically():
                     regularization=1e-3, factors=4)
     losses = []
 
-    def record(epoch, model):
+    model = FederatedMF("fcf", cfg)
+
+    def record(epoch):
         X = client.user_vectors(model.V, R, cfg.alpha, cfg.regularization)
         losses.append(implicit_mf_loss(X, model.V, R, cfg.alpha, cfg.regularization))
 
-    FederatedMF("fcf", cfg, on_epoch=record).fit(R.astype(np.float32), np.random.default_rng(0))
+    model.fit(R.astype(np.float32), np.random.default_rng(0), on_round=record)
     assert len(losses) == 15
     assert np.all(np.diff(losses) < 0)
 
@@ -92,7 +95,7 @@ def test_ledger_stops_clients_and_training_copes():
     cfg = FMFConfig(epochs=5, k=4, epsilon=1.0, user_budget=8.0)
     m = FederatedMF("fmf-ldp", cfg).fit(R, np.random.default_rng(0))
     assert m.diagnostics()["clients_dropped_by_ledger"] == 50
-    assert np.isfinite(m.score(np.arange(5))).all()
+    assert np.isfinite(m.score(R[:5], users=np.arange(5))).all()
 
 
 def test_privacy_report_sections():

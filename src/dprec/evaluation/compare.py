@@ -5,14 +5,14 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from dprec.evaluation.paper_numbers import PAPER_ML20M
 from dprec.evaluation.plots import plot_hr_at_k, plot_metric_vs_eps
 from dprec.evaluation.runner import Experiment, RunResult
-from dprec.systems.registry import PRIVATE_SYSTEMS, SystemOptions, make_system
+from dprec.systems.registry import make_config, make_system, spec
 
 TABLE_METRICS = ("HR@2", "HR@5", "HR@10", "NDCG@10")
 
@@ -23,33 +23,49 @@ DEFAULT_COMPARISON = (
 DEFAULT_EPS_GRID = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
 
 Tick = Callable[[str], None]
+SweepPoint = dict[str, float]
+"""{"epsilon": mechanism eps, "mean": .., "std": .., "user_epsilon": per-user eps}."""
 
 
-def run_systems(experiment: Experiment, names: Sequence[str], options: SystemOptions,
-                tick: Tick | None = None) -> dict[str, RunResult]:
-    """Run each named system on the experiment's shared folds."""
+def run_systems(experiment: Experiment, names: Sequence[str], configs: Mapping[str, Any],
+                tick: Tick | None = None,
+                on_result: Callable[[str, RunResult], None] | None = None
+                ) -> dict[str, RunResult]:
+    """Run each named system with its config on the experiment's shared folds."""
     out: dict[str, RunResult] = {}
     for name in names:
-        out[name] = experiment.run(lambda n=name: make_system(n, options),
+        out[name] = experiment.run(lambda n=name: make_system(n, config=configs.get(n)),
                                    on_seed=(lambda s, n=name: tick(n)) if tick else None)
+        if on_result is not None:
+            on_result(name, out[name])
     return out
 
 
-def eps_sweep(experiment: Experiment, names: Sequence[str], options: SystemOptions,
+def eps_sweep(experiment: Experiment, names: Sequence[str], configs: Mapping[str, Any],
               eps_grid: Sequence[float], metric: str = "HR@10", protocol: str = "sampled",
-              tick: Tick | None = None) -> dict[str, list[tuple[float, float, float]]]:
-    """metric (mean, std over seeds) against eps for each private system."""
-    sweep: dict[str, list[tuple[float, float, float]]] = {n: [] for n in names}
+              tick: Tick | None = None) -> dict[str, list[SweepPoint]]:
+    """metric (mean, std over seeds) and the per-user epsilon against eps, per private system."""
+    sweep: dict[str, list[SweepPoint]] = {n: [] for n in names}
     for eps in eps_grid:
-        res = run_systems(experiment, names, replace(options, epsilon=float(eps)), tick)
+        at = {n: make_config(n, {"epsilon": float(eps)}, configs.get(n)) for n in names}
+        res = run_systems(experiment, names, at, tick)
         for n, r in res.items():
             m = r.metrics[protocol][metric]
-            sweep[n].append((float(eps), m["mean"], m["std"]))
+            sweep[n].append({"epsilon": float(eps), "mean": m["mean"], "std": m["std"],
+                             "user_epsilon": level_epsilon(r.privacy, "user")})
     return sweep
 
 
+def level_epsilon(privacy: dict[str, Any] | None, level: str) -> float:
+    """epsilon of ``privacy.levels[level]`` (nan for a non-private system)."""
+    if not privacy or "levels" not in privacy:
+        return math.nan
+    eps = privacy["levels"][level]["epsilon"]
+    return math.inf if eps == "inf" else float(eps)
+
+
 def comparison_rows(results: dict[str, RunResult]) -> list[dict[str, object]]:
-    """One row per system: our sampled/full metrics (mean, std) and the paper's column."""
+    """One row per system: sampled/full metrics (mean, std), both privacy levels, the paper."""
     rows = []
     for name, r in results.items():
         row: dict[str, object] = {"system": name}
@@ -60,17 +76,22 @@ def comparison_rows(results: dict[str, RunResult]) -> list[dict[str, object]]:
                 row[f"{proto} {m} std"] = v["std"]
         for m in TABLE_METRICS:
             row[f"paper ML-20M {m}"] = PAPER_ML20M.get(name, {}).get(m, math.nan)
-        true = (r.privacy or {}).get("true") if r.privacy else None
-        row["true eps"] = true["epsilon"] if true else ""
-        row["sides"] = true["sides"] if true else ""
+        p = r.privacy
+        levels = (p or {}).get("levels", {})
+        for level in ("event", "user", "user_basic"):
+            g = levels.get(level)
+            row[f"eps {level}"] = g["epsilon"] if g else ""
+            row[f"delta {level}"] = g["delta"] if g else ""
+        row["sides"] = levels["user"]["sides"] if levels else ""
+        row["model"] = levels["user"]["model"] if levels else ""
         rows.append(row)
     return rows
 
 
 def save_comparison(out_dir: Path, dataset: str, results: dict[str, RunResult],
-                    sweep: dict[str, list[tuple[float, float, float]]] | None,
+                    sweep: dict[str, list[SweepPoint]] | None,
                     ks: list[int]) -> list[Path]:
-    """results.json, results.csv, hr_at_k.png and (with a sweep) hr10_vs_eps.png."""
+    """results.json, results.csv, HR@K plots, HR@10 against eps and against per-user eps."""
     out_dir.mkdir(parents=True, exist_ok=True)
     doc = {"dataset": dataset, "results": {n: r.to_json() for n, r in results.items()},
            "eps_sweep": sweep}
@@ -90,8 +111,13 @@ def save_comparison(out_dir: Path, dataset: str, results: dict[str, RunResult],
                 for n in ("lcf-ub", "random") if n in results}
         paths.append(plot_metric_vs_eps(sweep, out_dir / "hr10_vs_eps.png",
                                         f"HR@10 against ε on {dataset}", references=refs))
+        paths.append(plot_metric_vs_eps(
+            sweep, out_dir / "hr10_vs_user_eps.png",
+            f"HR@10 against the per-user ε on {dataset}", references=refs,
+            x="user_epsilon", log_x=True,
+            xlabel="per-user ε (all of a user's data; tightest sound analysis, log scale)"))
     return paths
 
 
 def private_names(names: Sequence[str]) -> list[str]:
-    return [n for n in names if n in PRIVATE_SYSTEMS]
+    return [n for n in names if spec(n).private]

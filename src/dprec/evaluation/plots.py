@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib
@@ -37,16 +38,25 @@ def plot_hr_at_k(results: dict[str, dict], ks: list[int], path: Path, title: str
     return path
 
 
-def plot_metric_vs_eps(sweep: dict[str, list[tuple[float, float, float]]], path: Path,
+def plot_metric_vs_eps(sweep: dict[str, list[dict[str, float]]], path: Path,
                        title: str, ylabel: str = "HR@10 (sampled)",
                        references: dict[str, float] | None = None,
                        xlabel: str = "ε (DPLCF family: per interaction bit; FMF-LDP: per report)",
-                       ) -> Path:
-    """A metric against eps for each private system; ``references`` as horizontal lines."""
+                       x: str = "epsilon", log_x: bool = False) -> Path:
+    """A metric against ``x`` (a sweep point's key) for each private system.
+
+    ``references`` are drawn as horizontal lines; points with a non-finite x are left out.
+    """
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, (name, pts) in enumerate(sweep.items()):
-        eps, mean, std = zip(*pts, strict=True)
-        ax.errorbar(eps, mean, yerr=std, ms=4, capsize=2, label=name, **_style(i))
+        pts = [p for p in pts if math.isfinite(p[x]) and (p[x] > 0 or not log_x)]
+        if not pts:
+            continue
+        xs = [p[x] for p in pts]
+        ax.errorbar(xs, [p["mean"] for p in pts], yerr=[p["std"] for p in pts], ms=4,
+                    capsize=2, label=name, **_style(i))
+    if log_x:
+        ax.set_xscale("log")
     for name, y in (references or {}).items():
         ax.axhline(y, ls="--", lw=1, color="grey")
         ax.text(ax.get_xlim()[0], y, f" {name}", va="bottom", fontsize=8, color="grey")

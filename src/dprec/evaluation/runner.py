@@ -1,4 +1,4 @@
-"""The experiment loop, written once: seeds x (split, shared negatives) x system -> result."""
+"""The experiment loop, written once: seeds x folds (split, shared evaluation state) x system."""
 
 from __future__ import annotations
 
@@ -6,29 +6,22 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 import dprec
 from dprec.data.dataset import Dataset
-from dprec.evaluation.candidates import sample_negatives
-from dprec.evaluation.protocol import DEFAULT_KS, evaluate_ranking
-from dprec.evaluation.split import LeaveOneOut, SplitRule, leave_one_out
+from dprec.errors import DprecError
+from dprec.evaluation.evaluator import Evaluator, Metrics
+from dprec.evaluation.ranking import RankingEvaluator
+from dprec.evaluation.split import LeaveOneOutSplit, Split
 from dprec.random import derive_generator
 from dprec.systems.base import Recommender
 
 log = logging.getLogger(__name__)
 
 RESULT_SCHEMA = 1
-
-
-@dataclass(frozen=True)
-class Fold:
-    """One seed's split and its negatives, shared by every system evaluated on it."""
-
-    seed: int
-    split: LeaveOneOut
-    negatives: np.ndarray
 
 
 def mean_std(values: Sequence[float]) -> dict[str, float]:
@@ -49,6 +42,10 @@ class RunResult:
     privacy: dict[str, object] | None
     diagnostics: list[dict[str, object]]
     wall_time_s: float
+    curves: list[list[dict[str, object]]] | None = None
+    config_file: dict[str, object] | None = None
+    """{"path": .., "provenance": ..} when the config came from a TOML file (e.g. tuned)."""
+    """Per (seed, fold): [{"round": r, "metrics": {...}}, ...] when learning curves were asked."""
     metrics: dict[str, dict[str, dict[str, float]]] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -72,62 +69,83 @@ class RunResult:
             "diagnostics": self.diagnostics,
             "dprec_version": dprec.__version__,
             "wall_time_s": self.wall_time_s,
+            **({"curves": self.curves} if self.curves is not None else {}),
+            **({"config_file": self.config_file} if self.config_file is not None else {}),
         }
 
 
 class Experiment:
-    """A dataset, a split rule and seeds; folds are drawn once and shared by all systems.
+    """A dataset, a split, an evaluator and seeds; folds are drawn once and shared by all systems.
 
-    The negatives of seed s come from the stream (s, "negatives", dataset, rule), so they do
-    not depend on which systems run or in what order.
+    Defaults: leave-one-out by the latest interaction, ranking evaluation (sampled + full).
+    The split of seed s comes from the stream (s, "split", dataset) and the evaluator's
+    shared state (e.g. negatives) from its own stream, so they do not depend on which
+    systems run or in what order. A system is fitted on ``evaluator.train_matrix(fold)``
+    with the stream (s, "system", name); ties use (s, "ties", name).
     """
 
-    def __init__(self, dataset: Dataset, seeds: Sequence[int], split_rule: SplitRule = "latest",
-                 n_negatives: int = 99, ks: tuple[int, ...] = DEFAULT_KS) -> None:
+    def __init__(self, dataset: Dataset, seeds: Sequence[int], split: Split | None = None,
+                 evaluator: Evaluator | None = None) -> None:
         self.dataset = dataset
         self.seeds = [int(s) for s in seeds]
-        self.split_rule = split_rule
-        self.n_negatives = n_negatives
-        self.ks = tuple(ks)
-        self._folds: dict[int, Fold] = {}
+        if not self.seeds:
+            raise DprecError("seeds must name at least one seed")
+        self.split = split if split is not None else LeaveOneOutSplit("latest")
+        self.evaluator = evaluator if evaluator is not None else RankingEvaluator()
+        self._folds: dict[int, list[tuple[Any, Any]]] = {}
 
-    def fold(self, seed: int) -> Fold:
+    @property
+    def ks(self) -> tuple[int, ...]:
+        return tuple(getattr(self.evaluator, "ks", ()))
+
+    def folds(self, seed: int) -> list[tuple[Any, Any]]:
+        """(fold, shared evaluation state) pairs of one seed, drawn once."""
         if seed not in self._folds:
             name = self.dataset.name
-            split = leave_one_out(self.dataset, self.split_rule,
-                                  derive_generator(seed, "split", name))
-            neg = sample_negatives(split, self.n_negatives,
-                                   derive_generator(seed, "negatives", name, self.split_rule))
-            self._folds[seed] = Fold(seed, split, neg)
+            folds = self.split.folds(self.dataset, derive_generator(seed, "split", name))
+            self._folds[seed] = [
+                (f, self.evaluator.prepare(self.dataset, f, seed, self.split.kind))
+                for f in folds]
         return self._folds[seed]
 
     def protocol(self) -> dict[str, object]:
-        split = self.fold(self.seeds[0]).split
-        return {
-            "split": split.describe(),
-            "sampled": {"negatives": self.n_negatives, "drawn": "once per (dataset, split, seed)"},
-            "full": "all items the user never interacted with",
-            "ties": "broken uniformly at random with the run's seed",
-            "ks": list(self.ks),
-        }
+        first = self.folds(self.seeds[0])[0][0]
+        split = {**self.split.describe(), **(first.describe() if hasattr(first, "describe")
+                                             else {})}
+        return {"split": split, **self.evaluator.describe()}
 
     def run(self, make: Callable[[], Recommender],
-            on_seed: Callable[[int], None] | None = None) -> RunResult:
-        """Fit and evaluate a fresh system per seed."""
+            on_seed: Callable[[int], None] | None = None,
+            curve_every: int | None = None) -> RunResult:
+        """Fit and evaluate a fresh system per seed and fold.
+
+        A seed's metrics are the mean over its folds. ``curve_every``: also evaluate after
+        every that many rounds of a multi-round protocol (learning curves, in ``curves``).
+        """
+        if curve_every is not None and (int(curve_every) != curve_every or curve_every < 1):
+            raise DprecError(f"curve_every must be an integer >= 1, got {curve_every}")
         start = time.perf_counter()
-        per_seed: list[dict[str, dict[str, float]]] = []
+        per_seed: list[Metrics] = []
         diags: list[dict[str, object]] = []
+        curves: list[list[dict[str, object]]] = []
         model: Recommender | None = None
         for seed in self.seeds:
-            fold = self.fold(seed)
-            model = make()
-            model.fit(fold.split.train, derive_generator(seed, "system", model.name))
-            per_seed.append(evaluate_ranking(model, fold.split, fold.negatives,
-                                             derive_generator(seed, "ties", model.name),
-                                             self.ks))
-            diags.append(model.diagnostics())
-            log.info("%s seed %d: HR@10 %.4f", model.name, seed, per_seed[-1]["sampled"]["HR@10"]
-                     if "HR@10" in per_seed[-1]["sampled"] else float("nan"))
+            fold_metrics: list[Metrics] = []
+            for fold, prepared in self.folds(seed):
+                model = make()
+                hook = None
+                curve: list[dict[str, object]] = []
+                if curve_every is not None:
+                    hook = self._curve_hook(model, fold, prepared, seed, curve, curve_every)
+                model.fit(self.evaluator.train_matrix(fold),
+                          derive_generator(seed, "system", model.name), on_round=hook)
+                fold_metrics.append(self.evaluator.evaluate(
+                    model, fold, prepared, derive_generator(seed, "ties", model.name)))
+                diags.append(model.diagnostics())
+                if curve_every is not None:
+                    curves.append(curve)
+            per_seed.append(_mean_metrics(fold_metrics))
+            log.info("%s seed %d: %s", model.name if model else "?", seed, per_seed[-1])
             if on_seed is not None:
                 on_seed(seed)
         assert model is not None
@@ -142,4 +160,21 @@ class Experiment:
             privacy=None if report is None else report.to_json(),
             diagnostics=diags,
             wall_time_s=time.perf_counter() - start,
+            curves=curves or None,
         )
+
+    def _curve_hook(self, model: Recommender, fold: Any, prepared: Any, seed: int,
+                    curve: list[dict[str, object]], every: int) -> Callable[[int], None]:
+        def hook(round: int) -> None:
+            if (round + 1) % every == 0:
+                m = self.evaluator.evaluate(model, fold, prepared,
+                                            derive_generator(seed, "ties", model.name))
+                curve.append({"round": round + 1, "metrics": m})
+        return hook
+
+
+def _mean_metrics(folds: list[Metrics]) -> Metrics:
+    if len(folds) == 1:
+        return folds[0]
+    return {proto: {m: float(np.mean([f[proto][m] for f in folds])) for m in folds[0][proto]}
+            for proto in folds[0]}

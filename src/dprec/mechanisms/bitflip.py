@@ -35,6 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dprec.errors import DprecError
+from dprec.privacy.events import BitFlipDpEvent
 from dprec.privacy.guarantee import Guarantee
 
 __all__ = ["BitFlip"]
@@ -291,6 +292,10 @@ class BitFlip:
     def event(self) -> dict[str, object]:
         """A small record of the mechanism for reports and accounting."""
         return {"name": self.name, "p": self.p, "q": self.q}
+
+    def dp_event(self) -> BitFlipDpEvent:
+        """The accounting event of one reported bit: ``BitFlipDpEvent(p, q)``."""
+        return BitFlipDpEvent(self.p, self.q)
 
     def flip_matrix(self) -> np.ndarray:
         """P(obs | true) for one bit, as a (2, 2) array indexed [obs][true]."""

@@ -46,6 +46,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dprec.errors import DprecError
+from dprec.privacy.events import LocalReportDpEvent
 from dprec.privacy.guarantee import Guarantee
 
 __all__ = ["BinaryMechanism", "PiecewiseMechanism", "variance_crossover"]
@@ -183,6 +184,10 @@ class BinaryMechanism:
         """A small record of the mechanism for reports and accounting."""
         return {"name": self.name, "epsilon": self.epsilon, "report_bits": self.report_bits}
 
+    def dp_event(self) -> LocalReportDpEvent:
+        """The accounting event of one report: ``LocalReportDpEvent(epsilon)`` (pure LDP)."""
+        return LocalReportDpEvent(self.epsilon)
+
 
 @dataclass(frozen=True)
 class PiecewiseMechanism:
@@ -303,3 +308,7 @@ class PiecewiseMechanism:
     def event(self) -> dict[str, object]:
         """A small record of the mechanism for reports and accounting."""
         return {"name": self.name, "epsilon": self.epsilon, "report_bits": self.report_bits}
+
+    def dp_event(self) -> LocalReportDpEvent:
+        """The accounting event of one report: ``LocalReportDpEvent(epsilon)`` (pure LDP)."""
+        return LocalReportDpEvent(self.epsilon)

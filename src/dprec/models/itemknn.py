@@ -54,35 +54,65 @@ def score_item_neighbourhood(
     return np.asarray((history @ w.T).toarray(), dtype=np.float64)
 
 
+def history_values(history: sp.csr_matrix, items: np.ndarray) -> np.ndarray:
+    """``history[r, items[r, j]]`` for a (b, c) index array, by binary search (no densifying)."""
+    h = sp.csr_matrix(history)
+    h.sort_indices()
+    n = h.shape[1]
+    rows = np.repeat(np.arange(h.shape[0], dtype=np.int64), np.diff(h.indptr))
+    keys = rows * n + h.indices
+    want = (np.arange(items.shape[0], dtype=np.int64)[:, None] * n + items).ravel()
+    pos = np.searchsorted(keys, want)
+    pos_c = np.minimum(pos, max(len(keys) - 1, 0))
+    hit = (pos < len(keys)) & (keys[pos_c] == want) if len(keys) else np.zeros(want.shape, bool)
+    out = np.zeros(want.shape, np.float64)
+    out[hit] = h.data[pos_c[hit]]
+    return out.reshape(items.shape)
+
+
+def score_item_candidates(history: sp.csr_matrix, indices: np.ndarray, sims: np.ndarray,
+                          items: np.ndarray) -> np.ndarray:
+    """Eq. 12 for (b, c) candidate items only: sum_k sims[i, k] R[u, indices[i, k]]."""
+    b, c = items.shape
+    nb = indices[items]  # (b, c, K)
+    r = history_values(history, nb.reshape(b, -1)).reshape(nb.shape)
+    return np.einsum("bck,bck->bc", sims[items].astype(np.float64), r)
+
+
 @numba.njit(parallel=True, cache=True)
-def _user_knn_scores(indptr, items, sim, k, out):  # pragma: no cover - compiled
+def _user_knn_scores(indptr, items, sim, k, cands, out):  # pragma: no cover - compiled
     n_users = len(indptr) - 1
-    n_items = sim.shape[0]
     for u in numba.prange(n_users):
         h = items[indptr[u]:indptr[u + 1]]
         m = len(h)
         if m == 0:
             continue
         buf = np.empty(m, np.float32)
-        for i in range(n_items):
+        for c in range(cands.shape[1]):
+            i = cands[u, c]
             for a in range(m):
                 buf[a] = sim[i, h[a]] if h[a] != i else np.float32(0.0)
             if m > k:
                 buf.sort()
-                out[u, i] = buf[m - k:].sum()
+                out[u, c] = buf[m - k:].sum()
             else:
-                out[u, i] = buf.sum()
+                out[u, c] = buf.sum()
 
 
-def score_user_neighbourhood(history: sp.csr_matrix, sim: np.ndarray, k: int) -> np.ndarray:
+def score_user_neighbourhood(history: sp.csr_matrix, sim: np.ndarray, k: int,
+                             items: np.ndarray | None = None) -> np.ndarray:
     """score(u, i) = sum of the ``k`` largest sim(i, j) over items j in u's history.
 
     The neighbourhood used by the DPLCF authors' public code (ranking among the user's items).
+    ``items``: (b, c) candidate items per user (default: every item).
     """
     h = history.tocsr()
-    out = np.zeros(h.shape, np.float32)
+    if items is None:
+        items = np.broadcast_to(np.arange(h.shape[1], dtype=np.int64), h.shape)
+    cands = np.ascontiguousarray(items, dtype=np.int64)
+    out = np.zeros(cands.shape, np.float32)
     _user_knn_scores(h.indptr.astype(np.int64), h.indices.astype(np.int64),
-                     np.ascontiguousarray(sim, dtype=np.float32), int(k), out)
+                     np.ascontiguousarray(sim, dtype=np.float32), int(k), cands, out)
     return out.astype(np.float64)
 
 

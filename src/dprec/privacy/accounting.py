@@ -11,7 +11,8 @@
 - :func:`gaussian_rdp_epsilon`: the RDP accountant of dp-accounting for the subsampled
   Gaussian mechanism (Poisson sampling, or fixed-size batches without replacement under
   replace-one adjacency, Wang, Balle, Kasiviswanathan 2019).
-- :func:`shuffled_guarantee`: FMF-LDP's per-user guarantee after the shuffling proxy.
+- :func:`shuffled_guarantee`: FMF-LDP's per-user guarantee after the shuffling proxy, by
+  default the PLD of FMT21's clone pair composed over all shuffles.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import logging
 import math
 from collections.abc import Sequence
 from fractions import Fraction
+from typing import Literal
 
 import dp_accounting
 import numpy as np
@@ -30,7 +32,13 @@ from dp_accounting.rdp import rdp_privacy_accountant
 
 from dprec.errors import DprecError, check_positive
 from dprec.privacy.guarantee import Guarantee
-from dprec.privacy.shuffle import closed_form_epsilon, condition_holds, numerical_epsilon
+from dprec.privacy.shuffle import (
+    MAX_CLONE_EPS0,
+    clone_pair_pld,
+    closed_form_epsilon,
+    condition_holds,
+    numerical_epsilon,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -247,26 +255,39 @@ def shuffled_guarantee(
     method: str = "numerical",
     shuffle_delta_fraction: float = 0.5,
     value_discretization_interval: float = 1e-4,
+    analysis: Literal["clone_pld", "per_shuffle_pairs"] = "clone_pld",
 ) -> Guarantee:
     """Per-user central guarantee of FMF-LDP behind the shuffling proxy.
 
     Model: in every epoch each of the ``k`` report slots is its own shuffle of ``n_users``
     single reports, one per user, each ``eps0``-LDP (a proxy that shuffles all
     ``n_users * k`` reports together releases a post-processing of this view, so the bound
-    carries over). Each shuffle is ``(eps_s, delta_s)``-DP by FMT21 (``method``:
-    ``"numerical"``, valid for every ``eps0``, or ``"closed_form"``, Theorem 3.1, which needs
-    ``eps0 <= log(n / (16 log(2/delta_s)))``); the ``k * epochs`` shuffles are composed with
-    PLD (:func:`compose_pld`).
+    carries over). ``count = k * epochs`` shuffles in all.
 
-    Delta split: ``delta_s = shuffle_delta_fraction * delta / (k * epochs)`` per shuffle, so
-    the shuffles' failure mass is about ``shuffle_delta_fraction * delta`` and the rest of
-    ``delta`` is left to the PLD composition.
+    ``analysis``:
+
+    - ``"clone_pld"`` (default, tightest): FMT21 Thm 3.2 makes each shuffle a
+      post-processing of the clone pair ``(P, Q)``, a dominating pair; dominating pairs
+      compose adaptively (Zhu, Dong, Wang, AISTATS 2022), so the PLD of ``(P, Q)``
+      (:func:`~dprec.privacy.shuffle.clone_pair_pld`) self-composed ``count`` times gives
+      ``eps`` at the whole ``delta``. ``method`` must be ``"numerical"``.
+    - ``"per_shuffle_pairs"``: each shuffle is first reduced to an ``(eps_s, delta_s)`` pair
+      by FMT21 (``method``: ``"numerical"``, valid for every ``eps0``, or
+      ``"closed_form"``, Theorem 3.1, which needs ``eps0 <= log(n / (16 log(2/delta_s)))``),
+      and the worst-case PLD of those pairs is composed (:func:`compose_pld`). Sound but
+      looser: the pair forgets the shape of the shuffle's privacy loss. Delta split:
+      ``delta_s = shuffle_delta_fraction * delta / count`` per shuffle, the rest of
+      ``delta`` to the composition. ``method="closed_form"`` always uses this analysis (the
+      closed form only bounds a pair).
 
     Returns the local guarantee (:func:`local_guarantee`) with a note when the closed-form
-    condition fails, when the shuffle bound gives no amplification (``eps_s = eps0``), or
-    when the composed bound is not below the local one.
+    condition fails, when the shuffle gives no amplification (a single shuffle's bound is
+    ``eps0``; always so for ``eps0 >= 700``, where no clone can appear), or when the composed
+    bound is not below the local one.
     """
     check_positive("eps0_per_report", eps0_per_report)
+    if not math.isfinite(eps0_per_report):
+        raise DprecError(f"eps0_per_report must be finite, got {eps0_per_report}")
     if int(n_users) != n_users or n_users < 1:
         raise DprecError(f"n_users must be an integer >= 1, got {n_users}")
     count = _check_count(k) * _check_count(epochs)
@@ -276,6 +297,100 @@ def shuffled_guarantee(
         raise DprecError(f"delta must be in (0, 1), got {delta}")
     if not 0 < shuffle_delta_fraction < 1:
         raise DprecError(f"shuffle_delta_fraction must be in (0, 1), got {shuffle_delta_fraction}")
+    if method not in ("numerical", "closed_form"):
+        raise DprecError(f"method must be 'numerical' or 'closed_form', got {method!r}")
+    if analysis not in ("clone_pld", "per_shuffle_pairs"):
+        raise DprecError(f"analysis must be 'clone_pld' or 'per_shuffle_pairs', got {analysis!r}")
+    check_positive("value_discretization_interval", value_discretization_interval)
+    if eps0_per_report >= MAX_CLONE_EPS0:
+        return local_guarantee(
+            eps0_per_report,
+            k,
+            epochs,
+            note=(
+                f"no shuffling amplification: eps0={eps0_per_report:g} >= {MAX_CLONE_EPS0:g}, "
+                "so e^-eps0 underflows and no clone can appear (FMT21)"
+            ),
+        )
+    if method == "numerical" and analysis == "clone_pld":
+        return _clone_pld_guarantee(
+            eps0_per_report, int(n_users), k, epochs, delta, value_discretization_interval
+        )
+    return _per_shuffle_pairs_guarantee(
+        eps0_per_report,
+        int(n_users),
+        k,
+        epochs,
+        delta,
+        method,
+        shuffle_delta_fraction,
+        value_discretization_interval,
+    )
+
+
+def _clone_pld_guarantee(
+    eps0: float, n_users: int, k: int, epochs: int, delta: float, interval: float
+) -> Guarantee:
+    count = k * epochs
+    if numerical_epsilon(eps0, n_users, delta, tol=1e-6) >= eps0 - 1e-5:
+        return local_guarantee(
+            eps0,
+            k,
+            epochs,
+            note=(
+                "no shuffling amplification: FMT21 numerical clone analysis (Sec. 4) gives "
+                f"eps = eps0 (to 1e-5) for one shuffle of n={n_users} at delta={delta:.3g}"
+            ),
+        )
+    one = clone_pair_pld(float(eps0), n_users, float(interval))
+    eps_one = float(one.get_epsilon_for_delta(delta))
+    eps_total = max(0.0, float(one.self_compose(count).get_epsilon_for_delta(delta)))
+    local = count * eps0
+    bound = "FMT21 numerical clone analysis (Thm 3.2): the PLD of the clone pair (P, Q)"
+    if not eps_total < local:
+        return local_guarantee(
+            eps0,
+            k,
+            epochs,
+            note=(
+                f"no shuffling amplification: the shuffling bound ({bound}, composed: "
+                f"eps={eps_total:.4g}) is not below the local bound for n={n_users}"
+            ),
+        )
+    logger.debug(
+        "clone PLD: one shuffle eps=%.4g -> %d shuffles eps=%.4g", eps_one, count, eps_total
+    )
+    return Guarantee(
+        epsilon=eps_total,
+        delta=delta,
+        level="user",
+        sides="two",
+        model="shuffled",
+        mechanism=f"{count} shuffles of {n_users} eps0={eps0:g}-LDP reports",
+        notes=(
+            f"per-shuffle: {bound}, built exactly (pessimistic rounding to {interval:g}); "
+            f"one shuffle alone: eps={eps_one:.4g} at delta={delta:.3g}",
+            f"composition: PLD (dp-accounting) of the clone pair self-composed {count} = "
+            f"k x epochs times (k={k}, epochs={epochs}) at delta={delta:.3g}; sound because "
+            "dominating pairs compose adaptively (Zhu, Dong, Wang 2022)",
+            "delta split: none, all of delta is used once, after composition",
+            "each report slot is treated as a separate shuffle of one report per user",
+            f"local guarantee for comparison: eps={local:.4g} (basic composition)",
+        ),
+    )
+
+
+def _per_shuffle_pairs_guarantee(
+    eps0_per_report: float,
+    n_users: int,
+    k: int,
+    epochs: int,
+    delta: float,
+    method: str,
+    shuffle_delta_fraction: float,
+    value_discretization_interval: float,
+) -> Guarantee:
+    count = k * epochs
     delta_s = shuffle_delta_fraction * delta / count
     if method == "closed_form":
         if not condition_holds(eps0_per_report, n_users, delta_s):
@@ -292,11 +407,9 @@ def shuffled_guarantee(
             )
         eps_s = closed_form_epsilon(eps0_per_report, n_users, delta_s)
         bound = "FMT21 closed form (Thm 3.1)"
-    elif method == "numerical":
+    else:
         eps_s = numerical_epsilon(eps0_per_report, n_users, delta_s)
         bound = "FMT21 numerical clone analysis (Sec. 4)"
-    else:
-        raise DprecError(f"method must be 'numerical' or 'closed_form', got {method!r}")
     if eps_s >= eps0_per_report:
         return local_guarantee(
             eps0_per_report,
@@ -327,7 +440,8 @@ def shuffled_guarantee(
         notes=(
             f"per-shuffle bound: {bound}: eps_s={eps_s:.4g}, delta_s={delta_s:.3g}",
             f"composition: PLD (dp-accounting) over {count} = k x epochs shuffles "
-            f"(k={k}, epochs={epochs}) at delta={delta:.3g}",
+            f"(k={k}, epochs={epochs}) at delta={delta:.3g} of the per-shuffle (eps_s, delta_s) "
+            "pairs (analysis 'per_shuffle_pairs')",
             f"delta split: {shuffle_delta_fraction:g} of delta to the shuffles "
             f"(delta_s = {shuffle_delta_fraction:g} delta / {count}), the rest to composition",
             "each report slot is treated as a separate shuffle of one report per user",

@@ -3,13 +3,24 @@
 A client keeps its own ledger entry and refuses to send once a report would push its
 spent epsilon past the user's budget (DESIGN.md, "Privacy reports"). The simulation keeps
 all users' entries in one array.
+
+The ledger reads the same events as the accountant: :meth:`PrivacyLedger.spend_event`
+charges ``count`` copies of a DpEvent at its pure epsilon, and
+:meth:`PrivacyLedger.from_log` rebuilds the spent epsilon of every user from an
+:class:`~dprec.privacy.events.EventLog`, equal to the accountant's basic-composition user
+level (:class:`~dprec.privacy.accountant.BasicAccountant`) user by user.
 """
 
 from __future__ import annotations
 
+import math
+
+import dp_accounting
 import numpy as np
 
 from dprec.errors import DprecError, check_positive
+from dprec.privacy.accountant import BasicAccountant, Direction
+from dprec.privacy.events import EventLog
 
 __all__ = ["BudgetExceededError", "PrivacyLedger"]
 
@@ -85,7 +96,9 @@ class PrivacyLedger:
         if not u.size:
             return
         total = np.bincount(u, weights=e, minlength=self.spent.size)
-        over = np.flatnonzero(self.spent + total > self._limit())
+        listed = np.zeros(self.spent.size, dtype=bool)
+        listed[u] = True  # users already past the budget (from_log) only block their own spends
+        over = np.flatnonzero(listed & (self.spent + total > self._limit()))
         if over.size:
             first = int(over[0])
             raise BudgetExceededError(
@@ -93,3 +106,37 @@ class PrivacyLedger:
                 f"reach {self.spent[first] + total[first]:.6g} ({over.size} user(s) refused)"
             )
         self.spent += total
+
+    def spend_event(
+        self, users: np.ndarray | int, event: dp_accounting.DpEvent, count: int = 1
+    ) -> None:
+        """:meth:`spend` ``count`` copies of ``event`` at its pure epsilon (presence side for
+        a one-sided bit flip, as its guarantee states).
+
+        Raises :class:`~dprec.privacy.accountant.UnsupportedEventError` for events without
+        a pure epsilon (e.g. Gaussian).
+        """
+        if isinstance(count, bool) or int(count) != count or count < 0:
+            raise DprecError(f"count must be an integer >= 0, got {count!r}")
+        eps, _ = BasicAccountant().total_epsilon_delta(event)
+        self.spend(users, 0.0 if count == 0 else int(count) * eps)
+
+    @classmethod
+    def from_log(cls, log: EventLog, budget_eps: float = math.inf) -> PrivacyLedger:
+        """The ledger of everything in ``log`` under basic composition.
+
+        ``spent[u] = sum_j count_j(u) eps_j`` over the log's (event, unit) pairs, with the
+        presence-side epsilon of bit flips when any event is one-sided, exactly as
+        :func:`~dprec.privacy.accountant.account` computes ``user_basic``. What happened is
+        recorded even past ``budget_eps`` (check :meth:`remaining`).
+        """
+        ledger = cls(budget_eps, log.n_users)
+        keys, counts = log.count_matrix("user")
+        events = [e for e, _ in keys]
+        basic = BasicAccountant()
+        sides = basic.compose([(e, 1) for e in events]).sides
+        direction: Direction = "presence" if sides == "one" else "two"
+        eps = np.array([basic.total_epsilon_delta(e, direction)[0] for e in events])
+        with np.errstate(invalid="ignore"):  # inf x 0 counts
+            ledger.spent = np.where(counts > 0, counts * eps, 0.0).sum(axis=1)
+        return ledger

@@ -26,17 +26,24 @@ Two bounds are implemented:
   step-wise interval approximation over ``c`` is used, so one number is returned rather
   than a lower/upper pair; it lies between the reference code's lower and upper values.
 
+- :func:`clone_pair_pld`: the privacy loss distribution (PLD, dp-accounting) of the clone pair
+  ``(P, Q)`` itself, so that many shuffles compose tightly (used by
+  :func:`dprec.privacy.accounting.shuffled_guarantee` and the accountant).
+
 The reports must be the only thing a user contributes to the shuffle and must come from
 the same randomizer for every user (a report must not carry the sender's identity).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 
 import numpy as np
-from scipy import stats
+from dp_accounting.pld import pld_pmf
+from dp_accounting.pld import privacy_loss_distribution as pld
+from scipy import special, stats
 from scipy.special import expit
 
 from dprec.errors import DprecError, check_positive
@@ -44,12 +51,22 @@ from dprec.errors import DprecError, check_positive
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "MAX_CLONE_EPS0",
+    "clone_pair_pld",
     "condition_holds",
     "closed_form_epsilon",
     "numerical_delta",
     "numerical_epsilon",
     "shuffled_epsilon",
 ]
+
+
+MAX_CLONE_EPS0 = 700.0
+"""Largest ``eps0`` the clone analysis accepts: ``e^eps0`` stays finite, and ``e^-eps0 < 1e-304``
+means no clone ever appears, so shuffling cannot amplify anyway."""
+
+_MAX_LOSS_BINS = 10_000_000  # loss grid of one clone PLD: [-eps0, eps0] / discretisation
+_MAX_CELLS_PER_CHUNK = 4_000_000
 
 
 def _check_args(eps0: float, n: int, delta: float | None = None) -> None:
@@ -125,15 +142,16 @@ def _hockey_stick_given_c(eps: float, eps0: float, c: np.ndarray) -> np.ndarray:
     """
     if eps >= eps0:
         return np.zeros(c.shape, dtype=float)
-    alpha = float(expit(eps0))
+    alpha, alpha_bar = float(expit(eps0)), float(expit(-eps0))  # 1 - alpha without rounding
     ee = math.exp(eps)
-    r_star = (ee * alpha - (1.0 - alpha)) / (alpha - ee * (1.0 - alpha))
-    beta = r_star / (1.0 + r_star)
-    m = np.floor(beta * (c + 1)).astype(np.int64) + 1  # smallest a in the rejection region
+    r_star = (ee * alpha - alpha_bar) / (alpha - ee * alpha_bar)
+    # smallest a with a > beta (c + 1), beta = r/(1 + r), i.e. with c + 1 - a < (c + 1)/(1 + r):
+    # computing beta itself rounds it to 1.0 once r > 2^53 (eps > ~37) and empties the region
+    m = c + 2 - np.ceil((c + 1) / (1.0 + r_star)).astype(np.int64)
     sf_a = stats.binom.sf(m - 2, c, 0.5)  # P(A >= m - 1)
     sf_b = stats.binom.sf(m - 1, c, 0.5)  # P(A >= m)
-    p_tail = alpha * sf_a + (1.0 - alpha) * sf_b
-    q_tail = (1.0 - alpha) * sf_a + alpha * sf_b
+    p_tail = alpha * sf_a + alpha_bar * sf_b
+    q_tail = alpha_bar * sf_a + alpha * sf_b
     return np.maximum(p_tail - ee * q_tail, 0.0)
 
 
@@ -164,6 +182,8 @@ def numerical_epsilon(
     """
     _check_args(eps0, n, delta)
     check_positive("tol", tol)
+    if eps0 >= MAX_CLONE_EPS0:
+        return eps0  # e^-eps0 (n - 1) is negligible: no clone, no amplification
     tail = delta * 1e-6 if tail is None else tail
     c = _clone_range(eps0, n, tail)
     weights = stats.binom.pmf(c, n - 1, math.exp(-eps0))
@@ -196,3 +216,102 @@ def shuffled_epsilon(eps0: float, n: int, delta: float, method: str = "numerical
     if method == "closed_form":
         return closed_form_epsilon(eps0, n, delta)
     raise DprecError(f"method must be 'numerical' or 'closed_form', got {method!r}")
+
+
+@functools.lru_cache(maxsize=32)
+def clone_pair_pld(
+    eps0: float,
+    n: int,
+    value_discretization_interval: float = 1e-4,
+    tail_mass: float = 1e-15,
+) -> pld.PrivacyLossDistribution:
+    """PLD of FMT21's clone pair ``(P, Q)`` for one shuffle of ``n`` ``eps0``-DP reports.
+
+    ``P = (A + D, C - A + 1 - D)``, ``Q = (A + 1 - D, C - A + D)`` with ``C ~ Bin(n - 1,
+    e^-eps0)``, ``A ~ Bin(C, 1/2)``, ``D ~ Bern(e^eps0 / (e^eps0 + 1))``. At ``C = c`` and
+    first count ``a`` (``b = c + 1 - a``) the privacy loss is
+
+        log P/Q = log((alpha a + (1 - alpha) b) / ((1 - alpha) a + alpha b)),  alpha = expit(eps0),
+
+    in ``[-eps0, eps0]``, and ``P(a, c) = Pr[C = c] (alpha Bin(a - 1; c, 1/2) + (1 - alpha)
+    Bin(a; c, 1/2))``.
+
+    Why composing this PLD is sound: FMT21 Thm 3.2 (for ``eps0``-DP local randomizers, which
+    may be chosen adaptively) gives a post-processing ``Phi`` with ``S(X0) = Phi(P)`` and
+    ``S(X1) = Phi(Q)`` for datasets differing in one user's data. By data processing every
+    hockey-stick divergence of the shuffle is at most that of ``(P, Q)``: ``(P, Q)`` is a
+    dominating pair. Reflecting the first count, ``a -> c + 1 - a``, maps ``P`` onto ``Q``, so
+    both directions have the same PLD (the result is symmetric). Dominating pairs compose
+    under adaptive composition (Zhu, Dong, Wang, AISTATS 2022, Thm 10), so the ``k``-fold
+    self-composition bounds ``k`` shuffles whose randomizers depend on earlier outputs.
+
+    Numerics (all pessimistic, so the result stays an upper bound): the clone counts outside
+    ``Bin(n - 1, e^-eps0)`` quantiles and the counts ``A`` outside ``Bin(c, 1/2)`` quantiles
+    (``tail_mass / 4`` per side each) are sent to loss ``+inf`` with their exact mass, and
+    losses are rounded up to multiples of ``value_discretization_interval`` (dp-accounting's
+    privacy-bucket estimate). Cached on all four arguments; treat the result as read-only.
+    """
+    _check_args(eps0, n)
+    check_positive("value_discretization_interval", value_discretization_interval)
+    if not 0 < tail_mass < 1e-3:
+        raise DprecError(f"tail_mass must be in (0, 1e-3), got {tail_mass}")
+    if eps0 >= MAX_CLONE_EPS0:
+        raise DprecError(
+            f"eps0 must be < {MAX_CLONE_EPS0:g} for the clone analysis (no clones appear, "
+            f"use the local bound), got {eps0}"
+        )
+    half = int(math.ceil(eps0 / value_discretization_interval)) + 1
+    if 2 * half + 1 > _MAX_LOSS_BINS:
+        raise DprecError(
+            f"eps0 / value_discretization_interval must be <= {_MAX_LOSS_BINS // 2}, got "
+            f"{eps0} / {value_discretization_interval}; use a coarser discretisation"
+        )
+    n = int(n)
+    alpha, beta = float(expit(eps0)), float(expit(-eps0))
+    p_clone = math.exp(-eps0)
+    tail = tail_mass / 4.0
+    c = _clone_range(eps0, n, tail)
+    w = stats.binom.pmf(c, n - 1, p_clone)
+    c_missing = 0.0
+    if n > 1:
+        c_missing = float(
+            stats.binom.cdf(c[0] - 1, n - 1, p_clone) + stats.binom.sf(c[-1], n - 1, p_clone)
+        )
+    # window of first counts a = A + {0, 1} kept for each c
+    a_lo = np.maximum(np.nan_to_num(stats.binom.ppf(tail, c, 0.5)), 0).astype(np.int64)
+    a_hi = np.minimum(np.nan_to_num(stats.binom.isf(tail, c, 0.5)).astype(np.int64) + 1, c + 1)
+    # P-mass outside the window: A + 1 (prob alpha) or A (prob 1 - alpha) falls outside
+    out_shift = stats.binom.cdf(a_lo - 2, c, 0.5) + stats.binom.sf(a_hi - 1, c, 0.5)
+    out_same = stats.binom.cdf(a_lo - 1, c, 0.5) + stats.binom.sf(a_hi, c, 0.5)
+    infinity_mass = c_missing + float(w @ (alpha * out_shift + beta * out_same))
+    width = int((a_hi - a_lo).max()) + 1
+    offsets = np.arange(width, dtype=np.int64)
+    acc = np.zeros(2 * half + 1)
+    log_fact = special.gammaln(np.arange(int(c[-1]) + 3) + 1.0)  # log k!, k <= c + 2
+    step = max(1, _MAX_CELLS_PER_CHUNK // width)
+    for s in range(0, c.size, step):  # chunks of clone counts, vectorised inside
+        cc = c[s : s + step, None]
+        a = a_lo[s : s + step, None] + offsets
+        keep = a <= a_hi[s : s + step, None]
+        a = np.where(keep, a, 0)
+        b = cc + 1 - a
+        # Bin(a; c, 1/2) and Bin(a - 1; c, 1/2) from the log-factorial table (0 off support)
+        log_half = log_fact[cc] - cc * math.log(2.0)
+        pmf_a = np.where(
+            a <= cc, np.exp(log_half - log_fact[a] - log_fact[np.maximum(cc - a, 0)]), 0.0
+        )
+        pmf_prev = np.where(
+            a >= 1, np.exp(log_half - log_fact[np.maximum(a - 1, 0)] - log_fact[b]), 0.0
+        )
+        prob = w[s : s + step, None] * (alpha * pmf_prev + beta * pmf_a)
+        loss = np.log(alpha * a + beta * b) - np.log(beta * a + alpha * b)
+        idx = np.ceil(loss / value_discretization_interval).astype(np.int64) + half
+        acc += np.bincount(idx[keep], weights=prob[keep], minlength=acc.size)
+    nonzero = np.flatnonzero(acc)
+    probs = acc[nonzero[0] : nonzero[-1] + 1].copy()
+    probs.setflags(write=False)
+    logger.debug("clone PLD eps0=%g n=%d: %d bins, inf %.3g", eps0, n, probs.size, infinity_mass)
+    pmf = pld_pmf.DensePLDPmf(
+        value_discretization_interval, int(nonzero[0] - half), probs, infinity_mass, True
+    )
+    return pld.PrivacyLossDistribution(pmf)

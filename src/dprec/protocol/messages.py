@@ -1,16 +1,30 @@
-"""Typed protocol messages that serialise to bytes (no pickle).
+"""Typed protocol messages that serialise to bytes (no pickle), one framing for all.
 
-Wire format (little-endian): a 6-byte header ``b"DPRC"``, format version (uint8), message
-kind (uint8), then the kind's fixed fields (``struct``) and its arrays (raw NumPy buffers).
-A report's (item, factor) pair travels as one 4-byte index, item << 8 | factor (items below
-2^24, factors below 256), and bits are packed 8 per byte (``numpy.packbits``), so a FMF-LDP
-report costs 4 bytes and 1 bit, the paper's accounting.
+Wire format (little-endian). Every message starts with the same 6-byte header: ``b"DPRC"``,
+format version (uint8, :data:`VERSION`), message kind (uint8). The kind's fixed fields
+(``struct``) and its arrays (raw NumPy buffers) follow; the message ends exactly where they
+end. A report's (item, factor) pair travels as one uint32 index, item << 8 | factor (items
+below 2^24, factors below 256); bits are packed 8 per byte (``numpy.packbits``, first bit in
+the high bit, padding bits 0), so a FMF-LDP report costs 4 bytes and 1 bit, the paper's
+accounting.
 
-- :class:`GradientReports`: one client's message for one epoch (client id + k reports).
-- :class:`ShuffledReports`: what the proxy forwards: reports without any sender field.
-- :class:`ItemMatrix`: the server's broadcast of the item factors ``V`` (float32, N x F).
-- :class:`ValueReports` / :class:`ShuffledValues`: the same with a float32 value per report,
-  for real-valued mechanisms (e.g. the piecewise mechanism): 9 bytes per report.
+====  =================  ==========================  =====================================
+kind  class              fixed fields                arrays
+====  =================  ==========================  =====================================
+1     GradientReports    client_id i64, k u32        k u32 index, ceil(k/8) bytes of bits
+2     ShuffledReports    m u64                       m u32 index, ceil(m/8) bytes of bits
+3     ItemMatrix         epoch i64, n u32, f u32     n x f f32 (row-major)
+4     ValueReports       client_id i64, k u32        k u32 index, k f32 values
+5     ShuffledValues     m u64                       m u32 index, m f32 values
+6     ObfuscatedBits     clients u32, n_items u32    clients x ceil(n_items/8) bytes
+7     NeighbourLists     n u32, k u32, full u8 0/1   n x k i32 indices, n x k f32 sims,
+                                                     n x n f32 full similarities if full=1
+====  =================  ==========================  =====================================
+
+Decoders trust nothing: :meth:`Message.from_bytes` raises :class:`MessageError` on any
+malformed input (truncated, trailing bytes, length fields that disagree with the buffer,
+unknown kind or version, content out of range), and every constructor validates its content
+(dtypes, shapes, index ranges, finiteness), so a decoded message is always a valid one.
 """
 
 from __future__ import annotations
@@ -24,91 +38,124 @@ import numpy as np
 from dprec.errors import DprecError
 
 __all__ = [
+    "MAX_ITEMS",
+    "VERSION",
     "MessageError",
     "Message",
     "GradientReports",
     "ShuffledReports",
-    "ItemMatrix",
-    "MAX_ITEMS",
     "ValueReports",
     "ShuffledValues",
+    "ItemMatrix",
+    "ObfuscatedBits",
+    "NeighbourLists",
 ]
 
 MAGIC = b"DPRC"
 MAX_ITEMS = 1 << 24
-"""Item indices must fit the 24 high bits of a report's 4-byte index."""
-VERSION = 1
+"""Item indices must fit the 24 high bits of a report's index; item counts are <= this."""
+VERSION = 2
+"""Version 2: value reports use the 4-byte index; DPLCF messages carry the header."""
 _HEADER = struct.Struct("<4sBB")
+_U32 = (1 << 32) - 1
+_I64 = (-(1 << 63), (1 << 63) - 1)
 
 M = TypeVar("M", bound="Message")
 
 
 class MessageError(DprecError):
-    """A byte string is not a valid message of the expected kind."""
+    """A message's content or byte string is not valid: the one error of this module."""
 
 
-def _int_array(name: str, values: object, dtype: str, low: int, high: int) -> np.ndarray:
-    arr = np.asarray(values)
-    if arr.ndim != 1:
-        raise DprecError(f"{name} must be 1-D, got shape {arr.shape}")
-    if arr.size and not (np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.bool_):
-        raise DprecError(f"{name} must hold integers, got dtype {arr.dtype}")
-    if arr.size and (arr.min() < low or arr.max() > high):
-        raise DprecError(
-            f"{name} must be in [{low}, {high}], got values in [{arr.min()}, {arr.max()}]"
-        )
+def _integer(name: str, value: object, low: int, high: int) -> int:
+    """``value`` as a Python int, refusing non-integers (1.5, "3", True) and out-of-range."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise MessageError(f"{name} must be an integer, got {value!r}")
+    v = int(value)
+    if not low <= v <= high:
+        raise MessageError(f"{name} must be in [{low}, {high}], got {v}")
+    return v
+
+
+def _asarray(name: str, values: object, ndim: int) -> np.ndarray:
+    try:
+        arr = np.asarray(values)
+    except (ValueError, TypeError) as e:
+        raise MessageError(f"{name} must be an array, got {type(values).__name__}: {e}") from e
+    if arr.ndim != ndim:
+        raise MessageError(f"{name} must be {ndim}-D, got shape {arr.shape}")
+    return arr
+
+
+def _int_array(
+    name: str, values: object, dtype: str, low: int, high: int, ndim: int = 1
+) -> np.ndarray:
+    """Integers (or booleans) in ``[low, high]`` as a contiguous ``dtype`` array."""
+    arr = _asarray(name, values, ndim)
+    if arr.size and arr.dtype.kind not in "biu":
+        raise MessageError(f"{name} must hold integers, got dtype {arr.dtype}")
+    if arr.size:
+        lo, hi = int(arr.min()), int(arr.max())
+        if lo < low or hi > high:
+            raise MessageError(f"{name} must be in [{low}, {high}], got values in [{lo}, {hi}]")
     return np.ascontiguousarray(arr, dtype=np.dtype(dtype))
 
 
-def _reports(items: object, factors: object, bits: object) -> tuple[np.ndarray, ...]:
-    it = _int_array("items", items, "<i4", 0, MAX_ITEMS - 1)
-    fa = _int_array("factors", factors, "u1", 0, 255)
-    bi = _int_array("bits", bits, "u1", 0, 1)
-    if not it.size == fa.size == bi.size:
-        raise DprecError(
-            "items, factors and bits must have the same length, got "
-            f"{it.size}, {fa.size}, {bi.size}"
-        )
-    return it, fa, bi
+def _all_finite(arr: np.ndarray) -> bool:
+    """No NaN or inf, without an array-sized temporary in the common case."""
+    with np.errstate(all="ignore"):
+        if np.isfinite(arr.sum()):  # NaN and inf propagate through a sum
+            return True
+        return bool(np.isfinite(arr).all())  # the sum may have overflowed on finite values
 
 
-def _report_nbytes(k: int) -> int:
-    return 4 * k + (k + 7) // 8
+def _real_array(name: str, values: object, ndim: int) -> np.ndarray:
+    """Finite real numbers as a contiguous float32 array (no copy if already one)."""
+    arr = _asarray(name, values, ndim)
+    if arr.size and arr.dtype.kind not in "biuf":
+        raise MessageError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    with np.errstate(over="ignore"):
+        out = np.ascontiguousarray(arr, dtype="<f4")
+    if out.size and not _all_finite(out):
+        raise MessageError(f"{name} must be finite (as float32), got NaN or inf")
+    return out
 
 
-def _pack_reports(items: np.ndarray, factors: np.ndarray, bits: np.ndarray) -> bytes:
-    index = (items.astype("<u4") << np.uint32(8)) | factors.astype("<u4")
-    return index.tobytes() + np.packbits(bits).tobytes()
-
-
-def _unpack_reports(buf: memoryview, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    if len(buf) != _report_nbytes(k):
+def _unpack_fixed(name: str, payload: memoryview, fixed: struct.Struct) -> tuple[tuple, int]:
+    """Unpack the fixed fields; return them and the offset of the arrays."""
+    if len(payload) < fixed.size:
         raise MessageError(
-            f"report payload must be {_report_nbytes(k)} bytes for k={k}, got {len(buf)}"
+            f"{name} payload must be >= {fixed.size} bytes, got {len(payload)} (truncated)"
         )
-    index = np.frombuffer(buf, dtype="<u4", count=k, offset=0)
-    items = (index >> np.uint32(8)).astype("<i4")
-    factors = (index & np.uint32(0xFF)).astype("u1")
-    packed = np.frombuffer(buf, dtype="u1", offset=4 * k)
-    bits = np.unpackbits(packed, count=k).astype(np.uint8)
-    if items.size and items.min() < 0:
-        raise MessageError(f"items must be >= 0, got {int(items.min())}")
-    return items, factors, bits
+    return fixed.unpack_from(payload), fixed.size
+
+
+def _check_length(name: str, body: memoryview, expected: int, what: str) -> None:
+    """Compare a length derived from header fields with the buffer before any allocation."""
+    if len(body) != expected:
+        raise MessageError(f"{name} payload must be {expected} bytes for {what}, got {len(body)}")
 
 
 class Message:
-    """Base: ``to_bytes()``, ``from_bytes()``, ``nbytes``; equality compares array contents."""
+    """Base: ``to_bytes()``, ``from_bytes()``, ``nbytes``; equality compares array contents.
+
+    Subclasses set ``KIND`` (registering the kind byte) and implement ``_parts`` (the buffers
+    following the header), ``_parse`` and ``nbytes``. Classes without their own ``KIND`` are
+    abstract and not registered.
+    """
 
     KIND: ClassVar[int] = 0
     _registry: ClassVar[dict[int, type[Message]]] = {}
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
+        if "KIND" not in cls.__dict__:
+            return
         if cls.KIND in Message._registry:
             raise TypeError(f"message kind {cls.KIND} registered twice")
         Message._registry[cls.KIND] = cls
 
-    def _payload(self) -> bytes:
+    def _parts(self) -> list[bytes | memoryview]:
         raise NotImplementedError
 
     @classmethod
@@ -116,8 +163,8 @@ class Message:
         raise NotImplementedError
 
     def to_bytes(self) -> bytes:
-        """Header followed by the kind's payload."""
-        return _HEADER.pack(MAGIC, VERSION, self.KIND) + self._payload()
+        """Header followed by the kind's payload (one copy of each array)."""
+        return b"".join([_HEADER.pack(MAGIC, VERSION, self.KIND), *self._parts()])
 
     @property
     def nbytes(self) -> int:
@@ -126,8 +173,16 @@ class Message:
 
     @classmethod
     def from_bytes(cls: type[M], data: bytes | bytearray | memoryview) -> M:
-        """Parse ``data``; on ``Message`` itself dispatch on the kind byte."""
-        view = memoryview(data).cast("B")
+        """Parse ``data``; on ``Message`` itself dispatch on the kind byte.
+
+        Raises :class:`MessageError` on any malformed input.
+        """
+        try:
+            view = memoryview(data).cast("B")
+        except TypeError as e:
+            raise MessageError(
+                f"message must be contiguous bytes, got {type(data).__name__}"
+            ) from e
         if len(view) < _HEADER.size:
             raise MessageError(f"message must be >= {_HEADER.size} bytes, got {len(view)}")
         magic, version, kind = _HEADER.unpack_from(view)
@@ -147,7 +202,9 @@ class Message:
             return NotImplemented
         for f in fields(self):  # type: ignore[arg-type]
             a, b = getattr(self, f.name), getattr(other, f.name)
-            if isinstance(a, np.ndarray):
+            if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+                if not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
+                    return False
                 if a.dtype != b.dtype or not np.array_equal(a, b):
                     return False
             elif a != b:
@@ -157,102 +214,226 @@ class Message:
     __hash__ = None  # type: ignore[assignment]
 
 
-@dataclass(frozen=True, eq=False)
-class GradientReports(Message):
-    """One client's FMF-LDP message for one epoch: ``k`` reports ``(item, factor, bit)``.
+# -- reports: (item, factor, value) triples, one generic class per shape ----------------------
 
-    ``bits[j] = 1`` means the value ``+B``, 0 means ``-B`` (SYSTEMS.md §2, Algorithm 1).
-    The ``client_id`` is transport metadata: the proxy strips it.
+
+class _Codec:
+    """How the value of each report travels: its field name, size, encoder and decoder."""
+
+    field: ClassVar[str]
+
+    def check(self, values: object) -> np.ndarray:
+        raise NotImplementedError
+
+    def nbytes(self, k: int) -> int:
+        raise NotImplementedError
+
+    def encode(self, values: np.ndarray) -> bytes | memoryview:
+        raise NotImplementedError
+
+    def decode(self, buf: memoryview, k: int) -> np.ndarray:
+        """``buf`` is exactly ``nbytes(k)`` long."""
+        raise NotImplementedError
+
+
+class _BitCodec(_Codec):
+    """One bit per report, packed 8 per byte (first report in the high bit, padding 0)."""
+
+    field = "bits"
+
+    def check(self, values: object) -> np.ndarray:
+        return _int_array("bits", values, "u1", 0, 1)
+
+    def nbytes(self, k: int) -> int:
+        return (k + 7) // 8
+
+    def encode(self, values: np.ndarray) -> bytes | memoryview:
+        return memoryview(np.packbits(values))
+
+    def decode(self, buf: memoryview, k: int) -> np.ndarray:
+        packed = np.frombuffer(buf, dtype="u1")
+        if k % 8 and packed[-1] & ((1 << (8 - k % 8)) - 1):
+            raise MessageError(f"padding bits after the {k} report bits must be 0")
+        return np.unpackbits(packed, count=k)
+
+
+class _FloatCodec(_Codec):
+    """One finite float32 per report."""
+
+    field = "values"
+
+    def check(self, values: object) -> np.ndarray:
+        return _real_array("values", values, 1)
+
+    def nbytes(self, k: int) -> int:
+        return 4 * k
+
+    def encode(self, values: np.ndarray) -> bytes | memoryview:
+        return memoryview(values)
+
+    def decode(self, buf: memoryview, k: int) -> np.ndarray:
+        return np.frombuffer(buf, dtype="<f4", count=k).copy()
+
+
+_SENDER = struct.Struct("<qI")  # client_id, k
+_BATCH = struct.Struct("<Q")  # m
+
+
+class _Reports(Message):
+    """Shared logic of the report messages: ``items``, ``factors`` and a value per report.
+
+    A subclass is a dataclass naming its fields (``client_id`` first if ``_SENDER_ID``, then
+    ``items``, ``factors`` and the codec's field) and choosing ``_CODEC``. Payload: the fixed
+    fields (client_id i64 + k u32 with a sender, m u64 without), k uint32 indices
+    ``item << 8 | factor``, then the codec's bytes.
     """
 
-    KIND: ClassVar[int] = 1
-    _FIXED: ClassVar[struct.Struct] = struct.Struct("<qI")
+    _CODEC: ClassVar[_Codec]
+    _SENDER_ID: ClassVar[bool]
 
-    client_id: int
     items: np.ndarray
     factors: np.ndarray
-    bits: np.ndarray
+
+    @classmethod
+    def _fixed(cls) -> struct.Struct:
+        return _SENDER if cls._SENDER_ID else _BATCH
 
     def __post_init__(self) -> None:
-        if int(self.client_id) != self.client_id:
-            raise DprecError(f"client_id must be an integer, got {self.client_id}")
-        object.__setattr__(self, "client_id", int(self.client_id))
-        it, fa, bi = _reports(self.items, self.factors, self.bits)
+        name = self._CODEC.field
+        if self._SENDER_ID:
+            client_id = _integer("client_id", self.client_id, *_I64)  # type: ignore[attr-defined]
+            object.__setattr__(self, "client_id", client_id)
+        it = _int_array("items", self.items, "<i4", 0, MAX_ITEMS - 1)
+        fa = _int_array("factors", self.factors, "u1", 0, 255)
+        va = self._CODEC.check(getattr(self, name))
+        if not it.size == fa.size == va.size:
+            raise MessageError(
+                f"items, factors and {name} must have the same length, got "
+                f"{it.size}, {fa.size}, {va.size}"
+            )
+        if self._SENDER_ID and it.size > _U32:
+            raise MessageError(f"a client message holds <= {_U32} reports, got {it.size}")
         object.__setattr__(self, "items", it)
         object.__setattr__(self, "factors", fa)
-        object.__setattr__(self, "bits", bi)
+        object.__setattr__(self, name, va)
 
     @property
     def k(self) -> int:
         """Number of reports."""
         return int(self.items.size)
 
+    def __len__(self) -> int:
+        return int(self.items.size)
+
     @classmethod
     def serialized_size(cls, k: int) -> int:
         """Bytes of a message holding ``k`` reports (without building it)."""
-        return _HEADER.size + cls._FIXED.size + _report_nbytes(k)
+        return _HEADER.size + cls._fixed().size + 4 * k + cls._CODEC.nbytes(k)
 
     @property
     def nbytes(self) -> int:
         return self.serialized_size(self.k)
 
-    def _payload(self) -> bytes:
-        return self._FIXED.pack(self.client_id, self.k) + _pack_reports(
-            self.items, self.factors, self.bits
-        )
+    def _parts(self) -> list[bytes | memoryview]:
+        head = (self.client_id, self.k) if self._SENDER_ID else (self.k,)  # type: ignore[attr-defined]
+        index = (self.items.astype("<u4") << np.uint32(8)) | self.factors.astype("<u4")
+        return [
+            self._fixed().pack(*head),
+            memoryview(index),
+            self._CODEC.encode(getattr(self, self._CODEC.field)),
+        ]
 
     @classmethod
-    def _parse(cls, payload: memoryview) -> GradientReports:
-        if len(payload) < cls._FIXED.size:
-            raise MessageError(f"GradientReports payload too short: {len(payload)} bytes")
-        client_id, k = cls._FIXED.unpack_from(payload)
-        items, factors, bits = _unpack_reports(payload[cls._FIXED.size :], k)
-        return cls(client_id, items, factors, bits)
+    def _parse(cls, payload: memoryview) -> _Reports:
+        head, off = _unpack_fixed(cls.__name__, payload, cls._fixed())
+        k = head[-1]
+        body = payload[off:]
+        _check_length(cls.__name__, body, 4 * k + cls._CODEC.nbytes(k), f"{k} reports")
+        index = np.frombuffer(body, dtype="<u4", count=k)
+        items = (index >> np.uint32(8)).astype("<i4")
+        factors = (index & np.uint32(0xFF)).astype("u1")
+        values = cls._CODEC.decode(body[4 * k :], k)
+        return cls(*head[:-1], items, factors, values)
 
 
 @dataclass(frozen=True, eq=False)
-class ShuffledReports(Message):
-    """A batch of reports as the proxy forwards it: no sender, no order information."""
+class GradientReports(_Reports):
+    """One client's FMF-LDP message for one epoch: ``k`` reports ``(item, factor, bit)``.
+
+    ``bits[j] = 1`` means the value ``+B``, 0 means ``-B`` (SYSTEMS.md §2, Algorithm 1).
+    The ``client_id`` is transport metadata: the proxy strips it.
+    Wire: client_id i64, k u32, k u32 indices, ceil(k/8) bytes of packed bits.
+    """
+
+    KIND: ClassVar[int] = 1
+    _CODEC: ClassVar[_Codec] = _BitCodec()
+    _SENDER_ID: ClassVar[bool] = True
+
+    client_id: int
+    items: np.ndarray
+    factors: np.ndarray
+    bits: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class ShuffledReports(_Reports):
+    """A batch of reports as the proxy forwards it: no sender, no order information.
+
+    Wire: m u64, m u32 indices, ceil(m/8) bytes of packed bits.
+    """
 
     KIND: ClassVar[int] = 2
-    _FIXED: ClassVar[struct.Struct] = struct.Struct("<Q")
+    _CODEC: ClassVar[_Codec] = _BitCodec()
+    _SENDER_ID: ClassVar[bool] = False
 
     items: np.ndarray
     factors: np.ndarray
     bits: np.ndarray
 
-    def __post_init__(self) -> None:
-        it, fa, bi = _reports(self.items, self.factors, self.bits)
-        object.__setattr__(self, "items", it)
-        object.__setattr__(self, "factors", fa)
-        object.__setattr__(self, "bits", bi)
 
-    def __len__(self) -> int:
-        return int(self.items.size)
+@dataclass(frozen=True, eq=False)
+class ValueReports(_Reports):
+    """One client's message of ``k`` real-valued reports ``(item, factor, value)``.
 
-    @classmethod
-    def serialized_size(cls, m: int) -> int:
-        """Bytes of a batch holding ``m`` reports."""
-        return _HEADER.size + cls._FIXED.size + _report_nbytes(m)
+    For real-valued mechanisms (e.g. the piecewise mechanism): 8 bytes per report.
+    Wire: client_id i64, k u32, k u32 indices, k f32 values (finite).
+    """
 
-    @property
-    def nbytes(self) -> int:
-        return self.serialized_size(len(self))
+    KIND: ClassVar[int] = 4
+    _CODEC: ClassVar[_Codec] = _FloatCodec()
+    _SENDER_ID: ClassVar[bool] = True
 
-    def _payload(self) -> bytes:
-        return self._FIXED.pack(len(self)) + _pack_reports(self.items, self.factors, self.bits)
+    client_id: int
+    items: np.ndarray
+    factors: np.ndarray
+    values: np.ndarray
 
-    @classmethod
-    def _parse(cls, payload: memoryview) -> ShuffledReports:
-        if len(payload) < cls._FIXED.size:
-            raise MessageError(f"ShuffledReports payload too short: {len(payload)} bytes")
-        (m,) = cls._FIXED.unpack_from(payload)
-        return cls(*_unpack_reports(payload[cls._FIXED.size :], m))
+
+@dataclass(frozen=True, eq=False)
+class ShuffledValues(_Reports):
+    """A forwarded batch of real-valued reports: no sender, no order information.
+
+    Wire: m u64, m u32 indices, m f32 values (finite).
+    """
+
+    KIND: ClassVar[int] = 5
+    _CODEC: ClassVar[_Codec] = _FloatCodec()
+    _SENDER_ID: ClassVar[bool] = False
+
+    items: np.ndarray
+    factors: np.ndarray
+    values: np.ndarray
+
+
+# -- broadcasts and DPLCF uploads -------------------------------------------------------------
 
 
 @dataclass(frozen=True, eq=False)
 class ItemMatrix(Message):
-    """The server's broadcast: item factor matrix ``V`` (float32, ``n_items x n_factors``)."""
+    """The server's broadcast: item factor matrix ``V`` (float32, ``n_items x n_factors``).
+
+    Wire: epoch i64, n_items u32 (<= MAX_ITEMS), n_factors u32, n x f f32 (finite, row-major).
+    """
 
     KIND: ClassVar[int] = 3
     _FIXED: ClassVar[struct.Struct] = struct.Struct("<qII")
@@ -261,15 +442,12 @@ class ItemMatrix(Message):
     epoch: int = 0
 
     def __post_init__(self) -> None:
-        v = np.asarray(self.matrix)
-        if v.ndim != 2:
-            raise DprecError(f"matrix must be 2-D (n_items x n_factors), got shape {v.shape}")
-        if v.size and not np.all(np.isfinite(v)):
-            raise DprecError("matrix must be finite, got NaN or inf")
-        object.__setattr__(self, "matrix", np.ascontiguousarray(v, dtype="<f4"))
-        if int(self.epoch) != self.epoch:
-            raise DprecError(f"epoch must be an integer, got {self.epoch}")
-        object.__setattr__(self, "epoch", int(self.epoch))
+        v = _real_array("matrix", self.matrix, 2)
+        n, f = v.shape
+        _integer("n_items (matrix rows)", n, 0, MAX_ITEMS)
+        _integer("n_factors (matrix columns)", f, 0, _U32)
+        object.__setattr__(self, "matrix", v)
+        object.__setattr__(self, "epoch", _integer("epoch", self.epoch, *_I64))
 
     @classmethod
     def serialized_size(cls, n_items: int, n_factors: int) -> int:
@@ -280,115 +458,183 @@ class ItemMatrix(Message):
     def nbytes(self) -> int:
         return self.serialized_size(*self.matrix.shape)
 
-    def _payload(self) -> bytes:
+    def check_for(self, n_items: int, n_factors: int) -> ItemMatrix:
+        """Raise :class:`MessageError` unless the matrix is ``n_items x n_factors``."""
+        if self.matrix.shape != (n_items, n_factors):
+            raise MessageError(
+                f"item matrix must be ({n_items}, {n_factors}), got {self.matrix.shape}"
+            )
+        return self
+
+    def _parts(self) -> list[bytes | memoryview]:
         n, f = self.matrix.shape
-        return self._FIXED.pack(self.epoch, n, f) + self.matrix.tobytes()
+        return [self._FIXED.pack(self.epoch, n, f), memoryview(self.matrix)]
 
     @classmethod
     def _parse(cls, payload: memoryview) -> ItemMatrix:
-        if len(payload) < cls._FIXED.size:
-            raise MessageError(f"ItemMatrix payload too short: {len(payload)} bytes")
-        epoch, n, f = cls._FIXED.unpack_from(payload)
-        body = payload[cls._FIXED.size :]
-        if len(body) != 4 * n * f:
-            raise MessageError(f"ItemMatrix body must be {4 * n * f} bytes, got {len(body)}")
+        (epoch, n, f), off = _unpack_fixed("ItemMatrix", payload, cls._FIXED)
+        body = payload[off:]
+        _check_length("ItemMatrix", body, 4 * n * f, f"a {n} x {f} matrix")
         matrix = np.frombuffer(body, dtype="<f4").reshape(n, f).copy()
         return cls(matrix, epoch)
 
 
-def _values(items: object, factors: object, values: object) -> tuple[np.ndarray, ...]:
-    it, fa, _ = _reports(items, factors, np.zeros(np.asarray(items).size, np.uint8))
-    va = np.ascontiguousarray(np.asarray(values, dtype="<f4").ravel())
-    if va.size != it.size:
-        raise DprecError(f"items and values must have the same length, got {it.size}, {va.size}")
-    if not np.all(np.isfinite(va)):
-        raise DprecError("values must be finite")
-    return it, fa, va
+@dataclass(frozen=True, eq=False)
+class ObfuscatedBits(Message):
+    """DPLCF upload: a batch of obfuscated interaction vectors, one packed row of N bits each.
 
+    ``packed``: uint8 ``(clients, ceil(N / 8))`` from ``numpy.packbits`` (first item in the
+    high bit, padding bits 0). The server learns nothing else: no identifier, no timestamp.
+    Wire: clients u32, n_items u32 (<= MAX_ITEMS), clients x ceil(n_items/8) bytes.
+    """
 
-def _unpack_values(buf: memoryview, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    if len(buf) != 9 * k:
-        raise MessageError(f"value-report payload must be {9 * k} bytes for k={k}, got {len(buf)}")
-    items = np.frombuffer(buf, dtype="<i4", count=k, offset=0).copy()
-    factors = np.frombuffer(buf, dtype="u1", count=k, offset=4 * k).copy()
-    values = np.frombuffer(buf, dtype="<f4", count=k, offset=5 * k).copy()
-    return items, factors, values
+    KIND: ClassVar[int] = 6
+    _FIXED: ClassVar[struct.Struct] = struct.Struct("<II")
+
+    packed: np.ndarray
+    n_items: int
+
+    def __post_init__(self) -> None:
+        n_items = _integer("n_items", self.n_items, 0, MAX_ITEMS)
+        packed = _asarray("packed", self.packed, 2)
+        if packed.dtype != np.uint8:
+            raise MessageError(f"packed must have dtype uint8, got {packed.dtype}")
+        width = (n_items + 7) // 8
+        if packed.shape[1] != width:
+            raise MessageError(
+                f"packed must have shape (clients, {width}) for n_items={n_items}, "
+                f"got {packed.shape}"
+            )
+        _integer("clients (packed rows)", packed.shape[0], 0, _U32)
+        packed = np.ascontiguousarray(packed)
+        if n_items % 8 and packed.size and np.any(packed[:, -1] & ((1 << (8 - n_items % 8)) - 1)):
+            raise MessageError(f"padding bits after the {n_items} item bits must be 0")
+        object.__setattr__(self, "packed", packed)
+        object.__setattr__(self, "n_items", n_items)
+
+    @classmethod
+    def pack(cls, dense: object) -> ObfuscatedBits:
+        """Pack a ``(clients, n_items)`` array; nonzero entries are 1 bits."""
+        arr = _asarray("dense", dense, 2)
+        if arr.dtype.kind not in "biu":
+            arr = arr != 0
+        return cls(np.packbits(arr, axis=1), int(arr.shape[1]))
+
+    def unpack(self, dtype: type = np.float32) -> np.ndarray:
+        """The ``(clients, n_items)`` bits as ``dtype``."""
+        bits = np.unpackbits(self.packed, axis=1, count=self.n_items)
+        return bits.astype(dtype, copy=False)
+
+    @property
+    def n_clients(self) -> int:
+        return int(self.packed.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        return _HEADER.size + self._FIXED.size + self.packed.nbytes
+
+    def _parts(self) -> list[bytes | memoryview]:
+        return [self._FIXED.pack(self.n_clients, self.n_items), memoryview(self.packed)]
+
+    @classmethod
+    def _parse(cls, payload: memoryview) -> ObfuscatedBits:
+        (clients, n_items), off = _unpack_fixed("ObfuscatedBits", payload, cls._FIXED)
+        if n_items > MAX_ITEMS:
+            raise MessageError(f"n_items must be in [0, {MAX_ITEMS}], got {n_items}")
+        width = (n_items + 7) // 8
+        body = payload[off:]
+        _check_length("ObfuscatedBits", body, clients * width, f"{clients} x {n_items} bits")
+        packed = np.frombuffer(body, dtype="u1").reshape(clients, width).copy()
+        return cls(packed, n_items)
 
 
 @dataclass(frozen=True, eq=False)
-class ValueReports(Message):
-    """One client's message of ``k`` real-valued reports ``(item, factor, value)``."""
+class NeighbourLists(Message):
+    """DPLCF broadcast (user-independent): each item's K neighbours and their similarities.
 
-    KIND: ClassVar[int] = 4
-    _FIXED: ClassVar[struct.Struct] = struct.Struct("<qI")
+    ``indices`` int32 ``(N, K)`` in ``[0, N)``, ``sims`` float32 ``(N, K)`` finite; ``full``
+    optionally the whole float32 ``(N, N)`` similarity matrix (finite), needed only for the
+    user-history neighbourhood. A client calls :meth:`check_for` with its own item count.
+    Wire: N u32 (<= MAX_ITEMS), K u32, has_full u8 (0 or 1), indices, sims, [full].
+    """
 
-    client_id: int
-    items: np.ndarray
-    factors: np.ndarray
-    values: np.ndarray
+    KIND: ClassVar[int] = 7
+    _FIXED: ClassVar[struct.Struct] = struct.Struct("<IIB")
+
+    indices: np.ndarray
+    sims: np.ndarray
+    full: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "client_id", int(self.client_id))
-        it, fa, va = _values(self.items, self.factors, self.values)
-        object.__setattr__(self, "items", it)
-        object.__setattr__(self, "factors", fa)
-        object.__setattr__(self, "values", va)
+        raw = _asarray("indices", self.indices, 2)
+        n, k = raw.shape
+        _integer("n_items (indices rows)", n, 0, MAX_ITEMS)
+        _integer("k (indices columns)", k, 0, _U32)
+        idx = _int_array("indices", raw, "<i4", 0, n - 1, ndim=2)
+        sims = _real_array("sims", self.sims, 2)
+        if sims.shape != idx.shape:
+            raise MessageError(f"sims must have the shape of indices {idx.shape}, got {sims.shape}")
+        full = None
+        if self.full is not None:
+            full = _real_array("full", self.full, 2)
+            if full.shape != (n, n):
+                raise MessageError(f"full must have shape ({n}, {n}), got {full.shape}")
+        object.__setattr__(self, "indices", idx)
+        object.__setattr__(self, "sims", sims)
+        object.__setattr__(self, "full", full)
+
+    @property
+    def n_items(self) -> int:
+        return int(self.indices.shape[0])
 
     @property
     def k(self) -> int:
-        return int(self.items.size)
+        """Neighbours per item."""
+        return int(self.indices.shape[1])
 
-    @classmethod
-    def serialized_size(cls, k: int) -> int:
-        return _HEADER.size + cls._FIXED.size + 9 * k
+    def check_for(self, n_items: int, *, need_full: bool = False) -> NeighbourLists:
+        """Raise :class:`MessageError` unless this broadcast fits a client with ``n_items``.
 
-    @property
-    def nbytes(self) -> int:
-        return self.serialized_size(self.k)
-
-    def _payload(self) -> bytes:
-        return (self._FIXED.pack(self.client_id, self.k) + self.items.tobytes()
-                + self.factors.tobytes() + self.values.tobytes())
-
-    @classmethod
-    def _parse(cls, payload: memoryview) -> ValueReports:
-        client_id, k = cls._FIXED.unpack_from(payload)
-        return cls(client_id, *_unpack_values(payload[cls._FIXED.size :], k))
-
-
-@dataclass(frozen=True, eq=False)
-class ShuffledValues(Message):
-    """A forwarded batch of real-valued reports: no sender, no order information."""
-
-    KIND: ClassVar[int] = 5
-    _FIXED: ClassVar[struct.Struct] = struct.Struct("<Q")
-
-    items: np.ndarray
-    factors: np.ndarray
-    values: np.ndarray
-
-    def __post_init__(self) -> None:
-        it, fa, va = _values(self.items, self.factors, self.values)
-        object.__setattr__(self, "items", it)
-        object.__setattr__(self, "factors", fa)
-        object.__setattr__(self, "values", va)
-
-    def __len__(self) -> int:
-        return int(self.items.size)
-
-    @classmethod
-    def serialized_size(cls, m: int) -> int:
-        return _HEADER.size + cls._FIXED.size + 9 * m
+        Content (ranges, finiteness) is checked at construction; this checks the size the
+        client expects and, with ``need_full``, that the full matrix was sent.
+        """
+        if self.n_items != n_items:
+            raise MessageError(
+                f"neighbour lists must cover the client's {n_items} items, got {self.n_items}"
+            )
+        if need_full and self.full is None:
+            raise MessageError("the user-history neighbourhood needs the full similarity matrix")
+        return self
 
     @property
     def nbytes(self) -> int:
-        return self.serialized_size(len(self))
+        """Size of :meth:`to_bytes`, computed without serialising."""
+        n, k = self.indices.shape
+        full = 4 * n * n if self.full is not None else 0
+        return _HEADER.size + self._FIXED.size + 8 * n * k + full
 
-    def _payload(self) -> bytes:
-        return (self._FIXED.pack(len(self)) + self.items.tobytes() + self.factors.tobytes()
-                + self.values.tobytes())
+    def _parts(self) -> list[bytes | memoryview]:
+        n, k = self.indices.shape
+        parts: list[bytes | memoryview] = [
+            self._FIXED.pack(n, k, self.full is not None),
+            memoryview(self.indices),
+            memoryview(self.sims),
+        ]
+        if self.full is not None:
+            parts.append(memoryview(self.full))
+        return parts
 
     @classmethod
-    def _parse(cls, payload: memoryview) -> ShuffledValues:
-        (m,) = cls._FIXED.unpack_from(payload)
-        return cls(*_unpack_values(payload[cls._FIXED.size :], m))
+    def _parse(cls, payload: memoryview) -> NeighbourLists:
+        (n, k, has_full), off = _unpack_fixed("NeighbourLists", payload, cls._FIXED)
+        if has_full not in (0, 1):
+            raise MessageError(f"has_full must be 0 or 1, got {has_full}")
+        body = payload[off:]
+        size = 8 * n * k + 4 * n * n * has_full
+        _check_length("NeighbourLists", body, size, f"N={n}, K={k}, has_full={has_full}")
+        idx = np.frombuffer(body, "<i4", n * k, 0).reshape(n, k).copy()
+        sims = np.frombuffer(body, "<f4", n * k, 4 * n * k).reshape(n, k).copy()
+        full = None
+        if has_full:
+            full = np.frombuffer(body, "<f4", n * n, 8 * n * k).reshape(n, n).copy()
+        return cls(idx, sims, full)

@@ -1,33 +1,52 @@
-"""The interface every recommender in dprec implements."""
+"""The interfaces every recommender in dprec implements: a task, fit, then score or predict.
+
+- :class:`Ranker` (task "ranking"): the caller passes each user's history, which the client
+  holds, and optionally the candidate items to score (``implicit``'s
+  ``recommend(user_items=...)`` shape). Users unseen at training are scored from their
+  history where the model allows it (a fold-in), else :class:`UnknownUserError`.
+- :class:`RatingPredictor` (task "rating"): ``predict(users, items)`` for explicit ratings.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
+from typing import ClassVar, Literal
 
 import numpy as np
 import scipy.sparse as sp
 
+from dprec.errors import DprecError
 from dprec.privacy.guarantee import PrivacyReport
+
+Task = Literal["ranking", "rating"]
+RoundHook = Callable[[int], None]
+"""Called with the round (epoch) number after every round that updated the model."""
+
+
+class UnknownUserError(DprecError):
+    """A user the model was not trained on, for a model that cannot fold new users in."""
+
+
+class NotFittedError(DprecError):
+    """``score``/``predict`` called before ``fit``."""
 
 
 class Recommender(ABC):
-    """Fit on a binary user x item training matrix, then score items for users.
-
-    ``score`` returns an (len(users), n_items) array; larger is better. Subclasses keep a
-    frozen ``config`` dataclass, recorded with every result.
-    """
+    """Common part: a name, a frozen ``config`` dataclass recorded with every result, ``fit``."""
 
     name: str = "recommender"
+    task: ClassVar[Task]
     config: object = None
 
     @abstractmethod
-    def fit(self, train: sp.csr_matrix, rng: np.random.Generator) -> Recommender:
-        """Learn from ``train`` (binary CSR); all randomness from ``rng``."""
+    def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
+            on_round: RoundHook | None = None) -> Recommender:
+        """Learn from ``train`` (user x item CSR); all randomness from ``rng``.
 
-    @abstractmethod
-    def score(self, users: np.ndarray) -> np.ndarray:
-        """Scores of every item for ``users``."""
+        ``on_round`` is called after each round of a multi-round protocol (learning curves).
+        """
 
     def privacy_report(self) -> PrivacyReport | None:
         """What the untrusted party can learn; None for non-private systems."""
@@ -42,3 +61,74 @@ class Recommender(ABC):
     def diagnostics(self) -> dict[str, object]:
         """Counters measured during fit (e.g. how often estimates were clipped)."""
         return {}
+
+
+class Ranker(Recommender):
+    """Ranks items for a user given the user's (client-held) history.
+
+    ``supports_unknown_users``: whether rows with ``users[r] < 0`` (or ``users=None``) are
+    scored by a fold-in from the history alone.
+    """
+
+    task: ClassVar[Task] = "ranking"
+    supports_unknown_users: ClassVar[bool] = True
+
+    @abstractmethod
+    def score(self, history: sp.csr_matrix, items: np.ndarray | None = None,
+              users: np.ndarray | None = None) -> np.ndarray:
+        """Scores, larger is better.
+
+        ``history``: (b, n_items) CSR, row r = the history of the user being scored.
+        ``items``: None for every item, (b, n_items) out; or (b, c) candidate item indices,
+        (b, c) out, computed without a sweep over all items. ``users``: (b,) training-time
+        user indices, -1 for a user unseen at training; None = all unseen.
+        """
+
+
+class RatingPredictor(Recommender):
+    """Predicts explicit ratings of (user, item) pairs."""
+
+    task: ClassVar[Task] = "rating"
+
+    @abstractmethod
+    def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        """Predicted ratings of the pairs ``(users[j], items[j])``, shape (len(users),)."""
+
+
+def check_history(history: sp.csr_matrix, n_items: int, items: np.ndarray | None,
+                  users: np.ndarray | None) -> tuple[sp.csr_matrix, np.ndarray | None,
+                                                     np.ndarray | None]:
+    """Validate the arguments of :meth:`Ranker.score`; returns them canonicalised."""
+    if not sp.issparse(history):
+        raise DprecError(f"history must be a scipy.sparse matrix, got {type(history).__name__}")
+    history = sp.csr_matrix(history)
+    if history.shape[1] != n_items:
+        raise DprecError(f"history must have {n_items} item columns (the model's), "
+                         f"got {history.shape[1]}")
+    b = history.shape[0]
+    if items is not None:
+        items = np.asarray(items)
+        if items.ndim != 2 or items.shape[0] != b:
+            raise DprecError(f"items must be a ({b}, c) array of candidate indices, "
+                             f"got shape {items.shape}")
+        if items.size and not np.issubdtype(items.dtype, np.integer):
+            raise DprecError(f"items must hold integer indices, got dtype {items.dtype}")
+        if items.size and (items.min() < 0 or items.max() >= n_items):
+            raise DprecError(f"items must be in [0, {n_items}), got "
+                             f"[{items.min()}, {items.max()}]")
+        items = items.astype(np.int64, copy=False)
+    if users is not None:
+        users = np.asarray(users)
+        if users.shape != (b,):
+            raise DprecError(f"users must have shape ({b},), got {users.shape}")
+        if users.size and not np.issubdtype(users.dtype, np.integer):
+            raise DprecError(f"users must hold integer indices, got dtype {users.dtype}")
+        users = users.astype(np.int64, copy=False)
+    return history, items, users
+
+
+def gather(scores: np.ndarray, items: np.ndarray | None) -> np.ndarray:
+    """Row-wise ``scores[r, items[r]]`` (all of ``scores`` when ``items`` is None)."""
+    if items is None:
+        return scores
+    return np.take_along_axis(scores, items, axis=1)

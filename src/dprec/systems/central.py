@@ -1,7 +1,9 @@
 """A centrally trained model on data the clients obfuscated (DPLCF's BPR-MF baseline).
 
 DP is added by wrapping: the clients flip their bits exactly as in DPLCF, the server trains
-any non-private model on the obfuscated matrix, and scores come from the server's model.
+any non-private factor model on the obfuscated matrix, and scores are U[u] . V[i].
+Users unseen at training are folded in from their history where the model defines a
+fold-in (implicit ALS: the exact least-squares user solve); BPR has none.
 """
 
 from __future__ import annotations
@@ -14,31 +16,58 @@ import scipy.sparse as sp
 
 from dprec.mechanisms.bitflip import BitFlip
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
-from dprec.systems.base import Recommender
+from dprec.systems.base import (
+    NotFittedError,
+    Ranker,
+    RoundHook,
+    UnknownUserError,
+    check_history,
+)
 
 
-class _Model(Protocol):
+class _FactorModel(Protocol):
     config: object
 
     def fit(self, r: sp.csr_matrix, rng: np.random.Generator, show_progress: bool = ...) -> object:
         ...
 
-    def score(self, users: np.ndarray) -> np.ndarray:
+    @property
+    def user_factors(self) -> np.ndarray:
+        ...
+
+    @property
+    def item_factors(self) -> np.ndarray:
         ...
 
 
-class TrainedOnObfuscated(Recommender):
+def factor_scores(U: np.ndarray, V: np.ndarray, items: np.ndarray | None) -> np.ndarray:
+    """U V^T, or row-wise U[r] . V[items[r, j]] for candidates (no full item sweep)."""
+    if items is None:
+        return U @ V.T
+    return np.einsum("bf,bcf->bc", U, V[items])
+
+
+class TrainedOnObfuscated(Ranker):
     """Train ``model`` on the bit-flipped matrix (``mechanism=None``: on true data)."""
 
-    def __init__(self, name: str, model: _Model, mechanism: BitFlip | None,
+    def __init__(self, name: str, model: _FactorModel, mechanism: BitFlip | None,
                  epsilon: float | None = None, batch_size: int = 4096) -> None:
         self.name = name
         self.model = model
+        self.config = model.config
         self.mechanism = mechanism
         self.epsilon = epsilon
         self.batch_size = batch_size
+        self._n_items: int | None = None
 
-    def fit(self, train: sp.csr_matrix, rng: np.random.Generator) -> TrainedOnObfuscated:
+    @property
+    def supports_unknown_users(self) -> bool:  # type: ignore[override]
+        """Fold-in exists only for implicit ALS on true data (the solve uses the history)."""
+        from dprec.models.als import ImplicitALS
+        return self.mechanism is None and isinstance(self.model, ImplicitALS)
+
+    def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
+            on_round: RoundHook | None = None) -> TrainedOnObfuscated:
         self._n_items = train.shape[1]
         if self.mechanism is None:
             data = train
@@ -51,11 +80,31 @@ class TrainedOnObfuscated(Recommender):
         self.model.fit(data, rng)
         return self
 
-    def score(self, users: np.ndarray) -> np.ndarray:
-        return np.asarray(self.model.score(users), dtype=np.float64)
+    def score(self, history: sp.csr_matrix, items: np.ndarray | None = None,
+              users: np.ndarray | None = None) -> np.ndarray:
+        if self._n_items is None:
+            raise NotFittedError(f"{self.name}: call fit before score")
+        history, items, users = check_history(history, self._n_items, items, users)
+        known_u = self.model.user_factors
+        if users is None:
+            users = np.full(history.shape[0], -1, np.int64)
+        unknown = (users < 0) | (users >= known_u.shape[0])
+        if unknown.any() and not self.supports_unknown_users:
+            raise UnknownUserError(
+                f"{self.name} scores only users it was trained on (learned user factors, "
+                f"no fold-in); got {int(unknown.sum())} unknown user(s)")
+        V = self.model.item_factors
+        U = known_u[np.where(unknown, 0, users)]
+        if unknown.any():
+            from dprec.models.als import solve_user_factors
+            cfg = self.model.config
+            U = U.copy()
+            U[unknown] = solve_user_factors(V, history[np.flatnonzero(unknown)],
+                                            cfg.alpha, cfg.regularization)  # type: ignore[attr-defined]
+        return np.asarray(factor_scores(U, V, items), dtype=np.float64)
 
     def parameters(self) -> dict[str, object]:
-        out: dict[str, object] = asdict(self.model.config)
+        out: dict[str, object] = asdict(self.model.config)  # type: ignore[call-overload]
         if self.mechanism is not None:
             out["mechanism"] = self.mechanism.event()
             out["epsilon"] = self.epsilon
@@ -65,6 +114,7 @@ class TrainedOnObfuscated(Recommender):
         if self.mechanism is None:
             return None
         mech = self.mechanism
+        assert self._n_items is not None
         return PrivacyReport(
             system=self.name,
             threat_model="untrusted server trains on each user's obfuscated bit vector",

@@ -1,129 +1,353 @@
-"""System names as used on the command line (lower-case paper names) and their factories."""
+"""One entry per system: its command-line name, config class, factory, task and privacy.
+
+Settings reach a system only through its config: ``--param KEY=VALUE``, ``--config FILE``
+(a TOML written by ``dprec tune``) or ``--epsilon`` (the config's ``epsilon`` field). A key
+the system's config does not have is an error that lists the keys it has; fields that
+define the system (e.g. ``flip`` of ``dplcf-sp``) are fixed by its name.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, fields, is_dataclass, replace
+import ast
+import inspect
+import textwrap
+import tomllib
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
+from pathlib import Path
+from typing import Any
 
 from dprec.errors import DprecError
 from dprec.mechanisms.bitflip import BitFlip
-from dprec.systems.base import Recommender
-from dprec.systems.baselines import Popularity, RandomScorer
-from dprec.systems.central import TrainedOnObfuscated
-from dprec.systems.dplcf import LocalItemCF, LocalItemCFConfig
+from dprec.models.als import ALSConfig
+from dprec.models.bpr import BPRConfig
+from dprec.systems.base import Recommender, Task
+from dprec.systems.dplcf.system import LocalItemCFConfig
 
 
 @dataclass(frozen=True)
-class SystemOptions:
-    """Run options shared by the CLI and the comparison; each system reads what it needs."""
-
-    epsilon: float | None = None
-    """None = each system's paper default (DPLCF 1.0, FMF-LDP 2.5)."""
-    neighbours: int = 20
-    neighbourhood: str = "item"
-    k: int = 100
-    """FMF-LDP reports per client per epoch."""
-    epochs: int = 20
-    """Federated epochs (FCF, FMF-LDP)."""
-    mechanism: str = "binary"
-    """FMF-LDP value mechanism: binary or piecewise."""
-    lr: float | None = None
-    """Server learning rate of FCF / FMF-LDP (None = the paper's 1e-3)."""
-    overrides: tuple[tuple[str, str], ...] = ()
-    """(field, value) pairs set on the system's config, e.g. ("factors", "10")."""
-
-    def eps(self, default: float) -> float:
-        return default if self.epsilon is None else self.epsilon
+class NoConfig:
+    """This system has no settings."""
 
 
-def _lcf(name: str, flip: str, estimator: str) -> Callable[[SystemOptions], Recommender]:
-    def make(o: SystemOptions) -> Recommender:
-        return LocalItemCF(name, LocalItemCFConfig(
-            flip=flip, estimator=estimator, epsilon=o.eps(1.0),  # type: ignore[arg-type]
-            neighbours=o.neighbours, neighbourhood=o.neighbourhood))  # type: ignore[arg-type]
-    return make
+@dataclass(frozen=True)
+class FlippedBPRConfig(BPRConfig):
+    """BPR-MF trained by the server on symmetrically bit-flipped data (DPLCF's baseline)."""
+
+    epsilon: float = 1.0
+    """Per-bit epsilon of the symmetric flip the clients apply before upload."""
 
 
-def _bpr(o: SystemOptions) -> Recommender:
-    from dprec.models.bpr import BPRMF, BPRConfig
-    return TrainedOnObfuscated("bpr-mf", BPRMF(BPRConfig()), BitFlip.symmetric(o.eps(1.0)),
-                               epsilon=o.eps(1.0))
+@dataclass(frozen=True)
+class SystemSpec:
+    """A registered system.
+
+    ``fixed``: config fields set by the system's name (not settable). ``paper_grid``: the
+    grid ``dprec tune`` searches when no grid file is given.
+    """
+
+    name: str
+    config: type
+    factory: Callable[[str, Any], Recommender]
+    task: Task
+    private: bool
+    summary: str
+    fixed: Mapping[str, object] = field(default_factory=dict)
+    paper_grid: Mapping[str, tuple[object, ...]] = field(default_factory=dict)
+
+    def settable(self) -> list[str]:
+        return [f.name for f in fields(self.config) if f.name not in self.fixed]
+
+    def default_config(self) -> Any:
+        return self.config(**self.fixed)
+
+    def build(self, config: Any | None = None) -> Recommender:
+        """A fresh, unfitted system with ``config`` (default: the paper's settings)."""
+        return self.factory(self.name, config if config is not None else self.default_config())
 
 
-def _mf_np(o: SystemOptions) -> Recommender:
-    from dprec.models.als import ALSConfig, ImplicitALS
-    return TrainedOnObfuscated("mf-np", ImplicitALS(ALSConfig()), None)
+def _lcf(name: str, cfg: LocalItemCFConfig) -> Recommender:
+    from dprec.systems.dplcf.system import LocalItemCF
+    return LocalItemCF(name, cfg)
 
 
-def _fmf(name: str, exact: bool) -> Callable[[SystemOptions], Recommender]:
-    def make(o: SystemOptions) -> Recommender:
-        from dprec.systems.fmf import FederatedMF, FMFConfig
-        extra = {} if o.lr is None else {"lr": o.lr}
-        return FederatedMF(name, FMFConfig(exact=exact, epsilon=o.eps(2.5), k=o.k,
-                                           epochs=o.epochs, mechanism=o.mechanism,  # type: ignore[arg-type]
-                                           **extra))
-    return make
+def _bpr(name: str, cfg: FlippedBPRConfig) -> Recommender:
+    from dprec.models.bpr import BPRMF
+    from dprec.systems.central import TrainedOnObfuscated
+    base = {f.name: getattr(cfg, f.name) for f in fields(BPRConfig)}
+    return TrainedOnObfuscated(name, BPRMF(BPRConfig(**base)), BitFlip.symmetric(cfg.epsilon),
+                               epsilon=cfg.epsilon)
 
 
-SYSTEMS: dict[str, Callable[[SystemOptions], Recommender]] = {
-    "random": lambda o: RandomScorer(),
-    "popularity": lambda o: Popularity(),
-    "lcf-ub": _lcf("lcf-ub", "none", "naive"),
-    "lcf-sp": _lcf("lcf-sp", "symmetric", "naive"),
-    "lcf-ap": _lcf("lcf-ap", "asymmetric", "naive"),
-    "dplcf-sp": _lcf("dplcf-sp", "symmetric", "unbiased"),
-    "dplcf-ap": _lcf("dplcf-ap", "asymmetric", "unbiased"),
-    "dplcf-oue": _lcf("dplcf-oue", "oue", "unbiased"),
-    "dplcf-eb": _lcf("dplcf-eb", "symmetric", "eb"),
-    "bpr-mf": _bpr,
-    "mf-np": _mf_np,
-    "fcf": _fmf("fcf", exact=True),
-    "fmf-ldp": _fmf("fmf-ldp", exact=False),
-}
-
-PRIVATE_SYSTEMS = ("lcf-sp", "lcf-ap", "dplcf-sp", "dplcf-ap", "dplcf-oue", "dplcf-eb", "bpr-mf",
-                   "fmf-ldp")
+def _als(name: str, cfg: ALSConfig) -> Recommender:
+    from dprec.models.als import ImplicitALS
+    from dprec.systems.central import TrainedOnObfuscated
+    return TrainedOnObfuscated(name, ImplicitALS(cfg), None)
 
 
-def make_system(name: str, options: SystemOptions | None = None) -> Recommender:
-    """A fresh, unfitted system by its command-line name."""
+def _fmf(name: str, cfg: Any) -> Recommender:
+    from dprec.systems.fmf.system import FederatedMF
+    return FederatedMF(name, cfg)
+
+
+def _fmf_config() -> type:
+    from dprec.systems.fmf.system import FMFConfig
+    return FMFConfig
+
+
+def _random(name: str, cfg: NoConfig) -> Recommender:
+    from dprec.systems.baselines import RandomScorer
+    return RandomScorer()
+
+
+def _popularity(name: str, cfg: NoConfig) -> Recommender:
+    from dprec.systems.baselines import Popularity
+    return Popularity()
+
+
+def _specs() -> dict[str, SystemSpec]:
+    lcf = LocalItemCFConfig
+    FMF = _fmf_config()
+    lcf_grid = {"neighbours": (10, 20, 50, 100)}
+    specs = [
+        SystemSpec("random", NoConfig, _random, "ranking", False,
+                   "every item the same score (ties broken at random)"),
+        SystemSpec("popularity", NoConfig, _popularity, "ranking", False,
+                   "number of training users per item (not private)"),
+        SystemSpec("lcf-ub", lcf, _lcf, "ranking", False,
+                   "item-CF, Jaccard on the true data (non-private upper bound)",
+                   {"flip": "none", "estimator": "naive"}, lcf_grid),
+        SystemSpec("lcf-sp", lcf, _lcf, "ranking", True,
+                   "Jaccard straight on symmetrically flipped bits",
+                   {"flip": "symmetric", "estimator": "naive"}),
+        SystemSpec("lcf-ap", lcf, _lcf, "ranking", True,
+                   "Jaccard straight on asymmetrically flipped bits (one-sided)",
+                   {"flip": "asymmetric", "estimator": "naive"}),
+        SystemSpec("dplcf-sp", lcf, _lcf, "ranking", True,
+                   "DPLCF (Gao et al., SIGIR 2020): symmetric flips, n = A^-1 m",
+                   {"flip": "symmetric", "estimator": "unbiased"}),
+        SystemSpec("dplcf-ap", lcf, _lcf, "ranking", True,
+                   "DPLCF, asymmetric flips (presence only)",
+                   {"flip": "asymmetric", "estimator": "unbiased"}),
+        SystemSpec("dplcf-oue", lcf, _lcf, "ranking", True,
+                   "DPLCF's estimator with optimised unary encoding",
+                   {"flip": "oue", "estimator": "unbiased"}),
+        SystemSpec("dplcf-eb", lcf, _lcf, "ranking", True,
+                   "symmetric flips + empirical-Bayes shrinkage of the counts (ours)",
+                   {"flip": "symmetric", "estimator": "eb"}),
+        SystemSpec("bpr-mf", FlippedBPRConfig, _bpr, "ranking", True,
+                   "BPR-MF trained centrally on symmetrically flipped data"),
+        SystemSpec("mf-np", ALSConfig, _als, "ranking", False,
+                   "implicit ALS on the true data (non-private)", {},
+                   {"factors": (8, 16, 32, 64), "regularization": (0.1, 1.0, 10.0, 30.0),
+                    "alpha": (0.3, 1.0, 3.0, 10.0)}),
+        SystemSpec("fcf", FMF, _fmf, "ranking", False,
+                   "federated implicit MF, exact item gradients (non-private)",
+                   {"exact": True}, {"lr": (1e-3, 1e-2, 3e-2, 1e-1, 3e-1),
+                                     "factors": (5, 10, 20)}),
+        SystemSpec("fmf-ldp", FMF, _fmf, "ranking", True,
+                   "FMF-LDP: k LDP gradient reports per client per epoch via a shuffler",
+                   {"exact": False}),
+    ]
+    try:
+        from dprec.systems.rating_baselines import BiasBaseline, BiasConfig, GlobalMean
+    except ImportError:
+        pass
+    else:
+        specs += [
+            SystemSpec("global-mean", NoConfig, lambda n, c: GlobalMean(), "rating", False,
+                       "the mean training rating"),
+            SystemSpec("bias", BiasConfig, lambda n, c: BiasBaseline(c), "rating", False,
+                       "mu + b_u + b_i with damped means (non-private)", {},
+                       {"damping": (0.0, 5.0, 25.0)}),
+        ]
+    return {s.name: s for s in specs}
+
+
+SYSTEMS: dict[str, SystemSpec] = _specs()
+
+
+def spec(name: str) -> SystemSpec:
+    """The registered system ``name`` (a clear error listing the known names)."""
     if name not in SYSTEMS:
         raise DprecError(f"unknown system {name!r}; known systems: {', '.join(SYSTEMS)}")
-    options = options or SystemOptions()
-    return _with_overrides(SYSTEMS[name](options), dict(options.overrides))
+    return SYSTEMS[name]
 
 
-def _coerce(name: str, text: str, current: object) -> object:
+def private_systems() -> list[str]:
+    return [n for n, s in SYSTEMS.items() if s.private]
+
+
+def _field_type(cfg_cls: type, name: str) -> Any:
+    hints = typing.get_type_hints(cfg_cls)
+    return hints[name]
+
+
+def _coerce(system: str, key: str, value: object, tp: Any) -> object:
+    """``value`` (a TOML value or command-line text) as the field's type."""
+    args = typing.get_args(tp)
+    origin = typing.get_origin(tp)
+    text = value if isinstance(value, str) else None
+    if origin in (typing.Union, types.UnionType) and type(None) in args:
+        if value is None or (text is not None and text.lower() == "none"):
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(system, key, value, inner[0])
     try:
-        if isinstance(current, bool):
-            if text.lower() not in ("true", "false", "1", "0"):
-                raise ValueError(text)
-            return text.lower() in ("true", "1")
-        if isinstance(current, int):
-            return int(text)
-        if isinstance(current, float) or current is None:
-            return None if text.lower() == "none" else float(text)
-        return text
-    except ValueError:
-        raise DprecError(f"parameter {name} must be a {type(current).__name__}, got {text!r}") \
-            from None
+        if origin is typing.Literal:
+            if value not in args:
+                raise ValueError
+            return value
+        if tp is bool:
+            if isinstance(value, bool):
+                return value
+            if text is not None and text.lower() in ("true", "false", "1", "0"):
+                return text.lower() in ("true", "1")
+            raise ValueError
+        if tp is int:
+            if isinstance(value, bool):
+                raise ValueError
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError
+            return int(value) if not isinstance(value, str) else int(value.strip())
+        if tp is float:
+            if isinstance(value, bool):
+                raise ValueError
+            return float(value)
+        if tp is str:
+            return str(value)
+    except (TypeError, ValueError):
+        pass
+    else:
+        return value
+    want = (" or ".join(repr(a) for a in args) if origin is typing.Literal
+            else getattr(tp, "__name__", str(tp)))
+    raise DprecError(f"{system}: {key} must be {want}, got {value!r}")
 
 
-def _with_overrides(system: Recommender, overrides: dict[str, str]) -> Recommender:
-    """Rebuild ``system`` with ``overrides`` applied to its (or its model's) config."""
-    if not overrides:
-        return system
-    owner = system.model if isinstance(system, TrainedOnObfuscated) else system
-    cfg = getattr(owner, "config", None)
-    if cfg is None or not is_dataclass(cfg):
-        raise DprecError(f"{system.name} has no parameters to set")
-    known = [f.name for f in fields(cfg)]
-    unknown = sorted(set(overrides) - set(known))
+def make_config(name: str, params: Mapping[str, object] | None = None,
+                base: Any | None = None) -> Any:
+    """The config of ``name`` with ``params`` applied (text or typed values), validated."""
+    s = spec(name)
+    cfg = base if base is not None else s.default_config()
+    params = dict(params or {})
+    if not params:
+        return cfg
+    fixed = sorted(k for k in params if k in s.fixed)
+    if fixed:
+        raise DprecError(f"{name}: {', '.join(fixed)} fixed by the system name "
+                         f"({', '.join(f'{k}={s.fixed[k]}' for k in fixed)})")
+    known = s.settable()
+    unknown = sorted(set(params) - set(known))
     if unknown:
-        raise DprecError(f"unknown parameter(s) {', '.join(unknown)} for {system.name}; "
-                         f"known: {', '.join(known)}")
-    new = replace(cfg, **{k: _coerce(k, v, getattr(cfg, k)) for k, v in overrides.items()})
-    if isinstance(system, TrainedOnObfuscated):
-        system.model = type(system.model)(new)
-        return system
-    return type(system)(system.name, new)  # type: ignore[call-arg]
+        options = ", ".join(known) if known else "none"
+        raise DprecError(f"{name} has no option {', '.join(unknown)}; its options: {options} "
+                         f"(see `dprec systems {name}`)")
+    values = {k: _coerce(name, k, v, _field_type(s.config, k)) for k, v in params.items()}
+    try:
+        return replace(cfg, **values)
+    except DprecError as e:
+        raise DprecError(f"{name}: {e}") from None
+
+
+def make_system(name: str, params: Mapping[str, object] | None = None,
+                config: Any | None = None) -> Recommender:
+    """A fresh, unfitted system: ``config`` (or the paper's) with ``params`` applied."""
+    return spec(name).build(make_config(name, params, config))
+
+
+def config_fields(name: str) -> list[tuple[str, str, object, str, bool]]:
+    """(field, type, default, docstring, fixed) for every config field of ``name``."""
+    s = spec(name)
+    docs = _field_docs(s.config)
+    default = s.default_config()
+    hints = typing.get_type_hints(s.config)
+    out = []
+    for f in fields(s.config):
+        tp = hints[f.name]
+        tname = getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+        out.append((f.name, tname, getattr(default, f.name), docs.get(f.name, ""),
+                    f.name in s.fixed))
+    return out
+
+
+def _field_docs(cls: type) -> dict[str, str]:
+    """Attribute docstrings (a string right after a field) of a dataclass and its bases."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not is_dataclass(klass) or klass is object:
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError):
+            continue
+        body = tree.body[0].body  # type: ignore[attr-defined]
+        for a, b in zip(body, body[1:], strict=False):
+            if (isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name)
+                    and isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant)
+                    and isinstance(b.value.value, str)):
+                docs[a.target.id] = " ".join(b.value.value.split())
+    return docs
+
+
+def config_to_toml(name: str, config: Any, provenance: Mapping[str, object]) -> str:
+    """A TOML document ``--config`` reads back: the system, its settable fields, provenance."""
+    s = spec(name)
+    lines = [f'system = "{name}"', "", "[config]"]
+    for k, v in asdict(config).items():
+        if k in s.fixed or v is None:
+            continue
+        lines.append(f"{k} = {_toml_value(v)}")
+    lines += ["", "[provenance]"]
+    for k, v in provenance.items():
+        lines.append(f"{k} = {_toml_value(v)}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_value(v: object) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, Mapping):
+        return "{" + ", ".join(f'"{k}" = {_toml_value(x)}' for k, x in v.items()) + "}"
+    escaped = str(v).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    """A config read from TOML: the system it is for, its settings and their provenance."""
+
+    system: str
+    params: dict[str, object]
+    provenance: dict[str, object]
+    path: str
+
+
+def read_config(path: Path) -> ConfigFile:
+    """Read a ``--config`` TOML (``system = ...``, ``[config]``, optional ``[provenance]``)."""
+    try:
+        doc = tomllib.loads(Path(path).read_text(encoding="utf-8-sig"))
+    except FileNotFoundError:
+        raise DprecError(f"config file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise DprecError(f"cannot read config file {path}: {e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise DprecError(f"config file {path} is not valid TOML: {e}") from None
+    system = doc.get("system")
+    if not isinstance(system, str):
+        raise DprecError(f"config file {path} must name its system: system = \"NAME\"")
+    params = doc.get("config", {})
+    if not isinstance(params, dict):
+        raise DprecError(f"config file {path}: [config] must be a table")
+    extra = sorted(set(doc) - {"system", "config", "provenance"})
+    if extra:
+        raise DprecError(f"config file {path}: unknown top-level key(s) {', '.join(extra)}")
+    spec(system)
+    make_config(system, params)
+    return ConfigFile(system, dict(params), dict(doc.get("provenance", {})), str(path))

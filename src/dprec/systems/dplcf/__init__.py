@@ -1,5 +1,6 @@
-"""DPLCF: differentially private local collaborative filtering (Gao et al., SIGIR 2020)."""
+"""DPLCF: differentially private local collaborative filtering (Gao et al., SIGIR 2020).
 
-from dprec.systems.dplcf.system import LocalItemCF, LocalItemCFConfig
-
-__all__ = ["LocalItemCF", "LocalItemCFConfig"]
+``client`` (device), ``server`` (untrusted aggregator) and ``system`` (the simulated
+protocol, :class:`~dprec.systems.dplcf.system.LocalItemCF`). Nothing is imported here, so
+that importing the client never loads the server.
+"""

@@ -1,15 +1,23 @@
 """DPLCF client (on device): obfuscate once, then score with the true local history.
 
-Never imports server code; shares only messages and mechanisms.
+Never imports server code; shares only messages, mechanisms and the round engine.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import scipy.sparse as sp
 
+from dprec.errors import DprecError
 from dprec.mechanisms.bitflip import BitFlip
-from dprec.models.itemknn import score_item_neighbourhood, score_user_neighbourhood
+from dprec.models.itemknn import (
+    score_item_candidates,
+    score_item_neighbourhood,
+    score_user_neighbourhood,
+)
+from dprec.protocol.engine import Clients, Sent
 from dprec.systems.dplcf.messages import NeighbourLists, ObfuscatedBits
 
 
@@ -27,16 +35,50 @@ def obfuscate(
     return ObfuscatedBits.pack(dense)
 
 
+class ObfuscatingClients(Clients):
+    """Every client flips its N bits once and uploads them (one round; batches of clients)."""
+
+    def __init__(self, history: sp.csr_matrix, mechanism: BitFlip | None,
+                 batch_size: int) -> None:
+        if int(batch_size) != batch_size or batch_size < 1:
+            raise DprecError(f"batch_size must be an integer >= 1, got {batch_size}")
+        self._history = history
+        self._mechanism = mechanism
+        self._batch_size = int(batch_size)
+        self._sent: list[Sent] = []
+        self.upload_bytes = 0
+
+    def step(self, broadcast: object, round: int, rng: np.random.Generator
+             ) -> Iterator[ObfuscatedBits]:
+        n_users, n_items = self._history.shape
+        self._sent = []
+        for start in range(0, n_users, self._batch_size):
+            msg = obfuscate(self._history[start:start + self._batch_size], self._mechanism, rng)
+            self.upload_bytes += msg.packed.nbytes
+            if self._mechanism is not None:
+                users = np.arange(start, min(n_users, start + self._batch_size))
+                self._sent.append(Sent(self._mechanism.dp_event(), users, n_items,
+                                       "interaction"))
+            yield msg
+
+    def sent(self) -> list[Sent]:
+        return list(self._sent)
+
+
 def local_scores(
-    history: sp.csr_matrix, neighbours: NeighbourLists, neighbourhood: str, k: int
+    history: sp.csr_matrix, neighbours: NeighbourLists, neighbourhood: str, k: int,
+    items: np.ndarray | None = None,
 ) -> np.ndarray:
     """score(u, i) from the TRUE history; the ranking never leaves the device.
 
     "item": Eq. 12, sum over the item's global top-K neighbours that u interacted with.
     "user": sum of the K largest sim(i, j) over items j in u's history.
+    ``items``: (b, c) candidates, scored without a sweep over every item.
     """
     if neighbourhood == "item":
+        if items is not None:
+            return score_item_candidates(history, neighbours.indices, neighbours.sims, items)
         return score_item_neighbourhood(history, neighbours.indices, neighbours.sims)
     if neighbours.full is None:
-        raise ValueError("the user-history neighbourhood needs the full similarity broadcast")
-    return score_user_neighbourhood(history, neighbours.full, k)
+        raise DprecError("the user-history neighbourhood needs the full similarity broadcast")
+    return score_user_neighbourhood(history, neighbours.full, k, items)

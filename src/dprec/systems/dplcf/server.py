@@ -1,18 +1,21 @@
 """DPLCF server (untrusted): pair counts from obfuscated vectors, estimated Jaccard, neighbours.
 
-Never imports client code; shares only messages and mechanisms.
+Never imports client code; shares only messages, mechanisms and the round engine.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 from scipy.linalg.blas import ssyrk
 
+from dprec.errors import DprecError
 from dprec.mechanisms.bitflip import BitFlip
 from dprec.models.itemknn import jaccard_from_counts, top_k_neighbours
+from dprec.protocol.engine import Server
 from dprec.systems.dplcf.messages import NeighbourLists, ObfuscatedBits
 
 Estimator = Literal["naive", "unbiased", "eb"]
@@ -150,3 +153,35 @@ def publish(sim: np.ndarray, k: int, include_full: bool) -> NeighbourLists:
     """The user-independent broadcast: top-K neighbour lists (and the matrix if asked)."""
     idx, val = top_k_neighbours(sim, k)
     return NeighbourLists(idx, val, sim if include_full else None)
+
+
+class SimilarityServer(Server):
+    """One round: accumulate every uploaded batch, estimate similarities, publish top-K lists.
+
+    Holds only public parameters (mechanism, estimator, K) and what it received.
+    """
+
+    def __init__(self, n_items: int, mechanism: BitFlip | None, estimator: Estimator,
+                 neighbours: int, include_full: bool) -> None:
+        self.n_items = n_items
+        self.mechanism = mechanism
+        self.estimator = estimator
+        self.neighbours = neighbours
+        self.include_full = include_full
+        self.estimate: SimilarityEstimate | None = None
+        self.users_received = 0
+
+    def start(self, rng: np.random.Generator) -> None:
+        return None
+
+    def aggregate(self, batches: Iterable[ObfuscatedBits], round: int) -> NeighbourLists | None:
+        counts = PairCounts(self.n_items)
+        for message in batches:
+            if message.n_items != self.n_items:
+                raise DprecError(f"an upload has {message.n_items} items, expected {self.n_items}")
+            counts.add(message)
+        self.users_received = counts.n_users
+        if counts.n_users == 0:
+            return None
+        self.estimate = estimate_similarity(counts, self.mechanism, self.estimator)
+        return publish(self.estimate.sim, self.neighbours, self.include_full)

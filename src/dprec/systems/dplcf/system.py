@@ -23,10 +23,13 @@ import scipy.sparse as sp
 
 from dprec.errors import DprecError, check_positive
 from dprec.mechanisms.bitflip import BitFlip
+from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
-from dprec.systems.base import Recommender
+from dprec.protocol.engine import run_protocol
+from dprec.systems.base import NotFittedError, Ranker, RoundHook, check_history
 from dprec.systems.dplcf import client, server
 from dprec.systems.dplcf.messages import NeighbourLists
+from dprec.systems.reporting import privacy_report_from_log
 
 Flip = Literal["none", "symmetric", "asymmetric", "oue"]
 
@@ -71,49 +74,61 @@ class LocalItemCFConfig:
         return getattr(BitFlip, self.flip)(self.epsilon)
 
 
-class LocalItemCF(Recommender):
-    """Item-CF where the server only sees (obfuscated) bit vectors and clients score locally."""
+class LocalItemCF(Ranker):
+    """Item-CF where the server only sees (obfuscated) bit vectors and clients score locally.
+
+    The protocol is one round of the engine: :class:`client.ObfuscatingClients` upload,
+    :class:`server.SimilarityServer` publishes neighbour lists. Scoring needs only the
+    broadcast and the user's own history, so users unseen at training are scored too.
+    """
 
     def __init__(self, name: str, config: LocalItemCFConfig) -> None:
         self.name = name
         self.config = config
         self.mechanism = config.mechanism()
-        self._history: sp.csr_matrix | None = None
         self._broadcast: NeighbourLists | None = None
+        self._n_items: int | None = None
         self._diag: dict[str, object] = {}
+        self.events: EventLog | None = None
 
-    def fit(self, train: sp.csr_matrix, rng: np.random.Generator) -> LocalItemCF:
+    def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
+            on_round: RoundHook | None = None) -> LocalItemCF:
         cfg = self.config
-        n_items = train.shape[1]
+        n_users, n_items = train.shape
         if cfg.neighbours >= n_items:
             raise DprecError(
                 f"neighbours must be < number of items ({n_items}), got {cfg.neighbours}")
-        counts = server.PairCounts(n_items)
-        upload = 0
-        for start in range(0, train.shape[0], cfg.batch_size):
-            msg = client.obfuscate(train[start:start + cfg.batch_size], self.mechanism, rng)
-            upload += msg.packed.nbytes
-            counts.add(msg)
-        est = server.estimate_similarity(counts, self.mechanism, cfg.estimator)
-        self._broadcast = server.publish(est.sim, cfg.neighbours, cfg.neighbourhood == "user")
-        self._history = train
+        clients = client.ObfuscatingClients(train, self.mechanism, cfg.batch_size)
+        srv = server.SimilarityServer(n_items, self.mechanism, cfg.estimator, cfg.neighbours,
+                                      cfg.neighbourhood == "user")
+        self.events = EventLog(n_users)
+        run = run_protocol(srv, clients, 1, rng, self.events,
+                           on_round=(lambda r, b: on_round(r)) if on_round else None)
+        if run.rounds_without_update:
+            raise DprecError(f"{self.name}: no upload reached the server ({n_users} users)")
+        run.broadcast.check_for(n_items, need_full=cfg.neighbourhood == "user")
+        self._broadcast = run.broadcast
+        self._n_items = n_items
+        est = srv.estimate
+        assert est is not None
         self._diag = {
             "clipped_pairs": est.clipped,
             "clipped_fraction": est.clipped / float(n_items * n_items),
-            "upload_bytes_per_user": upload / max(1, train.shape[0]),
+            "upload_bytes_per_user": clients.upload_bytes / max(1, n_users),
             "download_bytes": self._broadcast.nbytes,
+            "seconds_by_role": dict(run.seconds),
         }
         if est.shrinkage_phi is not None:
             self._diag["shrinkage_phi"] = est.shrinkage_phi
         return self
 
-    def score(self, users: np.ndarray) -> np.ndarray:
-        if self._history is None or self._broadcast is None:
-            raise DprecError(f"{self.name}: call fit before score")
-        return client.local_scores(
-            self._history[users], self._broadcast, self.config.neighbourhood,
-            self.config.neighbours,
-        )
+    def score(self, history: sp.csr_matrix, items: np.ndarray | None = None,
+              users: np.ndarray | None = None) -> np.ndarray:
+        if self._broadcast is None or self._n_items is None:
+            raise NotFittedError(f"{self.name}: call fit before score")
+        history, items, users = check_history(history, self._n_items, items, users)
+        return client.local_scores(history, self._broadcast, self.config.neighbourhood,
+                                   self.config.neighbours, items)
 
     @property
     def broadcast(self) -> NeighbourLists | None:
@@ -123,22 +138,11 @@ class LocalItemCF(Recommender):
         return dict(self._diag)
 
     def privacy_report(self) -> PrivacyReport | None:
-        if self.mechanism is None:
+        if self.mechanism is None or self.events is None:
             return None
         mech = self.mechanism
-        true = mech.guarantee()
         claimed = Guarantee(self.config.epsilon, level="event", sides="two", model="local",
-                            mechanism=mech.event()["name"] if hasattr(mech, "event") else "",
+                            mechanism=mech.name,
                             notes=("as published: eps-LDP per interaction bit",))
-        n_items = self._history.shape[1] if self._history is not None else None
-        extra: dict[str, object] = {}
-        if n_items is not None:
-            extra["user_level"] = mech.user_guarantee(n_items).to_json()
-        return PrivacyReport(
-            system=self.name,
-            threat_model=THREAT_MODEL,
-            true=true,
-            claimed=claimed,
-            mechanisms=(mech.event(),),
-            extra=extra,
-        )
+        return privacy_report_from_log(self.name, THREAT_MODEL, self.events, claimed,
+                                       (mech.event(),), true=mech.guarantee())

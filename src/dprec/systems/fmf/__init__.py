@@ -1,5 +1,6 @@
-"""FCF and FMF-LDP: federated implicit MF, with LDP gradient reports through a shuffler."""
+"""FCF and FMF-LDP: federated implicit MF, with LDP gradient reports through a shuffler.
 
-from dprec.systems.fmf.system import FederatedMF, FMFConfig
-
-__all__ = ["FMFConfig", "FederatedMF"]
+``client`` (device), ``server`` (untrusted aggregator) and ``system`` (the simulated
+protocol, :class:`~dprec.systems.fmf.system.FederatedMF`). Nothing is imported here, so that
+importing the client never loads the server.
+"""

@@ -1,15 +1,24 @@
 """FCF / FMF-LDP client (on device): private user vector, item gradient, LDP reports.
 
-Never imports server code; shares only messages and mechanisms (SYSTEMS.md §2, steps 2-3).
+Never imports server code; shares only messages, mechanisms and the round engine
+(SYSTEMS.md §2, steps 2-3).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numba
 import numpy as np
 import scipy.sparse as sp
 
+from dprec.errors import DprecError
+from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism
 from dprec.models.als import solve_user_factors
+from dprec.privacy.ledger import PrivacyLedger
+from dprec.protocol.batches import ReportBatch
+from dprec.protocol.engine import Clients, Sent
 
 
 def user_vectors(V: np.ndarray, history: sp.csr_matrix, alpha: float, reg: float,
@@ -86,3 +95,87 @@ def gradient_sum(X: np.ndarray, V: np.ndarray, history: sp.csr_matrix, alpha: fl
                   h.data.astype(np.float64), np.ascontiguousarray(X, np.float64),
                   np.ascontiguousarray(V, np.float64), float(alpha), out)
     return out
+
+
+@dataclass(frozen=True)
+class GradientSum:
+    """FCF (non-private) upload of a batch of clients: the sum of their exact gradients.
+
+    Stands for ``n_clients`` messages of one (N, F) gradient each; summing inside the batch
+    is a simulation shortcut that changes nothing the server computes.
+    """
+
+    total: np.ndarray
+    n_clients: int
+
+
+class FederatedClients(Clients):
+    """FCF / FMF-LDP clients: solve x_u from the broadcast V, then report (Algorithm 1).
+
+    Each client keeps its history, its x_u and its ledger (a user stops reporting once the
+    next round would pass ``user_budget``); the population is simulated in batches.
+    """
+
+    def __init__(self, history: sp.csr_matrix, *, factors: int, alpha: float, reg: float,
+                 k: int, clip: float, exact: bool,
+                 mechanism: BinaryMechanism | PiecewiseMechanism | None,
+                 ledger: PrivacyLedger | None, round_epsilon: float, batch_size: int) -> None:
+        self._history = history
+        self._factors = factors
+        self._alpha = alpha
+        self._reg = reg
+        self._k = k
+        self._clip = clip
+        self._exact = exact
+        self._mechanism = mechanism
+        self._ledger = ledger
+        self._round_epsilon = round_epsilon
+        self._batch_size = batch_size
+        self._sent: list[Sent] = []
+        self.reporting_rounds = np.zeros(history.shape[0], np.int64)
+
+    def step(self, broadcast: np.ndarray, round: int, rng: np.random.Generator
+             ) -> Iterator[GradientSum | ReportBatch]:
+        V = check_item_matrix(broadcast, self._history.shape[1], self._factors)
+        n_users, n_items = self._history.shape
+        gram = V.T @ V
+        self._sent = []
+        for start in range(0, n_users, self._batch_size):
+            users = np.arange(start, min(n_users, start + self._batch_size))
+            hist = self._history[users]
+            X = user_vectors(V, hist, self._alpha, self._reg, gram)
+            if self._exact:
+                yield GradientSum(gradient_sum(X, V, hist, self._alpha), len(users))
+                continue
+            if self._ledger is not None:
+                ok = self._ledger.can_spend(users, self._round_epsilon)
+                self._ledger.spend(users[ok], self._round_epsilon)
+                users, X, hist = users[ok], X[ok], hist[ok]
+            if not len(users):
+                continue
+            items, factors = sample_slots(len(users), self._k, n_items, self._factors, rng)
+            x = np.clip(gradient_entries(X, V, hist, items, factors, self._alpha),
+                        -self._clip, self._clip) / self._clip
+            mech = self._mechanism
+            self.reporting_rounds[users] += 1
+            if mech is not None:
+                self._sent.append(Sent(mech.dp_event(), users, self._k, "user"))
+            if isinstance(mech, BinaryMechanism):
+                bits = mech.sample_bits(x.ravel(), rng).reshape(x.shape)
+                yield ReportBatch(users, items, factors, bits=bits.astype(np.uint8))
+            else:
+                y = x if mech is None else mech.sample(x.ravel(), rng).reshape(x.shape)
+                yield ReportBatch(users, items, factors, values=y)
+
+    def sent(self) -> list[Sent]:
+        return list(self._sent)
+
+
+def check_item_matrix(V: object, n_items: int, n_factors: int) -> np.ndarray:
+    """Refuse a broadcast V that does not fit (untrusted server): shape, dtype, finiteness."""
+    if not isinstance(V, np.ndarray) or V.shape != (n_items, n_factors):
+        shape = getattr(V, "shape", type(V).__name__)
+        raise DprecError(f"the item matrix must be ({n_items}, {n_factors}), got {shape}")
+    if not np.issubdtype(V.dtype, np.floating) or not np.all(np.isfinite(V)):
+        raise DprecError("the item matrix must hold finite floats")
+    return V

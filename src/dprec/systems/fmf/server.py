@@ -5,7 +5,14 @@ Never imports client code (SYSTEMS.md §2, step 5).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
+
+from dprec.errors import DprecError
+from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism
+from dprec.protocol.engine import Server
+from dprec.protocol.messages import ShuffledReports, ShuffledValues
 
 
 def estimate_mean_gradient(items: np.ndarray, factors: np.ndarray, values: np.ndarray,
@@ -34,3 +41,54 @@ def descend(V: np.ndarray, mean_gradient: np.ndarray, lr: float, reg: float,
     for _ in range(steps):
         V = V + lr * (2.0 * mean_gradient - 2.0 * reg * V)
     return V
+
+
+class FactorServer(Server):
+    """Broadcasts V; each round estimates the mean gradient and descends (SYSTEMS.md §2, 5).
+
+    FMF-LDP: one shuffled batch of reports, debiased with the public mechanism (Eq. 9).
+    FCF: exact gradient sums. Holds only public parameters and V.
+    """
+
+    def __init__(self, n_items: int, factors: int, lr: float, reg: float, steps: int,
+                 clip: float, init_scale: float,
+                 mechanism: BinaryMechanism | PiecewiseMechanism | None) -> None:
+        self.n_items = n_items
+        self.factors = factors
+        self.lr = lr
+        self.reg = reg
+        self.steps = steps
+        self.clip = clip
+        self.init_scale = init_scale
+        self.mechanism = mechanism
+        self.V: np.ndarray | None = None
+
+    def start(self, rng: np.random.Generator) -> np.ndarray:
+        self.V = self.init_scale * rng.standard_normal((self.n_items, self.factors))
+        return self.V
+
+    def aggregate(self, batches: Iterable[object], round: int) -> np.ndarray | None:
+        assert self.V is not None
+        total = np.zeros_like(self.V)
+        senders = 0
+        G: np.ndarray | None = None
+        for batch in batches:
+            if isinstance(batch, ShuffledReports):
+                if not isinstance(self.mechanism, BinaryMechanism):
+                    raise DprecError("one-bit reports need the binary mechanism")
+                y = self.mechanism.estimate(batch.bits)
+                G = self.clip * estimate_mean_gradient(batch.items, batch.factors, y,
+                                                       self.n_items, self.factors)
+            elif isinstance(batch, ShuffledValues):
+                G = self.clip * estimate_mean_gradient(
+                    batch.items, batch.factors, batch.values.astype(np.float64),
+                    self.n_items, self.factors)
+            else:
+                total += batch.total  # type: ignore[attr-defined]
+                senders += batch.n_clients  # type: ignore[attr-defined]
+        if G is None:
+            if senders == 0:
+                return None
+            G = total / senders
+        self.V = descend(self.V, G, self.lr, self.reg, self.steps)
+        return self.V

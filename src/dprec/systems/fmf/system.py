@@ -9,7 +9,6 @@ mean gradient (server.estimate_mean_gradient) and descends ``server_steps`` time
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -18,13 +17,16 @@ import scipy.sparse as sp
 
 from dprec.errors import DprecError, check_positive
 from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism
-from dprec.privacy.accounting import local_guarantee, shuffled_guarantee
+from dprec.privacy.accounting import local_guarantee
+from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
 from dprec.privacy.ledger import PrivacyLedger
-from dprec.protocol.messages import GradientReports, ItemMatrix, ShuffledReports, ValueReports
-from dprec.protocol.shuffler import Shuffler
-from dprec.systems.base import Recommender
+from dprec.protocol.engine import ShufflingProxy, run_protocol
+from dprec.protocol.messages import GradientReports, ItemMatrix, ValueReports
+from dprec.systems.base import NotFittedError, Ranker, RoundHook, check_history
+from dprec.systems.central import factor_scores
 from dprec.systems.fmf import client, server
+from dprec.systems.reporting import privacy_report_from_log
 
 log = logging.getLogger(__name__)
 
@@ -86,19 +88,21 @@ class FMFConfig:
             raise DprecError(f"factors must be <= 255, got {self.factors}")
 
 
-class FederatedMF(Recommender):
-    """FCF (``exact=True``) or FMF-LDP; scores are x_u . v_i computed on the device."""
+class FederatedMF(Ranker):
+    """FCF (``exact=True``) or FMF-LDP; scores are x_u . v_i computed on the device.
 
-    def __init__(self, name: str, config: FMFConfig,
-                 on_epoch: Callable[[int, FederatedMF], None] | None = None) -> None:
+    A T-round protocol on the engine: :class:`client.FederatedClients` report through the
+    shuffling proxy (FMF-LDP) or straight to :class:`server.FactorServer` (FCF). A user
+    unseen at training solves x_u from V and its own history, like every client does.
+    """
+
+    def __init__(self, name: str, config: FMFConfig) -> None:
         self.name = name
         self.config = config
-        self.on_epoch = on_epoch
         self.V: np.ndarray | None = None
-        self._history: sp.csr_matrix | None = None
         self._diag: dict[str, object] = {}
         self._n_users = 0
-        self._reporting_epochs: np.ndarray | None = None
+        self.events: EventLog | None = None
 
     def _mechanism(self) -> BinaryMechanism | PiecewiseMechanism | None:
         c = self.config
@@ -108,121 +112,73 @@ class FederatedMF(Recommender):
             return PiecewiseMechanism(c.epsilon)
         return None
 
-    def fit(self, train: sp.csr_matrix, rng: np.random.Generator) -> FederatedMF:
+    def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
+            on_round: RoundHook | None = None) -> FederatedMF:
         c = self.config
         n_users, n_items = train.shape
         self._n_users = n_users
-        mech = self._mechanism()
-        V = c.init_scale * rng.standard_normal((n_items, c.factors))
+        mech = None if c.exact else self._mechanism()
         ledger = PrivacyLedger(c.user_budget, n_users) if c.user_budget is not None else None
-        reported = np.zeros(n_users, np.int64)
-        proxy_rng = np.random.default_rng(rng.integers(2**63))
-        up_bytes = 0.0
-        skipped = 0
-        for epoch in range(c.epochs):
-            gram = V.T @ V
-            proxy = Shuffler(c.shuffle_threshold, proxy_rng)
-            total = np.zeros_like(V)
-            senders = 0
-            for start in range(0, n_users, c.batch_size):
-                users = np.arange(start, min(n_users, start + c.batch_size))
-                hist = train[users]
-                X = client.user_vectors(V, hist, c.alpha, c.regularization, gram)
-                if c.exact:
-                    total += client.gradient_sum(X, V, hist, c.alpha)
-                    senders += len(users)
-                    continue
-                if ledger is not None:
-                    ok = ledger.can_spend(users, c.k * c.epsilon)
-                    ledger.spend(users[ok], c.k * c.epsilon)
-                    users, X, hist = users[ok], X[ok], hist[ok]
-                if not len(users):
-                    continue
-                items, factors = client.sample_slots(len(users), c.k, n_items, c.factors, rng)
-                x = np.clip(client.gradient_entries(X, V, hist, items, factors, c.alpha),
-                            -c.clip, c.clip) / c.clip
-                if isinstance(mech, BinaryMechanism):
-                    bits = mech.sample_bits(x.ravel(), rng).reshape(x.shape)
-                    proxy.submit_batch(items, factors, bits.astype(np.uint8), users)
-                else:
-                    y = x if mech is None else mech.sample(x.ravel(), rng).reshape(x.shape)
-                    proxy.submit_batch(items, factors, None, users, values=y)
-                reported[users] += 1
-                senders += len(users)
-            if c.exact:
-                G = total / max(1, senders)
-            elif proxy.held < c.shuffle_threshold:
-                skipped += 1
-                log.info("epoch %d: %d reports below the proxy threshold; no update",
-                         epoch, proxy.held)
-                continue
-            else:
-                if epoch == 0:
-                    up_bytes = self._client_message_bytes(n_items, mech)
-                batch = proxy.flush()
-                if isinstance(batch, ShuffledReports):
-                    assert isinstance(mech, BinaryMechanism)
-                    y = mech.estimate(batch.bits)
-                else:
-                    y = batch.values.astype(np.float64)
-                G = c.clip * server.estimate_mean_gradient(
-                    batch.items, batch.factors, y, n_items, c.factors)
-            V = server.descend(V, G, c.lr, c.regularization, c.server_steps)
+        clients = client.FederatedClients(
+            train, factors=c.factors, alpha=c.alpha, reg=c.regularization, k=c.k, clip=c.clip,
+            exact=c.exact, mechanism=mech, ledger=ledger, round_epsilon=c.k * c.epsilon,
+            batch_size=c.batch_size)
+        srv = server.FactorServer(n_items, c.factors, c.lr, c.regularization, c.server_steps,
+                                  c.clip, c.init_scale, mech)
+        proxy = None if c.exact else ShufflingProxy(c.shuffle_threshold)
+        self.events = EventLog(n_users)
+
+        def after_round(r: int, V: np.ndarray) -> None:
             self.V = V
-            self._history = train
-            if self.on_epoch is not None:
-                self.on_epoch(epoch, self)
-        self.V = V
-        self._history = train
-        self._reporting_epochs = reported
+            if on_round is not None:
+                on_round(r)
+
+        run = run_protocol(srv, clients, c.epochs, rng, self.events, proxy=proxy,
+                           on_round=after_round)
+        self.V = run.broadcast
+        if c.exact:
+            up = 0.0
+        elif isinstance(mech, BinaryMechanism):
+            up = float(GradientReports.serialized_size(c.k))
+        else:
+            up = float(ValueReports.serialized_size(c.k))
         self._diag = {
-            "upload_bytes_per_client_epoch": up_bytes,
+            "upload_bytes_per_client_epoch": up if run.rounds_without_update < c.epochs else 0.0,
             "paper_upload_bytes_per_client_epoch": 4 * c.k,
             "download_bytes_per_client_epoch": ItemMatrix.serialized_size(n_items, c.factors),
             "paper_download_floats_per_client_epoch": n_items * c.factors,
-            "epochs_without_update": skipped,
-            "clients_dropped_by_ledger": int(np.sum(reported < c.epochs)) if not c.exact else 0,
+            "epochs_without_update": run.rounds_without_update,
+            "clients_dropped_by_ledger": (int(np.sum(clients.reporting_rounds < c.epochs))
+                                          if not c.exact else 0),
+            "seconds_by_role": dict(run.seconds),
         }
         return self
 
-    def _client_message_bytes(self, n_items: int, mech: object) -> float:
-        c = self.config
-        zeros = (np.zeros(c.k, np.int32), np.zeros(c.k, np.uint8))
-        if isinstance(mech, BinaryMechanism):
-            return float(len(GradientReports(0, *zeros, np.zeros(c.k, np.uint8)).to_bytes()))
-        return float(len(ValueReports(0, *zeros, np.zeros(c.k, np.float32)).to_bytes()))
-
-    def score(self, users: np.ndarray) -> np.ndarray:
-        if self.V is None or self._history is None:
-            raise DprecError(f"{self.name}: call fit before score")
-        X = client.user_vectors(self.V, self._history[users], self.config.alpha,
-                                self.config.regularization)
-        return X @ self.V.T
+    def score(self, history: sp.csr_matrix, items: np.ndarray | None = None,
+              users: np.ndarray | None = None) -> np.ndarray:
+        if self.V is None:
+            raise NotFittedError(f"{self.name}: call fit before score")
+        history, items, users = check_history(history, self.V.shape[0], items, users)
+        X = client.user_vectors(self.V, history, self.config.alpha, self.config.regularization)
+        return factor_scores(X, self.V, items)
 
     def diagnostics(self) -> dict[str, object]:
         return dict(self._diag)
 
     def privacy_report(self) -> PrivacyReport | None:
         c = self.config
-        if c.exact or c.mechanism == "none":
+        if c.exact or c.mechanism == "none" or self.events is None:
             return None
         mech = self._mechanism()
         assert mech is not None
         local = local_guarantee(c.epsilon, c.k, c.epochs)
-        true = shuffled_guarantee(c.epsilon, max(2, self._n_users), c.k, c.epochs, c.delta)
         claimed = Guarantee(c.k * c.epsilon, level="user", sides="two", model="local",
                             mechanism=f"k={c.k} reports of eps={c.epsilon}",
                             notes=("as published: k x eps; the epochs are left out",))
-        return PrivacyReport(
-            system=self.name,
-            threat_model=THREAT_MODEL,
-            true=true,
-            claimed=claimed,
-            mechanisms=(mech.event(),),
+        return privacy_report_from_log(
+            self.name, THREAT_MODEL, self.events, claimed, (mech.event(),), delta=c.delta,
             extra={"local": {
                 "epsilon_per_report": c.epsilon,
                 "epsilon_per_round": c.k * c.epsilon,
                 "epsilon_user": local.epsilon,
-            }},
-        )
-
+            }})

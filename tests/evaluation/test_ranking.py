@@ -4,9 +4,9 @@ import pytest
 from dprec.data.synthetic import synthetic
 from dprec.errors import DprecError
 from dprec.evaluation.candidates import sample_negatives
-from dprec.evaluation.protocol import evaluate_ranking
+from dprec.evaluation.ranking import evaluate_ranking
 from dprec.evaluation.split import leave_one_out
-from dprec.systems.base import Recommender
+from dprec.systems.base import Ranker
 from dprec.systems.baselines import Popularity, RandomScorer
 
 
@@ -16,16 +16,16 @@ def split():
     return leave_one_out(ds, "latest")
 
 
-class Oracle(Recommender):
+class Oracle(Ranker):
     name = "oracle"
 
     def __init__(self, split):
         self.split = split
 
-    def fit(self, train, rng):
+    def fit(self, train, rng, on_round=None):
         return self
 
-    def score(self, users):
+    def score(self, history, items=None, users=None):
         s = np.zeros((len(users), self.split.train.shape[1]))
         s[np.arange(len(users)), self.split.test_items[users]] = 1.0
         return s

@@ -1,0 +1,44 @@
+"""Compare a `dprec compare` results.json with the stored copy made before the refactor.
+
+Usage: .venv/bin/python scripts/check_compare.py results/ml-100k/compare-*/results.json
+Systems run with a tuned config (``config_file`` in their result) are reported, not
+compared: their settings changed on purpose. Exit 1 if any other number differs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+GOLDEN = Path(__file__).resolve().parent.parent / "tests" / "golden" / \
+    "ml100k_compare_0f6ea6e.json"
+
+
+def main(path: str) -> int:
+    new = json.loads(Path(path).read_text())
+    old = json.loads(GOLDEN.read_text())
+    bad = 0
+    for name, per_seed in old["per_seed"].items():
+        res = new["results"].get(name)
+        if res is None:
+            print(f"{name}: not in the new results")
+            continue
+        if "config_file" in res:
+            print(f"{name}: tuned config ({res['config_file']['path']}), not compared")
+            continue
+        same = res["per_seed"] == per_seed
+        bad += not same
+        print(f"{name}: {'identical' if same else 'DIFFERENT'} per-seed metrics")
+    for name, pts in (old.get("eps_sweep") or {}).items():
+        got = (new.get("eps_sweep") or {}).get(name)
+        if got is None:
+            continue
+        same = [(p["epsilon"], p["mean"], p["std"]) for p in got] == [tuple(p) for p in pts]
+        bad += not same
+        print(f"sweep {name}: {'identical' if same else 'DIFFERENT'}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,105 @@
+"""Ranking evaluation: sampled (1 held-out item + negatives) and full (all never-seen items)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dprec.data.dataset import Dataset
+from dprec.errors import DprecError
+from dprec.evaluation.candidates import sample_negatives
+from dprec.evaluation.evaluator import Evaluator, Metrics
+from dprec.evaluation.metrics import rank_with_random_ties, ranking_metrics
+from dprec.evaluation.split import LeaveOneOut
+from dprec.random import derive_generator
+from dprec.systems.base import Ranker, Recommender, Task
+
+DEFAULT_KS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20)
+
+
+def evaluate_ranking(
+    model: Ranker,
+    split: LeaveOneOut,
+    negatives: np.ndarray,
+    rng: np.random.Generator,
+    ks: tuple[int, ...] = DEFAULT_KS,
+    batch_size: int = 1024,
+) -> Metrics:
+    """HR@K and NDCG@K of ``model`` on ``split``.
+
+    Each test user's client passes its training history to ``model.score``.
+    "sampled": the held-out item against ``negatives`` (shared by every system);
+    "full": against every item the user never interacted with. Ties broken at random by
+    ``rng``. Returns {"sampled": {...}, "full": {...}}.
+    """
+    n_cands = negatives.shape[1] + 1
+    if max(ks) > n_cands:
+        raise DprecError(
+            f"K={max(ks)} is larger than the sampled candidate list ({n_cands} items); "
+            f"use K <= {n_cands} or more --negatives"
+        )
+    users = split.test_users
+    if len(negatives) != len(users):
+        raise DprecError("negatives must have one row per test user of the split")
+    sampled = np.empty(len(users), np.int64)
+    full = np.empty(len(users), np.int64)
+    for start in range(0, len(users), batch_size):
+        b = users[start:start + batch_size]
+        rows = np.arange(len(b))
+        train = split.train[b]
+        scores = np.asarray(model.score(train, users=b), dtype=np.float64)
+        if scores.shape != (len(b), split.train.shape[1]):
+            raise DprecError(f"{model.name}.score returned shape {scores.shape}")
+        target = scores[rows, split.test_items[b]].copy()
+        neg = scores[rows[:, None], negatives[start:start + len(b)]]
+        sampled[start:start + len(b)] = rank_with_random_ties(target, neg, rng)
+        scores[np.repeat(rows, np.diff(train.indptr)), train.indices] = np.nan
+        scores[rows, split.test_items[b]] = np.nan
+        full[start:start + len(b)] = rank_with_random_ties(target, scores, rng)
+    return {"sampled": ranking_metrics(sampled, ks), "full": ranking_metrics(full, ks)}
+
+
+@dataclass(frozen=True)
+class RankingEvaluator(Evaluator):
+    """Leave-one-out ranking: sampled (``n_negatives`` shared negatives) and full.
+
+    The negatives of seed s come from the stream (s, "negatives", dataset, rule), drawn once
+    per (dataset, split, seed) and shared by every system.
+    """
+
+    n_negatives: int = 99
+    ks: tuple[int, ...] = DEFAULT_KS
+    task: Task = "ranking"
+
+    def __post_init__(self) -> None:
+        if int(self.n_negatives) != self.n_negatives or self.n_negatives < 1:
+            raise DprecError(f"negatives must be an integer >= 1, got {self.n_negatives}")
+        if not self.ks or min(self.ks) < 1:
+            raise DprecError(f"every K must be >= 1, got {self.ks}")
+        if max(self.ks) > self.n_negatives + 1:
+            raise DprecError(f"K={max(self.ks)} is larger than the sampled candidate list "
+                             f"({self.n_negatives + 1} items); lower K or raise --negatives")
+
+    def prepare(self, dataset: Dataset, fold: LeaveOneOut, seed: int,
+                split_kind: str) -> np.ndarray:
+        if not isinstance(fold, LeaveOneOut):
+            raise DprecError(f"ranking evaluation needs a leave-one-out split, got {split_kind}")
+        return sample_negatives(fold, self.n_negatives,
+                                derive_generator(seed, "negatives", dataset.name, fold.rule))
+
+    def evaluate(self, model: Recommender, fold: LeaveOneOut, prepared: np.ndarray,
+                 rng: np.random.Generator) -> Metrics:
+        if not isinstance(model, Ranker):
+            raise DprecError(f"{model.name} is a {model.task} system; ranking needs a ranker")
+        return evaluate_ranking(model, fold, prepared, rng, self.ks)
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "task": "ranking",
+            "sampled": {"negatives": self.n_negatives,
+                        "drawn": "once per (dataset, split, seed)"},
+            "full": "all items the user never interacted with",
+            "ties": "broken uniformly at random with the run's seed",
+            "ks": list(self.ks),
+        }

@@ -1,0 +1,299 @@
+"""The round engine, written once: clients -> proxy -> server -> broadcast, for T rounds.
+
+Roles (DESIGN.md "Three roles"), after Flower's strategy/client split:
+
+- :class:`Clients`: a population of simulated clients, vectorised over users. It holds the
+  raw histories and each user's ledger; ``step(broadcast, round, rng)`` yields the messages
+  the clients send this round and ``sent()`` says which users sent which privacy events.
+- :class:`Proxy`: :class:`PassThrough` (no proxy: DPLCF) or :class:`ShufflingProxy` (the
+  shuffler of FMF-LDP: strips identities, forwards a shuffled batch or nothing).
+- :class:`Server`: ``start(rng)`` gives the first broadcast (or None), ``aggregate(batches,
+  round)`` consumes the forwarded batches of one round and returns the next broadcast, or
+  None when nothing reached it (the round is then recorded as skipped).
+- :class:`Transport`: how messages travel. :class:`InProcess` hands objects over;
+  :class:`Serialising` passes every message through ``to_bytes``/``from_bytes`` (what the
+  services' HTTP transport will do).
+
+:func:`run_protocol` appends to an :class:`~dprec.privacy.events.EventLog` only what actually
+reached the server: the users whose reports were forwarded, in rounds that ran.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from dprec.errors import DprecError
+from dprec.privacy.events import EventLog, ShuffledReportDpEvent
+from dprec.protocol.batches import ReportBatch
+from dprec.protocol.messages import ItemMatrix
+from dprec.protocol.shuffler import Shuffler, ShuffleRefusedError
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "Clients",
+    "InProcess",
+    "PassThrough",
+    "Proxy",
+    "RoundRecord",
+    "Sent",
+    "Serialising",
+    "Server",
+    "ShufflingProxy",
+    "Transport",
+    "run_protocol",
+]
+
+
+@dataclass(frozen=True)
+class Sent:
+    """``users`` each sent ``count`` reports produced by ``event`` (a DpEvent) this round."""
+
+    event: Any
+    users: np.ndarray
+    count: int = 1
+    unit: Literal["interaction", "user"] = "user"
+
+
+class Clients(ABC):
+    """A population of clients; each client's history and ledger stay here."""
+
+    @abstractmethod
+    def step(self, broadcast: Any, round: int, rng: np.random.Generator) -> Iterator[Any]:
+        """The messages sent this round, given the server's broadcast."""
+
+    @abstractmethod
+    def sent(self) -> list[Sent]:
+        """Who sent what in the round :meth:`step` just ran (read after it is exhausted)."""
+
+
+class Server(ABC):
+    """The untrusted aggregator: sees only forwarded batches, publishes broadcasts."""
+
+    @abstractmethod
+    def start(self, rng: np.random.Generator) -> Any:
+        """The first broadcast (None when the protocol starts with the clients)."""
+
+    @abstractmethod
+    def aggregate(self, batches: Iterable[Any], round: int) -> Any:
+        """Consume one round's forwarded batches; the next broadcast, or None if none came."""
+
+
+class Transport(ABC):
+    """Carries a message from one role to the next."""
+
+    @abstractmethod
+    def carry(self, message: Any) -> Any:
+        """The message as the receiver gets it."""
+
+
+class InProcess(Transport):
+    """Objects are handed over as they are (the simulation's default)."""
+
+    def carry(self, message: Any) -> Any:
+        return message
+
+
+class Serialising(Transport):
+    """Every message travels as bytes: ``type(m).from_bytes(m.to_bytes())``."""
+
+    def __init__(self) -> None:
+        self.bytes_carried = 0
+
+    def carry(self, message: Any) -> Any:
+        if message is None:
+            return None
+        if isinstance(message, np.ndarray):
+            return ItemMatrix.from_bytes(ItemMatrix(message).to_bytes()).matrix.astype(np.float64)
+        if isinstance(message, ReportBatch):
+            return ReportBatch.from_messages([self.carry(m) for m in message.to_messages()])
+        data = message.to_bytes()
+        self.bytes_carried += len(data)
+        return type(message).from_bytes(data)
+
+
+class Proxy(ABC):
+    """Between clients and server."""
+
+    forwarded: bool = False
+    """Whether the last round's reports reached the server."""
+
+    @abstractmethod
+    def forward(self, messages: Iterable[Any]) -> Iterator[Any]:
+        """The batches the server receives for one round's client messages."""
+
+    def start(self, rng: np.random.Generator) -> None:  # noqa: B027 - optional hook
+        """Seed the proxy's own randomness (called once, after the server's start)."""
+
+    def account(self, event: Any) -> Any:
+        """The event as the server sees it (after this proxy)."""
+        return event
+
+
+class PassThrough(Proxy):
+    """No proxy: every client message reaches the server as sent (streamed)."""
+
+    def forward(self, messages: Iterable[Any]) -> Iterator[Any]:
+        self.forwarded = False
+        for m in messages:
+            self.forwarded = True
+            yield m
+
+
+class ShufflingProxy(Proxy):
+    """The shuffler (FMF-LDP step 4): one shuffled batch per round, or nothing.
+
+    A fresh :class:`~dprec.protocol.shuffler.Shuffler` per round, all drawing from the
+    proxy's own generator; reports held in a refused round are dropped, never carried over.
+    Its events become :class:`~dprec.privacy.events.ShuffledReportDpEvent` over the number
+    of clients whose messages were forwarded together.
+    """
+
+    def __init__(self, threshold: int, rng: np.random.Generator | None = None) -> None:
+        self.threshold = threshold
+        self._rng = rng
+        self.senders = 0
+        self.last: Shuffler | None = None
+
+    def start(self, rng: np.random.Generator) -> None:
+        """Draw the proxy's own generator from the simulation stream (unless given one)."""
+        if self._rng is None:
+            self._rng = np.random.default_rng(rng.integers(2**63))
+
+    def forward(self, messages: Iterable[Any]) -> Iterator[Any]:
+        if self._rng is None:
+            raise DprecError("start the shuffling proxy before forwarding")
+        shuffler = Shuffler(self.threshold, self._rng)
+        self.last = shuffler
+        self.forwarded = False
+        self.senders = 0
+        for m in messages:
+            shuffler.submit_batch(m.items, m.factors, m.bits, m.client_ids, values=m.values)
+            self.senders += m.n_clients
+        try:
+            batch = shuffler.flush()
+        except ShuffleRefusedError as e:
+            log.info("shuffler refused the round: %s", e)
+            return
+        self.forwarded = True
+        yield batch
+
+    def account(self, event: Any) -> Any:
+        eps = getattr(event, "epsilon", None)
+        if eps is None:
+            raise DprecError(f"the shuffler can only account pure LDP report events, got {event}")
+        return ShuffledReportDpEvent(float(eps), int(self.senders))
+
+
+class RoleTimer:
+    """Seconds spent in each role, exclusive of the roles it pulls from (lazy pipelines)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {"clients": 0.0, "proxy": 0.0, "server": 0.0}
+        self._stack: list[list[float]] = []
+
+    def _enter(self) -> None:
+        self._stack.append([time.perf_counter(), 0.0])
+
+    def _leave(self, role: str) -> None:
+        start, inner = self._stack.pop()
+        spent = time.perf_counter() - start
+        self.seconds[role] += spent - inner
+        if self._stack:
+            self._stack[-1][1] += spent
+
+    def iterate(self, items: Iterable[Any], role: str) -> Iterator[Any]:
+        """``items``, with the time spent producing each charged to ``role``."""
+        it = iter(items)
+        while True:
+            self._enter()
+            try:
+                item = next(it)
+            except StopIteration:
+                self._leave(role)
+                return
+            self._leave(role)
+            yield item
+
+    def call(self, role: str, fn: Callable[..., Any], *args: Any) -> Any:
+        self._enter()
+        try:
+            return fn(*args)
+        finally:
+            self._leave(role)
+
+
+@dataclass
+class RoundRecord:
+    """What happened in one round."""
+
+    round: int
+    updated: bool
+    senders: int
+
+
+@dataclass
+class ProtocolRun:
+    """The outcome of :func:`run_protocol`."""
+
+    broadcast: Any
+    rounds: list[RoundRecord] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+    """Wall time per role (clients, proxy, server), each exclusive of the others."""
+
+    @property
+    def rounds_without_update(self) -> int:
+        return sum(not r.updated for r in self.rounds)
+
+
+def run_protocol(
+    server: Server,
+    clients: Clients,
+    rounds: int,
+    rng: np.random.Generator,
+    log_: EventLog,
+    proxy: Proxy | None = None,
+    transport: Transport | None = None,
+    on_round: Callable[[int, Any], None] | None = None,
+) -> ProtocolRun:
+    """Run ``rounds`` rounds; events of forwarded reports go to ``log_``.
+
+    The simulation draws every role's randomness from ``rng`` in protocol order (server
+    start, then each round's clients); a deployment gives each role its own CSPRNG.
+    ``on_round(round, broadcast)`` is called after every round that updated the broadcast.
+    """
+    if int(rounds) != rounds or rounds < 1:
+        raise DprecError(f"rounds must be an integer >= 1, got {rounds}")
+    proxy = proxy or PassThrough()
+    transport = transport or InProcess()
+    timer = RoleTimer()
+    broadcast = timer.call("server", server.start, rng)
+    proxy.start(rng)
+    run = ProtocolRun(broadcast, seconds=timer.seconds)
+    for r in range(int(rounds)):
+        received = transport.carry(broadcast)
+        up = (transport.carry(m)
+              for m in timer.iterate(clients.step(received, r, rng), "clients"))
+        batches = (transport.carry(b) for b in timer.iterate(proxy.forward(up), "proxy"))
+        new = timer.call("server", server.aggregate, batches, r)
+        sent = clients.sent()
+        senders = int(sum(len(s.users) for s in sent))
+        if new is None or not proxy.forwarded:
+            run.rounds.append(RoundRecord(r, False, senders))
+            log.info("round %d: no update reached the server", r)
+            continue
+        for s in sent:
+            log_.record(r, proxy.account(s.event), s.users, count=s.count, unit=s.unit)
+        broadcast = new
+        run.broadcast = new
+        run.rounds.append(RoundRecord(r, True, senders))
+        if on_round is not None:
+            on_round(r, new)
+    return run

@@ -1,0 +1,119 @@
+"""Non-private rating baselines: the global mean and damped user/item biases."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from dprec.errors import DprecError
+from dprec.systems.base import NotFittedError, RatingPredictor, RoundHook
+
+
+@dataclass(frozen=True)
+class BiasConfig:
+    """Hyper-parameters of :class:`BiasBaseline` (validated at construction)."""
+
+    damping: float = 5.0
+    """Pseudo-count beta in b = sum(residuals) / (n + beta): shrinks the biases of rarely
+    rated items and users toward 0 (finite, >= 0; 0 gives plain mean residuals)."""
+
+    def __post_init__(self) -> None:
+        d = self.damping
+        if isinstance(d, bool) or not isinstance(d, int | float) or not (
+                math.isfinite(d) and d >= 0):
+            raise DprecError(f"damping must be a finite number >= 0, got {d!r}")
+
+
+def _check_train(name: str, train: sp.csr_matrix) -> sp.csr_matrix:
+    if not sp.issparse(train):
+        raise DprecError(f"{name}: train must be a scipy.sparse matrix, "
+                         f"got {type(train).__name__}")
+    train = sp.csr_matrix(train)
+    if train.nnz == 0:
+        raise DprecError(f"{name}: train must hold at least one rating, got 0")
+    if not np.all(np.isfinite(train.data)):
+        raise DprecError(f"{name}: train ratings contain NaN or infinite values")
+    return train
+
+
+def check_pairs(name: str, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray,
+                                                                          np.ndarray]:
+    """Validate the arguments of :meth:`RatingPredictor.predict`; int64 arrays out."""
+    users = np.asarray(users)
+    items = np.asarray(items)
+    if users.ndim != 1 or items.shape != users.shape:
+        raise DprecError(f"{name}.predict: users and items must be 1-d arrays of equal length, "
+                         f"got shapes {users.shape} and {items.shape}")
+    for label, a in (("users", users), ("items", items)):
+        if a.size and not np.issubdtype(a.dtype, np.integer):
+            raise DprecError(f"{name}.predict: {label} must hold integer indices, "
+                             f"got dtype {a.dtype}")
+    return users.astype(np.int64, copy=False), items.astype(np.int64, copy=False)
+
+
+def _lookup(values: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``values[index]``, 0 where ``index`` is outside ``[0, len(values))``."""
+    known = (index >= 0) & (index < len(values))
+    out = np.zeros(len(index), np.float64)
+    out[known] = values[index[known]]
+    return out
+
+
+class GlobalMean(RatingPredictor):
+    """Every pair is predicted as mu, the mean training rating."""
+
+    name = "global-mean"
+
+    def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
+            on_round: RoundHook | None = None) -> GlobalMean:
+        train = _check_train(self.name, train)
+        self.mu_ = float(np.mean(train.data, dtype=np.float64))
+        return self
+
+    def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        if not hasattr(self, "mu_"):
+            raise NotFittedError(f"{self.name}: call fit before predict")
+        users, items = check_pairs(self.name, users, items)
+        return np.full(len(users), self.mu_)
+
+
+class BiasBaseline(RatingPredictor):
+    """r_hat(u, i) = mu + b_u + b_i with damped biases (Koren 2010, "Factor in the neighbors").
+
+    mu = mean training rating; b_i = sum_{u in R(i)} (r_ui - mu) / (|R(i)| + beta); then
+    b_u = sum_{i in R(u)} (r_ui - mu - b_i) / (|R(u)| + beta), with beta = ``damping``.
+    A user or item with no training ratings (or an index outside the training matrix, e.g.
+    -1) has bias 0, so a wholly unknown pair is predicted as mu.
+    """
+
+    name = "bias"
+
+    def __init__(self, config: BiasConfig | None = None) -> None:
+        self.config = config if config is not None else BiasConfig()
+
+    def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
+            on_round: RoundHook | None = None) -> BiasBaseline:
+        train = _check_train(self.name, train)
+        n_users, n_items = train.shape
+        beta = float(self.config.damping)
+        r = train.data.astype(np.float64)
+        u = np.repeat(np.arange(n_users), np.diff(train.indptr))
+        i = train.indices
+        mu = float(r.mean())
+        n_i = np.bincount(i, minlength=n_items)
+        s_i = np.bincount(i, weights=r - mu, minlength=n_items)
+        b_i = np.divide(s_i, n_i + beta, out=np.zeros(n_items), where=n_i > 0)
+        n_u = np.bincount(u, minlength=n_users)
+        s_u = np.bincount(u, weights=r - mu - b_i[i], minlength=n_users)
+        b_u = np.divide(s_u, n_u + beta, out=np.zeros(n_users), where=n_u > 0)
+        self.mu_, self.user_bias_, self.item_bias_ = mu, b_u, b_i
+        return self
+
+    def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        if not hasattr(self, "mu_"):
+            raise NotFittedError(f"{self.name}: call fit before predict")
+        users, items = check_pairs(self.name, users, items)
+        return self.mu_ + _lookup(self.user_bias_, users) + _lookup(self.item_bias_, items)

@@ -1,0 +1,37 @@
+"""Privacy reports built from what happened: an accountant applied to a run's event log."""
+
+from __future__ import annotations
+
+from dprec.privacy.accountant import account
+from dprec.privacy.events import EventLog
+from dprec.privacy.guarantee import Guarantee, PrivacyReport
+
+
+def privacy_report_from_log(
+    system: str,
+    threat_model: str,
+    log: EventLog,
+    claimed: Guarantee | None,
+    mechanisms: tuple[dict[str, object], ...],
+    true: Guarantee | None = None,
+    delta: float = 1e-6,
+    extra: dict[str, object] | None = None,
+) -> PrivacyReport:
+    """The report of one run: the published claim, ``privacy.true`` and both levels.
+
+    ``levels`` = {"event": per interaction, "user": all of a user's data (tightest sound
+    analysis), "user_basic": basic composition}, each computed by the accountant from
+    ``log`` (the users who really reported, in the rounds that really ran). ``true``
+    defaults to the user level.
+    """
+    levels = account(log, delta)
+    body: dict[str, object] = {"levels": levels.to_json(), "events": log.to_json()}
+    body.update(extra or {})
+    return PrivacyReport(
+        system=system,
+        threat_model=threat_model,
+        true=true if true is not None else levels.user,
+        claimed=claimed,
+        mechanisms=mechanisms,
+        extra=body,
+    )

@@ -1,0 +1,73 @@
+import numpy as np
+import pytest
+
+from dprec.data.synthetic import synthetic
+from dprec.errors import DprecError
+from dprec.evaluation.rating import RatingEvaluator
+from dprec.evaluation.ranking import RankingEvaluator
+from dprec.evaluation.runner import Experiment
+from dprec.evaluation.split import KFoldSplit, LeaveOneOutSplit
+from dprec.systems.registry import make_system
+
+
+@pytest.fixture(scope="module")
+def ds():
+    return synthetic(300, 200, 12_000, rng=2)
+
+
+def test_folds_are_drawn_once_and_shared(ds):
+    exp = Experiment(ds, [0, 1])
+    a, b = exp.folds(0), exp.folds(0)
+    assert a is b and len(a) == 1
+    fold, negatives = a[0]
+    assert negatives.shape == (len(fold.test_users), 99)
+    other = Experiment(ds, [0]).folds(0)[0][1]
+    np.testing.assert_array_equal(negatives, other)
+
+
+def test_protocol_records_split_and_evaluator(ds):
+    p = Experiment(ds, [0], LeaveOneOutSplit("random"), RankingEvaluator(49, (1, 10))).protocol()
+    assert p["split"]["kind"] == "leave-one-out" and p["split"]["rule"] == "random"
+    assert p["split"]["test_users"] == 300
+    assert p["sampled"]["negatives"] == 49 and p["ks"] == [1, 10]
+
+
+def test_curve_hook_ends_at_the_final_evaluation(ds):
+    exp = Experiment(ds, [0, 1])
+    res = exp.run(lambda: make_system("fmf-ldp", {"epochs": 4, "k": 10}), curve_every=2)
+    assert [[p["round"] for p in c] for c in res.curves] == [[2, 4], [2, 4]]
+    for seed_metrics, curve in zip(res.per_seed, res.curves, strict=True):
+        assert curve[-1]["metrics"] == seed_metrics
+    assert "curves" in res.to_json()
+    plain = exp.run(lambda: make_system("fmf-ldp", {"epochs": 4, "k": 10}))
+    assert plain.per_seed == res.per_seed and plain.curves is None
+
+
+def test_kfold_metrics_are_the_mean_over_folds(ds):
+    exp = Experiment(ds, [0], KFoldSplit(3), RatingEvaluator((1.0, 5.0)))
+    res = exp.run(lambda: make_system("bias"))
+    assert len(res.diagnostics) == 3
+    folds = [exp.evaluator.evaluate(make_system("bias").fit(f.train, None), f, prep, None)
+             for f, prep in exp.folds(0)]
+    want = np.mean([f["rating"]["RMSE"] for f in folds])
+    assert res.metrics["rating"]["RMSE"]["mean"] == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"curve_every": 0}, "curve_every must be an integer >= 1"),
+])
+def test_bad_run_arguments(ds, kwargs, message):
+    with pytest.raises(DprecError, match=message):
+        Experiment(ds, [0]).run(lambda: make_system("random"), **kwargs)
+
+
+def test_bad_experiments():
+    ds = synthetic(60, 300, 2_000, rng=0)
+    with pytest.raises(DprecError, match="at least one seed"):
+        Experiment(ds, [])
+    with pytest.raises(DprecError, match="ranking needs a ranker"):
+        Experiment(ds, [0]).run(lambda: make_system("bias"))
+    with pytest.raises(DprecError, match="needs a leave-one-out split"):
+        Experiment(ds, [0], KFoldSplit(3)).run(lambda: make_system("random"))
+    with pytest.raises(DprecError, match="negatives must be an integer >= 1"):
+        RankingEvaluator(0)

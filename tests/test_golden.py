@@ -1,0 +1,31 @@
+"""Every system gives, for the same seeds, the numbers it gave before the architecture
+refactor (per-seed metrics recorded at commit 0f6ea6e in tests/golden/)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dprec.data.registry import load_dataset
+from dprec.evaluation.runner import Experiment
+from dprec.systems.registry import make_system
+
+GOLDEN = json.loads((Path(__file__).parent / "golden" / "synthetic_400x300_metrics.json")
+                    .read_text())
+
+
+@pytest.fixture(scope="module")
+def experiment():
+    return Experiment(load_dataset(GOLDEN["dataset"]), GOLDEN["seeds"])
+
+
+def _parse(key: str) -> tuple[str, dict[str, str]]:
+    name, _, rest = key.partition("[")
+    return name, dict([rest.rstrip("]").split("=")]) if rest else {}
+
+
+@pytest.mark.parametrize("key", sorted(GOLDEN["systems"]))
+def test_same_numbers_as_before_the_refactor(experiment, key):
+    name, params = _parse(key)
+    result = experiment.run(lambda: make_system(name, params))
+    assert result.per_seed == GOLDEN["systems"][key]["per_seed"]
