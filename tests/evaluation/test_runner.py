@@ -3,8 +3,8 @@ import pytest
 
 from dprec.data.synthetic import synthetic
 from dprec.errors import DprecError
-from dprec.evaluation.rating import RatingEvaluator
 from dprec.evaluation.ranking import RankingEvaluator
+from dprec.evaluation.rating import RatingEvaluator
 from dprec.evaluation.runner import Experiment
 from dprec.evaluation.split import KFoldSplit, LeaveOneOutSplit
 from dprec.systems.registry import make_system

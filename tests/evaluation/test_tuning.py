@@ -92,3 +92,13 @@ def test_cli_tune_writes_a_config_that_run_reuses(tmp_path):
     wrong = runner.invoke(app, ["run", "fcf", "--dataset", "synthetic-300x200",
                                 "--config", str(out), "--out", str(tmp_path)])
     assert wrong.exit_code == 2 and "is for lcf-ub, not fcf" in " ".join(wrong.output.split())
+
+
+def test_a_failing_grid_point_is_recorded_not_fatal(exp):
+    res = tune("lcf-ub", exp, {"neighbours": [10, 5000]}, "HR@10")
+    assert res.best == {"neighbours": 10}
+    failed = [s for s in res.scores if "failed" in s]
+    assert len(failed) == 1 and "neighbours must be < number of items" in failed[0]["failed"]
+    assert res.provenance["failed_points"] == 1
+    with pytest.raises(DprecError, match="every grid point failed"):
+        tune("lcf-ub", exp, {"neighbours": [5000]}, "HR@10")

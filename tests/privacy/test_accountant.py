@@ -330,7 +330,9 @@ def test_account_validation():
 def test_pld_pure_composition_between_optimal_and_basic(eps, k, delta):
     assume(k * eps < 700)  # dp-accounting's eps-for-delta is exact below e^700
     got = PldAccountant().compose([(LocalReportDpEvent(eps), k)], delta).epsilon
-    assert _optimal_pure_composition(eps, k, delta) - 1e-7 <= got <= k * (eps + 1e-4)
+    exact = _optimal_pure_composition(eps, k, delta)
+    # FFT round-off (~1e-15 on delta) moves eps by ~1e-7 relative at delta = 1e-8
+    assert exact * (1 - 1e-6) <= got <= k * (eps + 1e-4)
 
 
 @settings(max_examples=12, deadline=None)

@@ -57,11 +57,14 @@ class _Reporting(Clients):
 def test_only_forwarded_rounds_are_logged():
     stop = [3, 3, 1, 1]  # from round 1 on, only two clients report
     log = EventLog(4)
-    proxy = ShufflingProxy(threshold=3 * 2)  # counts reports: 2 clients x 3 = 6 passes
+    proxy = ShufflingProxy(threshold=2)  # distinct senders
     run = run_protocol(_Counting(), _Reporting(4, 3, stop), 4, np.random.default_rng(0), log,
                        proxy=proxy)
     assert [r.updated for r in run.rounds] == [True, True, True, False]
     assert run.rounds_without_update == 1
+    refused = run_protocol(_Counting(), _Reporting(4, 3, stop), 4, np.random.default_rng(0),
+                           EventLog(4), proxy=ShufflingProxy(threshold=3))
+    assert [r.updated for r in refused.rounds] == [True, False, False, False]
     assert sorted(log.rounds) == [0, 1, 2]
     np.testing.assert_array_equal(log.participants(1), [0, 1])
     keys = {e for e, _ in log.keys()}

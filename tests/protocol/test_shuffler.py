@@ -73,16 +73,73 @@ def test_batch_path_equals_message_path():
 
 def test_threshold_refusal_keeps_reports():
     msgs, *_ = _client_messages(n_clients=3, k=4)
-    shuffler = Shuffler(10, np.random.default_rng(0))
+    shuffler = Shuffler(3, np.random.default_rng(0))
     shuffler.submit(msgs[0])
     shuffler.submit(msgs[1])
-    with pytest.raises(ShuffleRefusedError, match="threshold 10 to forward, got 8"):
+    with pytest.raises(ShuffleRefusedError, match="threshold 3 to forward, got 2 \\(8 reports"):
         shuffler.flush()
-    assert shuffler.held == 8 and shuffler.bytes_down == 0
+    assert shuffler.held == 8 and shuffler.bytes_down == 0 and shuffler.senders == 2
     shuffler.submit(msgs[2])
     assert len(shuffler.flush()) == 12
     with pytest.raises(ShuffleRefusedError, match="got 0"):
         shuffler.flush()
+
+
+def test_threshold_counts_senders_not_reports():
+    """One client with k reports must not pass a threshold of k on its own."""
+    msgs, *_ = _client_messages(n_clients=2, k=50)
+    shuffler = Shuffler(2, np.random.default_rng(0))
+    shuffler.submit(msgs[0])
+    assert shuffler.held == 50
+    with pytest.raises(ShuffleRefusedError, match="got 1"):
+        shuffler.flush()
+
+
+@pytest.mark.parametrize("path", ["message", "bytes", "batch"])
+def test_replays_and_duplicate_senders_are_refused(path):
+    from dprec.protocol.shuffler import SubmissionRefusedError
+    msgs, items, factors, bits = _client_messages(n_clients=4, k=3)
+    shuffler = Shuffler(1, np.random.default_rng(0))
+
+    def send(i):
+        if path == "message":
+            shuffler.submit(msgs[i])
+        elif path == "bytes":
+            shuffler.submit(msgs[i].to_bytes())
+        else:
+            shuffler.submit_batch(items[[i]], factors[[i]], bits[[i]], np.array([100 + i]))
+
+    send(0)
+    with pytest.raises(SubmissionRefusedError, match="sender 100 already submitted"):
+        send(0)
+    assert shuffler.held == 3 and shuffler.senders == 1
+    send(1)
+    shuffler.flush()
+    send(0)  # a new round: the sender may submit again
+    assert shuffler.senders == 1
+
+
+def test_duplicate_ids_in_one_batch_are_refused():
+    from dprec.protocol.shuffler import SubmissionRefusedError
+    shuffler = Shuffler(1, np.random.default_rng(0))
+    z = np.zeros((2, 3), int)
+    with pytest.raises(SubmissionRefusedError, match="same sender twice"):
+        shuffler.submit_batch(z, z, z, np.array([7, 7]))
+    assert shuffler.held == 0 and shuffler.senders == 0
+
+
+def test_memory_is_bounded_per_sender_and_in_total():
+    from dprec.protocol.shuffler import SubmissionRefusedError
+    msgs, *_ = _client_messages(n_clients=5, k=4)
+    small = Shuffler(1, np.random.default_rng(0), max_reports_per_sender=3)
+    with pytest.raises(SubmissionRefusedError, match="at most 3 reports per round, got 4"):
+        small.submit(msgs[0])
+    total = Shuffler(1, np.random.default_rng(0), max_reports=10)
+    total.submit(msgs[0])
+    total.submit(msgs[1])
+    with pytest.raises(SubmissionRefusedError, match="holds at most 10 reports"):
+        total.submit(msgs[2])
+    assert total.held == 8 and total.senders == 2
 
 
 def test_byte_counters_accumulate_over_flushes():
@@ -122,13 +179,19 @@ def test_bad_input():
     with pytest.raises(DprecError, match="ValueReports or bytes, got ShuffledReports"):
         shuffler.submit(ShuffledReports([1], [0], [1]).to_bytes())
     with pytest.raises(DprecError, match="equal shape"):
-        shuffler.submit_batch(np.zeros((2, 3), int), np.zeros((2, 2), int), np.zeros((2, 3), int))
-    with pytest.raises(DprecError, match="client_ids must have shape"):
+        shuffler.submit_batch(np.zeros((2, 3), int), np.zeros((2, 2), int), np.zeros((2, 3), int),
+                              np.arange(2))
+    with pytest.raises(DprecError, match="client_ids must have one entry per row"):
         shuffler.submit_batch(
             np.zeros((2, 3), int), np.zeros((2, 3), int), np.zeros((2, 3), int), np.arange(3)
         )
+    with pytest.raises(DprecError, match="client_ids are required"):
+        shuffler.submit_batch(np.zeros((2, 3), int), np.zeros((2, 3), int), np.zeros((2, 3), int))
     with pytest.raises(DprecError, match="bits must be in"):
-        shuffler.submit_batch(np.zeros((1, 2), int), np.zeros((1, 2), int), np.full((1, 2), 3))
+        shuffler.submit_batch(np.zeros((1, 2), int), np.zeros((1, 2), int), np.full((1, 2), 3),
+                              np.arange(1))
+    with pytest.raises(DprecError, match="threshold must be an integer >= 1, got 1.5"):
+        Shuffler(1.5, np.random.default_rng(0))
     assert shuffler.held == 0
 
 
@@ -153,6 +216,8 @@ def test_real_valued_reports_are_shuffled_without_senders():
     want = sorted(zip(items.ravel().tolist(), factors.ravel().tolist(),
                       values.ravel().tolist(), strict=True))
     assert got == want
+    a.submit_batch(items, factors, values=values, client_ids=np.arange(6))
     with pytest.raises(DprecError, match="mix"):
-        a.submit_batch(items, factors, values=values)
-        a.submit_batch(items, factors, bits=np.zeros_like(items, np.uint8))
+        a.submit_batch(items, factors, bits=np.zeros_like(items, np.uint8),
+                       client_ids=np.arange(6, 12))
+    assert a.senders == 6

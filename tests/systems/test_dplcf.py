@@ -6,8 +6,8 @@ from dprec.errors import DprecError
 from dprec.mechanisms.bitflip import BitFlip
 from dprec.models.itemknn import score_user_neighbourhood, top_k_neighbours
 from dprec.systems.dplcf import client, server
-from dprec.systems.dplcf.system import LocalItemCF, LocalItemCFConfig
 from dprec.systems.dplcf.messages import NeighbourLists, ObfuscatedBits
+from dprec.systems.dplcf.system import LocalItemCF, LocalItemCFConfig
 
 
 def _random_binary(n_users=300, n_items=40, density=0.2, seed=0) -> sp.csr_matrix:

@@ -92,15 +92,35 @@ def test_noise_free_sampled_reports_point_downhill():
 
 def test_ledger_stops_clients_and_training_copes():
     R = _data(50, 20, 0.3, seed=5).astype(np.float32)
-    cfg = FMFConfig(epochs=5, k=4, epsilon=1.0, user_budget=8.0)
+    cfg = FMFConfig(epochs=5, k=4, epsilon=1.0, user_budget=8.0, shuffle_threshold=10)
     m = FederatedMF("fmf-ldp", cfg).fit(R, np.random.default_rng(0))
-    assert m.diagnostics()["clients_dropped_by_ledger"] == 50
+    d = m.diagnostics()
+    assert d["clients_dropped_by_ledger"] == 50 and d["epochs_without_update"] == 3
     assert np.isfinite(m.score(R[:5], users=np.arange(5))).all()
+    levels = m.privacy_report().to_json()["levels"]
+    assert levels["user_basic"]["epsilon"] == pytest.approx(8.0)
+    assert m.privacy_report().to_json()["rounds"]["updated"] == 2
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"user_budget": 1.0}, "every client was stopped by its ledger"),
+    ({"shuffle_threshold": 51}, "the shuffler refused every round"),
+])
+def test_a_run_where_nothing_reaches_the_server_is_an_error(params, message):
+    R = _data(50, 20, 0.3, seed=5).astype(np.float32)
+    cfg = FMFConfig(epochs=2, k=4, epsilon=1.0, **params)
+    with pytest.raises(DprecError, match=message):
+        FederatedMF("fmf-ldp", cfg).fit(R, np.random.default_rng(0))
+    allowed = FederatedMF("fmf-ldp", FMFConfig(epochs=2, k=4, epsilon=1.0, allow_no_update=True,
+                                               **params)).fit(R, np.random.default_rng(0))
+    report = allowed.privacy_report().to_json()
+    assert report["levels"]["user"]["epsilon"] == 0.0
+    assert report["rounds"]["updated"] == 0
 
 
 def test_privacy_report_sections():
     R = _data(50, 20, 0.3, seed=6).astype(np.float32)
-    m = FederatedMF("fmf-ldp", FMFConfig(epochs=2, k=3, epsilon=2.0)).fit(
+    m = FederatedMF("fmf-ldp", FMFConfig(epochs=2, k=3, epsilon=2.0, shuffle_threshold=50)).fit(
         R, np.random.default_rng(0))
     rep = m.privacy_report().to_json()
     assert rep["claimed"]["epsilon"] == pytest.approx(6.0)
@@ -121,3 +141,9 @@ def test_config_validation():
         FMFConfig(k=0)
     with pytest.raises(DprecError, match="mechanism"):
         FMFConfig(mechanism="gaussian")  # type: ignore[arg-type]
+    with pytest.raises(DprecError, match="epsilon must be <= 50"):
+        FMFConfig(epsilon=1e6)
+    with pytest.raises(DprecError, match="user_budget must be > 0"):
+        FMFConfig(user_budget=-1.0)
+    with pytest.raises(DprecError, match="shuffle_threshold must be >= 1"):
+        FMFConfig(shuffle_threshold=0)

@@ -96,4 +96,4 @@ def test_missing_config_file(tmp_path):
 
 
 def test_spec_lookup():
-    assert spec("fcf").paper_grid and not spec("fcf").private
+    assert spec("fcf").default_grid and not spec("fcf").private

@@ -82,12 +82,20 @@ def tune(name: str, experiment: Experiment, grid: Mapping[str, Sequence[object]]
     lower = metric in LOWER_IS_BETTER
     start = time.perf_counter()
     per_point: list[list[float]] = [[] for _ in points]
+    failures: dict[int, str] = {}
     for seed in experiment.seeds:
         for fold, _ in experiment.folds(seed):
             inner = Experiment(training_part(experiment.dataset, fold), [seed],
                                experiment.split, experiment.evaluator)
             for i, cfg in enumerate(configs):
-                res = inner.run(lambda c=cfg: make_system(name, config=c))
+                try:
+                    res = inner.run(lambda c=cfg: make_system(name, config=c))
+                except DprecError as e:
+                    failures[i] = str(e)
+                    per_point[i].append(math.nan)
+                    if tick is not None:
+                        tick()
+                    continue
                 section = res.metrics.get(protocol)
                 if section is None or metric not in section:
                     known = {p: list(m) for p, m in res.metrics.items()}
@@ -98,9 +106,13 @@ def tune(name: str, experiment: Experiment, grid: Mapping[str, Sequence[object]]
                     tick()
     means = [float(np.mean(v)) for v in per_point]
     key = [(-m if not lower else m) if math.isfinite(m) else math.inf for m in means]
+    if all(k == math.inf for k in key):
+        raise DprecError(f"every grid point failed for {name}; first error: "
+                         f"{next(iter(failures.values()), 'no finite score')}")
     best = int(np.argmin(key))
-    scores = [{**p, "score": m, "per_fold": v} for p, m, v in zip(points, means, per_point,
-                                                                   strict=True)]
+    scores = [{**p, "score": m, "per_fold": v, **({"failed": failures[i]} if i in failures
+                                                   else {})}
+              for i, (p, m, v) in enumerate(zip(points, means, per_point, strict=True))]
     provenance: dict[str, object] = {
         "command": command,
         "tuned_on": "validation: the same split applied to each outer training fold "
@@ -110,12 +122,15 @@ def tune(name: str, experiment: Experiment, grid: Mapping[str, Sequence[object]]
         "metric": f"{metric} ({protocol}), {'lower' if lower else 'higher'} is better",
         "best_score": means[best],
         "grid": {k: list(v) for k, v in grid.items()},
-        "scores": [[*p.values(), m] for p, m in zip(points, means, strict=True)],
+        "scores": [[*p.values(), m if math.isfinite(m) else "failed"]
+                   for p, m in zip(points, means, strict=True)],
         "score_columns": [*grid, metric],
         "dprec_version": dprec.__version__,
         "date": time.strftime("%Y-%m-%d"),
         "wall_time_s": round(time.perf_counter() - start, 1),
     }
+    if failures:
+        provenance["failed_points"] = len(failures)
     if s.private:
         provenance["privacy_note"] = (
             "tuned on the private data itself; the privacy cost of tuning is NOT accounted "
@@ -125,8 +140,8 @@ def tune(name: str, experiment: Experiment, grid: Mapping[str, Sequence[object]]
 
 
 def default_grid(name: str) -> dict[str, tuple[object, ...]]:
-    """The system's paper grid (registry), or an error naming what to do."""
-    grid = dict(spec(name).paper_grid)
+    """The system's default grid (registry), or an error naming what to do."""
+    grid = dict(spec(name).default_grid)
     if not grid:
         raise DprecError(f"{name} has no default grid; give one with --grid FILE.toml "
                          "([grid] KEY = [values, ...])")

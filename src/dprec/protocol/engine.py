@@ -176,7 +176,7 @@ class ShufflingProxy(Proxy):
         self.senders = 0
         for m in messages:
             shuffler.submit_batch(m.items, m.factors, m.bits, m.client_ids, values=m.values)
-            self.senders += m.n_clients
+        self.senders = shuffler.senders
         try:
             batch = shuffler.flush()
         except ShuffleRefusedError as e:

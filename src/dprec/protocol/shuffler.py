@@ -28,31 +28,57 @@ from dprec.protocol.messages import (
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ShuffleRefusedError", "Shuffler"]
+__all__ = ["ShuffleRefusedError", "Shuffler", "SubmissionRefusedError"]
+
+DEFAULT_THRESHOLD = 100
+"""Distinct senders a batch needs before it is forwarded. Below about 100 senders the FMT21
+bound gives no amplification at the FMF-LDP paper's eps0 (eps_s = 2.4999 for eps0 = 2.5 at
+n = 100, delta = 1e-6) and a report's origin is guessable from a handful of candidates."""
+DEFAULT_MAX_REPORTS_PER_SENDER = 1 << 16
+DEFAULT_MAX_REPORTS = 1 << 27
+"""At most 134M reports held (1 GiB of 8-byte keys), whoever sends them."""
 
 _ITEM_SHIFT = 9  # key = item << 9 | factor << 1 | bit
 _FACTOR_SHIFT = 1
 
 
 class ShuffleRefusedError(DprecError):
-    """The proxy holds fewer reports than its threshold and will not forward them."""
+    """The proxy holds reports of fewer senders than its threshold and will not forward them."""
+
+
+class SubmissionRefusedError(DprecError):
+    """A submission the proxy will not hold: a replay, a second one from the same sender in
+    one round, or more reports than the memory bounds allow."""
 
 
 class Shuffler:
     """Anonymising, shuffling proxy.
 
-    ``threshold``: the smallest number of reports the proxy forwards in one batch (a batch
-    of one report would link it to its sender). ``rng``: the proxy's own generator.
+    ``threshold``: the smallest number of distinct senders whose reports the proxy forwards
+    in one batch (a batch from one sender would link every report to it). Each sender has
+    one submission per round: a replay or a second message from the same id is refused, as
+    is anything past ``max_reports_per_sender`` or ``max_reports`` held in total. The sender
+    ids of the round are kept as a set, never linked to reports, and forgotten on flush.
+    ``rng``: the proxy's own generator.
     Counters: ``bytes_up`` (client messages received, serialised size), ``bytes_down``
     (batches forwarded), ``messages_received``, ``reports_forwarded``.
     """
 
-    def __init__(self, threshold: int, rng: np.random.Generator) -> None:
-        if int(threshold) != threshold or threshold < 1:
-            raise DprecError(f"threshold must be an integer >= 1, got {threshold}")
+    def __init__(self, threshold: int, rng: np.random.Generator, *,
+                 max_reports_per_sender: int = DEFAULT_MAX_REPORTS_PER_SENDER,
+                 max_reports: int = DEFAULT_MAX_REPORTS) -> None:
+        for name, value in (("threshold", threshold),
+                            ("max_reports_per_sender", max_reports_per_sender),
+                            ("max_reports", max_reports)):
+            if isinstance(value, bool) or int(value) != value or value < 1:
+                raise DprecError(f"{name} must be an integer >= 1, got {value}")
         if not isinstance(rng, np.random.Generator):
             raise DprecError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
         self.threshold = int(threshold)
+        self.max_reports_per_sender = int(max_reports_per_sender)
+        self.max_reports = int(max_reports)
+        self._senders: list[np.ndarray] = []
+        self._n_senders = 0
         self._rng = rng
         self._keys: list[np.ndarray] = []
         self._values: list[np.ndarray] = []
@@ -67,6 +93,36 @@ class Shuffler:
         """Number of reports waiting to be forwarded."""
         return self._held
 
+    @property
+    def senders(self) -> int:
+        """Number of distinct senders whose reports are held."""
+        return self._n_senders
+
+    def _admit(self, ids: np.ndarray, k: int) -> None:
+        """Refuse duplicates, replays and submissions past the memory bounds (before holding)."""
+        ids = np.asarray(ids)
+        if ids.size and not np.issubdtype(ids.dtype, np.integer):
+            raise SubmissionRefusedError(f"sender ids must be integers, got dtype {ids.dtype}")
+        ids = ids.astype(np.int64, copy=False).ravel()
+        if k > self.max_reports_per_sender:
+            raise SubmissionRefusedError(
+                f"a sender may submit at most {self.max_reports_per_sender} reports per round, "
+                f"got {k}")
+        if self._held + ids.size * k > self.max_reports:
+            raise SubmissionRefusedError(
+                f"the proxy holds at most {self.max_reports} reports; refusing "
+                f"{ids.size * k} more on top of {self._held}")
+        uniq = np.unique(ids)
+        if uniq.size != ids.size:
+            raise SubmissionRefusedError("one submission names the same sender twice")
+        for seen in self._senders:
+            dup = np.intersect1d(seen, uniq, assume_unique=True)
+            if dup.size:
+                raise SubmissionRefusedError(
+                    f"sender {int(dup[0])} already submitted this round (replay or duplicate)")
+        self._senders.append(uniq)
+        self._n_senders += uniq.size
+
     @staticmethod
     def _encode(items: np.ndarray, factors: np.ndarray, bits: np.ndarray) -> np.ndarray:
         return (
@@ -75,9 +131,12 @@ class Shuffler:
             | bits.astype(np.uint64)
         )
 
-    def _hold(self, keys: np.ndarray, values: np.ndarray | None) -> None:
-        if self._keys and (values is None) != (not self._values):
+    def _check_kind(self, real_valued: bool) -> None:
+        if self._keys and real_valued != bool(self._values):
             raise DprecError("one batch must not mix one-bit and real-valued reports")
+
+    def _hold(self, keys: np.ndarray, values: np.ndarray | None) -> None:
+        self._check_kind(values is not None)
         self._keys.append(keys)
         if values is not None:
             self._values.append(values)
@@ -92,16 +151,18 @@ class Shuffler:
             size = message.nbytes
         else:
             size = 0
-        if isinstance(message, GradientReports):
-            self._hold(self._encode(message.items, message.factors, message.bits), None)
-        elif isinstance(message, ValueReports):
-            zero = np.zeros(message.k, np.uint8)
-            self._hold(self._encode(message.items, message.factors, zero), message.values)
-        else:
+        if not isinstance(message, (GradientReports, ValueReports)):
             raise DprecError(
                 "message must be GradientReports, ValueReports or bytes, got "
                 f"{type(message).__name__}"
             )
+        self._check_kind(isinstance(message, ValueReports))
+        self._admit(np.array([message.client_id]), message.k)
+        if isinstance(message, GradientReports):
+            self._hold(self._encode(message.items, message.factors, message.bits), None)
+        else:
+            zero = np.zeros(message.k, np.uint8)
+            self._hold(self._encode(message.items, message.factors, zero), message.values)
         self.bytes_up += size
         self.messages_received += 1
 
@@ -117,18 +178,26 @@ class Shuffler:
         """Accept many clients' messages at once (simulation path).
 
         ``items``, ``factors``, ``bits``: arrays of shape ``(n_clients, k)``, row ``u`` being
-        client ``u``'s message (same content as :class:`GradientReports`). ``client_ids`` is
-        accepted for symmetry with the message path and discarded. Byte counts are those of
+        client ``u``'s message (same content as :class:`GradientReports`). ``client_ids``
+        (required, one per row) are checked like the message path's ids, then forgotten.
+        Byte counts are those of
         ``n_clients`` serialised :class:`GradientReports` of ``k`` reports. Real-valued
         reports pass ``values`` instead of ``bits`` (as :class:`ValueReports`).
         """
         if (bits is None) == (values is None):
             raise DprecError("pass exactly one of bits or values")
+        if client_ids is None:
+            raise DprecError("client_ids are required: the proxy counts and checks senders")
+        if np.shape(client_ids) != (np.shape(items)[0] if np.ndim(items) else -1,):
+            raise DprecError(f"client_ids must have one entry per row of items, got shape "
+                             f"{np.shape(client_ids)} for items of shape {np.shape(items)}")
         if values is not None:
             items, factors = np.asarray(items), np.asarray(factors)
             if items.ndim != 2 or np.shape(values) != items.shape:
                 raise DprecError("items, factors and values must be 2-D of equal shape")
             flat = ShuffledValues(items.ravel(), factors.ravel(), np.asarray(values).ravel())
+            self._check_kind(True)
+            self._admit(np.asarray(client_ids), items.shape[1])
             zero = np.zeros(flat.items.size, np.uint8)
             self._hold(self._encode(flat.items, flat.factors, zero), flat.values)
             self.bytes_up += items.shape[0] * ValueReports.serialized_size(items.shape[1])
@@ -141,11 +210,9 @@ class Shuffler:
                 f"{items.shape}, {factors.shape}, {bits.shape}"
             )
         n_clients, k = items.shape
-        if client_ids is not None and np.asarray(client_ids).shape != (n_clients,):
-            raise DprecError(
-                f"client_ids must have shape ({n_clients},), got {np.asarray(client_ids).shape}"
-            )
         flat = ShuffledReports(items.ravel(), factors.ravel(), bits.ravel())  # validates
+        self._check_kind(False)
+        self._admit(np.asarray(client_ids), k)
         self._hold(self._encode(flat.items, flat.factors, flat.bits), None)
         self.bytes_up += n_clients * GradientReports.serialized_size(k)
         self.messages_received += n_clients
@@ -153,12 +220,13 @@ class Shuffler:
     def flush(self) -> ShuffledReports | ShuffledValues:
         """Forward all held reports in a uniformly random order, or refuse.
 
-        Raises :class:`ShuffleRefusedError` (keeping the reports) when fewer than
-        ``threshold`` reports are held.
+        Raises :class:`ShuffleRefusedError` (keeping the reports) when reports of fewer than
+        ``threshold`` distinct senders are held.
         """
-        if self._held < self.threshold:
+        if self._n_senders < self.threshold or not self._held:
             raise ShuffleRefusedError(
-                f"held reports must be >= threshold {self.threshold} to forward, got {self._held}"
+                f"senders must be >= threshold {self.threshold} to forward, got "
+                f"{self._n_senders} ({self._held} reports)"
             )
         keys = np.concatenate(self._keys) if len(self._keys) > 1 else self._keys[0]
         values = np.concatenate(self._values) if self._values else None
@@ -172,6 +240,8 @@ class Shuffler:
         self._keys = []
         self._values = []
         self._held = 0
+        self._senders = []
+        self._n_senders = 0
         items = (keys >> np.uint64(_ITEM_SHIFT)).astype(np.int32)
         factors = ((keys >> np.uint64(_FACTOR_SHIFT)) & np.uint64(0xFF)).astype(np.uint8)
         out: ShuffledReports | ShuffledValues

@@ -44,8 +44,9 @@ class FlippedBPRConfig(BPRConfig):
 class SystemSpec:
     """A registered system.
 
-    ``fixed``: config fields set by the system's name (not settable). ``paper_grid``: the
-    grid ``dprec tune`` searches when no grid file is given.
+    ``fixed``: config fields set by the system's name (not settable). ``default_grid``: the
+    grid ``dprec tune`` searches when no grid file is given (widened until the chosen point
+    is inside it on ML-100K).
     """
 
     name: str
@@ -55,7 +56,7 @@ class SystemSpec:
     private: bool
     summary: str
     fixed: Mapping[str, object] = field(default_factory=dict)
-    paper_grid: Mapping[str, tuple[object, ...]] = field(default_factory=dict)
+    default_grid: Mapping[str, tuple[object, ...]] = field(default_factory=dict)
 
     def settable(self) -> list[str]:
         return [f.name for f in fields(self.config) if f.name not in self.fixed]
@@ -141,12 +142,13 @@ def _specs() -> dict[str, SystemSpec]:
                    "BPR-MF trained centrally on symmetrically flipped data"),
         SystemSpec("mf-np", ALSConfig, _als, "ranking", False,
                    "implicit ALS on the true data (non-private)", {},
-                   {"factors": (8, 16, 32, 64), "regularization": (0.1, 1.0, 10.0, 30.0),
-                    "alpha": (0.3, 1.0, 3.0, 10.0)}),
+                   {"factors": (16, 32, 64, 128), "regularization": (3.0, 10.0, 30.0, 100.0,
+                                                                      300.0),
+                    "alpha": (1.0, 3.0, 10.0, 30.0)}),
         SystemSpec("fcf", FMF, _fmf, "ranking", False,
                    "federated implicit MF, exact item gradients (non-private)",
-                   {"exact": True}, {"lr": (1e-3, 1e-2, 3e-2, 1e-1, 3e-1),
-                                     "factors": (5, 10, 20)}),
+                   {"exact": True}, {"lr": (0.03, 0.1, 0.3, 1.0),
+                                     "factors": (10, 20, 40, 80)}),
         SystemSpec("fmf-ldp", FMF, _fmf, "ranking", True,
                    "FMF-LDP: k LDP gradient reports per client per epoch via a shuffler",
                    {"exact": False}),

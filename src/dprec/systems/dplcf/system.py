@@ -65,8 +65,10 @@ class LocalItemCFConfig:
             raise DprecError(f"neighbourhood must be item or user, got {self.neighbourhood!r}")
         if self.flip != "none":
             check_positive("epsilon", self.epsilon)
-        if self.neighbours < 1:
-            raise DprecError(f"neighbours must be >= 1, got {self.neighbours}")
+        for name in ("neighbours", "batch_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or int(value) != value or value < 1:
+                raise DprecError(f"{name} must be an integer >= 1, got {value}")
 
     def mechanism(self) -> BitFlip | None:
         if self.flip == "none":

@@ -9,6 +9,7 @@ mean gradient (server.estimate_mean_gradient) and descends ``server_steps`` time
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -23,6 +24,7 @@ from dprec.privacy.guarantee import Guarantee, PrivacyReport
 from dprec.privacy.ledger import PrivacyLedger
 from dprec.protocol.engine import ShufflingProxy, run_protocol
 from dprec.protocol.messages import GradientReports, ItemMatrix, ValueReports
+from dprec.protocol.shuffler import DEFAULT_THRESHOLD
 from dprec.systems.base import NotFittedError, Ranker, RoundHook, check_history
 from dprec.systems.central import factor_scores
 from dprec.systems.fmf import client, server
@@ -66,21 +68,36 @@ class FMFConfig:
     """True = FCF: each client sends its exact full gradient (non-private)."""
     init_scale: float = 0.1
     """V ~ N(0, init_scale^2) at the start."""
-    shuffle_threshold: int = 1
-    """The proxy refuses to forward fewer reports than this."""
+    shuffle_threshold: int = DEFAULT_THRESHOLD
+    """Distinct senders the shuffling proxy needs before it forwards a round's reports (100:
+    below that the shuffle neither amplifies at the paper's eps nor hides a sender well)."""
     user_budget: float | None = None
     """Per-user epsilon budget; a client stops reporting when the next epoch would exceed it."""
     delta: float = 1e-6
     """delta of the central guarantee after shuffling."""
     batch_size: int = 8192
     """Clients simulated per vectorised batch."""
+    allow_no_update: bool = False
+    """Accept a run in which no round reached the server (otherwise it is an error)."""
 
     def __post_init__(self) -> None:
-        for name in ("factors", "epochs", "server_steps", "k", "batch_size"):
+        for name in ("factors", "epochs", "server_steps", "k", "batch_size",
+                     "shuffle_threshold"):
             if int(getattr(self, name)) < 1:
                 raise DprecError(f"{name} must be >= 1, got {getattr(self, name)}")
         check_positive("epsilon", self.epsilon)
+        if not math.isfinite(self.epsilon) or self.epsilon > 50:
+            raise DprecError(f"epsilon must be <= 50 per report (larger is no privacy and "
+                             f"overflows the accounting), got {self.epsilon}")
         check_positive("lr", self.lr)
+        if self.user_budget is not None:
+            check_positive("user_budget", self.user_budget)
+        if not 0 < self.delta < 1:
+            raise DprecError(f"delta must be in (0, 1), got {self.delta}")
+        for name in ("regularization", "alpha", "init_scale"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise DprecError(f"{name} must be a finite number >= 0, got {value}")
         check_positive("clip", self.clip)
         if self.mechanism not in ("binary", "piecewise", "none"):
             raise DprecError(f"mechanism must be binary, piecewise or none, got {self.mechanism!r}")
@@ -103,6 +120,7 @@ class FederatedMF(Ranker):
         self._diag: dict[str, object] = {}
         self._n_users = 0
         self.events: EventLog | None = None
+        self._rounds: list = []
 
     def _mechanism(self) -> BinaryMechanism | PiecewiseMechanism | None:
         c = self.config
@@ -135,6 +153,18 @@ class FederatedMF(Ranker):
 
         run = run_protocol(srv, clients, c.epochs, rng, self.events, proxy=proxy,
                            on_round=after_round)
+        self._rounds = run.rounds
+        if run.rounds_without_update == c.epochs and not c.allow_no_update:
+            why = ("every client was stopped by its ledger (user_budget "
+                   f"{c.user_budget} < k x epsilon = {c.k * c.epsilon:g})"
+                   if ledger is not None and not clients.reporting_rounds.any()
+                   else f"the shuffler refused every round (fewer than shuffle_threshold = "
+                        f"{c.shuffle_threshold} senders; {n_users} users)")
+            raise DprecError(f"{self.name}: no round reached the server: {why}; fix that, or "
+                             "pass --param allow_no_update=true to keep the untrained model")
+        if run.rounds_without_update:
+            log.warning("%s: %d of %d rounds did not update the model", self.name,
+                        run.rounds_without_update, c.epochs)
         self.V = run.broadcast
         if c.exact:
             up = 0.0
@@ -181,4 +211,9 @@ class FederatedMF(Ranker):
                 "epsilon_per_report": c.epsilon,
                 "epsilon_per_round": c.k * c.epsilon,
                 "epsilon_user": local.epsilon,
+            }, "rounds": {
+                "planned": c.epochs,
+                "updated": sum(r.updated for r in self._rounds),
+                "senders_per_round": [r.senders for r in self._rounds],
+                "shuffle_threshold_senders": c.shuffle_threshold,
             }})
