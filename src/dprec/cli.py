@@ -6,7 +6,6 @@ import json
 import logging
 import math
 import sys
-import time
 from pathlib import Path
 from typing import Annotated
 
@@ -193,24 +192,6 @@ def _system_params(name: str, epsilon: float | None, params: dict[str, object]) 
     return out_
 
 
-def _results_dir(base: Path, dataset: str, what: str, suffix: str = "") -> Path:
-    """A new, unique path under base/dataset (a numeric suffix on collision)."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    parent = base / dataset.replace(":", "_").replace("/", "_")
-    parent.mkdir(parents=True, exist_ok=True)
-    for i in range(1000):
-        path = parent / f"{what}-{stamp}{'' if i == 0 else f'-{i}'}{suffix}"
-        try:
-            if suffix:
-                path.touch(exist_ok=False)
-            else:
-                path.mkdir(exist_ok=False)
-            return path
-        except FileExistsError:
-            continue
-    raise DprecError(f"could not create a unique results path under {parent}")
-
-
 def _experiment(task: str, ds, seeds: int, split: str | None, negatives: int, folds: int):
     """The experiment of a task: leave-one-out ranking, or k-fold / user-split rating."""
     from dprec.evaluation.ranking import RankingEvaluator
@@ -263,8 +244,10 @@ def run(
     out_dir: ResultsDir = Path("results"),
 ) -> None:
     """Run one system on a data set over several seeds; print metrics and the privacy report."""
+    from dprec.evaluation.results import check_output_base, new_result_file, write_json
     from dprec.systems.registry import make_system, spec
     try:
+        check_output_base(out_dir)
         s = spec(system)
         base, cf = _load_config(config, system)
         params = _system_params(system, epsilon, _pairs(param))
@@ -280,8 +263,7 @@ def run(
     if cf is not None:
         res.config_file = {"path": cf.path, "provenance": cf.provenance}
     doc = res.to_json()
-    path = _results_dir(out_dir, dataset, system, ".json")
-    path.write_text(json.dumps(doc, indent=2, default=float))
+    path = write_json(new_result_file(out_dir, dataset, system), doc)
     if as_json:
         sys.stdout.write(json.dumps(doc, default=float) + "\n")
         err.print(f"saved {path}")
@@ -385,14 +367,18 @@ def compare(
         run_systems,
         save_comparison,
     )
+    from dprec.evaluation.results import ResultsFolder, check_output_base
     from dprec.evaluation.runner import Experiment
-    from dprec.systems.registry import spec
+    from dprec.systems.registry import make_config, spec
     try:
+        check_output_base(out_dir)
         names = [s.strip() for s in systems_.split(",")] if systems_ else list(DEFAULT_COMPARISON)
         for n in names:
             if spec(n).task != "ranking":
                 raise DprecError(f"compare ranks systems on leave-one-out; {n} is a "
                                  f"{spec(n).task} system (use `dprec run {n}`)")
+        if len(set(names)) != len(names):
+            raise DprecError(f"--systems names a system twice: {systems_}")
         if epsilon is not None:
             check_positive("epsilon", epsilon)
         if preset is None:
@@ -409,26 +395,52 @@ def compare(
         for e in grid:
             if not e > 0:
                 raise DprecError(f"every ε in --eps-grid must be > 0, got {e}")
+        private = private_names(names)
+        for n in private:
+            for e in grid:
+                make_config(n, {"epsilon": e}, configs[n])
         ds = _load(dataset, data_dir)
         exp = Experiment(ds, range(seeds))
         sweep_exp = Experiment(ds, range(sweep_seeds))
-        private = private_names(names)
-        total = len(names) * seeds + len(grid) * len(private) * sweep_seeds
+        exp.folds(0)
+    except DprecError as e:
+        _fail(e)
+    folder = ResultsFolder(out_dir, dataset, "compare")
+
+    def failed(name: str, e: Exception) -> None:
+        kind = "" if isinstance(e, DprecError) else f"{type(e).__name__}: "
+        folder.record_failure(name, f"{kind}{e}")
+        err.print(f"[bold red]{name} failed:[/] {kind}{e}")
+
+    def saved(name: str, r) -> None:  # noqa: ANN001
+        if files.get(name) is not None:
+            cf = files[name]
+            r.config_file = {"path": cf.path, "provenance": cf.provenance}  # type: ignore[attr-defined]
+        folder.save_system(name, r.to_json())
+
+    total = len(names) * seeds + len(grid) * len(private) * sweep_seeds
+    try:
         with _progress() as bar:
             task = bar.add_task(f"compare on {dataset}", total=total)
 
             def tick(name: str) -> None:
                 bar.update(task, advance=1, description=f"compare on {dataset}: {name}")
 
-            results = run_systems(exp, names, configs, tick)
-            for n, cf in files.items():
-                results[n].config_file = {"path": cf.path,  # type: ignore[attr-defined]
-                                          "provenance": cf.provenance}  # type: ignore[attr-defined]
-            sweep = eps_sweep(sweep_exp, private, configs, grid, tick=tick) if grid else None
-    except DprecError as e:
-        _fail(e)
-    target = _results_dir(out_dir, dataset, "compare")
-    paths = save_comparison(target, dataset, results, sweep, list(exp.ks))
+            results = run_systems(exp, names, configs, tick, on_result=saved, on_error=failed)
+            sweep = (eps_sweep(sweep_exp, [n for n in private if n in results], configs, grid,
+                               tick=tick, on_error=failed) if grid else None)
+        if not results:
+            raise DprecError("every system failed; see the errors above")
+        save_comparison(folder.path, dataset, results, sweep, list(exp.ks), folder.failed)
+    except KeyboardInterrupt:
+        kept = folder.abandon("interrupted")
+        err.print(f"interrupted: finished systems kept in {kept}")
+        raise typer.Exit(130) from None
+    except (DprecError, OSError) as e:
+        kept = folder.abandon(str(e))
+        err.print(f"[bold red]error:[/] {e}; finished systems kept in {kept}")
+        raise typer.Exit(2) from None
+    target = folder.complete()
     docs = {n: r.to_json() for n, r in results.items()}
     tuned = ", ".join(f"{n} ({f.path})" for n, f in files.items()) or "none"  # type: ignore[attr-defined]
     _print_tables(f"{dataset}, ε={epsilon or 'paper default'}, {seeds} seeds (mean±std); "
@@ -440,11 +452,16 @@ def compare(
         for e in grid:
             t.add_column(f"ε={e:g}", justify="right")
         for n, pts in sweep.items():
-            t.add_row(n, *[f"{p['mean']:.4f}±{p['std']:.4f} [{p['user_epsilon']:.3g}]"
-                           for p in pts])
+            by_eps = {p["epsilon"]: p for p in pts}
+            t.add_row(n, *[f"{by_eps[e]['mean']:.4f}±{by_eps[e]['std']:.4f} "
+                           f"[{by_eps[e]['user_epsilon']:.3g}]" if e in by_eps else "failed"
+                           for e in grid])
         out.print(t)
-    for p in paths:
-        out.print(f"saved {p}")
+    out.print(f"saved {target} (" + ", ".join(sorted(p.name for p in target.iterdir())) + ")")
+    if folder.failed:
+        err.print(f"[bold red]{len(folder.failed)} run(s) failed:[/] "
+                  + "; ".join(f"{k}: {v}" for k, v in folder.failed.items()))
+        raise typer.Exit(1)
 
 
 def _read_grid(path: Path) -> dict[str, list]:
@@ -481,6 +498,7 @@ def tune_cmd(
 ) -> None:
     """Grid search on validation data carved out of each training fold; writes a TOML config
     that `dprec run SYSTEM --config FILE` and `dprec compare --configs DIR` reuse."""
+    from dprec.evaluation.ranking import RankingEvaluator
     from dprec.evaluation.tuning import default_grid, grid_points, tune
     from dprec.systems.registry import config_to_toml, make_config, spec
     try:
@@ -491,6 +509,11 @@ def tune_cmd(
         for p in points:
             make_config(system, p, base)
         metric = metric or ("HR@10" if s.task == "ranking" else "RMSE")
+        allowed = (["RMSE", "MAE"] if s.task == "rating" else
+                   [f"{m}@{k}" for m in ("HR", "NDCG") for k in RankingEvaluator(negatives).ks])
+        if metric not in allowed:
+            raise DprecError(f"metric {metric} is not measured for a {s.task} system; "
+                             f"choose one of {', '.join(allowed)}")
         target = out_path or Path("configs") / dataset / f"{system}.toml"
         if target.exists() and not force:
             raise DprecError(f"{target} exists; pass --force to overwrite it or --out elsewhere")

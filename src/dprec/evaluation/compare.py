@@ -29,13 +29,24 @@ SweepPoint = dict[str, float]
 
 def run_systems(experiment: Experiment, names: Sequence[str], configs: Mapping[str, Any],
                 tick: Tick | None = None,
-                on_result: Callable[[str, RunResult], None] | None = None
+                on_result: Callable[[str, RunResult], None] | None = None,
+                on_error: Callable[[str, Exception], None] | None = None,
                 ) -> dict[str, RunResult]:
-    """Run each named system with its config on the experiment's shared folds."""
+    """Run each named system with its config on the experiment's shared folds.
+
+    ``on_result`` sees each result as soon as it exists. With ``on_error``, a system that
+    raises is reported there and skipped, so the others still run; without, it propagates.
+    """
     out: dict[str, RunResult] = {}
     for name in names:
-        out[name] = experiment.run(lambda n=name: make_system(n, config=configs.get(n)),
-                                   on_seed=(lambda s, n=name: tick(n)) if tick else None)
+        try:
+            out[name] = experiment.run(lambda n=name: make_system(n, config=configs.get(n)),
+                                       on_seed=(lambda s, n=name: tick(n)) if tick else None)
+        except Exception as e:  # noqa: BLE001 - one failing system must not lose the others
+            if on_error is None:
+                raise
+            on_error(name, e)
+            continue
         if on_result is not None:
             on_result(name, out[name])
     return out
@@ -43,12 +54,19 @@ def run_systems(experiment: Experiment, names: Sequence[str], configs: Mapping[s
 
 def eps_sweep(experiment: Experiment, names: Sequence[str], configs: Mapping[str, Any],
               eps_grid: Sequence[float], metric: str = "HR@10", protocol: str = "sampled",
-              tick: Tick | None = None) -> dict[str, list[SweepPoint]]:
-    """metric (mean, std over seeds) and the per-user epsilon against eps, per private system."""
+              tick: Tick | None = None,
+              on_error: Callable[[str, Exception], None] | None = None,
+              ) -> dict[str, list[SweepPoint]]:
+    """metric (mean, std over seeds) and the per-user epsilon against eps, per private system.
+
+    A point whose run fails (reported to ``on_error``) is left out of its system's curve.
+    """
     sweep: dict[str, list[SweepPoint]] = {n: [] for n in names}
     for eps in eps_grid:
         at = {n: make_config(n, {"epsilon": float(eps)}, configs.get(n)) for n in names}
-        res = run_systems(experiment, names, at, tick)
+        res = run_systems(experiment, names, at, tick,
+                          on_error=(lambda n, e, eps=eps: on_error(f"{n} at eps={eps:g}", e))
+                          if on_error else None)
         for n, r in res.items():
             m = r.metrics[protocol][metric]
             sweep[n].append({"epsilon": float(eps), "mean": m["mean"], "std": m["std"],
@@ -90,13 +108,18 @@ def comparison_rows(results: dict[str, RunResult]) -> list[dict[str, object]]:
 
 def save_comparison(out_dir: Path, dataset: str, results: dict[str, RunResult],
                     sweep: dict[str, list[SweepPoint]] | None,
-                    ks: list[int]) -> list[Path]:
-    """results.json, results.csv, HR@K plots, HR@10 against eps and against per-user eps."""
+                    ks: list[int], failed: Mapping[str, str] | None = None) -> list[Path]:
+    """results.json, results.csv, HR@K plots, HR@10 against eps and against per-user eps.
+
+    ``failed`` (system -> error) is recorded in results.json beside the results.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     doc = {"dataset": dataset, "results": {n: r.to_json() for n, r in results.items()},
-           "eps_sweep": sweep}
+           "eps_sweep": sweep, "failed": dict(failed or {})}
     paths = [out_dir / "results.json", out_dir / "results.csv"]
     paths[0].write_text(json.dumps(doc, indent=2, default=float))
+    if not results:
+        return paths[:1]
     rows = comparison_rows(results)
     with paths[1].open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))

@@ -51,6 +51,11 @@ _BYTE_ONES = np.uint64(0x0101010101010101)
 _BYTE_HIGH = np.uint64(0x8080808080808080)
 
 
+MIN_EPSILON = 1e-12
+"""Below this, p - q is within a few thousand float64 ulps of 0.5 and the estimator's
+1 / (p - q) amplifies rounding error; at about 1e-16 p and q become equal."""
+
+
 def _check_epsilon(eps: float) -> float:
     try:
         value = float(eps)
@@ -60,6 +65,9 @@ def _check_epsilon(eps: float) -> float:
         raise DprecError(f"epsilon must be > 0, got {eps}")
     if not math.isfinite(value):
         raise DprecError(f"epsilon must be finite, got {eps}")
+    if value < MIN_EPSILON:
+        raise DprecError(f"epsilon {value:g} is too small for a float64 flip probability "
+                         f"(p and q would be equal); use epsilon >= {MIN_EPSILON:g}")
     return value
 
 

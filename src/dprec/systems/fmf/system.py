@@ -24,7 +24,7 @@ from dprec.privacy.guarantee import Guarantee, PrivacyReport
 from dprec.privacy.ledger import PrivacyLedger
 from dprec.protocol.engine import ShufflingProxy, run_protocol
 from dprec.protocol.messages import GradientReports, ItemMatrix, ValueReports
-from dprec.protocol.shuffler import DEFAULT_THRESHOLD
+from dprec.protocol.shuffler import DEFAULT_MAX_REPORTS_PER_SENDER, DEFAULT_THRESHOLD
 from dprec.systems.base import NotFittedError, Ranker, RoundHook, check_history
 from dprec.systems.central import factor_scores
 from dprec.systems.fmf import client, server
@@ -101,6 +101,9 @@ class FMFConfig:
         check_positive("clip", self.clip)
         if self.mechanism not in ("binary", "piecewise", "none"):
             raise DprecError(f"mechanism must be binary, piecewise or none, got {self.mechanism!r}")
+        if self.k > DEFAULT_MAX_REPORTS_PER_SENDER:
+            raise DprecError(f"k must be <= {DEFAULT_MAX_REPORTS_PER_SENDER} (the most reports "
+                             f"the proxy holds per sender and round), got {self.k}")
         if self.factors > 255:
             raise DprecError(f"factors must be <= 255, got {self.factors}")
 
