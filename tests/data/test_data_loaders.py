@@ -17,6 +17,8 @@ from dprec.data.loaders import (
 )
 from dprec.errors import DataError
 
+pytestmark = pytest.mark.usefixtures("no_releases")
+
 # (user, item, rating, timestamp); user 7 rated item 3 twice, the later record wins
 RATINGS = [(1, 10, 4, 881250949), (1, 3, 2, 881250950), (7, 3, 5, 891717742),
            (7, 10, 1, 878887116), (2, 5, 3, 884182806)]
@@ -190,12 +192,14 @@ def test_csv_with_header_and_typed_header(tmp_path):
     p.write_text("userId,movieId,rating,timestamp\n"
                  + "".join(f"{u},{i},{r},{t}\n" for u, i, r, t in RATINGS))
     ds = load_csv(p)
-    assert ds.name == "csv:r.csv"
+    assert ds.name.startswith("csv#") and ds.history == (f"source: file {p.resolve()}",)
     assert _triples(ds) == _expected()
     q = tmp_path / "r.inter"
     q.write_text("user_id:token\titem_id:token\ttimestamp:float\trating:float\n"
                  + "".join(f"{u}\t{i}\t{t}\t{r}\n" for u, i, r, t in RATINGS))
-    assert _triples(load_csv(q)) == _expected()
+    typed = load_csv(q)
+    assert _triples(typed) == _expected()
+    assert typed.name == ds.name  # named by content, not by path or format
 
 
 def test_csv_headerless_appusage_like(tmp_path):

@@ -9,6 +9,8 @@ from dprec.data import registry
 from dprec.data.registry import KNOWN_DATASETS, load_dataset
 from dprec.errors import DataError
 
+pytestmark = pytest.mark.usefixtures("no_releases")
+
 
 def write_ml1m(folder):
     folder.mkdir(parents=True)
@@ -39,6 +41,7 @@ def test_ml1m_from_data_dir_and_env(tmp_path, monkeypatch):
     write_ml1m(tmp_path / "ml-1m")
     ds = load_dataset("ml-1m", data_dir=tmp_path)
     assert (ds.name, ds.n_users, ds.n_items, ds.n_interactions) == ("ml-1m", 2, 2, 3)
+    assert ds.history == (f"source: data-dir {(tmp_path / 'ml-1m').resolve()}",)
     monkeypatch.setenv("DPREC_DATA", str(tmp_path / "ml-1m"))
     assert load_dataset("ML-1M").n_interactions == 3
     with pytest.raises(DataError, match=r"ML-1M: no ratings.dat in .*ml-1m"):
@@ -65,7 +68,8 @@ def test_csv(tmp_path):
     p = tmp_path / "apps.csv"
     p.write_text("user,app\nu1,a\nu1,b\nu2,a\n")
     ds = load_dataset(f"csv:{p}")
-    assert ds.name == f"csv:{p}" and ds.n_interactions == 3
+    assert ds.name == f"csv#{ds.content_sha256()[:16]}" and ds.n_interactions == 3
+    assert ds.history == (f"source: file {p.resolve()}",)
     with pytest.raises(DataError, match="csv: needs a path"):
         load_dataset("csv:")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -86,9 +87,11 @@ class Dataset:
     ) -> Dataset:
         """Build from raw (user, item, rating, timestamp) arrays of any id type.
 
-        Raw ids are mapped to 0..n-1 in sorted order (``all_*_ids`` may add ids with no
-        interactions). Duplicate (user, item) pairs keep the latest record. Side-feature
-        frames, if given, are indexed by raw id and reordered to the internal order.
+        Ratings must be > 0: a stored rating is an interaction, so a 0 or negative one would
+        silently count as a positive. Raw ids are mapped to 0..n-1 in sorted order
+        (``all_*_ids`` may add ids with no interactions). Duplicate (user, item) pairs keep
+        the latest record. Side-feature frames, if given, are indexed by raw id and
+        reordered to the internal order.
         """
         users = np.asarray(users)
         items = np.asarray(items)
@@ -104,6 +107,12 @@ class Dataset:
                 raise DataError("timestamps must have one entry per interaction")
         if n and not np.all(np.isfinite(ratings)):
             raise DataError("ratings contain NaN or infinite values")
+        if n and not ratings.min() > 0:
+            raise DataError(
+                f"ratings must be > 0 (every stored rating counts as an interaction), got "
+                f"{int(np.sum(ratings <= 0)):,} ratings <= 0 (e.g. {ratings.min():g}); drop "
+                "them or binarise with a threshold first"
+            )
         uid = np.unique(users if all_user_ids is None else np.concatenate([users, all_user_ids]))
         iid = np.unique(items if all_item_ids is None else np.concatenate([items, all_item_ids]))
         u = np.searchsorted(uid, users).astype(np.int64)
@@ -130,6 +139,31 @@ class Dataset:
             user_features=uf,
             item_features=itf,
         )
+
+    def content_sha256(self) -> str:
+        """sha256 of the interactions (raw ids, ratings, timestamps) in canonical order.
+
+        The same data give the same digest whatever the file's path, format or row order;
+        side features are not included.
+        """
+        h = hashlib.sha256(b"dprec-interactions-v1")
+
+        def part(tag: bytes, data: bytes) -> None:
+            h.update(tag + len(data).to_bytes(8, "little") + data)
+
+        m = self.matrix
+        for tag, ids, n in ((b"U", self.user_ids, m.shape[0]), (b"I", self.item_ids, m.shape[1])):
+            ids = np.arange(n) if ids is None else np.asarray(ids)
+            if ids.dtype.kind in "iub":
+                part(tag + b"i", ids.astype("<i8").tobytes())
+            else:
+                part(tag + b"s", "\x1f".join(map(str, ids.tolist())).encode("utf-8"))
+        part(b"P", np.asarray(m.indptr, "<i8").tobytes())
+        part(b"X", np.asarray(m.indices, "<i8").tobytes())
+        part(b"R", np.asarray(m.data, "<f4").tobytes())
+        if self.timestamps is not None:
+            part(b"T", np.asarray(self.timestamps, "<i8").tobytes())
+        return h.hexdigest()
 
     def triples(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(user index, item index, rating) arrays in canonical order."""

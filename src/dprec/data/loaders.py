@@ -1,9 +1,23 @@
 """Loaders for MovieLens (100K, 1M, 10M, 20M/25M) and generic CSV interaction files.
 
 Every loader reads a local path with pandas and returns a :class:`Dataset` with ratings,
-timestamps (where the format has them), raw ids in ``user_ids``/``item_ids`` and side
-features indexed by raw id. A missing or corrupt file raises :class:`DataError` naming the
-file and the problem.
+timestamps (where the format has them), raw ids in ``user_ids``/``item_ids``, side features
+indexed by raw id, and a history that starts with ``source: ...`` naming what was read. A
+missing or corrupt file raises :class:`DataError` naming the file, the line and the value.
+
+Reading rules, the same for every loader:
+- ids are read exactly, never through a float: int64 when every id is an integer that fits,
+  else (generic CSV only) the text itself. A MovieLens id that is not an integer or does
+  not fit in 64 bits is an error.
+- a stored rating is an interaction, so ratings must be > 0. MovieLens ratings must lie on
+  the release's scale (1..5 stars for 100K and 1M, half stars 0.5..5 for 10M/20M/25M);
+  a generic CSV's ratings <= 0 are an error unless ``threshold`` binarises them explicitly
+  (the history records ``binarise(rating>T)``).
+- text is UTF-8 (a byte-order mark is skipped; UTF-16 with a mark is read too), falling
+  back to latin-1; compressed or binary files are refused with a hint.
+- a file loaded under the name of an official release (:data:`RELEASES`) must hold the
+  release's number of ratings, with timestamps inside the release's time span: this
+  catches a file cut at a line boundary or in the middle of a number.
 
 Side-feature conventions (the same for every MovieLens format):
 - ``item_features``: ``title`` (str), ``year`` (nullable Int64), ``genres`` (str, genre
@@ -14,10 +28,12 @@ Side-feature conventions (the same for every MovieLens format):
 
 from __future__ import annotations
 
+import codecs
 import csv
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -40,68 +56,176 @@ ATOMIC_FILES = ("ml-100k.inter", "ml-100k.user", "ml-100k.item")
 Layout = Literal["grouplens", "atomic"]
 
 _YEAR_IN_TITLE = re.compile(r"\((\d{4})\)\s*$")
+_INTEGER_TEXT = r"[+-]?\d+(?:\.0*)?"  # an integer, possibly written 12.0
+_CANONICAL_INT = r"-?(?:0|[1-9]\d*)"  # an integer written the one way int() prints it
+_STARS = np.arange(1.0, 6.0)
+_HALF_STARS = np.arange(1.0, 11.0) / 2
+_MAGIC = (
+    (b"\x1f\x8b", "gzip", "gunzip"), (b"PK\x03\x04", "zip", "unzip"),
+    (b"\xfd7zXZ\x00", "xz", "unxz"), (b"\x28\xb5\x2f\xfd", "zstd", "unzstd"),
+)
+
+
+@dataclass(frozen=True)
+class Release:
+    """What a complete, unmodified copy of an official MovieLens release holds."""
+
+    title: str
+    ratings: int
+    first_day: str
+    """ISO date (UTC) on or after which every rating lies."""
+    last_day: str
+    """ISO date (UTC) on or before which every rating lies."""
+
+
+RELEASES: dict[str, Release] = {
+    "ml-100k": Release("MovieLens-100K", 100_000, "1997-09-19", "1998-04-23"),
+    "ml-1m": Release("MovieLens-1M", 1_000_209, "2000-01-01", "2003-12-31"),
+    "ml-10m": Release("MovieLens-10M", 10_000_054, "1995-01-01", "2009-12-31"),
+    "ml-20m": Release("MovieLens-20M", 20_000_263, "1995-01-01", "2016-12-31"),
+    "ml-25m": Release("MovieLens-25M", 25_000_095, "1995-01-01", "2019-12-31"),
+}
+"""Known releases by dataset name; a loader checks the file it reads under one of these
+names against it (tests replace entries to check small fixtures)."""
 
 
 # --------------------------------------------------------------------------- helpers
 
 
-def _read_table(path: Path, **kwargs: object) -> pd.DataFrame:
-    """``pd.read_csv`` that turns every failure into a DataError naming ``path``.
+def _sniff_encoding(path: Path) -> str | None:
+    """The encoding a byte-order mark announces, if any; DataError for binary files."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096)
+    except OSError as e:
+        raise DataError(f"{path}: cannot read ({e.strerror or e})") from e
+    if head.startswith(codecs.BOM_UTF8):
+        return "utf-8-sig"
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"
+    for magic, kind, tool in _MAGIC:
+        if head.startswith(magic):
+            raise DataError(f"{path}: this is a {kind} archive, not a text file; extract it "
+                            f"first (e.g. `{tool} {path}`) and load the extracted file")
+    if b"\x00" in head:
+        raise DataError(f"{path}: this is a binary file, not delimited text")
+    return None
 
-    Text is decoded as UTF-8, falling back to latin-1 (older MovieLens files).
-    """
+
+def _check_file(path: Path) -> None:
+    if path.is_dir():
+        raise DataError(f"{path}: is a folder; expected a file")
     if not path.is_file():
         raise DataError(f"{path}: file not found")
     if path.stat().st_size == 0:
         raise DataError(f"{path}: file is empty")
+
+
+def _read_table(path: Path, **kwargs: object) -> pd.DataFrame:
+    """``pd.read_csv`` that turns every failure into a DataError naming ``path``.
+
+    Text is decoded as the byte-order mark says, else UTF-8, falling back to latin-1 (older
+    MovieLens files) or to the ``encoding`` given.
+    """
+    _check_file(path)
+    marked = _sniff_encoding(path)
     encoding = kwargs.pop("encoding", None)
-    encodings = (encoding,) if encoding else ("utf-8", "latin-1")
+    encodings = (marked,) if marked else (encoding,) if encoding else ("utf-8", "latin-1")
     last: Exception | None = None
     for enc in encodings:
         try:
             return pd.read_csv(path, encoding=enc, **kwargs)  # type: ignore[call-overload]
-        except UnicodeDecodeError as e:
+        except UnicodeError as e:
             last = e
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as e:
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError,
+                OverflowError) as e:
             raise DataError(f"{path}: cannot parse ({e})") from e
-    raise DataError(f"{path}: cannot decode text ({last})")
+        except OSError as e:
+            raise DataError(f"{path}: cannot read ({e.strerror or e})") from e
+    raise DataError(f"{path}: cannot decode text ({last}); save it as UTF-8")
 
 
-def _numeric(df: pd.DataFrame, column: str, path: Path, *, header_lines: int = 0) -> np.ndarray:
-    """Column ``column`` as float64, or a DataError naming the first bad line of ``path``."""
-    col = df[column]
-    if pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype):
-        values = col.astype(np.float64)
-    else:
-        values = pd.to_numeric(col, errors="coerce")
-    bad = values.isna().to_numpy()
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raw = df[column].iloc[row]
-        raise DataError(
-            f"{path}: line {row + 1 + header_lines}: column {column!r} must be a number, "
-            f"got {raw!r} (truncated or corrupt file?)"
-        )
-    return values.to_numpy(np.float64)
+class _Table:
+    """A parsed file that can re-read itself as text: ids are converted from the text
+    (exactly), and errors name the file, the line and the column as the file has it."""
+
+    def __init__(self, path: Path, df: pd.DataFrame, header_lines: int = 0,
+                 reread: Callable[[], pd.DataFrame] | None = None,
+                 labels: Mapping[object, str] | None = None) -> None:
+        self.path, self.df, self.header_lines = path, df, header_lines
+        self._reread, self._text = reread, None
+        self.labels = dict(labels or {})
+
+    def __len__(self) -> int:
+        return len(self.df)
+
+    def at(self, row: int, column: object) -> str:
+        """``PATH: line N: column C`` for error messages."""
+        label = self.labels.get(column, repr(column))
+        return f"{self.path}: line {row + 1 + self.header_lines}: column {label}"
+
+    def text(self, column: object) -> pd.Series:
+        """Column ``column`` as the text the file holds."""
+        col = self.df[column]
+        if not pd.api.types.is_numeric_dtype(col.dtype):
+            return col.fillna("").astype(str)
+        if self._reread is None:
+            return col.astype(str)
+        if self._text is None:
+            self._text = self._reread()
+        return self._text[column].fillna("").astype(str)
+
+    def ids(self, column: object, what: str = "an integer id") -> np.ndarray:
+        """Integer ids as int64, read exactly; DataError for a non-integer or one too big."""
+        col = self.df[column]
+        if col.dtype == np.int64:
+            return col.to_numpy()
+        s = self.text(column).str.strip()
+        ok = s.str.fullmatch(_INTEGER_TEXT).to_numpy(dtype=bool, na_value=False)
+        if not ok.all():
+            row = int(np.flatnonzero(~ok)[0])
+            raise DataError(f"{self.at(row, column)} must be {what}, got "
+                            f"{self.text(column).iloc[row]!r} (truncated or corrupt file?)")
+        return _to_int64(s.str.replace(r"\.0*$", "", regex=True), self, column)
+
+    def numbers(self, column: object) -> np.ndarray:
+        """Column ``column`` as finite float64; DataError naming the first bad line."""
+        col = self.df[column]
+        if pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(
+                col.dtype):
+            values = col.to_numpy(np.float64)
+        else:
+            values = pd.to_numeric(col, errors="coerce").to_numpy(np.float64)
+        bad = ~np.isfinite(values)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise DataError(f"{self.at(row, column)} must be a finite number, got "
+                            f"{self.text(column).iloc[row]!r} (truncated or corrupt file?)")
+        return values
 
 
-def _integer_ids(values: np.ndarray, column: str, path: Path, header_lines: int = 0) -> np.ndarray:
-    """Float ids to int64, rejecting fractional ids."""
-    ids = values.astype(np.int64)
-    bad = ids != values
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise DataError(
-            f"{path}: line {row + 1 + header_lines}: column {column!r} must be an integer id, "
-            f"got {values[row]!r}"
-        )
-    return ids
+def _to_int64(digits: pd.Series, table: _Table, column: object) -> np.ndarray:
+    """Integer text to int64 exactly; DataError naming the first value that does not fit."""
+    try:
+        return digits.astype(np.int64).to_numpy()
+    except (OverflowError, ValueError):
+        long = np.flatnonzero(digits.str.len().to_numpy() >= 19)
+        row = next((int(k) for k in long if not -2**63 <= int(digits.iloc[k]) < 2**63),
+                   int(long[0]) if len(long) else 0)
+        raise DataError(f"{table.at(row, column)}: {digits.iloc[row]} does not fit in a "
+                        "64-bit integer") from None
 
 
-def _ids(df: pd.DataFrame, column: str, path: Path, header_lines: int = 0) -> np.ndarray:
-    """Integer ids, or a DataError naming the first bad line."""
-    return _integer_ids(_numeric(df, column, path, header_lines=header_lines), column, path,
-                        header_lines)
+def _numeric_table(path: Path, header_lines: int = 0,
+                   rename: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
+                   **kwargs: object) -> _Table:
+    """A table parsed with inferred (fast) dtypes that re-reads itself as text on demand."""
+    def read(**extra: object) -> pd.DataFrame:
+        df = _read_table(path, **kwargs, **extra)
+        return rename(df) if rename else df
+
+    return _Table(path, read(), header_lines,
+                  reread=lambda: read(dtype=str, keep_default_na=False))
 
 
 def _year_from_title(titles: pd.Series) -> pd.Series:
@@ -125,10 +249,11 @@ def _resolve_dir(path: str | Path, marker: str, subdirs: Sequence[str]) -> Path:
     raise DataError(f"{p}: no {marker} found here or in {', '.join(subdirs) or 'any subfolder'}")
 
 
-def _split_dat(path: Path, n_fields: int, names: Sequence[str]) -> pd.DataFrame:
+def _split_dat(path: Path, n_fields: int, names: Sequence[str]) -> _Table:
     """Read a small ``::``-separated file (users.dat, movies.dat) into string columns."""
     df = _read_table(path, sep="\x1f", header=None, names=["line"], dtype=str,
-                     quoting=csv.QUOTE_NONE, skip_blank_lines=True, keep_default_na=False)
+                     quoting=csv.QUOTE_NONE, skip_blank_lines=True, keep_default_na=False,
+                     encoding="latin-1")
     parts = df["line"].str.split("::", n=n_fields - 1, expand=True)
     if parts.shape[1] != n_fields or parts.isna().any().any():
         bad = int(np.flatnonzero(parts.isna().any(axis=1).to_numpy())[0]) \
@@ -138,17 +263,20 @@ def _split_dat(path: Path, n_fields: int, names: Sequence[str]) -> pd.DataFrame:
             f"({'::'.join(names)}), got {df['line'].iloc[bad]!r}"
         )
     parts.columns = list(names)
-    return parts
+    return _Table(path, parts)
 
 
-def _read_dat_ratings(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _read_dat_ratings(path: Path) -> tuple[_Table, np.ndarray, np.ndarray, np.ndarray,
+                                           np.ndarray]:
     """``UserID::MovieID::Rating::Timestamp`` lines (ML-1M, ML-10M), parsed by the C engine.
 
     Splitting on ``:`` gives seven fields with empty ones in between; those are checked so
     that a file with single ``:`` separators is rejected rather than misread.
     """
-    df = _read_table(path, sep=":", header=None, quoting=csv.QUOTE_NONE,
-                     names=list(range(7)), encoding="latin-1")
+    t = _numeric_table(path, sep=":", header=None, quoting=csv.QUOTE_NONE,
+                       names=list(range(7)), encoding="latin-1")
+    df = t.df
+    _check_nonempty(len(df), path)
     if not df[[1, 3, 5]].isna().all().all() or df[6].isna().any():
         bad = ~(df[[1, 3, 5]].isna().all(axis=1) & df[6].notna())
         row = int(np.flatnonzero(bad.to_numpy())[0])
@@ -156,18 +284,13 @@ def _read_dat_ratings(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
             f"{path}: line {row + 1}: expected UserID::MovieID::Rating::Timestamp "
             "(four '::'-separated numbers)"
         )
-    users = _ids(df, 0, path)
-    items = _ids(df, 2, path)
-    ratings = _numeric(df, 4, path)
-    ts = _ids(df, 6, path)
-    return users, items, ratings, ts
+    return t, t.ids(0), t.ids(2), t.numbers(4), t.ids(6, "an integer timestamp")
 
 
-def _movies_features(movies: pd.DataFrame, id_col: str, path: Path,
-                     header_lines: int = 0) -> pd.DataFrame:
-    ids = _ids(movies, id_col, path, header_lines)
-    titles = movies["title"].astype(str).str.strip()
-    genres = movies["genres"].fillna("").astype(str).str.strip()
+def _movies_features(movies: _Table, id_col: str) -> pd.DataFrame:
+    ids = movies.ids(id_col)
+    titles = movies.df["title"].astype(str).str.strip()
+    genres = movies.df["genres"].fillna("").astype(str).str.strip()
     return pd.DataFrame(
         {"title": titles.to_numpy(), "year": _year_from_title(titles).array,
          "genres": genres.to_numpy()},
@@ -178,6 +301,44 @@ def _movies_features(movies: pd.DataFrame, id_col: str, path: Path,
 def _check_nonempty(n: int, path: Path) -> None:
     if n == 0:
         raise DataError(f"{path}: no interactions found")
+
+
+def _check_scale(table: _Table, column: object, ratings: np.ndarray, scale: np.ndarray,
+                 title: str) -> None:
+    """Every rating on the release's scale (MovieLens ratings are explicit stars)."""
+    bad = ~np.isin(ratings, scale)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        stars = "half stars 0.5..5" if scale[0] == 0.5 else "whole stars 1..5"
+        raise DataError(f"{table.at(row, column)}: rating {ratings[row]:g} is outside "
+                        f"{title}'s scale ({stars}); the file is corrupt or not {title}")
+
+
+def _check_release(name: str, table: _Table, ts: np.ndarray | None, ts_column: object,
+                   ) -> None:
+    """For a file loaded as an official release: its rating count and time span."""
+    rel = RELEASES.get(name)
+    if rel is None:
+        return
+    advice = ("the file looks truncated or corrupt; extract it again from the GroupLens "
+              "archive")
+    if len(table) != rel.ratings:
+        raise DataError(f"{table.path}: {rel.title} has {rel.ratings:,} ratings, found "
+                        f"{len(table):,}: {advice}")
+    if ts is None:
+        return
+    lo = int(pd.Timestamp(rel.first_day, tz="UTC").timestamp())
+    hi = int(pd.Timestamp(rel.last_day, tz="UTC").timestamp()) + 86_400
+    bad = (ts < lo) | (ts >= hi)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise DataError(f"{table.at(row, ts_column)}: timestamp {ts[row]} lies outside "
+                        f"{rel.title}'s span ({rel.first_day} to {rel.last_day}): {advice}")
+
+
+def _with_source(ds: Dataset, path: Path, source: str | None) -> Dataset:
+    where = path.expanduser().resolve()
+    return ds.with_history(f"source: {source} {where}" if source else f"source: {where}")
 
 
 # --------------------------------------------------------------------------- MovieLens 100K
@@ -203,11 +364,12 @@ def find_ml100k(path: str | Path) -> Path | None:
     return None
 
 
-def load_ml100k(path: str | Path) -> Dataset:
+def load_ml100k(path: str | Path, *, source: str | None = None) -> Dataset:
     """MovieLens-100K from ``path`` in either the GroupLens layout (``u.data`` tab-separated
     ``user item rating timestamp``; ``u.user`` ``id|age|gender|occupation|zip``; ``u.item``
     ``id|title|date|video|url|19 genre flags``, latin-1) or RecBole's atomic files
-    (``ml-100k.inter/.user/.item``, tab-separated with a typed header)."""
+    (``ml-100k.inter/.user/.item``, tab-separated with a typed header). ``source`` labels
+    the history's ``source:`` line (e.g. ``"cache"``)."""
     folder = find_ml100k(path)
     if folder is None:
         raise DataError(
@@ -215,41 +377,47 @@ def load_ml100k(path: str | Path) -> Dataset:
             f"{'/'.join(ATOMIC_FILES)} in this folder or in its ml-100k subfolder"
         )
     if ml100k_layout(folder) == "grouplens":
-        return _load_ml100k_grouplens(folder)
-    return _load_ml100k_atomic(folder)
+        ds = _load_ml100k_grouplens(folder)
+    else:
+        ds = _load_ml100k_atomic(folder)
+    return _with_source(ds, folder, source)
 
 
 def _load_ml100k_grouplens(folder: Path) -> Dataset:
     data_path = folder / "u.data"
-    df = _read_table(data_path, sep="\t", header=None, names=["user", "item", "rating", "ts"],
-                     quoting=csv.QUOTE_NONE)
-    users, items = _ids(df, "user", data_path), _ids(df, "item", data_path)
-    ratings, ts = _numeric(df, "rating", data_path), _ids(df, "ts", data_path)
-    _check_nonempty(len(df), data_path)
+    t = _numeric_table(data_path, sep="\t", header=None,
+                       names=["user", "item", "rating", "ts"], quoting=csv.QUOTE_NONE)
+    _check_nonempty(len(t), data_path)
+    users, items = t.ids("user"), t.ids("item")
+    ratings, ts = t.numbers("rating"), t.ids("ts", "an integer timestamp")
+    _check_scale(t, "rating", ratings, _STARS, "MovieLens-100K")
+    _check_release("ml-100k", t, ts, "ts")
 
     user_path = folder / "u.user"
-    uf = _read_table(user_path, sep="|", header=None,
-                     names=["user_id", "age", "gender", "occupation", "zip_code"],
-                     dtype=str, quoting=csv.QUOTE_NONE, keep_default_na=False)
+    uf = _Table(user_path, _read_table(
+        user_path, sep="|", header=None,
+        names=["user_id", "age", "gender", "occupation", "zip_code"],
+        dtype=str, quoting=csv.QUOTE_NONE, keep_default_na=False))
     user_features = pd.DataFrame(
-        {"age": _ids(uf, "age", user_path), "gender": uf["gender"].to_numpy(),
-         "occupation": uf["occupation"].to_numpy(), "zip_code": uf["zip_code"].to_numpy()},
-        index=pd.Index(_ids(uf, "user_id", user_path), name="user_id"),
+        {"age": uf.ids("age", "an integer"), "gender": uf.df["gender"].to_numpy(),
+         "occupation": uf.df["occupation"].to_numpy(), "zip_code": uf.df["zip_code"].to_numpy()},
+        index=pd.Index(uf.ids("user_id"), name="user_id"),
     )
 
     item_path = folder / "u.item"
     genre_names = _ml100k_genres(folder / "u.genre")
     cols = ["item_id", "title", "date", "video_date", "url", *genre_names]
-    it = _read_table(item_path, sep="|", header=None, names=cols, dtype=str,
-                     quoting=csv.QUOTE_NONE, encoding="latin-1", keep_default_na=False)
-    flags = np.column_stack([_numeric(it, g, item_path) for g in genre_names]) > 0
+    it = _Table(item_path, _read_table(
+        item_path, sep="|", header=None, names=cols, dtype=str, quoting=csv.QUOTE_NONE,
+        encoding="latin-1", keep_default_na=False))
+    flags = np.column_stack([it.numbers(g) for g in genre_names]) > 0
     names = np.asarray(genre_names, dtype=object)
     genres = ["|".join(names[row]) for row in flags]
-    year = pd.to_datetime(it["date"], format="%d-%b-%Y", errors="coerce").dt.year
+    year = pd.to_datetime(it.df["date"], format="%d-%b-%Y", errors="coerce").dt.year
     item_features = pd.DataFrame(
-        {"title": it["title"].str.strip().to_numpy(), "year": year.astype("Int64").array,
+        {"title": it.df["title"].str.strip().to_numpy(), "year": year.astype("Int64").array,
          "genres": genres},
-        index=pd.Index(_ids(it, "item_id", item_path), name="item_id"),
+        index=pd.Index(it.ids("item_id"), name="item_id"),
     )
     return Dataset.from_triples("ml-100k", users, items, ratings, ts,
                                 user_features=user_features, item_features=item_features)
@@ -259,23 +427,29 @@ def _ml100k_genres(path: Path) -> tuple[str, ...]:
     """Genre names from ``u.genre`` (``name|index``) if present, else the published list."""
     if not path.is_file():
         return ML100K_GENRES
-    g = _read_table(path, sep="|", header=None, names=["name", "index"], dtype=str,
-                    quoting=csv.QUOTE_NONE, keep_default_na=False).dropna()
-    g = g[g["name"] != ""]
-    order = _ids(g, "index", path)
-    names = tuple(g["name"].to_numpy()[np.argsort(order)])
+    df = _read_table(path, sep="|", header=None, names=["name", "index"], dtype=str,
+                     quoting=csv.QUOTE_NONE, keep_default_na=False).dropna()
+    g = _Table(path, df[df["name"] != ""])
+    order = g.ids("index", "an integer")
+    names = tuple(g.df["name"].to_numpy()[np.argsort(order)])
     if len(names) != len(ML100K_GENRES):
         raise DataError(f"{path}: expected {len(ML100K_GENRES)} genres, got {len(names)}")
     return names
 
 
-def _read_atomic(path: Path, *, as_text: bool = True) -> tuple[pd.DataFrame, int]:
-    """A RecBole atomic file with its typed header (``name:type``) reduced to plain names
-    (all columns as text unless ``as_text`` is False)."""
-    df = _read_table(path, sep="\t", header=0, dtype=str if as_text else None,
-                     quoting=csv.QUOTE_NONE, keep_default_na=not as_text)
+def _plain_names(df: pd.DataFrame) -> pd.DataFrame:
+    """RecBole's typed header (``name:type``) reduced to plain names."""
     df.columns = [str(c).split(":", 1)[0] for c in df.columns]
-    return df, 1
+    return df
+
+
+def _read_atomic(path: Path, *, as_text: bool = True) -> _Table:
+    """A RecBole atomic file (all columns as text unless ``as_text`` is False)."""
+    kwargs: dict[str, object] = {"sep": "\t", "header": 0, "quoting": csv.QUOTE_NONE}
+    if not as_text:
+        return _numeric_table(path, header_lines=1, rename=_plain_names, **kwargs)
+    df = _read_table(path, dtype=str, keep_default_na=False, **kwargs)
+    return _Table(path, _plain_names(df), 1)
 
 
 def _require(df: pd.DataFrame, columns: Sequence[str], path: Path) -> None:
@@ -286,30 +460,35 @@ def _require(df: pd.DataFrame, columns: Sequence[str], path: Path) -> None:
 
 def _load_ml100k_atomic(folder: Path) -> Dataset:
     inter_path = folder / "ml-100k.inter"
-    df, h = _read_atomic(inter_path, as_text=False)
-    _require(df, ["user_id", "item_id"], inter_path)
-    _check_nonempty(len(df), inter_path)
-    users, items = _ids(df, "user_id", inter_path, h), _ids(df, "item_id", inter_path, h)
-    ratings = _numeric(df, "rating", inter_path, header_lines=h) if "rating" in df else None
-    ts = _ids(df, "timestamp", inter_path, h) if "timestamp" in df else None
+    t = _read_atomic(inter_path, as_text=False)
+    _require(t.df, ["user_id", "item_id"], inter_path)
+    _check_nonempty(len(t), inter_path)
+    users, items = t.ids("user_id"), t.ids("item_id")
+    ratings = ts = None
+    if "rating" in t.df:
+        ratings = t.numbers("rating")
+        _check_scale(t, "rating", ratings, _STARS, "MovieLens-100K")
+    if "timestamp" in t.df:
+        ts = t.ids("timestamp", "an integer timestamp")
+    _check_release("ml-100k", t, ts, "timestamp")
 
     user_path = folder / "ml-100k.user"
-    uf, h = _read_atomic(user_path)
-    _require(uf, ["user_id", "age", "gender", "occupation", "zip_code"], user_path)
+    uf = _read_atomic(user_path)
+    _require(uf.df, ["user_id", "age", "gender", "occupation", "zip_code"], user_path)
     user_features = pd.DataFrame(
-        {"age": _ids(uf, "age", user_path, h), "gender": uf["gender"].to_numpy(),
-         "occupation": uf["occupation"].to_numpy(), "zip_code": uf["zip_code"].to_numpy()},
-        index=pd.Index(_ids(uf, "user_id", user_path, h), name="user_id"),
+        {"age": uf.ids("age", "an integer"), "gender": uf.df["gender"].to_numpy(),
+         "occupation": uf.df["occupation"].to_numpy(), "zip_code": uf.df["zip_code"].to_numpy()},
+        index=pd.Index(uf.ids("user_id"), name="user_id"),
     )
 
     item_path = folder / "ml-100k.item"
-    it, h = _read_atomic(item_path)
-    _require(it, ["item_id", "movie_title", "release_year", "class"], item_path)
+    it = _read_atomic(item_path)
+    _require(it.df, ["item_id", "movie_title", "release_year", "class"], item_path)
     item_features = pd.DataFrame(
-        {"title": it["movie_title"].str.strip().to_numpy(),
-         "year": pd.to_numeric(it["release_year"], errors="coerce").astype("Int64").array,
-         "genres": it["class"].str.split().str.join("|").to_numpy()},
-        index=pd.Index(_ids(it, "item_id", item_path, h), name="item_id"),
+        {"title": it.df["movie_title"].str.strip().to_numpy(),
+         "year": pd.to_numeric(it.df["release_year"], errors="coerce").astype("Int64").array,
+         "genres": it.df["class"].str.split().str.join("|").to_numpy()},
+        index=pd.Index(it.ids("item_id"), name="item_id"),
     )
     return Dataset.from_triples("ml-100k", users, items, ratings, ts,
                                 user_features=user_features, item_features=item_features)
@@ -318,74 +497,82 @@ def _load_ml100k_atomic(folder: Path) -> Dataset:
 # --------------------------------------------------------------------------- ML-1M, ML-10M
 
 
-def load_ml1m(path: str | Path) -> Dataset:
+def load_ml1m(path: str | Path, *, source: str | None = None) -> Dataset:
     """MovieLens-1M: ``ratings.dat`` (``UserID::MovieID::Rating::Timestamp``), ``users.dat``
     (``UserID::Gender::Age::Occupation::Zip-code``) and ``movies.dat``
     (``MovieID::Title::Genres``, genres ``|``-separated), latin-1 encoded."""
     folder = _resolve_dir(path, "ratings.dat", ("ml-1m",))
-    users, items, ratings, ts = _read_dat_ratings(folder / "ratings.dat")
-    _check_nonempty(len(users), folder / "ratings.dat")
+    t, users, items, ratings, ts = _read_dat_ratings(folder / "ratings.dat")
+    _check_scale(t, 4, ratings, _STARS, "MovieLens-1M")
+    _check_release("ml-1m", t, ts, 6)
     user_features = None
     user_path = folder / "users.dat"
     if user_path.is_file():
         uf = _split_dat(user_path, 5, ["user_id", "gender", "age", "occupation", "zip_code"])
         user_features = pd.DataFrame(
-            {"age": _ids(uf, "age", user_path), "gender": uf["gender"].to_numpy(),
-             "occupation": _ids(uf, "occupation", user_path),
-             "zip_code": uf["zip_code"].to_numpy()},
-            index=pd.Index(_ids(uf, "user_id", user_path), name="user_id"),
+            {"age": uf.ids("age", "an integer"), "gender": uf.df["gender"].to_numpy(),
+             "occupation": uf.ids("occupation", "an integer code"),
+             "zip_code": uf.df["zip_code"].to_numpy()},
+            index=pd.Index(uf.ids("user_id"), name="user_id"),
         )
     else:
         log.warning("%s not found: loading ML-1M without user features", user_path)
     item_features = _dat_movies(folder / "movies.dat")
-    return Dataset.from_triples("ml-1m", users, items, ratings, ts,
-                                user_features=user_features, item_features=item_features)
+    ds = Dataset.from_triples("ml-1m", users, items, ratings, ts,
+                              user_features=user_features, item_features=item_features)
+    return _with_source(ds, folder, source)
 
 
-def load_ml10m(path: str | Path) -> Dataset:
+def load_ml10m(path: str | Path, *, source: str | None = None) -> Dataset:
     """MovieLens-10M (folder ``ml-10M100K``): ``ratings.dat`` as ML-1M (half-star ratings)
     and ``movies.dat`` (``MovieID::Title::Genres``); there is no user file."""
     folder = _resolve_dir(path, "ratings.dat", ("ml-10M100K", "ml-10m"))
-    users, items, ratings, ts = _read_dat_ratings(folder / "ratings.dat")
-    _check_nonempty(len(users), folder / "ratings.dat")
+    t, users, items, ratings, ts = _read_dat_ratings(folder / "ratings.dat")
+    _check_scale(t, 4, ratings, _HALF_STARS, "MovieLens-10M")
+    _check_release("ml-10m", t, ts, 6)
     item_features = _dat_movies(folder / "movies.dat")
-    return Dataset.from_triples("ml-10m", users, items, ratings, ts,
-                                item_features=item_features)
+    ds = Dataset.from_triples("ml-10m", users, items, ratings, ts, item_features=item_features)
+    return _with_source(ds, folder, source)
 
 
 def _dat_movies(path: Path) -> pd.DataFrame | None:
     if not path.is_file():
         log.warning("%s not found: loading without item features", path)
         return None
-    movies = _split_dat(path, 3, ["item_id", "title", "genres"])
-    return _movies_features(movies, "item_id", path)
+    return _movies_features(_split_dat(path, 3, ["item_id", "title", "genres"]), "item_id")
 
 
 # --------------------------------------------------------------------------- ML-20M, ML-25M
 
 
-def load_movielens_csv(path: str | Path, *, name: str | None = None) -> Dataset:
+def load_movielens_csv(path: str | Path, *, name: str | None = None,
+                       source: str | None = None) -> Dataset:
     """MovieLens-20M/25M (and the other CSV releases): ``ratings.csv`` with header
-    ``userId,movieId,rating,timestamp`` and, if present, ``movies.csv``
-    (``movieId,title,genres``). ``name`` defaults to the folder name (e.g. ``ml-25m``)."""
+    ``userId,movieId,rating,timestamp`` (half-star ratings) and, if present, ``movies.csv``
+    (``movieId,title,genres``). ``name`` defaults to the folder name (e.g. ``ml-25m``); a
+    name in :data:`RELEASES` turns on that release's checks."""
     folder = _resolve_dir(path, "ratings.csv", ("ml-20m", "ml-25m"))
+    name = name or folder.name.lower()
     rpath = folder / "ratings.csv"
-    df = _read_table(rpath, sep=",", header=0)
-    _require(df, ["userId", "movieId", "rating", "timestamp"], rpath)
-    _check_nonempty(len(df), rpath)
-    users, items = _ids(df, "userId", rpath, 1), _ids(df, "movieId", rpath, 1)
-    ratings, ts = _numeric(df, "rating", rpath, header_lines=1), _ids(df, "timestamp", rpath, 1)
-    del df
+    t = _numeric_table(rpath, header_lines=1, sep=",", header=0)
+    _require(t.df, ["userId", "movieId", "rating", "timestamp"], rpath)
+    _check_nonempty(len(t), rpath)
+    users, items = t.ids("userId"), t.ids("movieId")
+    ratings, ts = t.numbers("rating"), t.ids("timestamp", "an integer timestamp")
+    title = RELEASES[name].title if name in RELEASES else "a MovieLens CSV release"
+    _check_scale(t, "rating", ratings, _HALF_STARS, title)
+    _check_release(name, t, ts, "timestamp")
+    del t
     item_features = None
     mpath = folder / "movies.csv"
     if mpath.is_file():
         movies = _read_table(mpath, sep=",", header=0, dtype=str, keep_default_na=False)
         _require(movies, ["movieId", "title", "genres"], mpath)
-        item_features = _movies_features(movies, "movieId", mpath, header_lines=1)
+        item_features = _movies_features(_Table(mpath, movies, 1), "movieId")
     else:
         log.warning("%s not found: loading without item features", mpath)
-    return Dataset.from_triples(name or folder.name.lower(), users, items, ratings, ts,
-                                item_features=item_features)
+    ds = Dataset.from_triples(name, users, items, ratings, ts, item_features=item_features)
+    return _with_source(ds, folder, source)
 
 
 # --------------------------------------------------------------------------- generic CSV
@@ -408,58 +595,38 @@ def _sniff_sep(first_line: str) -> str:
     return r"\s+"
 
 
+def _clean(field: str) -> str:
+    return field.strip().strip('"').strip()
+
+
 def _base_name(field: str) -> str:
-    return field.strip().strip('"').split(":", 1)[0].strip().lower()
+    return _clean(field).split(":", 1)[0].strip().lower()
 
 
-def _as_ids(series: pd.Series) -> np.ndarray:
-    """Integer ids where every value is an integer, else strings."""
-    num = pd.to_numeric(series, errors="coerce")
-    if not num.isna().any():
-        v = num.to_numpy(np.float64)
-        if np.all(v == np.floor(v)):
-            return v.astype(np.int64)
-    return series.astype(str).to_numpy(dtype=str)
+def _column_of(role: str, given: str, fields: Sequence[str], header: bool, p: Path) -> int:
+    """The index of the column ``given`` names (a header name or a 1-based position)."""
+    if header:
+        exact = [_clean(f) for f in fields]
+        for key, candidates in ((given, exact), (given.lower(), [c.lower() for c in exact]),
+                                (given.lower(), [_base_name(f) for f in fields])):
+            if key in candidates:
+                return candidates.index(key)
+    if given.isdigit():
+        k = int(given)
+        if 1 <= k <= len(fields):
+            return k - 1
+        raise DataError(f"{p}: {role}={given}: the file has {len(fields)} columns (1.."
+                        f"{len(fields)})")
+    if header:
+        raise DataError(f"{p}: {role}={given}: no such column; the header has "
+                        f"{[_clean(f) for f in fields]}")
+    raise DataError(f"{p}: {role}={given}: the file has no header; name columns by position "
+                    f"(1..{len(fields)}), e.g. user=1&item=2")
 
 
-def load_csv(
-    path: str | Path,
-    *,
-    sep: str | None = None,
-    header: bool | None = None,
-    columns: Sequence[str | None] | None = None,
-    name: str | None = None,
-) -> Dataset:
-    """Interactions ``user,item[,rating][,timestamp]`` from a delimited text file.
-
-    ``sep`` is sniffed from the first line (tab, comma, semicolon, pipe, else whitespace)
-    unless given. ``header`` is detected when None: the first line is a header if one of its
-    fields is a known column name (``user``, ``userId``, ``item``, ``app``, ``rating``,
-    ``cnt``, ``timestamp``, RecBole ``name:type`` fields, ...). ``columns`` names the role of
-    each column in file order (``"user"``, ``"item"``, ``"rating"``, ``"timestamp"`` or None
-    to skip); without it, a header is matched by name and a headerless file is read by
-    position (2 columns: user, item; 3: + rating; 4: + timestamp). Ids that are all integers
-    are kept as integers, others as strings. Without a rating column every interaction is 1;
-    timestamps may be numbers or date strings (converted to Unix seconds).
-    """
-    p = Path(path).expanduser()
-    if not p.is_file():
-        raise DataError(f"{p}: file not found")
-    try:
-        with p.open(encoding="utf-8", errors="replace") as f:
-            first = f.readline().rstrip("\r\n")
-    except OSError as e:
-        raise DataError(f"{p}: cannot read ({e})") from e
-    if not first.strip():
-        raise DataError(f"{p}: file is empty or starts with a blank line")
-    sep = sep or _sniff_sep(first)
-    fields = first.split() if sep == r"\s+" else first.split(sep)
-    base = [_base_name(f) for f in fields]
-    if header is None:
-        header = any(b in _ALIAS_TO_ROLE for b in base) and not all(
-            re.fullmatch(r"-?\d+(\.\d*)?", f.strip()) for f in fields)
-    header_lines = int(header)
-
+def _csv_roles(p: Path, fields: list[str], header: bool, columns: Sequence[str | None] | None,
+               names: Mapping[str, str | int | None] | None) -> list[str | None]:
+    """The role of each column of the file."""
     if columns is not None:
         roles = [c.lower() if c else None for c in columns]
         if len(roles) > len(fields):
@@ -469,15 +636,26 @@ def load_csv(
         unknown = sorted({r for r in roles if r and r not in ROLE_ALIASES})
         if unknown:
             raise DataError(f"columns must name roles in {list(ROLE_ALIASES)}, got {unknown}")
-    elif header:
-        roles = [_ALIAS_TO_ROLE.get(b) for b in base]
-        seen: set[str] = set()
-        for k, r in enumerate(roles):
-            if r in seen:
-                roles[k] = None
-            elif r:
-                seen.add(r)
-    else:
+        return roles
+    names = dict(names or {})
+    unknown = sorted(set(names) - set(ROLE_ALIASES))
+    if unknown:
+        raise DataError(f"column names are given for roles {unknown}; the roles are "
+                        f"{list(ROLE_ALIASES)}")
+    roles: list[str | None] = [None] * len(fields)
+    for role, given in names.items():
+        if given is None or str(given).strip() == "":
+            continue
+        k = _column_of(role, str(given).strip(), fields, header, p)
+        if roles[k] is not None:
+            raise DataError(f"{p}: {roles[k]}= and {role}= name the same column {given!r}")
+        roles[k] = role
+    if header:
+        for k, b in enumerate(_base_name(f) for f in fields):
+            role = _ALIAS_TO_ROLE.get(b)
+            if roles[k] is None and role and role not in names and role not in roles:
+                roles[k] = role
+    elif not names:
         positional: dict[int, list[str | None]] = {
             2: ["user", "item"], 3: ["user", "item", "rating"],
             4: ["user", "item", "rating", "timestamp"],
@@ -485,43 +663,148 @@ def load_csv(
         if len(fields) not in positional:
             raise DataError(
                 f"{p}: a headerless file needs 2 to 4 columns (user, item[, rating]"
-                f"[, timestamp]), found {len(fields)}; pass columns=[...] to name them"
+                f"[, timestamp]), found {len(fields)}; name them (e.g. "
+                "csv:PATH?user=1&item=2&rating=3, or columns=[...])"
             )
         roles = list(positional[len(fields)])
+    return roles
+
+
+def _csv_ids(table: _Table, role: str) -> np.ndarray:
+    """Ids as int64 when every one is an integer written plainly that fits, else as text
+    (so ``007`` and ``7`` stay two ids); never through a float."""
+    s = table.text(role).str.strip()
+    empty = (s == "").to_numpy(dtype=bool, na_value=True)
+    if empty.any():
+        row = int(np.flatnonzero(empty)[0])
+        raise DataError(f"{table.at(row, role)}: empty {role} id")
+    if s.str.fullmatch(_CANONICAL_INT).all():
+        try:
+            return s.astype(np.int64).to_numpy()
+        except (OverflowError, ValueError):
+            log.info("%s: %s ids do not all fit in 64 bits; kept as text", table.path, role)
+    return s.to_numpy(dtype=str)
+
+
+def load_csv(
+    path: str | Path,
+    *,
+    sep: str | None = None,
+    header: bool | None = None,
+    columns: Sequence[str | None] | None = None,
+    names: Mapping[str, str | int | None] | None = None,
+    threshold: float | None = None,
+    name: str | None = None,
+) -> Dataset:
+    """Interactions ``user,item[,rating][,timestamp]`` from a delimited text file.
+
+    ``sep`` is sniffed from the first line (tab, comma, semicolon, pipe, else whitespace)
+    unless given. ``header`` is detected when None: the first line is a header if one of its
+    fields is a known column name (``user``, ``userId``, ``item``, ``app``, ``rating``,
+    ``cnt``, ``timestamp``, RecBole ``name:type`` fields, ...) or a name in ``names``.
+    ``names`` maps roles (``"user"``, ``"item"``, ``"rating"``, ``"timestamp"``) to a
+    header name or a 1-based column position (None or "" drops that role); roles it leaves
+    out are matched by known names. ``columns`` instead names the role of each column in
+    file order (None to skip). Without either, a headerless file is read by position (2
+    columns: user, item; 3: + rating; 4: + timestamp).
+
+    Ids are stripped of surrounding blanks and read exactly: int64 if every id is a plain
+    integer that fits, else text. Without a rating column every interaction is 1. Ratings
+    must be > 0 unless ``threshold`` is given: then ratings > threshold become 1 and the
+    others are dropped (their users and items are kept), recorded in the history as
+    ``binarise(rating>T)``. Timestamps may be numbers or date strings (to Unix seconds).
+
+    The name is ``csv#`` and the first 16 hex digits of :meth:`Dataset.content_sha256`, so
+    the same data at two paths give the same name, hence the same random streams; the
+    history's ``source:`` line records the path.
+    """
+    p = Path(path).expanduser()
+    _check_file(p)
+    encoding = _sniff_encoding(p) or "utf-8"
+    try:
+        with p.open(encoding=encoding, errors="replace") as f:
+            first = f.readline().rstrip("\r\n")
+    except OSError as e:
+        raise DataError(f"{p}: cannot read ({e.strerror or e})") from e
+    if not first.strip():
+        raise DataError(f"{p}: file is empty or starts with a blank line")
+    sep = sep or _sniff_sep(first)
+    fields = first.split() if sep == r"\s+" else first.split(sep)
+    if header is None:
+        given = {str(v).strip() for v in (names or {}).values() if v is not None}
+        header = (any(b in _ALIAS_TO_ROLE for b in map(_base_name, fields))
+                  or bool(given & {_clean(f) for f in fields})) and not all(
+            re.fullmatch(r"-?\d+(\.\d*)?", f.strip()) for f in fields)
+    if columns is not None and names is not None:
+        raise DataError("give load_csv either columns or names, not both")
+    header_lines = int(header)
+    roles = _csv_roles(p, fields, header, columns, names)
     for required in ("user", "item"):
         if required not in roles:
-            raise DataError(f"{p}: no {required} column found in {fields!r}; pass "
-                            "columns=[...] (e.g. ['user', 'item', 'rating'])")
+            raise DataError(f"{p}: no {required} column found in {fields!r}; name it, e.g. "
+                            f"csv:{p}?{required}=COLUMN (or columns=[...])")
 
     keep = [k for k, r in enumerate(roles) if r]
     df = _read_table(p, sep=sep, header=None, skiprows=header_lines, usecols=keep,
                      names=list(range(len(fields))), dtype=str, keep_default_na=False,
-                     na_values=[""], engine="python" if sep == r"\s+" else "c")
+                     engine="python" if sep == r"\s+" else "c")
     df.columns = [roles[k] for k in keep]
-    _check_nonempty(len(df), p)
-    for role in ("user", "item"):
-        missing = df[role].isna().to_numpy()
-        if missing.any():
-            row = int(np.flatnonzero(missing)[0])
-            raise DataError(f"{p}: line {row + 1 + header_lines}: empty {role} id")
-    users, items = _as_ids(df["user"]), _as_ids(df["item"])
-    ratings = (_numeric(df, "rating", p, header_lines=header_lines)
-               if "rating" in df.columns else None)
-    ts = None
-    if "timestamp" in df.columns:
-        ts = _timestamps(df["timestamp"], p, header_lines)
-    return Dataset.from_triples(name or f"csv:{p.name}", users, items, ratings, ts)
+    labels = {roles[k]: repr(_clean(fields[k])) if header else str(k + 1) for k in keep}
+    t = _Table(p, df, header_lines, labels=labels)
+    _check_nonempty(len(t), p)
+    users, items = _csv_ids(t, "user"), _csv_ids(t, "item")
+    ratings = t.numbers("rating") if "rating" in df.columns else None
+    ts = _timestamps(t) if "timestamp" in df.columns else None
+    steps: list[str] = []
+    all_users = all_items = None
+    if threshold is not None:
+        if ratings is None:
+            raise DataError(f"{p}: threshold={threshold} needs a rating column")
+        if not np.isfinite(threshold):
+            raise DataError(f"threshold must be a finite number, got {threshold}")
+        keep_rows = ratings > threshold
+        all_users, all_items = np.unique(users), np.unique(items)
+        users, items = users[keep_rows], items[keep_rows]
+        ts = None if ts is None else ts[keep_rows]
+        ratings = None
+        steps.append(f"binarise(rating>{threshold:g})")
+    elif ratings is not None and not ratings.min() > 0:
+        row = int(np.flatnonzero(ratings <= 0)[0])
+        raise DataError(
+            f"{t.at(row, 'rating')}: rating {t.text('rating').iloc[row].strip()} is not > 0; "
+            "every stored rating counts as an interaction, so a 0 or negative one would be "
+            "read as a positive; binarise explicitly by adding threshold=T to the dataset's "
+            f"options (e.g. csv:{p}?threshold=0 keeps ratings > 0 as 1), ignore the ratings "
+            "with rating= (empty), or fix the file"
+        )
+    ds = Dataset.from_triples("csv", users, items, ratings, ts, all_user_ids=all_users,
+                              all_item_ids=all_items)
+    ds = replace(ds, name=name or f"csv#{ds.content_sha256()[:16]}")
+    ds = _with_source(ds, p, "file")
+    for step in steps:
+        ds = ds.with_history(step)
+    return ds
 
 
-def _timestamps(values: pd.Series, path: Path, header_lines: int) -> np.ndarray:
+def _timestamps(table: _Table) -> np.ndarray:
+    """Integer seconds read exactly, other numbers floored, else dates to Unix seconds."""
+    values = table.text("timestamp").str.strip()
+    if values.str.fullmatch(_CANONICAL_INT).all():
+        return _to_int64(values, table, "timestamp")
     num = pd.to_numeric(values, errors="coerce")
     if not num.isna().any():
-        return num.to_numpy(np.float64).astype(np.int64)
+        v = num.to_numpy(np.float64)
+        bad = ~(np.abs(v) < 2.0**62)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise DataError(f"{table.at(row, 'timestamp')}: timestamp {values.iloc[row]} is "
+                            "out of range")
+        return np.floor(v).astype(np.int64)
     dates = pd.to_datetime(values, errors="coerce", utc=True)
     bad = dates.isna().to_numpy()
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise DataError(f"{path}: line {row + 1 + header_lines}: timestamp must be a number "
-                        f"or a date, got {values.iloc[row]!r}")
+        raise DataError(f"{table.at(row, 'timestamp')}: timestamp must be a number or a "
+                        f"date, got {values.iloc[row]!r}")
     epoch = pd.Timestamp("1970-01-01", tz="UTC")
     return ((dates - epoch) // pd.Timedelta(seconds=1)).to_numpy(np.int64)

@@ -1,11 +1,12 @@
 """Datasets by name: ``load_dataset("ml-100k")``, ``"ml-1m"``, ``"csv:PATH"``,
-``"synthetic-1000x1000"``, ..."""
+``"csv:PATH?user=uid&item=iid"``, ``"synthetic-1000x1000"``, ..."""
 
 from __future__ import annotations
 
 import logging
 import os
 import re
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,29 +20,46 @@ from dprec.random import derive_generator
 log = logging.getLogger(__name__)
 
 KNOWN_DATASETS: tuple[str, ...] = (
-    "ml-100k", "ml-1m", "ml-10m", "ml-20m", "ml-25m", "csv:PATH",
+    "ml-100k", "ml-1m", "ml-10m", "ml-20m", "ml-25m", "csv:PATH[?user=COL&item=COL&...]",
     "synthetic-<users>x<items>[-<interactions>]",
 )
 
 _SYNTHETIC = re.compile(r"synthetic-(\d+)x(\d+)(?:-(\d+))?")
 
 # name -> (loader, marker file, folder names the extracted archive uses)
-_LOCAL: dict[str, tuple[Callable[[Path], Dataset], str, tuple[str, ...]]] = {
+_LOCAL: dict[str, tuple[Callable[..., Dataset], str, tuple[str, ...]]] = {
     "ml-1m": (load_ml1m, "ratings.dat", ("ml-1m",)),
     "ml-10m": (load_ml10m, "ratings.dat", ("ml-10M100K", "ml-10m")),
-    "ml-20m": (lambda p: load_movielens_csv(p, name="ml-20m"), "ratings.csv", ("ml-20m",)),
-    "ml-25m": (lambda p: load_movielens_csv(p, name="ml-25m"), "ratings.csv", ("ml-25m",)),
+    "ml-20m": (lambda p, **kw: load_movielens_csv(p, name="ml-20m", **kw), "ratings.csv",
+               ("ml-20m",)),
+    "ml-25m": (lambda p, **kw: load_movielens_csv(p, name="ml-25m", **kw), "ratings.csv",
+               ("ml-25m",)),
 }
+
+_SEPARATORS = {"tab": "\t", "comma": ",", "semicolon": ";", "pipe": "|", "space": r"\s+",
+               "whitespace": r"\s+"}
+_CSV_OPTIONS = ("user", "item", "rating", "timestamp", "sep", "header", "threshold")
 
 
 def load_dataset(name: str, *, data_dir: str | Path | None = None, seed: int = 0) -> Dataset:
     """The dataset called ``name`` (one of :data:`KNOWN_DATASETS`).
 
-    ``ml-100k`` is fetched automatically (see :mod:`dprec.data.fetch`); the larger
-    MovieLens releases need ``data_dir`` (or ``DPREC_DATA``): the extracted folder itself or
-    the folder containing it. ``csv:PATH`` reads a generic interaction file. Synthetic data
-    ``synthetic-<users>x<items>[-<interactions>]`` defaults to ML-100K's density (6.3%) and
-    is drawn from a stream derived from ``(seed, name)``.
+    ``ml-100k`` is fetched automatically (see :mod:`dprec.data.fetch`; ``data_dir`` wins
+    over the cache); the larger MovieLens releases need ``data_dir`` (or ``DPREC_DATA``):
+    the extracted folder itself or the folder containing it.
+
+    ``csv:PATH`` reads a generic interaction file (:func:`dprec.data.loaders.load_csv`),
+    named by its content (``csv#<sha256 prefix>``), so the same file at two paths gives the
+    same random streams. Options follow a ``?``, joined by ``&`` (URL-quoted if needed):
+    ``user=COL``, ``item=COL``, ``rating=COL``, ``timestamp=COL`` name the columns (a header
+    name or a 1-based position; ``rating=`` with no column ignores ratings);
+    ``sep=tab|comma|semicolon|pipe|space|<char>``; ``header=yes|no``; ``threshold=T`` keeps
+    ratings > T as implicit feedback (1) and drops the rest (ratings <= 0 are an error
+    without it). Example (quoted in a shell, for the ``&``):
+    ``"csv:data/r.csv?user=uid&item=iid&rating=stars&timestamp=ts"``.
+
+    Synthetic data ``synthetic-<users>x<items>[-<interactions>]`` defaults to ML-100K's
+    density (6.3%) and is drawn from a stream derived from ``(seed, name)``.
     """
     key = name.strip()
     low = key.lower()
@@ -50,10 +68,8 @@ def load_dataset(name: str, *, data_dir: str | Path | None = None, seed: int = 0
     if low in _LOCAL:
         return _load_local(low, data_dir)
     if low.startswith("csv:"):
-        path = key[4:]
-        if not path:
-            raise DataError("csv: needs a path, e.g. csv:data/appusage.csv")
-        return load_csv(path, name=key)
+        path, options = _csv_spec(key[4:])
+        return load_csv(path, **options)
     m = _SYNTHETIC.fullmatch(low)
     if m:
         n_users, n_items = int(m.group(1)), int(m.group(2))
@@ -62,6 +78,49 @@ def load_dataset(name: str, *, data_dir: str | Path | None = None, seed: int = 0
         return synthetic(n_users, n_items, n, rng=derive_generator(seed, "dataset", low),
                          min_user_interactions=min_user, name=low)
     raise DataError(f"unknown dataset {name!r}; known: {', '.join(KNOWN_DATASETS)}")
+
+
+def _csv_spec(spec: str) -> tuple[str, dict[str, object]]:
+    """``PATH[?key=value&...]`` to the path and :func:`load_csv` keyword arguments."""
+    if not spec:
+        raise DataError("csv: needs a path, e.g. csv:data/appusage.csv")
+    path, mark, query = spec.rpartition("?")
+    if not mark or Path(spec).expanduser().exists():
+        return spec, {}
+    if not path:
+        raise DataError(f"csv:{spec}: needs a path before '?', e.g. csv:data/r.csv?{query}")
+    options: dict[str, str] = {}
+    for part in query.split("&"):
+        key, eq, value = part.partition("=")
+        key = key.strip().lower()
+        if not eq or key not in _CSV_OPTIONS:
+            raise DataError(f"csv:{spec}: option {part!r} is not KEY=VALUE with KEY one of "
+                            f"{', '.join(_CSV_OPTIONS)}")
+        if key in options:
+            raise DataError(f"csv:{spec}: option {key!r} is given twice")
+        options[key] = urllib.parse.unquote(value).strip()
+    kwargs: dict[str, object] = {}
+    names = {r: options.pop(r) for r in ("user", "item", "rating", "timestamp") if r in options}
+    if names:
+        kwargs["names"] = names
+    if "sep" in options:
+        sep = options.pop("sep")
+        if sep.lower() not in _SEPARATORS and len(sep) != 1:
+            raise DataError(f"csv:{spec}: sep={sep!r} must be one of "
+                            f"{', '.join(_SEPARATORS)} or a single character")
+        kwargs["sep"] = _SEPARATORS.get(sep.lower(), sep)
+    if "header" in options:
+        flag = options.pop("header").lower()
+        if flag not in ("yes", "no", "true", "false", "1", "0"):
+            raise DataError(f"csv:{spec}: header={flag!r} must be yes or no")
+        kwargs["header"] = flag in ("yes", "true", "1")
+    if "threshold" in options:
+        text = options.pop("threshold")
+        try:
+            kwargs["threshold"] = float(text)
+        except ValueError:
+            raise DataError(f"csv:{spec}: threshold={text!r} must be a number") from None
+    return path, kwargs
 
 
 def _load_local(name: str, data_dir: str | Path | None) -> Dataset:
@@ -77,7 +136,7 @@ def _load_local(name: str, data_dir: str | Path | None) -> Dataset:
     for folder in (base, *(base / f for f in folders)):
         if (folder / marker).is_file():
             log.info("%s: loading %s", label, folder)
-            return loader(folder)
+            return loader(folder, source="data-dir")
     raise DataError(
         f"{label}: no {marker} in {base} or in {', '.join(str(base / f) for f in folders)}; "
         f"pass --data-dir PATH pointing at the extracted {folders[0]} folder"

@@ -39,6 +39,48 @@ log = logging.getLogger(__name__)
 
 _BASE_TIME = 946_684_800  # 2000-01-01, seconds since the epoch
 _TIME_SPAN = 3 * 365 * 86_400
+_GIB = 1 << 30
+
+
+def machine_memory() -> int | None:
+    """Bytes of memory this process may use: physical memory, or the cgroup limit if lower
+    (None if unknown)."""
+    sizes = []
+    try:
+        sizes.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        pass
+    for limit in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(limit) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            sizes.append(int(text))
+    return min(sizes) if sizes else None
+
+
+def memory_estimate(n_users: int, n_items: int, n_interactions: int, rank: int = 16,
+                    batch_elements: int = 1 << 23, n_threads: int = 2) -> int:
+    """Peak bytes :func:`synthetic` needs: 16 per interaction (item, rating, time), the
+    factors and per-user arrays, and about 20 per element of each thread's dense block."""
+    block = max(1, batch_elements // n_items) * n_items
+    return (16 * n_interactions + (48 + 4 * rank) * n_users + (16 + 8 * rank) * n_items
+            + 20 * n_threads * min(block, max(n_users, 1) * n_items))
+
+
+def check_memory(n_users: int, n_items: int, n_interactions: int, **kwargs: int) -> None:
+    """DataError, up front, if the data cannot fit in this machine's memory."""
+    need = memory_estimate(n_users, n_items, n_interactions, **kwargs)
+    have = machine_memory()
+    if have is not None and need > have:
+        raise DataError(
+            f"synthetic data of {n_users:,} users x {n_items:,} items with "
+            f"{n_interactions:,} interactions needs about {need / _GIB:,.1f} GiB of memory, "
+            f"this machine has {have / _GIB:,.1f} GiB; choose fewer users, items or "
+            "interactions (synthetic-<users>x<items>-<interactions>)"
+        )
 
 
 def default_interactions(n_users: int, n_items: int, density: float = 0.063) -> int:
@@ -106,7 +148,8 @@ def synthetic(
     mean rating ~3.55; item-kNN clearly ahead of popularity). ``batch_elements`` bounds
     the dense block (users x items) of one batch (about 20 bytes per element at peak, per
     thread). ``n_threads`` defaults to min(2, cpu count). Named
-    ``synthetic-<users>x<items>`` unless ``name`` is given.
+    ``synthetic-<users>x<items>`` unless ``name`` is given. Sizes that cannot fit in this
+    machine's memory (:func:`memory_estimate`) are refused before anything is drawn.
     """
     for pname, v in (("n_users", n_users), ("n_items", n_items),
                      ("n_interactions", n_interactions), ("rank", rank),
@@ -125,6 +168,8 @@ def synthetic(
             raise DataError(f"{pname} must be a finite number >= 0, got {x}")
     n_users, n_items, n_interactions = int(n_users), int(n_items), int(n_interactions)
     hi = max(int(min_user_interactions), math.ceil(max_user_fraction * n_items))
+    if n_items >= 2**31:
+        raise DataError(f"n_items must be < 2^31 (32-bit item indices), got {n_items}")
     if min_user_interactions > n_items:
         raise DataError(f"min_user_interactions must be <= n_items, got "
                         f"{min_user_interactions} > {n_items}")
@@ -134,6 +179,9 @@ def synthetic(
             f"{n_users * min_user_interactions} and n_users * {hi} (the per-user cap "
             f"{max_user_fraction:g} * n_items), got {n_interactions}"
         )
+    threads = n_threads or min(2, os.cpu_count() or 1)
+    check_memory(n_users, n_items, n_interactions, rank=int(rank),
+                 batch_elements=int(batch_elements), n_threads=threads)
     gen = random_generator(rng)
 
     log_pop = np.empty(n_items, np.float32)
@@ -172,7 +220,6 @@ def synthetic(
                     start[users], mean_gap[users], indptr, indices, ratings, timestamps,
                     children[b])
 
-    threads = n_threads or min(2, os.cpu_count() or 1)
     if threads > 1 and len(batches) > 1:
         with ThreadPoolExecutor(threads) as pool:
             list(pool.map(run, range(len(batches))))

@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dprec.mechanisms.bitflip import BitFlip
+from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
 from dprec.systems.base import (
     NotFittedError,
@@ -23,6 +24,7 @@ from dprec.systems.base import (
     UnknownUserError,
     check_history,
 )
+from dprec.systems.reporting import privacy_report_from_log
 
 
 class _FactorModel(Protocol):
@@ -59,6 +61,7 @@ class TrainedOnObfuscated(Ranker):
         self.epsilon = epsilon
         self.batch_size = batch_size
         self._n_items: int | None = None
+        self.events: EventLog | None = None
 
     @property
     def supports_unknown_users(self) -> bool:  # type: ignore[override]
@@ -69,9 +72,12 @@ class TrainedOnObfuscated(Ranker):
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
             on_round: RoundHook | None = None) -> TrainedOnObfuscated:
         self._n_items = train.shape[1]
+        self.events = EventLog(train.shape[0])
         if self.mechanism is None:
             data = train
         else:
+            self.events.record(0, self.mechanism.dp_event(), np.arange(train.shape[0]),
+                               count=train.shape[1], unit="interaction")
             data = sp.vstack([
                 sp.csr_matrix(self.mechanism.obfuscate_dense(
                     train[s:s + self.batch_size], rng, dtype=np.float32))
@@ -111,15 +117,10 @@ class TrainedOnObfuscated(Ranker):
         return out
 
     def privacy_report(self) -> PrivacyReport | None:
-        if self.mechanism is None:
+        if self.mechanism is None or self.events is None:
             return None
         mech = self.mechanism
-        assert self._n_items is not None
-        return PrivacyReport(
-            system=self.name,
-            threat_model="untrusted server trains on each user's obfuscated bit vector",
-            true=mech.guarantee(),
-            claimed=Guarantee(float(self.epsilon or mech.epsilon), mechanism="bit flip"),
-            mechanisms=(mech.event(),),
-            extra={"user_level": mech.user_guarantee(self._n_items).to_json()},
-        )
+        return privacy_report_from_log(
+            self.name, "untrusted server trains on each user's obfuscated bit vector",
+            self.events, Guarantee(float(self.epsilon or mech.epsilon), mechanism="bit flip"),
+            (mech.event(),), true=mech.guarantee())
