@@ -52,6 +52,7 @@ def test_sweep_carries_the_per_user_epsilon(results):
     pts = sweep["dplcf-sp"]
     assert [p["epsilon"] for p in pts] == [0.5, 2.0]
     assert pts[0]["user_epsilon"] < pts[1]["user_epsilon"] <= 2.0 * 150
+    assert {p["sides"] for p in pts} == {"two"}
 
 
 def test_level_epsilon():

@@ -23,8 +23,9 @@ DEFAULT_COMPARISON = (
 DEFAULT_EPS_GRID = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
 
 Tick = Callable[[str], None]
-SweepPoint = dict[str, float]
-"""{"epsilon": mechanism eps, "mean": .., "std": .., "user_epsilon": per-user eps}."""
+SweepPoint = dict[str, Any]
+"""{"epsilon": mechanism eps, "mean": .., "std": .., "user_epsilon": per-user eps,
+"sides": "two" | "one" | "none"}."""
 
 
 def run_systems(experiment: Experiment, names: Sequence[str], configs: Mapping[str, Any],
@@ -70,7 +71,8 @@ def eps_sweep(experiment: Experiment, names: Sequence[str], configs: Mapping[str
         for n, r in res.items():
             m = r.metrics[protocol][metric]
             sweep[n].append({"epsilon": float(eps), "mean": m["mean"], "std": m["std"],
-                             "user_epsilon": level_epsilon(r.privacy, "user")})
+                             "user_epsilon": level_epsilon(r.privacy, "user"),
+                             "sides": _sides(r.privacy)})
     return sweep
 
 
@@ -80,6 +82,12 @@ def level_epsilon(privacy: dict[str, Any] | None, level: str) -> float:
         return math.nan
     eps = privacy["levels"][level]["epsilon"]
     return math.inf if eps == "inf" else float(eps)
+
+
+def _sides(privacy: dict[str, Any] | None) -> str:
+    if not privacy or "levels" not in privacy:
+        return "none"
+    return str(privacy["levels"]["user"]["sides"])
 
 
 def comparison_rows(results: dict[str, RunResult]) -> list[dict[str, object]]:

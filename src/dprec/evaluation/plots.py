@@ -45,7 +45,8 @@ def plot_metric_vs_eps(sweep: dict[str, list[dict[str, float]]], path: Path,
                        x: str = "epsilon", log_x: bool = False) -> Path:
     """A metric against ``x`` (a sweep point's key) for each private system.
 
-    ``references`` are drawn as horizontal lines; points with a non-finite x are left out.
+    ``references`` are drawn as horizontal lines; points with a non-finite x are left out;
+    systems whose guarantee protects presence only are dashed and labelled one-sided.
     """
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, (name, pts) in enumerate(sweep.items()):
@@ -53,8 +54,10 @@ def plot_metric_vs_eps(sweep: dict[str, list[dict[str, float]]], path: Path,
         if not pts:
             continue
         xs = [p[x] for p in pts]
+        one_sided = any(p.get("sides") == "one" for p in pts)
         ax.errorbar(xs, [p["mean"] for p in pts], yerr=[p["std"] for p in pts], ms=4,
-                    capsize=2, label=name, **_style(i))
+                    capsize=2, label=f"{name} (one-sided)" if one_sided else name,
+                    ls="--" if one_sided else "-", **_style(i))
     if log_x:
         ax.set_xscale("log")
     for name, y in (references or {}).items():
