@@ -79,3 +79,22 @@ def test_fmf_ldp_json_privacy_sections(tmp_path):
     assert p["levels"]["event"]["epsilon"] == p["levels"]["user"]["epsilon"]
     assert p["levels"]["user_basic"]["epsilon"] == pytest.approx(25.0)
     assert doc["parameters"]["k"] == 5 and doc["parameters"]["epochs"] == 2
+
+
+def test_compare_rating_task_with_variants(tmp_path):
+    res = runner.invoke(app, ["compare", "--task", "rating", "--dataset", DS, "--seeds", "1",
+                              "--folds", "3", "--systems", "global-mean,bias,bias[damping=0]",
+                              "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    (folder,) = (tmp_path / DS).iterdir()
+    doc = json.loads((folder / "results.json").read_text())
+    assert list(doc["results"]) == ["global-mean", "bias", "bias[damping=0]"]
+    r = doc["results"]["bias[damping=0]"]
+    assert r["parameters"]["damping"] == 0.0 and r["protocol"]["task"] == "rating"
+    assert len(r["per_seed"]) == 3 and set(r["metrics"]["rating"]) == {"RMSE", "MAE"}
+    assert doc["results"]["bias"]["metrics"]["rating"]["RMSE"]["mean"] < \
+        doc["results"]["global-mean"]["metrics"]["rating"]["RMSE"]["mean"]
+    assert "rating RMSE" in (folder / "results.csv").read_text().splitlines()[0]
+    wrong = runner.invoke(app, ["compare", "--task", "rating", "--dataset", DS, "--systems",
+                                "dplcf-sp", "--out", str(tmp_path)])
+    assert wrong.exit_code == 2 and "is a ranking system" in " ".join(wrong.output.split())

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -141,7 +142,7 @@ def _metrics_table(title: str, results: dict[str, dict], protocol: str,
     for col in ("ε per interaction", "ε per user", "ε per user (basic)", "sides"):
         t.add_column(col, justify="right")
     for name, r in results.items():
-        row = [name]
+        row = [escape(name)]
         for m in metrics:
             v = r["metrics"][protocol][m]
             row.append(f"{v['mean']:.4f}±{v['std']:.3f}")
@@ -300,36 +301,59 @@ def _print_privacy(doc: dict) -> None:
                   "(basic composition)")
 
 
-def _compare_configs(names: list[str], configs_dir: Path | None, preset: str,
+def _split_labels(text: str) -> list[str]:
+    """Split --systems on commas outside brackets; variants use ';' or ',' inside []."""
+    labels, depth, cur = [], 0, ""
+    for ch in text:
+        depth += (ch == "[") - (ch == "]")
+        if ch == "," and depth == 0:
+            labels.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    labels.append(cur.strip())
+    labels = [x.replace(";", ",") for x in labels if x]
+    if len(set(labels)) != len(labels):
+        raise DprecError(f"--systems names a system twice: {text}")
+    return labels
+
+
+def _compare_configs(labels: list[str], configs_dir: Path | None, preset: str,
                      epsilon: float | None, params: dict[str, str]) -> tuple[dict, dict]:
-    """Each system's config: tuned file (if any) + --epsilon (private ones) + --param."""
-    from dprec.systems.registry import make_config, read_config, spec
+    """Each label's config: tuned file (if any) + its own [KEY=VALUE] + --epsilon + --param."""
+    from dprec.systems.registry import make_config, parse_label, read_config, spec
     if preset not in ("paper", "tuned"):
         raise DprecError(f"--preset must be paper or tuned, got {preset!r}")
     if preset == "paper" and configs_dir is not None:
         raise DprecError("--preset paper uses the papers' settings; drop --configs")
     if preset == "tuned" and configs_dir is None:
         raise DprecError("--preset tuned reads tuned configs: give --configs DIR")
+    parsed = {label: parse_label(label) for label in labels}
+    systems = {name for name, _ in parsed.values()}
     files: dict[str, object] = {}
     if configs_dir is not None:
         if not configs_dir.is_dir():
             raise DprecError(f"--configs {configs_dir} is not a folder")
         for path in sorted(configs_dir.glob("*.toml")):
             cf = read_config(path)
-            if cf.system in names:
-                files[cf.system] = cf
+            for label, (name, _) in parsed.items():
+                if name == cf.system:
+                    files[label] = cf
     for key in params:
-        if not any(key in spec(n).settable() for n in names):
+        if not any(key in spec(n).settable() for n in systems):
             raise DprecError(f"no listed system has the option {key}")
+    if epsilon is not None and not any("epsilon" in spec(n).settable() and spec(n).private
+                                       for n in systems):
+        raise DprecError("no listed system has an epsilon (drop --epsilon)")
     configs = {}
-    for n in names:
-        s = spec(n)
-        cf = files.get(n)
-        base = make_config(n, cf.params) if cf is not None else None  # type: ignore[attr-defined]
+    for label, (name, own) in parsed.items():
+        s = spec(name)
+        cf = files.get(label)
+        base = make_config(name, cf.params) if cf is not None else None  # type: ignore[attr-defined]
         mine: dict[str, object] = {k: v for k, v in params.items() if k in s.settable()}
-        if epsilon is not None and s.private:
+        if epsilon is not None and s.private and "epsilon" in s.settable():
             mine["epsilon"] = epsilon
-        configs[n] = make_config(n, mine, base)
+        configs[label] = make_config(name, {**own, **mine}, base)
     return configs, files
 
 
@@ -346,14 +370,18 @@ def compare(
     configs_dir: Annotated[Path | None, typer.Option(
         "--configs", help="Folder of tuned TOML configs (configs/<dataset>), one per system.")
     ] = None,
+    task: Annotated[str, typer.Option(
+        help="ranking (leave-one-out, HR/NDCG) or rating (k-fold RMSE/MAE).")] = "ranking",
+    folds: Annotated[int, typer.Option(help="k of k-fold (rating).")] = 5,
     preset: Annotated[str | None, typer.Option(
         help="paper: the papers' settings for everything; tuned: read --configs "
              "(default: tuned when --configs is given, else paper).")] = None,
     systems_: Annotated[str | None, typer.Option(
-        "--systems", help="Comma-separated system names (default: all ranking systems).")
-    ] = None,
-    eps_grid: Annotated[str, typer.Option(help="Comma-separated ε values for the sweep; "
-                                          "empty to skip.")] = "0.5,1,1.5,2,2.5,3",
+        "--systems", help="Comma-separated system names or variants NAME[KEY=VALUE;...] "
+                          "(default: every system of the task).")] = None,
+    eps_grid: Annotated[str | None, typer.Option(
+        help="Comma-separated ε values for the sweep; empty to skip (default: 0.5..3 for "
+             "ranking, none for rating).")] = None,
     sweep_seeds: Annotated[int, typer.Option(min=1, help="Seeds per point of the ε sweep.")
                            ] = 3,
     data_dir: DataDir = None,
@@ -362,23 +390,26 @@ def compare(
     """Every system side by side on the same folds, an ε sweep, results JSON + CSV + plots."""
     from dprec.evaluation.compare import (
         DEFAULT_COMPARISON,
+        DEFAULT_RATING_COMPARISON,
         eps_sweep,
         private_names,
         run_systems,
         save_comparison,
     )
     from dprec.evaluation.results import ResultsFolder, check_output_base
-    from dprec.evaluation.runner import Experiment
-    from dprec.systems.registry import make_config, spec
+    from dprec.systems.registry import make_config, parse_label, spec
     try:
         check_output_base(out_dir)
-        names = [s.strip() for s in systems_.split(",")] if systems_ else list(DEFAULT_COMPARISON)
+        if task not in ("ranking", "rating"):
+            raise DprecError(f"--task must be ranking or rating, got {task!r}")
+        default = DEFAULT_COMPARISON if task == "ranking" else DEFAULT_RATING_COMPARISON
+        names = _split_labels(systems_) if systems_ else list(default)
         for n in names:
-            if spec(n).task != "ranking":
-                raise DprecError(f"compare ranks systems on leave-one-out; {n} is a "
-                                 f"{spec(n).task} system (use `dprec run {n}`)")
-        if len(set(names)) != len(names):
-            raise DprecError(f"--systems names a system twice: {systems_}")
+            kind = spec(parse_label(n)[0]).task
+            if kind != task:
+                raise DprecError(f"--task {task}: {n} is a {kind} system (use --task {kind})")
+        if eps_grid is None:
+            eps_grid = "0.5,1,1.5,2,2.5,3" if task == "ranking" else ""
         if epsilon is not None:
             check_positive("epsilon", epsilon)
         if preset is None:
@@ -396,12 +427,14 @@ def compare(
             if not e > 0:
                 raise DprecError(f"every ε in --eps-grid must be > 0, got {e}")
         private = private_names(names)
+        if grid:
+            private = [n for n in private if "epsilon" in spec(parse_label(n)[0]).settable()]
         for n in private:
             for e in grid:
-                make_config(n, {"epsilon": e}, configs[n])
+                make_config(parse_label(n)[0], {"epsilon": e}, configs[n])
         ds = _load(dataset, data_dir)
-        exp = Experiment(ds, range(seeds))
-        sweep_exp = Experiment(ds, range(sweep_seeds))
+        exp = _experiment(task, ds, seeds, None, 99, folds)
+        sweep_exp = _experiment(task, ds, sweep_seeds, None, 99, folds)
         exp.folds(0)
     except DprecError as e:
         _fail(e)
@@ -410,7 +443,7 @@ def compare(
     def failed(name: str, e: Exception) -> None:
         kind = "" if isinstance(e, DprecError) else f"{type(e).__name__}: "
         folder.record_failure(name, f"{kind}{e}")
-        err.print(f"[bold red]{name} failed:[/] {kind}{e}")
+        err.print(f"[bold red]{escape(name)} failed:[/] {escape(kind + str(e))}")
 
     def saved(name: str, r) -> None:  # noqa: ANN001
         if files.get(name) is not None:
@@ -421,14 +454,16 @@ def compare(
     total = len(names) * seeds + len(grid) * len(private) * sweep_seeds
     try:
         with _progress() as bar:
-            task = bar.add_task(f"compare on {dataset}", total=total)
+            bar_task = bar.add_task(f"compare on {dataset}", total=total)
 
             def tick(name: str) -> None:
-                bar.update(task, advance=1, description=f"compare on {dataset}: {name}")
+                bar.update(bar_task, advance=1,
+                           description=f"compare on {escape(dataset)}: {escape(name)}")
 
             results = run_systems(exp, names, configs, tick, on_result=saved, on_error=failed)
+            metric, proto = ("HR@10", "sampled") if task == "ranking" else ("RMSE", "rating")
             sweep = (eps_sweep(sweep_exp, [n for n in private if n in results], configs, grid,
-                               tick=tick, on_error=failed) if grid else None)
+                               metric, proto, tick=tick, on_error=failed) if grid else None)
         if not results:
             raise DprecError("every system failed; see the errors above")
         save_comparison(folder.path, dataset, results, sweep, list(exp.ks), folder.failed)
@@ -446,14 +481,14 @@ def compare(
     _print_tables(f"{dataset}, ε={epsilon or 'paper default'}, {seeds} seeds (mean±std); "
                   f"tuned configs: {tuned}", docs)
     if sweep:
-        t = Table(title=f"HR@10 (sampled) against ε, {sweep_seeds} seeds; in brackets the "
+        t = Table(title=f"{metric} ({proto}) against ε, {sweep_seeds} seeds; in brackets the "
                         "per-user ε")
         t.add_column("system")
         for e in grid:
             t.add_column(f"ε={e:g}", justify="right")
         for n, pts in sweep.items():
             by_eps = {p["epsilon"]: p for p in pts}
-            t.add_row(n, *[f"{by_eps[e]['mean']:.4f}±{by_eps[e]['std']:.4f} "
+            t.add_row(escape(n), *[f"{by_eps[e]['mean']:.4f}±{by_eps[e]['std']:.4f} "
                            f"[{by_eps[e]['user_epsilon']:.3g}]" if e in by_eps else "failed"
                            for e in grid])
         out.print(t)

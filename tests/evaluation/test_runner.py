@@ -49,8 +49,11 @@ def test_kfold_metrics_are_the_mean_over_folds(ds):
     assert len(res.diagnostics) == 3
     folds = [exp.evaluator.evaluate(make_system("bias").fit(f.train, None), f, prep, None)
              for f, prep in exp.folds(0)]
-    want = np.mean([f["rating"]["RMSE"] for f in folds])
-    assert res.metrics["rating"]["RMSE"]["mean"] == pytest.approx(want, rel=1e-12)
+    want = [f["rating"]["RMSE"] for f in folds]
+    assert [p["rating"]["RMSE"] for p in res.per_seed] == pytest.approx(want, rel=1e-12)
+    assert res.metrics["rating"]["RMSE"]["mean"] == pytest.approx(np.mean(want), rel=1e-12)
+    assert res.metrics["rating"]["RMSE"]["std"] == pytest.approx(np.std(want, ddof=1))
+    assert res.protocol["folds_per_seed"] == 3 and res.protocol["task"] == "rating"
 
 
 @pytest.mark.parametrize("kwargs, message", [

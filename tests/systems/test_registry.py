@@ -97,3 +97,23 @@ def test_missing_config_file(tmp_path):
 
 def test_spec_lookup():
     assert spec("fcf").default_grid and not spec("fcf").private
+
+
+@pytest.mark.parametrize("label, want", [
+    ("bias", ("bias", {})),
+    ("bias[damping=0]", ("bias", {"damping": "0"})),
+    (" fmf-ldp[k=5, epochs=2] ", ("fmf-ldp", {"k": "5", "epochs": "2"})),
+])
+def test_parse_label(label, want):
+    from dprec.systems.registry import parse_label
+    assert parse_label(label) == want
+
+
+@pytest.mark.parametrize("label, message", [
+    ("bias[damping=0", "must look like NAME"), ("bias[damping]", "is not KEY=VALUE"),
+    ("nope[k=1]", "unknown system"),
+])
+def test_bad_labels(label, message):
+    from dprec.systems.registry import parse_label
+    with pytest.raises(DprecError, match=message):
+        parse_label(label)

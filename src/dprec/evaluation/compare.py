@@ -12,13 +12,17 @@ from typing import Any
 from dprec.evaluation.paper_numbers import PAPER_ML20M
 from dprec.evaluation.plots import plot_hr_at_k, plot_metric_vs_eps
 from dprec.evaluation.runner import Experiment, RunResult
-from dprec.systems.registry import make_config, make_system, spec
+from dprec.systems.registry import make_config, make_system, parse_label, spec
 
 TABLE_METRICS = ("HR@2", "HR@5", "HR@10", "NDCG@10")
 
 DEFAULT_COMPARISON = (
     "random", "popularity", "lcf-ub", "lcf-sp", "lcf-ap", "dplcf-sp", "dplcf-ap",
     "dplcf-oue", "dplcf-eb", "bpr-mf", "mf-np", "fcf", "fmf-ldp",
+)
+DEFAULT_RATING_COMPARISON = (
+    "global-mean", "bias", "nondp-svd", "pcc-knn", "cos-knn", "laplace-svd", "laplace-rr-svd",
+    "ldp-svd[mechanism=laplace]", "ldp-svd[mechanism=duchi]", "ldp-svd[mechanism=piecewise]",
 )
 DEFAULT_EPS_GRID = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
 
@@ -41,8 +45,11 @@ def run_systems(experiment: Experiment, names: Sequence[str], configs: Mapping[s
     out: dict[str, RunResult] = {}
     for name in names:
         try:
-            out[name] = experiment.run(lambda n=name: make_system(n, config=configs.get(n)),
-                                       on_seed=(lambda s, n=name: tick(n)) if tick else None)
+            system = parse_label(name)[0]
+            out[name] = experiment.run(
+                lambda s=system, n=name: make_system(s, config=configs.get(n)),
+                on_seed=(lambda s, n=name: tick(n)) if tick else None)
+            out[name].system = name
         except Exception as e:  # noqa: BLE001 - one failing system must not lose the others
             if on_error is None:
                 raise
@@ -64,7 +71,8 @@ def eps_sweep(experiment: Experiment, names: Sequence[str], configs: Mapping[str
     """
     sweep: dict[str, list[SweepPoint]] = {n: [] for n in names}
     for eps in eps_grid:
-        at = {n: make_config(n, {"epsilon": float(eps)}, configs.get(n)) for n in names}
+        at = {n: make_config(parse_label(n)[0], {"epsilon": float(eps)}, configs.get(n))
+              for n in names}
         res = run_systems(experiment, names, at, tick,
                           on_error=(lambda n, e, eps=eps: on_error(f"{n} at eps={eps:g}", e))
                           if on_error else None)
@@ -95,13 +103,14 @@ def comparison_rows(results: dict[str, RunResult]) -> list[dict[str, object]]:
     rows = []
     for name, r in results.items():
         row: dict[str, object] = {"system": name}
-        for proto in ("sampled", "full"):
+        for proto, metrics in r.metrics.items():
+            shown = [m for m in TABLE_METRICS if m in metrics] or list(metrics)
+            for m in shown:
+                row[f"{proto} {m}"] = metrics[m]["mean"]
+                row[f"{proto} {m} std"] = metrics[m]["std"]
+        if "sampled" in r.metrics:
             for m in TABLE_METRICS:
-                v = r.metrics[proto][m]
-                row[f"{proto} {m}"] = v["mean"]
-                row[f"{proto} {m} std"] = v["std"]
-        for m in TABLE_METRICS:
-            row[f"paper ML-20M {m}"] = PAPER_ML20M.get(name, {}).get(m, math.nan)
+                row[f"paper ML-20M {m}"] = PAPER_ML20M.get(name, {}).get(m, math.nan)
         p = r.privacy
         levels = (p or {}).get("levels", {})
         for level in ("event", "user", "user_basic"):
@@ -128,11 +137,14 @@ def save_comparison(out_dir: Path, dataset: str, results: dict[str, RunResult],
     paths[0].write_text(json.dumps(doc, indent=2, default=float))
     if not results:
         return paths[:1]
+    ranking = all("sampled" in r.metrics for r in results.values())
     rows = comparison_rows(results)
     with paths[1].open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
         w.writeheader()
         w.writerows(rows)
+    if not ranking:
+        return paths
     js = {n: r.to_json() for n, r in results.items()}
     paths.append(plot_hr_at_k(js, ks, out_dir / "hr_at_k.png", f"HR@K on {dataset} (sampled)"))
     paths.append(plot_hr_at_k(js, ks, out_dir / "hr_at_k_full.png",
@@ -151,4 +163,5 @@ def save_comparison(out_dir: Path, dataset: str, results: dict[str, RunResult],
 
 
 def private_names(names: Sequence[str]) -> list[str]:
-    return [n for n in names if spec(n).private]
+    return [n for n in names if spec(parse_label(n)[0]).private]
+

@@ -112,14 +112,16 @@ class Experiment:
         first = self.folds(self.seeds[0])[0][0]
         split = {**self.split.describe(), **(first.describe() if hasattr(first, "describe")
                                              else {})}
-        return {"split": split, **self.evaluator.describe()}
+        return {"split": split, "folds_per_seed": len(self.folds(self.seeds[0])),
+                **self.evaluator.describe()}
 
     def run(self, make: Callable[[], Recommender],
             on_seed: Callable[[int], None] | None = None,
             curve_every: int | None = None) -> RunResult:
         """Fit and evaluate a fresh system per seed and fold.
 
-        A seed's metrics are the mean over its folds. ``curve_every``: also evaluate after
+        ``per_seed`` holds one entry per (seed, fold), and every metric is the mean and std
+        over those entries (leave-one-out: one fold per seed). ``curve_every``: also evaluate after
         every that many rounds of a multi-round protocol (learning curves, in ``curves``).
         """
         if curve_every is not None and (int(curve_every) != curve_every or curve_every < 1):
@@ -144,8 +146,8 @@ class Experiment:
                 diags.append(model.diagnostics())
                 if curve_every is not None:
                     curves.append(curve)
-            per_seed.append(_mean_metrics(fold_metrics))
-            log.info("%s seed %d: %s", model.name if model else "?", seed, per_seed[-1])
+            per_seed.extend(fold_metrics)
+            log.info("%s seed %d: %s", model.name if model else "?", seed, fold_metrics)
             if on_seed is not None:
                 on_seed(seed)
         assert model is not None
@@ -171,10 +173,3 @@ class Experiment:
                                             derive_generator(seed, "ties", model.name))
                 curve.append({"round": round + 1, "metrics": m})
         return hook
-
-
-def _mean_metrics(folds: list[Metrics]) -> Metrics:
-    if len(folds) == 1:
-        return folds[0]
-    return {proto: {m: float(np.mean([f[proto][m] for f in folds])) for m in folds[0][proto]}
-            for proto in folds[0]}

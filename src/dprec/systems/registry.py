@@ -9,6 +9,7 @@ define the system (e.g. ``flip`` of ``dplcf-sp``) are fixed by its name.
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
 import textwrap
 import tomllib
@@ -108,6 +109,10 @@ def _popularity(name: str, cfg: NoConfig) -> Recommender:
     return Popularity()
 
 
+SPEC_MODULES = ("dprec.systems.rating_models", "dprec.systems.ldp_svd.specs")
+"""Modules that register more systems through a ``SPECS: list[SystemSpec]``."""
+
+
 def _specs() -> dict[str, SystemSpec]:
     lcf = LocalItemCFConfig
     FMF = _fmf_config()
@@ -153,18 +158,20 @@ def _specs() -> dict[str, SystemSpec]:
                    "FMF-LDP: k LDP gradient reports per client per epoch via a shuffler",
                    {"exact": False}),
     ]
-    try:
-        from dprec.systems.rating_baselines import BiasBaseline, BiasConfig, GlobalMean
-    except ImportError:
-        pass
-    else:
-        specs += [
-            SystemSpec("global-mean", NoConfig, lambda n, c: GlobalMean(), "rating", False,
-                       "the mean training rating"),
-            SystemSpec("bias", BiasConfig, lambda n, c: BiasBaseline(c), "rating", False,
-                       "mu + b_u + b_i with damped means (non-private)", {},
-                       {"damping": (0.0, 5.0, 25.0)}),
-        ]
+    from dprec.systems.rating_baselines import BiasBaseline, BiasConfig, GlobalMean
+    specs += [
+        SystemSpec("global-mean", NoConfig, lambda n, c: GlobalMean(), "rating", False,
+                   "the mean training rating"),
+        SystemSpec("bias", BiasConfig, lambda n, c: BiasBaseline(c), "rating", False,
+                   "mu + b_u + b_i with damped means (non-private)", {},
+                   {"damping": (0.0, 5.0, 25.0)}),
+    ]
+    for module in SPEC_MODULES:
+        try:
+            specs += importlib.import_module(module).SPECS
+        except ModuleNotFoundError as e:
+            if not e.name or not module.startswith(e.name):
+                raise
     return {s.name: s for s in specs}
 
 
@@ -176,6 +183,26 @@ def spec(name: str) -> SystemSpec:
     if name not in SYSTEMS:
         raise DprecError(f"unknown system {name!r}; known systems: {', '.join(SYSTEMS)}")
     return SYSTEMS[name]
+
+
+def parse_label(label: str) -> tuple[str, dict[str, str]]:
+    """``"ldp-svd[mechanism=duchi,epsilon=2]"`` -> ("ldp-svd", {"mechanism": "duchi", ...}).
+
+    A label names one configured variant of a system in a comparison; a bare name has no
+    settings of its own.
+    """
+    name, bracket, rest = label.strip().partition("[")
+    params: dict[str, str] = {}
+    if bracket:
+        if not rest.endswith("]"):
+            raise DprecError(f"system label {label!r} must look like NAME[KEY=VALUE,...]")
+        for item in filter(None, (x.strip() for x in rest[:-1].split(","))):
+            key, eq, value = item.partition("=")
+            if not eq or not key.strip():
+                raise DprecError(f"system label {label!r}: {item!r} is not KEY=VALUE")
+            params[key.strip()] = value.strip()
+    spec(name)
+    return name, params
 
 
 def private_systems() -> list[str]:
