@@ -116,10 +116,15 @@ class PrivacyLedger:
         Raises :class:`~dprec.privacy.accountant.UnsupportedEventError` for events without
         a pure epsilon (e.g. Gaussian).
         """
+        self.spend(users, self.cost(event, count))
+
+    @staticmethod
+    def cost(event: dp_accounting.DpEvent, count: int = 1) -> float:
+        """The pure epsilon of ``count`` copies of ``event`` (basic composition)."""
         if isinstance(count, bool) or int(count) != count or count < 0:
             raise DprecError(f"count must be an integer >= 0, got {count!r}")
         eps, _ = BasicAccountant().total_epsilon_delta(event)
-        self.spend(users, 0.0 if count == 0 else int(count) * eps)
+        return 0.0 if count == 0 else int(count) * eps
 
     @classmethod
     def from_log(cls, log: EventLog, budget_eps: float = math.inf) -> PrivacyLedger:

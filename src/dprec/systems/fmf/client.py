@@ -112,14 +112,15 @@ class GradientSum:
 class FederatedClients(Clients):
     """FCF / FMF-LDP clients: solve x_u from the broadcast V, then report (Algorithm 1).
 
-    Each client keeps its history, its x_u and its ledger (a user stops reporting once the
-    next round would pass ``user_budget``); the population is simulated in batches.
+    Each client keeps its history, its x_u and its ledger, charged with the events it sends
+    (a user stops reporting once the next round would pass ``user_budget``); the population
+    is simulated in batches.
     """
 
     def __init__(self, history: sp.csr_matrix, *, factors: int, alpha: float, reg: float,
                  k: int, clip: float, exact: bool,
                  mechanism: BinaryMechanism | PiecewiseMechanism | None,
-                 ledger: PrivacyLedger | None, round_epsilon: float, batch_size: int) -> None:
+                 ledger: PrivacyLedger | None, batch_size: int) -> None:
         self._history = history
         self._factors = factors
         self._alpha = alpha
@@ -129,7 +130,6 @@ class FederatedClients(Clients):
         self._exact = exact
         self._mechanism = mechanism
         self._ledger = ledger
-        self._round_epsilon = round_epsilon
         self._batch_size = batch_size
         self._sent: list[Sent] = []
         self.reporting_rounds = np.zeros(history.shape[0], np.int64)
@@ -147,9 +147,10 @@ class FederatedClients(Clients):
             if self._exact:
                 yield GradientSum(gradient_sum(X, V, hist, self._alpha), len(users))
                 continue
-            if self._ledger is not None:
-                ok = self._ledger.can_spend(users, self._round_epsilon)
-                self._ledger.spend(users[ok], self._round_epsilon)
+            if self._ledger is not None and self._mechanism is not None:
+                event = self._mechanism.dp_event()
+                ok = self._ledger.can_spend(users, self._ledger.cost(event, self._k))
+                self._ledger.spend_event(users[ok], event, self._k)
                 users, X, hist = users[ok], X[ok], hist[ok]
             if not len(users):
                 continue

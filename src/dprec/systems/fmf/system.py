@@ -142,8 +142,7 @@ class FederatedMF(Ranker):
         ledger = PrivacyLedger(c.user_budget, n_users) if c.user_budget is not None else None
         clients = client.FederatedClients(
             train, factors=c.factors, alpha=c.alpha, reg=c.regularization, k=c.k, clip=c.clip,
-            exact=c.exact, mechanism=mech, ledger=ledger, round_epsilon=c.k * c.epsilon,
-            batch_size=c.batch_size)
+            exact=c.exact, mechanism=mech, ledger=ledger, batch_size=c.batch_size)
         srv = server.FactorServer(n_items, c.factors, c.lr, c.regularization, c.server_steps,
                                   c.clip, c.init_scale, mech)
         proxy = None if c.exact else ShufflingProxy(c.shuffle_threshold)
