@@ -38,43 +38,35 @@ def _floor(args, q) -> None:
 
 
 def _server(args, q) -> None:
+    """The protocol on the round engine: clients obfuscate, the server estimates and publishes."""
     from dprec.mechanisms.bitflip import BitFlip
+    from dprec.privacy.events import EventLog
+    from dprec.protocol.engine import run_protocol
     from dprec.systems.dplcf import client, server
 
     x = _data(args.users, args.items, args.nnz, args.seed)
     mech = BitFlip.symmetric(args.epsilon)
     rng = np.random.default_rng(args.seed)
     base = peak_gib()
-    t_clients = 0.0
-    t_server = 0.0
-    counts = server.PairCounts(x.shape[1])
-    for s in range(0, x.shape[0], args.batch):
-        t = time.perf_counter()
-        msg = client.obfuscate(x[s:s + args.batch], mech, rng)
-        t_clients += time.perf_counter() - t
-        t = time.perf_counter()
-        counts.add(msg)
-        t_server += time.perf_counter() - t
-    t = time.perf_counter()
-    est = server.estimate_similarity(counts, mech, "unbiased")
-    t_estimate = time.perf_counter() - t
-    t = time.perf_counter()
-    nl = server.publish(est.sim, args.neighbours, include_full=False)
-    t_topk = time.perf_counter() - t
+    srv = server.SimilarityServer(x.shape[1], mech, "unbiased", args.neighbours, False)
+    run = run_protocol(srv, client.ObfuscatingClients(x, mech, args.batch), 1, rng,
+                       EventLog(x.shape[0]))
+    nl = run.broadcast
     users = np.arange(min(10_000, x.shape[0]))
     t = time.perf_counter()
     for s in range(0, len(users), 1000):
         client.local_scores(x[users[s:s + 1000]], nl, "item", args.neighbours)
     t_score = time.perf_counter() - t
+    assert srv.estimate is not None
     q.put({
-        "clients_obfuscation_s": t_clients,
-        "server_accumulate_s": t_server,
-        "server_estimate_s": t_estimate,
-        "server_topk_s": t_topk,
-        "server_total_s": t_server + t_estimate + t_topk,
+        "clients_obfuscation_s": run.seconds["clients"],
+        "server_accumulate_s": srv.seconds["accumulate"],
+        "server_estimate_s": srv.seconds["estimate"],
+        "server_topk_s": srv.seconds["publish"],
+        "server_total_s": run.seconds["server"],
         "server_peak_gib": peak_gib(),
         "server_data_peak_gib": base,
-        "clipped_fraction": est.clipped / float(x.shape[1] ** 2),
+        "clipped_fraction": srv.estimate.clipped / float(x.shape[1] ** 2),
         "device_scoring_us_per_user": 1e6 * t_score / len(users),
     })
 

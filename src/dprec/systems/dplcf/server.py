@@ -5,6 +5,7 @@ Never imports client code; shares only messages, mechanisms and the round engine
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -170,6 +171,8 @@ class SimilarityServer(Server):
         self.include_full = include_full
         self.estimate: SimilarityEstimate | None = None
         self.users_received = 0
+        self.seconds = {"accumulate": 0.0, "estimate": 0.0, "publish": 0.0}
+        """Time in each server phase (accumulate counts as batches arrive)."""
 
     def start(self, rng: np.random.Generator) -> None:
         return None
@@ -179,9 +182,16 @@ class SimilarityServer(Server):
         for message in batches:
             if message.n_items != self.n_items:
                 raise DprecError(f"an upload has {message.n_items} items, expected {self.n_items}")
+            t = time.perf_counter()
             counts.add(message)
+            self.seconds["accumulate"] += time.perf_counter() - t
         self.users_received = counts.n_users
         if counts.n_users == 0:
             return None
+        t = time.perf_counter()
         self.estimate = estimate_similarity(counts, self.mechanism, self.estimator)
-        return publish(self.estimate.sim, self.neighbours, self.include_full)
+        self.seconds["estimate"] += time.perf_counter() - t
+        t = time.perf_counter()
+        lists = publish(self.estimate.sim, self.neighbours, self.include_full)
+        self.seconds["publish"] += time.perf_counter() - t
+        return lists
