@@ -14,6 +14,7 @@ $(STAMP): pyproject.toml
 
 run: $(STAMP)
 	$(BIN)/dprec compare --dataset ml-100k --seeds 5 --configs configs/ml-100k
+	$(BIN)/dprec compare --task rating --dataset ml-100k --seeds 1 --folds 5
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
@@ -25,6 +26,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_dplcf_server.py
 	$(BIN)/python benchmarks/bench_mf_np.py
 	$(BIN)/python benchmarks/bench_fmf_ldp.py
+	$(BIN)/python benchmarks/bench_rating.py
 
 clean:
 	rm -rf $(VENV) results benchmarks/results

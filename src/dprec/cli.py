@@ -188,7 +188,10 @@ def _system_params(name: str, epsilon: float | None, params: dict[str, object]) 
         check_positive("epsilon", epsilon)
         s = spec(name)
         if "epsilon" not in s.settable():
-            raise DprecError(f"{name} is not private: it has no epsilon (drop --epsilon)")
+            budget = [k for k in s.settable() if k.startswith("eps")]
+            raise DprecError(f"{name} has no epsilon; set " + " and ".join(
+                f"--param {k}=..." for k in budget) if budget and s.private else
+                f"{name} is not private: it has no epsilon (drop --epsilon)")
         out_["epsilon"] = epsilon
     return out_
 
@@ -233,6 +236,9 @@ def run(
     config: Annotated[Path | None, typer.Option(
         "--config", help="A TOML config (e.g. written by `dprec tune`); --param overrides it."
     )] = None,
+    preset: Annotated[str, typer.Option(
+        help="default: the system's defaults; paper: the paper's own settings where they "
+             "differ (e.g. plain Funk SVD for the LDP rating systems).")] = "default",
     seeds: Seeds = 5,
     split: Split = None,
     negatives: Annotated[int, typer.Option(help="Sampled negatives per test user.")] = 99,
@@ -251,6 +257,12 @@ def run(
         check_output_base(out_dir)
         s = spec(system)
         base, cf = _load_config(config, system)
+        if preset not in ("default", "paper"):
+            raise DprecError(f"--preset must be default or paper, got {preset!r}")
+        if preset == "paper":
+            if cf is not None:
+                raise DprecError("--preset paper and --config both set the config; use one")
+            base = s.paper_config()
         params = _system_params(system, epsilon, _pairs(param))
         make_system(system, params, base)
         ds = _load(dataset, data_dir)
@@ -350,6 +362,8 @@ def _compare_configs(labels: list[str], configs_dir: Path | None, preset: str,
         s = spec(name)
         cf = files.get(label)
         base = make_config(name, cf.params) if cf is not None else None  # type: ignore[attr-defined]
+        if preset == "paper":
+            base = s.paper_config()
         mine: dict[str, object] = {k: v for k, v in params.items() if k in s.settable()}
         if epsilon is not None and s.private and "epsilon" in s.settable():
             mine["epsilon"] = epsilon

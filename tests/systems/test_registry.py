@@ -20,8 +20,10 @@ def test_one_entry_per_system_with_lower_case_paper_names():
         assert name == name.lower() == s.name
         assert make_system(name).name == name
         assert make_system(name).task == s.task
-    assert set(private_systems()) == {"lcf-sp", "lcf-ap", "dplcf-sp", "dplcf-ap", "dplcf-oue",
-                                      "dplcf-eb", "bpr-mf", "fmf-ldp"}
+    assert {"lcf-sp", "lcf-ap", "dplcf-sp", "dplcf-ap", "dplcf-oue", "dplcf-eb", "bpr-mf",
+            "fmf-ldp", "laplace-svd", "laplace-rr-svd", "ldp-svd"} <= set(private_systems())
+    assert not {"random", "popularity", "lcf-ub", "mf-np", "fcf", "global-mean", "bias",
+                "nondp-svd", "pcc-knn", "cos-knn"} & set(private_systems())
 
 
 def test_paper_default_epsilons():
@@ -93,6 +95,12 @@ def test_bad_config_files(tmp_path, text, message):
 def test_missing_config_file(tmp_path):
     with pytest.raises(DprecError, match="does not exist"):
         read_config(tmp_path / "none.toml")
+
+
+def test_paper_preset():
+    assert spec("ldp-svd").paper_config().noise_weighting is False
+    assert spec("ldp-svd").default_config().noise_weighting is True
+    assert spec("dplcf-sp").paper_config() == spec("dplcf-sp").default_config()
 
 
 def test_spec_lookup():

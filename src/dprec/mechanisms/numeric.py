@@ -30,6 +30,13 @@ the worst cases (piecewise at |x| = 1, binary at x = 0) cross at eps = 1.2898, t
 Wang et al.; at |x| = 1 binary always wins (ratio of variances (s + 1)^2 / (3 s) >= 4/3).
 Thresholds on |x|: 0.627 at eps = 1, 0.826 at eps = 2, 0.862 at eps = 2.5, 0.952 at eps = 5.
 
+``LaplaceMechanism`` (Dwork, McSherry, Nissim, Smith 2006; the Laplace step of Laplace-SVD,
+seed 001 Eq. 4, SYSTEMS.md §3) for x in a bounded interval [low, high] (sensitivity
+Delta = high - low; 1 for ratings min-max normalised to [0, 1]): y = x + Lap(b), b = Delta/eps,
+density exp(-|y - x|/b)/(2 b). Unbiased, Var = 2 b^2, unbounded output. The density ratio
+between two inputs is exp((|y - x'| - |y - x|)/b) <= e^eps, attained for x = high, x' = low
+and every y >= high: eps-LDP, two-sided, per report.
+
 On the wire a binary report is one bit, a piecewise report one float32 (``report_bits``).
 Sampling uses the explicit ``numpy.random.Generator`` it is given. Seeded generators are for
 simulation only; a deployed client must use a generator seeded from a cryptographically
@@ -42,6 +49,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import dp_accounting
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -49,7 +57,7 @@ from dprec.errors import DprecError
 from dprec.privacy.events import LocalReportDpEvent
 from dprec.privacy.guarantee import Guarantee
 
-__all__ = ["BinaryMechanism", "PiecewiseMechanism", "variance_crossover"]
+__all__ = ["BinaryMechanism", "LaplaceMechanism", "PiecewiseMechanism", "variance_crossover"]
 
 
 def _check_epsilon(eps: Any) -> float:
@@ -312,3 +320,138 @@ class PiecewiseMechanism:
     def dp_event(self) -> LocalReportDpEvent:
         """The accounting event of one report: ``LocalReportDpEvent(epsilon)`` (pure LDP)."""
         return LocalReportDpEvent(self.epsilon)
+
+
+def _check_bound(name: str, value: Any) -> float:
+    if isinstance(value, bool):
+        raise DprecError(f"{name} must be a finite number, got {value!r}")
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise DprecError(f"{name} must be a finite number, got {value!r}") from None
+    if not math.isfinite(out):
+        raise DprecError(f"{name} must be a finite number, got {value}")
+    return out
+
+
+def _check_interval(x: ArrayLike, low: float, high: float, name: str = "x") -> np.ndarray:
+    """``x`` as a float64 array, every value in [low, high] (NaN rejected); callers clip first."""
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise DprecError(f"{name} must be numeric values in [{low:g}, {high:g}], "
+                         f"got {x!r}") from None
+    inside = (arr >= low) & (arr <= high)
+    if not inside.all():
+        bad = np.flatnonzero(~inside.ravel())
+        raise DprecError(
+            f"{name} must lie in [{low:g}, {high:g}] (clip first), got {arr.ravel()[bad[0]]} "
+            f"at flat index {bad[0]} ({bad.size} value(s) outside)"
+        )
+    return arr
+
+
+@dataclass(frozen=True)
+class LaplaceMechanism:
+    """Laplace mechanism on one value x in [low, high] (Dwork et al. 2006; seed 001 Eq. 4).
+
+    y = x + Lap(b) with b = (high - low)/eps: density exp(-|y - x|/b)/(2 b) on the real line,
+    unbiased, Var = 2 b^2. eps-LDP per report, two-sided, local model: the density ratio
+    between inputs is at most e^eps, attained at x = high vs x' = low for every y >= high.
+
+    Sampling is in float64; a deployment should use a snapping or discrete Laplace sampler
+    (floating-point Laplace noise leaks through its low-order bits, Mironov, CCS 2012).
+    """
+
+    epsilon: float
+    """Privacy parameter of one report (> 0)."""
+    low: float = 0.0
+    """Smallest possible input (public)."""
+    high: float = 1.0
+    """Largest possible input (public); sensitivity = high - low."""
+    name: str = field(default="laplace", compare=False)
+    """Label used in reports."""
+
+    report_bits: ClassVar[int] = 32
+    """Bits on the wire per report (one float32)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", _check_epsilon(self.epsilon))
+        low, high = _check_bound("low", self.low), _check_bound("high", self.high)
+        if not low < high:
+            raise DprecError(f"low must be < high, got low={low}, high={high}")
+        object.__setattr__(self, "low", low)
+        object.__setattr__(self, "high", high)
+
+    @property
+    def report_bytes(self) -> float:
+        """Bytes on the wire per report, ``report_bits / 8``."""
+        return self.report_bits / 8
+
+    @property
+    def sensitivity(self) -> float:
+        """Delta = high - low, the largest change of the input."""
+        return self.high - self.low
+
+    @property
+    def scale(self) -> float:
+        """b = Delta / eps, the Laplace scale."""
+        return self.sensitivity / self.epsilon
+
+    def sample(self, x: ArrayLike, rng: np.random.Generator) -> np.ndarray:
+        """One report x + Lap(b) per entry of ``x`` (float64, same shape)."""
+        arr = _check_interval(x, self.low, self.high)
+        gen = _check_rng(rng)
+        return arr + gen.laplace(0.0, self.scale, arr.shape)
+
+    def __call__(self, x: ArrayLike, rng: np.random.Generator) -> np.ndarray:
+        """Same as :meth:`sample`: the report is the unbiased estimate."""
+        return self.sample(x, rng)
+
+    def estimate(self, reports: ArrayLike) -> np.ndarray:
+        """The unbiased estimate of x: the report itself (float64 copy)."""
+        return np.array(reports, dtype=np.float64)
+
+    def variance(self, x: ArrayLike) -> np.ndarray:
+        """Var[y | x] = 2 b^2 for every x."""
+        arr = _check_interval(x, self.low, self.high)
+        return np.full(arr.shape, 2.0 * self.scale**2)
+
+    def density(self, t: ArrayLike, x: ArrayLike) -> np.ndarray:
+        """f(t | x) = exp(-|t - x|/b)/(2 b) (broadcast over ``t`` and ``x``)."""
+        tt = np.asarray(t, dtype=np.float64)
+        arr = _check_interval(x, self.low, self.high)
+        b = self.scale
+        return np.exp(-np.abs(tt - arr) / b) / (2.0 * b)
+
+    def cdf(self, t: ArrayLike, x: ArrayLike) -> np.ndarray:
+        """P(y <= t | x): e^{(t-x)/b}/2 below x, 1 - e^{-(t-x)/b}/2 above."""
+        tt = np.asarray(t, dtype=np.float64)
+        arr = _check_interval(x, self.low, self.high)
+        z = (tt - arr) / self.scale
+        return np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0.0)),
+                        1.0 - 0.5 * np.exp(-np.maximum(z, 0.0)))
+
+    def guarantee(self) -> Guarantee:
+        """eps-LDP for one report of one value in [low, high], two-sided, local model."""
+        return Guarantee(
+            epsilon=self.epsilon,
+            level="event",
+            sides="two",
+            model="local",
+            mechanism=f"{self.name}(eps={self.epsilon:.6g}, b={self.scale:.6g})",
+            notes=(
+                f"event = one report of one value in [{self.low:g}, {self.high:g}]; "
+                "f(y|x)/f(y|x') <= e^eps with equality at x = high, x' = low, y >= high",
+            ),
+        )
+
+    def event(self) -> dict[str, object]:
+        """A small record of the mechanism for reports and accounting."""
+        return {"name": self.name, "epsilon": self.epsilon, "low": self.low,
+                "high": self.high, "scale": self.scale, "report_bits": self.report_bits}
+
+    def dp_event(self) -> dp_accounting.LaplaceDpEvent:
+        """``LaplaceDpEvent(noise_multiplier = b / Delta = 1/eps)`` (dp-accounting's Laplace
+        event is for sensitivity 1; its PLD gives eps for one report)."""
+        return dp_accounting.LaplaceDpEvent(noise_multiplier=1.0 / self.epsilon)

@@ -15,8 +15,8 @@ import textwrap
 import tomllib
 import types
 import typing
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +24,9 @@ from dprec.errors import DprecError
 from dprec.mechanisms.bitflip import BitFlip
 from dprec.models.als import ALSConfig
 from dprec.models.bpr import BPRConfig
-from dprec.systems.base import Recommender, Task
+from dprec.systems.base import Recommender
 from dprec.systems.dplcf.system import LocalItemCFConfig
-
-
-@dataclass(frozen=True)
-class NoConfig:
-    """This system has no settings."""
+from dprec.systems.spec import NoConfig, SystemSpec
 
 
 @dataclass(frozen=True)
@@ -39,35 +35,6 @@ class FlippedBPRConfig(BPRConfig):
 
     epsilon: float = 1.0
     """Per-bit epsilon of the symmetric flip the clients apply before upload."""
-
-
-@dataclass(frozen=True)
-class SystemSpec:
-    """A registered system.
-
-    ``fixed``: config fields set by the system's name (not settable). ``default_grid``: the
-    grid ``dprec tune`` searches when no grid file is given (widened until the chosen point
-    is inside it on ML-100K).
-    """
-
-    name: str
-    config: type
-    factory: Callable[[str, Any], Recommender]
-    task: Task
-    private: bool
-    summary: str
-    fixed: Mapping[str, object] = field(default_factory=dict)
-    default_grid: Mapping[str, tuple[object, ...]] = field(default_factory=dict)
-
-    def settable(self) -> list[str]:
-        return [f.name for f in fields(self.config) if f.name not in self.fixed]
-
-    def default_config(self) -> Any:
-        return self.config(**self.fixed)
-
-    def build(self, config: Any | None = None) -> Recommender:
-        """A fresh, unfitted system with ``config`` (default: the paper's settings)."""
-        return self.factory(self.name, config if config is not None else self.default_config())
 
 
 def _lcf(name: str, cfg: LocalItemCFConfig) -> Recommender:
@@ -109,7 +76,8 @@ def _popularity(name: str, cfg: NoConfig) -> Recommender:
     return Popularity()
 
 
-SPEC_MODULES = ("dprec.systems.rating_models", "dprec.systems.ldp_svd.specs")
+SPEC_MODULES = ("dprec.systems.rating_models", "dprec.systems.ldp_svd.specs",
+                "dprec.systems.dp_mf", "dprec.systems.pnbm")
 """Modules that register more systems through a ``SPECS: list[SystemSpec]``."""
 
 

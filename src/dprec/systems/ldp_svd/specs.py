@@ -1,0 +1,31 @@
+"""Registry entries of the local-DP rating systems (seed 001; SYSTEMS.md §3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dprec.systems.base import Recommender
+from dprec.systems.ldp_svd.system import LaplaceRRSVDConfig, LDPSVDConfig
+from dprec.systems.spec import SystemSpec
+
+
+def _build(name: str, cfg: Any) -> Recommender:
+    from dprec.systems.ldp_svd.system import LocalRatingSVD
+    return LocalRatingSVD(name, cfg)
+
+
+PAPER = {"noise_weighting": False}
+"""The paper trains plain Funk SVD on the reports (no weighting by the noise variance)."""
+
+SPECS: list[SystemSpec] = [
+    SystemSpec("laplace-svd", LDPSVDConfig, _build, "rating", True,
+               "Laplace-SVD (seed 001 baseline): x + Lap(1/eps) per rating, Funk SVD on the "
+               "server", {"mechanism": "laplace"}, paper=PAPER),
+    SystemSpec("laplace-rr-svd", LaplaceRRSVDConfig, _build, "rating", True,
+               "Laplace-RR-SVD as published: true rating w.p. e^eps2/(1+e^eps2), else "
+               "Laplace(eps1); claimed eps1+eps2, true guarantee none", paper=PAPER),
+    SystemSpec("ldp-svd", LDPSVDConfig, _build, "rating", True,
+               "eps-LDP per rating (laplace, duchi or piecewise), Funk SVD on the server; "
+               "hide_items adds fake reports on unrated items", paper=PAPER),
+]
+"""laplace-svd, laplace-rr-svd and ldp-svd (nondp-svd is registered with the rating models)."""

@@ -1,0 +1,297 @@
+"""Laplace-SVD, Laplace-RR-SVD (seed 001) and LDP-SVD as one simulated protocol (SYSTEMS.md §3).
+
+One round of the engine, no proxy: clients normalise and perturb every rating
+(:mod:`.client`), the server decodes the reports and trains Funk SVD (:mod:`.server`), and
+predictions are made on the server with the trained model, as in the paper.
+
+| system          | per-rating mechanism                      | true guarantee per rating |
+|-----------------|-------------------------------------------|---------------------------|
+| laplace-svd     | x + Lap(1/eps) (the paper's baseline)     | eps, two-sided            |
+| laplace-rr-svd  | x w.p. e^eps2/(1+e^eps2), else x + Lap(1/eps1) | none (claimed eps1+eps2) |
+| ldp-svd         | Laplace, Duchi or piecewise at eps        | eps, two-sided            |
+
+Privacy is accounted from the event log in two parts. Rating values: each rating is one
+report of the mechanism (unit "interaction"), so per rating eps and per user the composition
+over the user's n_u ratings (basic n_u eps; PLD for the worst-case user). Which items were
+rated ("item membership"): without hide_items the server sees it exactly (no guarantee,
+``NonPrivateDpEvent`` per item). With hide_items every unrated item is reported with
+probability q, its value the mechanism applied to the scale midpoint; then for one item,
+rated (value r) versus unrated, a report's likelihood ratio is at most e^eps / q (the
+mechanism's ratio between r and the midpoint is <= e^eps), while "no report" proves the item
+unrated: one-sided, dominated by a bit flip with p = 1, q' = q e^-eps
+(``BitFlipDpEvent``), composed over the N items of a user at user level.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Literal
+
+import dp_accounting
+import numpy as np
+import scipy.sparse as sp
+
+from dprec.errors import DprecError
+from dprec.mechanisms.laplace_rr import LaplaceRR
+from dprec.mechanisms.numeric import BinaryMechanism, LaplaceMechanism, PiecewiseMechanism
+from dprec.models.funk_svd import FunkSVD, FunkSVDConfig
+from dprec.privacy.accountant import account
+from dprec.privacy.events import BitFlipDpEvent, EventLog, LocalReportDpEvent
+from dprec.privacy.guarantee import Guarantee, PrivacyReport
+from dprec.protocol.engine import run_protocol
+from dprec.systems.base import NotFittedError, RatingPredictor, RoundHook
+from dprec.systems.ldp_svd import client, server
+from dprec.systems.ldp_svd.messages import Scale
+from dprec.systems.reporting import privacy_report_from_log
+
+Mechanism = Literal["laplace", "duchi", "piecewise"]
+RatingMechanism = LaplaceMechanism | LaplaceRR | BinaryMechanism | PiecewiseMechanism
+
+THREAT_MODEL = (
+    "untrusted server receives once, from every user, one perturbed value per reported item "
+    "with the user's id and the item id (no proxy); it sees which items each user reported "
+    "(without hide_items: exactly the rated items, as seed 001 says); it trains SVD and "
+    "predicts on the server"
+)
+
+
+def _check_eps(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (
+            math.isfinite(value) and value > 0):
+        raise DprecError(f"{name} must be a finite number > 0, got {value!r}")
+
+
+@dataclass(frozen=True)
+class SVDFields:
+    """The server's Funk SVD (defaults: Surprise's ``SVD``) and the simulation settings."""
+
+    factors: int = 100
+    """Funk SVD: number of latent factors."""
+    lr: float = 0.005
+    """Funk SVD: SGD learning rate."""
+    reg: float = 0.02
+    """Funk SVD: L2 weight on biases and factors."""
+    epochs: int = 20
+    """Funk SVD: passes over the (perturbed) ratings."""
+    biases: bool = True
+    """Funk SVD: mu + b_u + b_i + U.I (True, Surprise's SVD) or the paper's plain U.I."""
+    init_mean: float = 0.0
+    """Funk SVD: mean of the initial factors."""
+    init_std: float = 0.1
+    """Funk SVD: standard deviation of the initial factors."""
+    noise_weighting: bool = True
+    """Server weights every report by w = 1/(1 + 16 s^2), s^2 = the mechanism's noise variance
+    on [0, 1] (lr w, reg / w; server.py); False = Funk SVD exactly as set (the paper)."""
+    rating_min: float | None = None
+    """Public rating scale, low end (None: the smallest rating in the training matrix)."""
+    rating_max: float | None = None
+    """Public rating scale, high end (None: the largest rating in the training matrix)."""
+    batch_size: int = 1024
+    """Clients simulated per vectorised batch."""
+
+    def __post_init__(self) -> None:
+        self.svd_config()
+        if not isinstance(self.noise_weighting, bool):
+            raise DprecError(f"noise_weighting must be True or False, "
+                             f"got {self.noise_weighting!r}")
+        if (self.rating_min is None) != (self.rating_max is None):
+            raise DprecError("rating_min and rating_max must be given together, got "
+                             f"rating_min={self.rating_min}, rating_max={self.rating_max}")
+        if self.rating_min is not None:
+            Scale(self.rating_min, self.rating_max)  # type: ignore[arg-type]
+        b = self.batch_size
+        if isinstance(b, bool) or int(b) != b or b < 1:
+            raise DprecError(f"batch_size must be an integer >= 1, got {b!r}")
+
+    def svd_config(self) -> FunkSVDConfig:
+        """The server model's :class:`FunkSVDConfig` (validates the SVD fields)."""
+        names = {f.name for f in fields(FunkSVDConfig)}
+        return FunkSVDConfig(**{k: getattr(self, k) for k in names})
+
+
+@dataclass(frozen=True)
+class LDPSVDConfig(SVDFields):
+    """An honest eps-LDP mechanism per rating, then Funk SVD (laplace-svd fixes Laplace)."""
+
+    mechanism: Mechanism = "laplace"
+    """Per-rating mechanism: laplace (x + Lap(1/eps) on [0, 1]), duchi, piecewise."""
+    epsilon: float = 1.0
+    """Total budget per rating (laplace-svd: the paper's eps1)."""
+    hide_items: bool = False
+    """Also report each unrated item with probability fake_rate (value: the scale midpoint)."""
+    fake_rate: float = 0.0625
+    """q, the probability that an unrated item gets a fake report (hide_items only); the
+    default is about ML-100K's density, so about as many fakes as ratings."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.mechanism not in ("laplace", "duchi", "piecewise"):
+            raise DprecError(f"mechanism must be laplace, duchi or piecewise, "
+                             f"got {self.mechanism!r}")
+        _check_eps("epsilon", self.epsilon)
+        if not isinstance(self.hide_items, bool):
+            raise DprecError(f"hide_items must be True or False, got {self.hide_items!r}")
+        q = self.fake_rate
+        if isinstance(q, bool) or not isinstance(q, int | float) or not 0 < q <= 1:
+            raise DprecError(f"fake_rate must be in (0, 1], got {q!r}")
+
+    def build_mechanism(self) -> RatingMechanism:
+        if self.mechanism == "laplace":
+            return LaplaceMechanism(self.epsilon)
+        if self.mechanism == "duchi":
+            return BinaryMechanism(self.epsilon, name="duchi")
+        return PiecewiseMechanism(self.epsilon)
+
+    def claimed(self) -> Guarantee | None:
+        """Seed 001's claim for its Laplace-SVD baseline (eps-LDP per rating); None otherwise."""
+        if self.mechanism != "laplace":
+            return None
+        return Guarantee(self.epsilon, level="event", sides="two", model="local",
+                         mechanism=f"laplace(eps={self.epsilon:.6g})",
+                         notes=("as published (seed 001): Laplace-SVD is eps1-LDP per rating",))
+
+
+@dataclass(frozen=True)
+class LaplaceRRSVDConfig(SVDFields):
+    """Laplace-RR-SVD as published (seed 001): Laplace step eps1, "randomized response" eps2."""
+
+    eps1: float = 1.0
+    """Budget of the Laplace step: noise Lap(1/eps1) on the [0, 1] scale."""
+    eps2: float = 1.0
+    """The paper's budget of the "randomized response" step: the true rating is reported with
+    probability e^eps2/(1 + e^eps2). Claimed total eps1 + eps2; true guarantee: none."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_eps("eps1", self.eps1)
+        _check_eps("eps2", self.eps2)
+
+    @property
+    def hide_items(self) -> bool:
+        return False
+
+    def build_mechanism(self) -> LaplaceRR:
+        return LaplaceRR(self.eps1, self.eps2)
+
+    def claimed(self) -> Guarantee:
+        return self.build_mechanism().claimed()
+
+
+SVDConfig = LDPSVDConfig | LaplaceRRSVDConfig
+
+
+def membership_event(config: SVDConfig, mechanism: RatingMechanism) -> dp_accounting.DpEvent:
+    """What one item's report (or its absence) tells about whether the user rated it.
+
+    No fakes: the item set is sent as is (``NonPrivateDpEvent``). Fakes with probability q
+    and a mechanism with eps: ``BitFlipDpEvent(p=1, q e^-eps)`` (see the module docstring);
+    q = 1 (every item reported): ``LocalReportDpEvent(eps)``, two-sided.
+    """
+    if not config.hide_items:
+        return dp_accounting.NonPrivateDpEvent()
+    if isinstance(mechanism, LaplaceRR) or isinstance(config, LaplaceRRSVDConfig):
+        raise DprecError("hide_items needs an eps-LDP mechanism, not Laplace-RR")
+    if config.fake_rate == 1:  # every item reported: rated vs unrated is a value change only
+        return LocalReportDpEvent(mechanism.epsilon)
+    return BitFlipDpEvent(1.0, float(config.fake_rate) * math.exp(-mechanism.epsilon))
+
+
+class LocalRatingSVD(RatingPredictor):
+    """Funk SVD trained by an untrusted server on locally perturbed ratings (seed 001).
+
+    One round of the engine: :class:`client.RatingClients` upload, :class:`server.SVDServer`
+    trains. ``predict`` uses the server's model, clipped to the public rating scale; users
+    and items unknown to it get the global mean plus the known biases.
+    """
+
+    def __init__(self, name: str, config: SVDConfig) -> None:
+        self.name = name
+        self.config = config
+        self.mechanism = config.build_mechanism()
+        self.events: EventLog | None = None
+        self.membership: EventLog | None = None
+        self.scale: Scale | None = None
+        self._model: FunkSVD | None = None
+        self._diag: dict[str, object] = {}
+
+    def _scale(self, train: sp.csr_matrix) -> Scale:
+        cfg = self.config
+        if cfg.rating_min is not None and cfg.rating_max is not None:
+            return Scale(cfg.rating_min, cfg.rating_max)
+        if train.nnz == 0:
+            raise DprecError(f"{self.name}: train must hold at least one rating, got 0")
+        lo, hi = float(train.data.min()), float(train.data.max())
+        if not lo < hi:
+            raise DprecError(f"{self.name}: every training rating is {lo}; give the public "
+                             "scale as rating_min and rating_max")
+        return Scale(lo, hi)
+
+    def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
+            on_round: RoundHook | None = None) -> LocalRatingSVD:
+        if not sp.issparse(train):
+            raise DprecError(f"{self.name}: train must be a scipy.sparse matrix, "
+                             f"got {type(train).__name__}")
+        train = sp.csr_matrix(train)
+        if train.nnz and not np.all(np.isfinite(train.data)):
+            raise DprecError(f"{self.name}: train ratings contain NaN or infinite values")
+        cfg = self.config
+        n_users, n_items = train.shape
+        scale = self._scale(train)
+        fake_rate = float(cfg.fake_rate) if cfg.hide_items else 0.0
+        clients = client.RatingClients(train, scale, self.mechanism, cfg.batch_size, fake_rate)
+        srv = server.SVDServer(n_users, n_items, scale, self.mechanism, cfg.svd_config(),
+                               cfg.noise_weighting)
+        self.events = EventLog(n_users)
+        run = run_protocol(srv, clients, 1, rng, self.events,
+                           on_round=(lambda r, b: on_round(r)) if on_round else None)
+        if run.rounds_without_update:
+            raise DprecError(f"{self.name}: no rating reached the server ({n_users} users)")
+        self.membership = EventLog(n_users)
+        self.membership.record(0, membership_event(cfg, self.mechanism), np.arange(n_users),
+                               count=n_items, unit="interaction")
+        self._model = run.broadcast
+        self.scale = scale
+        self._diag = {
+            "reports": clients.reports,
+            "fake_reports": clients.fake_reports,
+            "senders": srv.senders,
+            "report_weight": srv.weight,
+            "rating_scale": [scale.low, scale.high],
+            "seconds_by_role": dict(run.seconds),
+        }
+        return self
+
+    def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        if self._model is None or self.scale is None:
+            raise NotFittedError(f"{self.name}: call fit before predict")
+        pred = self._model.predict(users, items)
+        return np.clip(pred, self.scale.low, self.scale.high)
+
+    @property
+    def model(self) -> FunkSVD | None:
+        """The server's trained Funk SVD."""
+        return self._model
+
+    def diagnostics(self) -> dict[str, object]:
+        return dict(self._diag)
+
+    def privacy_report(self, delta: float = 1e-6) -> PrivacyReport | None:
+        if self.events is None or self.membership is None:
+            return None
+        cfg = self.config
+        mech = self.mechanism
+        membership = account(self.membership, delta)
+        rule = (f"each unrated item reported with probability q = {cfg.fake_rate:g}, true "
+                "value = scale midpoint" if cfg.hide_items else "only rated items reported")
+        extra = {
+            "value_unit": "the value of one rating (item set fixed); per user: all values",
+            "item_membership": {"rule": rule, "levels": membership.to_json()},
+        }
+        threat = THREAT_MODEL + (
+            f"; hide_items: each unrated item is also reported with probability "
+            f"{cfg.fake_rate:g} (fake value = the scale midpoint, perturbed alike)"
+            if cfg.hide_items else "")
+        return privacy_report_from_log(self.name, threat, self.events, cfg.claimed(),
+                                       (mech.event(),), true=mech.guarantee(), delta=delta,
+                                       extra=extra)

@@ -1,0 +1,114 @@
+"""Non-private rating predictors: Funk-SVD (SYSTEMS.md §3's server model) and item-kNN.
+
+- ``nondp-svd``: :class:`~dprec.models.funk_svd.FunkSVD` on the true ratings, the NonDP-SVD
+  reference of Laplace-SVD / Laplace-RR-SVD (SYSTEMS.md §3).
+- ``pcc-knn`` / ``cos-knn``: :class:`~dprec.models.knn_rating.ItemKNN` with Pearson or
+  cosine item similarities (Surprise's KNNWithMeans, item-based); the similarity is fixed
+  by the system name.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import scipy.sparse as sp
+
+from dprec.models.funk_svd import FunkSVD, FunkSVDConfig
+from dprec.models.knn_rating import ItemKNN, KNNRatingConfig
+from dprec.systems.base import NotFittedError, RatingPredictor, RoundHook
+from dprec.systems.rating_baselines import check_pairs
+
+if TYPE_CHECKING:
+    from dprec.systems.registry import SystemSpec
+
+__all__ = ["FunkSVDPredictor", "ItemKNNPredictor"]
+
+
+class FunkSVDPredictor(RatingPredictor):
+    """r_hat_ui = mu + b_u + b_i + U_u . I_i fitted by SGD on the training ratings.
+
+    ``on_round(e)`` is called after every epoch e (0-based); predictions work inside it.
+    """
+
+    def __init__(self, name: str = "nondp-svd", config: FunkSVDConfig | None = None) -> None:
+        self.name = name
+        self.config = config if config is not None else FunkSVDConfig()
+        self.model: FunkSVD | None = None
+
+    def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
+            on_round: RoundHook | None = None) -> FunkSVDPredictor:
+        self.model = FunkSVD(self.config)
+        try:
+            self.model.fit(train, rng, on_epoch=on_round)
+        except BaseException:
+            self.model = None
+            raise
+        return self
+
+    def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        if self.model is None or not self.model.is_fitted:
+            raise NotFittedError(f"{self.name}: call fit before predict")
+        users, items = check_pairs(self.name, users, items)
+        return self.model.predict(users, items)
+
+
+class ItemKNNPredictor(RatingPredictor):
+    """Item-kNN with mean-centred weighted averages of the user's k most similar items."""
+
+    def __init__(self, name: str = "pcc-knn", config: KNNRatingConfig | None = None) -> None:
+        self.name = name
+        self.config = config if config is not None else KNNRatingConfig()
+        self.model: ItemKNN | None = None
+
+    def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
+            on_round: RoundHook | None = None) -> ItemKNNPredictor:
+        self.model = None
+        self.model = ItemKNN(self.config).fit(train, rng)
+        return self
+
+    def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        if self.model is None:
+            raise NotFittedError(f"{self.name}: call fit before predict")
+        users, items = check_pairs(self.name, users, items)
+        return self.model.predict(users, items)
+
+
+def _svd(name: str, cfg: FunkSVDConfig) -> RatingPredictor:
+    return FunkSVDPredictor(name, cfg)
+
+
+def _knn(name: str, cfg: KNNRatingConfig) -> RatingPredictor:
+    return ItemKNNPredictor(name, cfg)
+
+
+def _specs() -> list[SystemSpec]:
+    from dprec.systems.registry import SystemSpec
+
+    knn_grid: dict[str, tuple[object, ...]] = {"k": (20, 40, 80)}
+    return [
+        SystemSpec("nondp-svd", FunkSVDConfig, _svd, "rating", False,
+                   "Funk-SVD by SGD on the true ratings, mu + b_u + b_i + U.I (non-private)",
+                   {}, {"factors": (20, 50, 100), "lr": (0.005, 0.01),
+                        "reg": (0.02, 0.05, 0.1)}),
+        SystemSpec("pcc-knn", KNNRatingConfig, _knn, "rating", False,
+                   "item-kNN with means, Pearson similarity on co-rating users (non-private)",
+                   {"similarity": "pearson"}, knn_grid),
+        SystemSpec("cos-knn", KNNRatingConfig, _knn, "rating", False,
+                   "item-kNN with means, cosine similarity on raw ratings (non-private)",
+                   {"similarity": "cosine"}, knn_grid),
+    ]
+
+
+def __getattr__(name: str) -> object:
+    """``SPECS`` (the registry's hook), built on first access.
+
+    Lazily, because the registry imports this module while it is itself being imported:
+    a module-level ``from dprec.systems.registry import SystemSpec`` here would make
+    ``import dprec.systems.rating_models`` (before the registry) a circular import.
+    """
+    if name == "SPECS":
+        specs = _specs()
+        globals()["SPECS"] = specs
+        return specs
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,54 @@
+"""A registered system's entry: name, config class, factory, task, privacy, grids, presets.
+
+Kept apart from the registry so that modules registering systems (``SPECS`` lists) can import
+it without importing the registry itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from dprec.systems.base import Recommender, Task
+
+
+@dataclass(frozen=True)
+class NoConfig:
+    """This system has no settings."""
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    """A registered system.
+
+    ``fixed``: config fields set by the system's name (not settable). ``default_grid``: the
+    grid ``dprec tune`` searches when no grid file is given (widened until the chosen point
+    is inside it on ML-100K).
+    """
+
+    name: str
+    config: type
+    factory: Callable[[str, Any], Recommender]
+    task: Task
+    private: bool
+    summary: str
+    fixed: Mapping[str, object] = field(default_factory=dict)
+    default_grid: Mapping[str, tuple[object, ...]] = field(default_factory=dict)
+    paper: Mapping[str, object] = field(default_factory=dict)
+    """Settings that differ from the default config in the paper's own setting
+    (``--preset paper``); empty when the default is the paper's."""
+
+    def settable(self) -> list[str]:
+        return [f.name for f in fields(self.config) if f.name not in self.fixed]
+
+    def default_config(self) -> Any:
+        return self.config(**self.fixed)
+
+    def paper_config(self) -> Any:
+        """The default config with the paper's own settings applied."""
+        return replace(self.default_config(), **self.paper)
+
+    def build(self, config: Any | None = None) -> Recommender:
+        """A fresh, unfitted system with ``config`` (default: the paper's settings)."""
+        return self.factory(self.name, config if config is not None else self.default_config())
