@@ -54,6 +54,8 @@ CLI_CASES = [
     (["compare", "--systems", "random,random"], "names a system twice"),
     (["compare", "--systems", "bias"], "bias is a rating system"),
     (["compare", "--preset", "tuned"], "give --configs DIR"),
+    (["compare", "--preset", "paper", "--configs", "configs/ml-100k"], "drop --configs"),
+    (["compare", "--preset", "nope"], "--preset must be default, paper or tuned"),
     (["compare", "--sweep-seeds", "0"], "sweep-seeds"),
     (["run", "fmf-ldp", "--param", "factors"], "KEY=VALUE"),
     (["run", "fcf", "--config", "/no/such.toml"], "does not exist"),

@@ -334,10 +334,10 @@ def _compare_configs(labels: list[str], configs_dir: Path | None, preset: str,
                      epsilon: float | None, params: dict[str, str]) -> tuple[dict, dict]:
     """Each label's config: tuned file (if any) + its own [KEY=VALUE] + --epsilon + --param."""
     from dprec.systems.registry import make_config, parse_label, read_config, spec
-    if preset not in ("paper", "tuned"):
-        raise DprecError(f"--preset must be paper or tuned, got {preset!r}")
-    if preset == "paper" and configs_dir is not None:
-        raise DprecError("--preset paper uses the papers' settings; drop --configs")
+    if preset not in ("default", "paper", "tuned"):
+        raise DprecError(f"--preset must be default, paper or tuned, got {preset!r}")
+    if preset != "tuned" and configs_dir is not None:
+        raise DprecError(f"--preset {preset} does not read tuned configs; drop --configs")
     if preset == "tuned" and configs_dir is None:
         raise DprecError("--preset tuned reads tuned configs: give --configs DIR")
     parsed = {label: parse_label(label) for label in labels}
@@ -388,8 +388,9 @@ def compare(
         help="ranking (leave-one-out, HR/NDCG) or rating (k-fold RMSE/MAE).")] = "ranking",
     folds: Annotated[int, typer.Option(help="k of k-fold (rating).")] = 5,
     preset: Annotated[str | None, typer.Option(
-        help="paper: the papers' settings for everything; tuned: read --configs "
-             "(default: tuned when --configs is given, else paper).")] = None,
+        help="default: every system's defaults (the papers' settings except documented "
+             "improvements); paper: the papers' own settings for everything; tuned: read "
+             "--configs (chosen when --configs is given).")] = None,
     systems_: Annotated[str | None, typer.Option(
         "--systems", help="Comma-separated system names or variants NAME[KEY=VALUE;...] "
                           "(default: every system of the task).")] = None,
@@ -427,7 +428,7 @@ def compare(
         if epsilon is not None:
             check_positive("epsilon", epsilon)
         if preset is None:
-            preset = "tuned" if configs_dir is not None else "paper"
+            preset = "tuned" if configs_dir is not None else "default"
         configs, files = _compare_configs(names, configs_dir, preset, epsilon, _pairs(param))
         grid = []
         for x in eps_grid.split(","):
