@@ -343,3 +343,17 @@ def test_more_events_never_lower_epsilon(eps, k, extra):
     fewer = acc.compose([(flip, k)], 1e-6).epsilon
     more = acc.compose([(flip, k), (LocalReportDpEvent(eps), extra)], 1e-6).epsilon
     assert fewer <= more + 1e-9
+
+
+@pytest.mark.timeout(60)
+def test_large_eps_laplace_events_compose_as_pure_and_quickly():
+    """A Laplace event with eps 1e5 would need 2e9 PLD bins; it is composed as pure eps."""
+    import dp_accounting as dpa
+
+    from dprec.privacy.accountant import account
+    from dprec.privacy.events import EventLog
+    log = EventLog(3)
+    log.record(0, dpa.LaplaceDpEvent(1e-5), np.arange(3), count=10, unit="interaction")
+    levels = account(log, 1e-6)
+    assert levels.user.epsilon == pytest.approx(1e6, rel=1e-9)
+    assert levels.event.epsilon == pytest.approx(1e5, rel=1e-9)

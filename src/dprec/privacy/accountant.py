@@ -106,6 +106,11 @@ class Composition:
     notes: tuple[str, ...] = ()
 
 
+_MAX_LAPLACE_PLD_EPS = 20.0
+"""Above this per-event eps a Laplace event is composed as pure eps-DP: dp_accounting's
+Laplace PLD spans 2 eps / interval bins, and the gain over pure composition is negligible."""
+
+
 def _weakest(sides: Iterable[Sides]) -> Sides:
     out: Sides = "two"
     for s in sides:
@@ -368,6 +373,13 @@ class PldAccountant(Accountant):
                 event.noise_multiplier, value_discretization_interval=iv
             ), ()
         if isinstance(event, dp_accounting.LaplaceDpEvent):
+            eps = 1.0 / float(event.noise_multiplier)
+            if eps > _MAX_LAPLACE_PLD_EPS:
+                atoms = self._event_atoms(LocalReportDpEvent(eps), "two")
+                assert atoms is not None
+                note = (f"{describe_event(event)}: eps={eps:.4g} per event; composed as a pure "
+                        "eps-DP event (sound; the Laplace PLD would need too many bins)")
+                return self._atoms_pld(atoms, 1), (note,)
             return pld.from_laplace_mechanism(
                 event.noise_multiplier, value_discretization_interval=iv
             ), ()

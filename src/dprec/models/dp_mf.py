@@ -1,0 +1,613 @@
+"""Differentially private matrix factorisation of explicit ratings: the two DP-MF baselines of
+seed 004 (SYSTEMS.md §4), both central: the curator sees the raw ratings and DP protects what
+the released model reveals.
+
+Both models predict r_hat_ui = m + g + b_u + b_i + U_u . V_i (``biases=False``: m + U_u . V_i)
+from ratings clipped to the public range [r_min, r_max]. The offset m is public (default: the
+midpoint of the range); the global bias g is learned with the other parameters from the same
+noisy quantities, so no separate privacy is spent on a global mean.
+
+**DPSGD-MF** (Berlioz, Friedman, Kaafar, Boreli, Berkovsky, "Applying differential privacy to
+matrix factorization", RecSys 2015: the perturbed-SGD variant, Friedman, Berkovsky, Kaafar,
+UMUAI 2016, private SGD). K epochs of SGD over the ratings in a fresh random order; each visit
+of rating (u, i) perturbs and clamps the error, then makes the usual step:
+
+    e'_ui = clamp(r_ui - r_hat_ui + Lap(b), -e_max, e_max),     b = K Dr / eps,  Dr = r_max - r_min
+    b_u += lr (e' - reg b_u),  b_i += lr (e' - reg b_i),  g += lr (M / n) e',
+    U_u += lr (e' V_i - reg U_u),  V_i += lr (e' U_u - reg V_i)   (both from the old values).
+
+g (our addition; Berlioz et al. spend part of eps on a DP global mean instead) is visited by
+all n ratings, so its step is scaled by M / n (M users) to move like an average user bias;
+otherwise its random walk on the clamped noise dominates the predictions at small eps.
+
+Privacy (rating level: neighbouring data sets differ in the value of one rating; which pairs
+are rated is public, as in Berlioz et al.). In an epoch the model reads r_ui once, through
+e_ui, whose change between neighbours is at most Dr given the current state; adding Lap(b) makes
+that read (Dr / b = eps / K)-DP (Laplace mechanism), and the clamp and the update are
+post-processing. Over K epochs basic (adaptive) composition gives K (eps / K) = eps per rating
+(Dwork & Roth 2014, Thm 3.16). A user with n_u ratings undergoes n_u K such reads; the event
+log records them and the accountant composes them.
+
+**DPPS-MF** (Liu, Wang, Smola, "Fast differentially private matrix factorization", RecSys
+2015; as seed 004 uses it, Algorithm 2 and Eq. 8 applied to MF). Each user is capped at tau
+ratings (seeded random removal), so the energy
+
+    E(theta) = sum_(u,i) (r_ui - clip(r_hat_ui))^2 + reg |theta|^2
+
+has per-user data terms in [0, B], B = Dr^2 tau (seed §4.3). The target is the scaled posterior
+pi(theta) ~ exp(-(c / rho) E(theta)) with c = eps / (4 B) (``calibration="paper"``) and
+temperature rho; it is sampled by SGLD (Welling & Teh 2011; seed Eq. 8) on uniform mini-batches
+drawn with replacement, with step h_t = lr t^-xi:
+
+    theta <- theta - h_t (n / L sum_(u,i in batch) (clip(r_hat_ui) - r_ui) d r_hat_ui + reg theta)
+             + N(0, rho h_t / c),
+
+which is Eq. 8 with step eta_t = rho h_t / c on exp(-(c / rho) E), i.e. the seed's Algorithm 2
+(noise N(0, rho eta_t)) with the factor 2 of the squared error kept. g, whose gradient sums all
+n ratings, takes the step h_t M / n (step and noise variance: a constant preconditioner, which
+leaves the target unchanged); with h_t it would overshoot and leave [r_min, r_max] for good.
+The gradient of clip(r_hat) is 0 outside [r_min, r_max]. The prior term is exact (every
+parameter is updated and noised at every step), so the H^-1 de-biasing of seed Eq. 12 is not
+needed. One sample, the last iterate, is released.
+
+Privacy (user level: neighbours replace one user's ratings, <= tau of them). An exact sample
+of pi is the exponential mechanism with score -(c / rho) E, whose per-user sensitivity is
+(c / rho) B, so it is (2 c B / rho)-DP: eps / (2 rho) under the paper's calibration (the paper
+claims eps; its sup |log p| <= B bound counts the one-sided squared error twice, and a
+temperature rho < 1 sharpens the target by 1 / rho). ``calibration="exact"`` sets
+c = rho eps / (2 B) so that the sample is eps-DP. Either holds only for an exact sample:
+a sample delta-far from pi in total variation gives (eps, (1 + e^eps) delta) (seed Thm 2), and
+the sampler's delta is unknown (the paper assumes delta -> 0).
+
+Noise comes from the caller's Generator: seeded noise is for simulation; a deployment needs a
+cryptographically seeded generator and a floating-point-safe Laplace sampler (Mironov 2012).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import dp_accounting
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from dprec.errors import DprecError
+from dprec.models.als import _check_int
+from dprec.models.funk_svd import _check_real
+from dprec.privacy.events import EventLog, LocalReportDpEvent
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "DPPSMF",
+    "DPPSMFConfig",
+    "DPSGDMF",
+    "DPSGDMFConfig",
+    "ErrorPerturbation",
+    "cap_user_ratings",
+]
+
+Calibration = Literal["paper", "exact"]
+
+
+def _check_common(cfg: DPSGDMFConfig | DPPSMFConfig) -> None:
+    _check_real("epsilon", cfg.epsilon, strictly_positive=True)
+    _check_int("factors", cfg.factors, 0)
+    _check_real("lr", cfg.lr, strictly_positive=True)
+    _check_real("reg", cfg.reg, nonnegative=True)
+    _check_int("epochs", cfg.epochs, 1)
+    if not isinstance(cfg.biases, bool | np.bool_):
+        raise DprecError(f"biases must be True or False, got {cfg.biases!r}")
+    if cfg.factors == 0 and not cfg.biases:
+        raise DprecError("factors must be >= 1 when biases is False (nothing to learn), "
+                         "got factors=0")
+    _check_real("init_std", cfg.init_std, nonnegative=True)
+    _check_real("rating_min", cfg.rating_min)
+    _check_real("rating_max", cfg.rating_max)
+    if not cfg.rating_min < cfg.rating_max:
+        raise DprecError(f"rating_min must be < rating_max, got rating_min={cfg.rating_min}, "
+                         f"rating_max={cfg.rating_max}")
+    if cfg.offset is not None:
+        _check_real("offset", cfg.offset)
+
+
+@dataclass(frozen=True)
+class DPSGDMFConfig:
+    """Hyper-parameters of :class:`DPSGDMF` (validated at construction).
+
+    Defaults from seed 004's §5.1 grid for DPSGD-MF (d = 10, K = 10, lambda = 0.02), lr from
+    its widened grid.
+    """
+
+    epsilon: float = 1.0
+    """Per-rating eps of the whole training (> 0): each epoch's read of a rating costs
+    eps / epochs (basic composition)."""
+    factors: int = 10
+    """Number of latent factors d (>= 0; 0 is a biases-only model and needs ``biases``)."""
+    lr: float = 0.005
+    """SGD learning rate of every step (> 0)."""
+    reg: float = 0.02
+    """L2 weight lambda applied to b_u, b_i, U_u and V_i at every step (>= 0)."""
+    epochs: int = 10
+    """Number of passes K over the ratings (>= 1); the Laplace scale grows linearly with it
+    (the paper uses fewer for smaller eps)."""
+    error_bound: float = 2.0
+    """e_max: the noisy error is clamped to [-e_max, e_max] (> 0; post-processing, no cost)."""
+    biases: bool = True
+    """Learn g, b_u and b_i from the same noisy error (True) or the plain m + U_u . V_i
+    (False)."""
+    init_std: float = 0.1
+    """Standard deviation of the N(0, init_std^2) initial factors (>= 0); biases start at 0."""
+    rating_min: float = 1.0
+    """Public lower end of the rating scale; ratings below are clipped up to it."""
+    rating_max: float = 5.0
+    """Public upper end of the rating scale; Dr = rating_max - rating_min is the sensitivity."""
+    offset: float | None = None
+    """The public offset m of every prediction; None = the midpoint of the rating range."""
+
+    def __post_init__(self) -> None:
+        _check_common(self)
+        _check_real("error_bound", self.error_bound, strictly_positive=True)
+
+
+@dataclass(frozen=True)
+class DPPSMFConfig:
+    """Hyper-parameters of :class:`DPPSMF` (validated at construction).
+
+    Defaults: seed 004's §5.1 grid for DPPS-MF (xi = 0.3, tau = 200), lr from its widened grid.
+    """
+
+    epsilon: float = 1.0
+    """User-level eps the sampler is calibrated for (> 0); see ``calibration``."""
+    factors: int = 10
+    """Number of latent factors d (>= 0; 0 is a biases-only model and needs ``biases``)."""
+    lr: float = 2e-4
+    """h_1 of the step h_t = lr t^-decay on the unscaled energy (> 0); the seed's eta_t is
+    rho h_t / c, so its grid {2e-9 .. 8e-6} does not carry over."""
+    decay: float = 0.3
+    """xi in h_t = lr t^-xi (>= 0; the seed uses 0.3)."""
+    temperature: float = 1e-4
+    """rho: the SGLD noise is N(0, rho eta_t) (> 0). rho < 1 sharpens the target by 1 / rho and
+    weakens the guarantee to eps / (2 rho) under the paper's calibration."""
+    reg: float = 0.1
+    """Prior precision lambda in E = sum (r - clip(r_hat))^2 + lambda |theta|^2 (>= 0)."""
+    epochs: int = 20
+    """Number of passes; each is ceil(n / batch_size) SGLD steps (>= 1)."""
+    batch_size: int = 1000
+    """L, ratings per mini-batch, drawn uniformly with replacement (>= 1)."""
+    max_ratings: int = 200
+    """tau: each user keeps at most this many ratings, the rest removed at random (>= 1)."""
+    biases: bool = True
+    """Sample g, b_u and b_i too (True) or the plain m + U_u . V_i (False)."""
+    init_std: float = 0.1
+    """Standard deviation of the N(0, init_std^2) initial factors (>= 0); biases start at 0."""
+    rating_min: float = 1.0
+    """Public lower end of the rating scale; ratings and predictions are clipped to it."""
+    rating_max: float = 5.0
+    """Public upper end of the rating scale; B = (rating_max - rating_min)^2 tau."""
+    offset: float | None = None
+    """The public offset m of every prediction; None = the midpoint of the rating range."""
+    calibration: Calibration = "paper"
+    """"paper": c = eps / (4 B), the seed's scaling (true eps = eps / (2 rho)); "exact":
+    c = rho eps / (2 B), so that an exact sample is eps-DP."""
+
+    def __post_init__(self) -> None:
+        _check_common(self)
+        _check_real("decay", self.decay, nonnegative=True)
+        _check_real("temperature", self.temperature, strictly_positive=True)
+        _check_int("batch_size", self.batch_size, 1)
+        _check_int("max_ratings", self.max_ratings, 1)
+        if self.calibration not in ("paper", "exact"):
+            raise DprecError(f"calibration must be 'paper' or 'exact', got {self.calibration!r}")
+
+    @property
+    def bound(self) -> float:
+        """B = (r_max - r_min)^2 tau, the bound on one user's squared errors (seed §4.3)."""
+        return (self.rating_max - self.rating_min) ** 2 * self.max_ratings
+
+    @property
+    def scale(self) -> float:
+        """c, the factor of the energy in the posterior exp(-(c / rho) E)."""
+        if self.calibration == "exact":
+            return self.temperature * self.epsilon / (2.0 * self.bound)
+        return self.epsilon / (4.0 * self.bound)
+
+    @property
+    def true_epsilon(self) -> float:
+        """eps of one exact sample, replace-one-user: 2 (c / rho) B (exponential mechanism)."""
+        return 2.0 * self.scale * self.bound / self.temperature
+
+
+@dataclass(frozen=True)
+class ErrorPerturbation:
+    """DPSGD-MF's per-visit mechanism (Berlioz et al. 2015): e' = clamp(e + Lap(b), +-e_max).
+
+    b = epochs Dr / eps: each of the ``epochs`` reads of a rating is (eps / epochs)-DP for a
+    change of the rating's value within a range of width Dr = ``sensitivity`` (Laplace
+    mechanism); the clamp is post-processing. Central model, two-sided in the value.
+    """
+
+    epsilon: float
+    """Per-rating eps over all epochs (> 0)."""
+    epochs: int
+    """Number of reads of each rating (>= 1)."""
+    sensitivity: float
+    """Dr, the largest change of the error between neighbours (> 0)."""
+    error_bound: float
+    """e_max (> 0)."""
+
+    def __post_init__(self) -> None:
+        _check_real("epsilon", self.epsilon, strictly_positive=True)
+        _check_int("epochs", self.epochs, 1)
+        _check_real("sensitivity", self.sensitivity, strictly_positive=True)
+        _check_real("error_bound", self.error_bound, strictly_positive=True)
+
+    @property
+    def epsilon_per_read(self) -> float:
+        """eps / epochs, the cost of one read."""
+        return self.epsilon / self.epochs
+
+    @property
+    def scale(self) -> float:
+        """b = epochs Dr / eps, the Laplace scale."""
+        return self.epochs * self.sensitivity / self.epsilon
+
+    def __call__(self, errors: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """clamp(errors + Lap(b), -e_max, e_max), elementwise (the kernel does the same)."""
+        e = np.asarray(errors, dtype=np.float64)
+        noisy = e + rng.laplace(0.0, self.scale, e.shape)
+        return np.clip(noisy, -self.error_bound, self.error_bound)
+
+    def dp_event(self) -> dp_accounting.LaplaceDpEvent:
+        """One read: ``LaplaceDpEvent(b / Dr)`` (dp-accounting's event has sensitivity 1)."""
+        return dp_accounting.LaplaceDpEvent(noise_multiplier=self.scale / self.sensitivity)
+
+    def describe(self) -> dict[str, object]:
+        """A small record for the privacy report."""
+        return {"name": "laplace-error-perturbation", "epsilon_per_rating": self.epsilon,
+                "epochs": self.epochs, "epsilon_per_read": self.epsilon_per_read,
+                "sensitivity": self.sensitivity, "scale": self.scale,
+                "error_bound": self.error_bound}
+
+
+def cap_user_ratings(R: sp.csr_matrix, tau: int, rng: np.random.Generator
+                     ) -> tuple[sp.csr_matrix, int]:
+    """Keep a uniformly random ``tau`` of each user's ratings (all of them if fewer).
+
+    Vectorised: one uniform key per rating, ratings ranked by key within their row, ranks
+    below ``tau`` kept. Returns the capped CSR (same shape) and the number removed.
+    """
+    _check_int("tau", tau, 1)
+    R = sp.csr_matrix(R)
+    counts = np.diff(R.indptr)
+    if R.nnz == 0 or counts.max() <= tau:
+        return R.copy(), 0
+    rows = np.repeat(np.arange(R.shape[0]), counts)
+    order = np.lexsort((rng.random(R.nnz), rows))
+    rank = np.empty(R.nnz, np.int64)
+    rank[order] = np.arange(R.nnz) - R.indptr[rows[order]]
+    keep = rank < tau
+    out = sp.csr_matrix((R.data[keep], R.indices[keep], np.r_[0, np.cumsum(
+        np.minimum(counts, tau))]), shape=R.shape)
+    return out, int(R.nnz - keep.sum())
+
+
+class _RatingMF:
+    """Shared state of the two models: parameters, offset, prediction."""
+
+    config: DPSGDMFConfig | DPPSMFConfig
+
+    def __init__(self) -> None:
+        self._U: np.ndarray | None = None
+        self._V: np.ndarray | None = None
+        self._bu: np.ndarray | None = None
+        self._bi: np.ndarray | None = None
+        self._g = np.zeros(1)
+        self.events: EventLog | None = None
+        """Who underwent which mechanism, filled by ``fit``."""
+        self.diagnostics: dict[str, object] = {}
+        """Counters measured by ``fit``."""
+
+    @property
+    def offset(self) -> float:
+        """m, the public offset: ``config.offset`` or the midpoint of the rating range."""
+        c = self.config
+        return float(c.offset) if c.offset is not None else 0.5 * (c.rating_min + c.rating_max)
+
+    def _prepare(self, R: sp.spmatrix | sp.sparray) -> tuple[sp.csr_matrix, int]:
+        """R as CSR float64 with ratings clipped to the public range; (matrix, n clipped)."""
+        if not sp.issparse(R):
+            raise DprecError(f"R must be a scipy.sparse matrix, got {type(R).__name__}")
+        R = sp.csr_matrix(R, dtype=np.float64, copy=True)
+        R.sort_indices()
+        if R.nnz == 0:
+            raise DprecError("R must hold at least one rating, got 0")
+        if not np.all(np.isfinite(R.data)):
+            raise DprecError("R ratings contain NaN or infinite values")
+        lo, hi = self.config.rating_min, self.config.rating_max
+        clipped = int(np.count_nonzero((R.data < lo) | (R.data > hi)))
+        np.clip(R.data, lo, hi, out=R.data)
+        return R, clipped
+
+    def _init(self, shape: tuple[int, int], rng: np.random.Generator) -> None:
+        c = self.config
+        n_users, n_items = shape
+        self._U = c.init_std * rng.standard_normal((n_users, c.factors))
+        self._V = c.init_std * rng.standard_normal((n_items, c.factors))
+        self._bu = np.zeros(n_users)
+        self._bi = np.zeros(n_items)
+        self._g = np.zeros(1)
+
+    def _check_finite(self, epoch: int) -> None:
+        arrays = (self._U, self._V, self._bu, self._bi, self._g)
+        if not all(np.isfinite(a).all() for a in arrays if a is not None):
+            raise DprecError(f"{type(self).__name__} diverged in epoch {epoch + 1} "
+                             f"(non-finite parameters); lower lr (got {self.config.lr})")
+
+    @property
+    def is_fitted(self) -> bool:
+        return self._U is not None
+
+    def _fitted(self, x: np.ndarray | None) -> np.ndarray:
+        if x is None:
+            raise DprecError(f"{type(self).__name__} is not fitted; call fit() first")
+        return x
+
+    @property
+    def user_factors(self) -> np.ndarray:
+        """(M, d) user factors U (released)."""
+        return self._fitted(self._U)
+
+    @property
+    def item_factors(self) -> np.ndarray:
+        """(N, d) item factors V (released)."""
+        return self._fitted(self._V)
+
+    @property
+    def global_bias(self) -> float:
+        """g, the learned global bias (0 when ``biases`` is False)."""
+        self._fitted(self._U)
+        return float(self._g[0])
+
+    @property
+    def user_biases(self) -> np.ndarray:
+        """(M,) user biases (0 when ``biases`` is False)."""
+        return self._fitted(self._bu)
+
+    @property
+    def item_biases(self) -> np.ndarray:
+        """(N,) item biases (0 when ``biases`` is False)."""
+        return self._fitted(self._bi)
+
+    def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        """clip(m + g + b_u + b_i + U_u . V_i) for the pairs (users[j], items[j]), float64.
+
+        An index outside the training matrix (e.g. -1) contributes nothing: such a user
+        (item) is predicted from m + g and the item's (user's) bias. No data-dependent fallback:
+        a row without training ratings is predicted from its released parameters.
+        """
+        U = self.user_factors
+        users = np.asarray(users)
+        items = np.asarray(items)
+        if users.ndim != 1 or items.shape != users.shape:
+            raise DprecError(f"users and items must be 1-d arrays of equal length, "
+                             f"got shapes {users.shape} and {items.shape}")
+        for label, a in (("users", users), ("items", items)):
+            if a.size and not np.issubdtype(a.dtype, np.integer):
+                raise DprecError(f"{label} must hold integer indices, got dtype {a.dtype}")
+        users = users.astype(np.int64, copy=False)
+        items = items.astype(np.int64, copy=False)
+        ku = (users >= 0) & (users < U.shape[0])
+        ki = (items >= 0) & (items < self.item_factors.shape[0])
+        out = np.full(len(users), self.offset + self.global_bias)
+        out[ku] += self.user_biases[users[ku]]
+        out[ki] += self.item_biases[items[ki]]
+        both = ku & ki
+        out[both] += np.einsum("jf,jf->j", U[users[both]], self.item_factors[items[both]])
+        return np.clip(out, self.config.rating_min, self.config.rating_max)
+
+
+def _observations(R: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rows = np.repeat(np.arange(R.shape[0], dtype=np.int64), np.diff(R.indptr))
+    return rows, R.indices.astype(np.int64), np.ascontiguousarray(R.data, dtype=np.float64)
+
+
+class DPSGDMF(_RatingMF):
+    """DPSGD-MF: SGD with a clamped Laplace-perturbed error (Berlioz et al. 2015), eps-DP per
+    rating (module docstring).
+
+    ``fit`` draws U, then V, from N(0, init_std^2) with ``rng``; every epoch draws a
+    permutation and one Laplace draw per rating inside the compiled loop, so the same
+    generator state gives bit-identical parameters. ``events`` records, per epoch, one
+    Laplace read of each rating.
+    """
+
+    def __init__(self, config: DPSGDMFConfig | None = None) -> None:
+        super().__init__()
+        self.config: DPSGDMFConfig = config if config is not None else DPSGDMFConfig()
+
+    @property
+    def mechanism(self) -> ErrorPerturbation:
+        """The per-visit mechanism, with b = epochs Dr / eps."""
+        c = self.config
+        return ErrorPerturbation(c.epsilon, c.epochs, c.rating_max - c.rating_min,
+                                 c.error_bound)
+
+    def fit(self, R: sp.spmatrix | sp.sparray, rng: np.random.Generator,
+            on_epoch: Callable[[int], None] | None = None) -> DPSGDMF:
+        """Fit on the (users x items) sparse ratings; ``on_epoch(e)`` after epoch e (0-based)."""
+        c = self.config
+        R, clipped = self._prepare(R)
+        rows, cols, vals = _observations(R)
+        self._init(R.shape, rng)
+        mech = self.mechanism
+        event = mech.dp_event()
+        counts = np.diff(R.indptr)
+        groups = [(int(n), np.flatnonzero(counts == n)) for n in np.unique(counts[counts > 0])]
+        self.events = EventLog(R.shape[0])
+        clamped = 0
+        lr = float(c.lr)
+        for epoch in range(c.epochs):
+            clamped += _dpsgd_epoch(rows, cols, vals, self._U, self._V, self._bu, self._bi,
+                                    self._g, self.offset, lr, lr * R.shape[0] / len(vals),
+                                    float(c.reg), bool(c.biases), mech.scale,
+                                    float(c.error_bound), rng)
+            for n, users in groups:
+                self.events.record(epoch, event, users, count=n, unit="interaction")
+            self._check_finite(epoch)
+            logger.debug("DPSGD-MF epoch %d done", epoch + 1)
+            if on_epoch is not None:
+                on_epoch(epoch)
+        self.diagnostics = {"ratings_clipped_to_range": clipped,
+                            "noisy_errors_clamped_fraction": clamped / (len(vals) * c.epochs),
+                            "laplace_scale": mech.scale}
+        return self
+
+
+class DPPSMF(_RatingMF):
+    """DPPS-MF: one SGLD sample of the scaled MF posterior (Liu, Wang, Smola 2015; seed 004
+    Algorithm 2), user-level DP for an exact sample (module docstring).
+
+    ``fit`` caps every user at tau ratings (random removal from ``rng``), draws U, then V,
+    from N(0, init_std^2), then runs ``epochs`` x ceil(n / L) SGLD steps in the compiled loop,
+    every draw from ``rng``. ``events`` records one pure eps-DP release per user.
+    """
+
+    def __init__(self, config: DPPSMFConfig | None = None) -> None:
+        super().__init__()
+        self.config: DPPSMFConfig = config if config is not None else DPPSMFConfig()
+
+    def fit(self, R: sp.spmatrix | sp.sparray, rng: np.random.Generator,
+            on_epoch: Callable[[int], None] | None = None) -> DPPSMF:
+        """Fit on the (users x items) sparse ratings; ``on_epoch(e)`` after epoch e (0-based)."""
+        c = self.config
+        R, clipped = self._prepare(R)
+        capped = int(np.count_nonzero(np.diff(R.indptr) > c.max_ratings))
+        R, removed = cap_user_ratings(R, c.max_ratings, rng)
+        rows, cols, vals = _observations(R)
+        self._init(R.shape, rng)
+        steps = -(-len(vals) // c.batch_size)
+        noise_var = c.temperature / c.scale
+        GU, GV = np.zeros_like(self._U), np.zeros_like(self._V)
+        gbu, gbi = np.zeros_like(self._bu), np.zeros_like(self._bi)
+        outside = 0
+        for epoch in range(c.epochs):
+            outside += _sgld_epoch(rows, cols, vals, self._U, self._V, self._bu, self._bi,
+                                   self._g, R.shape[0] / len(vals), self.offset,
+                                   float(c.rating_min), float(c.rating_max), float(c.reg),
+                                   bool(c.biases), float(c.lr), float(c.decay), noise_var,
+                                   int(c.batch_size), steps, epoch * steps, rng,
+                                   GU, GV, gbu, gbi)
+            self._check_finite(epoch)
+            logger.debug("DPPS-MF epoch %d done", epoch + 1)
+            if on_epoch is not None:
+                on_epoch(epoch)
+        self.events = EventLog(R.shape[0])
+        self.events.record(0, LocalReportDpEvent(c.true_epsilon), np.arange(R.shape[0]),
+                           unit="user")
+        self.diagnostics = {
+            "ratings_clipped_to_range": clipped,
+            "ratings_removed_by_cap": removed,
+            "users_capped": capped,
+            "sgld_steps": steps * c.epochs,
+            "batch_predictions_outside_range_fraction":
+                outside / (steps * c.epochs * c.batch_size),
+            "posterior_scale_c": c.scale,
+            "true_epsilon": c.true_epsilon,
+        }
+        return self
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _dpsgd_epoch(rows, cols, vals, U, V, bu, bi, g, offset, lr, lr_g, reg, biases, scale, bound,
+                 rng):  # pragma: no cover - compiled
+    """One DPSGD-MF pass in the order ``rng.permutation(n)``; returns how many errors clamped."""
+    f = U.shape[1]
+    order = rng.permutation(vals.shape[0])
+    clamped = 0
+    for t in range(order.shape[0]):
+        k = order[t]
+        u = rows[k]
+        i = cols[k]
+        pred = offset
+        if biases:
+            pred += g[0] + bu[u] + bi[i]
+        for a in range(f):
+            pred += U[u, a] * V[i, a]
+        e = vals[k] - pred + rng.laplace(0.0, scale)
+        if e > bound:
+            e = bound
+            clamped += 1
+        elif e < -bound:
+            e = -bound
+            clamped += 1
+        if biases:
+            g[0] += lr_g * e
+            bu[u] += lr * (e - reg * bu[u])
+            bi[i] += lr * (e - reg * bi[i])
+        for a in range(f):
+            uf = U[u, a]
+            vf = V[i, a]
+            U[u, a] = uf + lr * (e * vf - reg * uf)
+            V[i, a] = vf + lr * (e * uf - reg * vf)
+    return clamped
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _langevin_update(P, G, b, gb, h, reg, weight, sd, biases, rng):  # pragma: no cover
+    """P <- P - h (weight G + reg P) + N(0, sd^2) on every entry (and the biases); G <- 0."""
+    for r in range(P.shape[0]):
+        for a in range(P.shape[1]):
+            P[r, a] += -h * (weight * G[r, a] + reg * P[r, a]) + sd * rng.standard_normal()
+            G[r, a] = 0.0
+        if biases:
+            b[r] += -h * (weight * gb[r] + reg * b[r]) + sd * rng.standard_normal()
+            gb[r] = 0.0
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _sgld_epoch(rows, cols, vals, U, V, bu, bi, g, g_scale, offset, lo, hi, reg, biases, lr,
+                decay, noise_var, batch, steps, t0, rng, GU, GV, gbu, gbi):  # pragma: no cover
+    """``steps`` SGLD steps (step t0 + 1, ...); returns how many batch predictions were
+    outside (lo, hi), where the clipped likelihood has no gradient. g's step (and noise
+    variance) is h g_scale: a constant preconditioner, which leaves the target unchanged."""
+    n = vals.shape[0]
+    f = U.shape[1]
+    weight = n / batch
+    outside = 0
+    for s in range(steps):
+        h = lr * (t0 + s + 1.0) ** (-decay)
+        gg = 0.0
+        for _ in range(batch):
+            k = rng.integers(0, n)
+            u = rows[k]
+            i = cols[k]
+            pred = offset
+            if biases:
+                pred += g[0] + bu[u] + bi[i]
+            for a in range(f):
+                pred += U[u, a] * V[i, a]
+            if pred <= lo or pred >= hi:
+                outside += 1
+                continue
+            e = pred - vals[k]
+            if biases:
+                gg += e
+                gbu[u] += e
+                gbi[i] += e
+            for a in range(f):
+                GU[u, a] += e * V[i, a]
+                GV[i, a] += e * U[u, a]
+        sd = math.sqrt(h * noise_var)
+        if biases:
+            hg = h * g_scale
+            g[0] += -hg * (weight * gg + reg * g[0]) + math.sqrt(hg * noise_var) * \
+                rng.standard_normal()
+        _langevin_update(U, GU, bu, gbu, h, reg, weight, sd, biases, rng)
+        _langevin_update(V, GV, bi, gbi, h, reg, weight, sd, biases, rng)
+    return outside
