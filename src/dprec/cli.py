@@ -298,6 +298,12 @@ def _print_privacy(doc: dict) -> None:
     if p.get("claimed"):
         c = p["claimed"]
         out.print(f"  published claim: ε={c['epsilon']} ({c['level']}-level, {c['sides']}-sided)")
+    true = p.get("true") or {}
+    if true:
+        out.print(f"  true guarantee: {_eps(true)} ({true['level']}-level, {true['sides']}-sided, "
+                  f"{true['model']} model)")
+        for note in true.get("notes", []):
+            out.print(f"    note: {escape(str(note))}")
     names = {"event": "per interaction", "user": "per user", "user_basic": "per user (basic)"}
     for level, g in (p.get("levels") or {}).items():
         if g is None:

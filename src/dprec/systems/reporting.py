@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dprec.privacy.accountant import account
 from dprec.privacy.events import EventLog
-from dprec.privacy.guarantee import Guarantee, PrivacyReport
+from dprec.privacy.guarantee import Guarantee, Model, PrivacyReport
 
 
 def privacy_report_from_log(
@@ -16,15 +16,17 @@ def privacy_report_from_log(
     true: Guarantee | None = None,
     delta: float = 1e-6,
     extra: dict[str, object] | None = None,
+    model: Model | None = None,
 ) -> PrivacyReport:
     """The report of one run: the published claim, ``privacy.true`` and both levels.
 
     ``levels`` = {"event": per interaction, "user": all of a user's data (tightest sound
     analysis), "user_basic": basic composition}, each computed by the accountant from
     ``log`` (the users who really reported, in the rounds that really ran). ``true``
-    defaults to the user level.
+    defaults to the user level. ``model``: "central" for a trusted curator (default: local,
+    or shuffled when the log holds shuffled reports).
     """
-    levels = account(log, delta)
+    levels = account(log, delta, model=model)
     body: dict[str, object] = {"levels": levels.to_json(), "events": log.to_json()}
     if levels.user_basic is not None:
         body["user_level"] = levels.user_basic.to_json()  # schema 1 field, = levels.user_basic
