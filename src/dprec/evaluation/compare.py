@@ -23,10 +23,11 @@ DEFAULT_COMPARISON = (
 DEFAULT_RATING_COMPARISON = (
     "global-mean", "bias", "nondp-svd", "pcc-knn", "cos-knn", "laplace-svd", "laplace-rr-svd",
     "ldp-svd[mechanism=laplace,epsilon=2]", "ldp-svd[mechanism=duchi,epsilon=2]",
-    "ldp-svd[mechanism=piecewise,epsilon=2]",
+    "ldp-svd[mechanism=piecewise,epsilon=2]", "dpsgd-mf", "dpps-mf",
 )
 """Laplace-RR-SVD's defaults (eps1 = eps2 = 1) claim a total of 2: the honest mechanisms run
-at that total; laplace-svd is the paper's Laplace-only baseline at eps1 = 1."""
+at that total; laplace-svd is the paper's Laplace-only baseline at eps1 = 1. The central-DP
+baselines of seed 004 run at their default eps = 1."""
 DEFAULT_EPS_GRID = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
 
 Tick = Callable[[str], None]
