@@ -292,9 +292,9 @@ def _print_privacy(doc: dict) -> None:
         out.print("Privacy report: none (non-private system)")
         return
     out.print(f"[bold]Privacy report — {doc['system']}[/]")
-    out.print(f"  threat model: {p['threat_model']}")
+    out.print(f"  threat model: {escape(str(p['threat_model']))}")
     for m in p.get("mechanisms", []):
-        out.print("  mechanism: " + ", ".join(f"{k}={v}" for k, v in m.items()))
+        out.print("  mechanism: " + escape(", ".join(f"{k}={v}" for k, v in m.items())))
     if p.get("claimed"):
         c = p["claimed"]
         out.print(f"  published claim: ε={c['epsilon']} ({c['level']}-level, {c['sides']}-sided)")
@@ -311,7 +311,7 @@ def _print_privacy(doc: dict) -> None:
         out.print(f"  {names.get(level, level)}: {_eps(g)} ({g['sides']}-sided, "
                   f"{g['model']} model)")
         for note in g.get("notes", []):
-            out.print(f"    note: {note}")
+            out.print(f"    note: {escape(str(note))}")
     if "local" in p:
         loc = p["local"]
         out.print(f"  local: ε per report {loc['epsilon_per_report']}, per round "
@@ -542,6 +542,7 @@ def tune_cmd(
         help="TOML with [grid] KEY = [values]; default: the system's paper grid.")] = None,
     metric: Annotated[str | None, typer.Option(
         help="Validation metric (default HR@10 for ranking, RMSE for rating).")] = None,
+    epsilon: Epsilon = None,
     param: Params = None,
     seeds: Annotated[int, typer.Option("--seeds", min=1, help="Seeds (0..n-1).")] = 2,
     split: Split = None,
@@ -559,7 +560,7 @@ def tune_cmd(
     from dprec.systems.registry import config_to_toml, make_config, spec
     try:
         s = spec(system)
-        base = make_config(system, _pairs(param))
+        base = make_config(system, _system_params(system, epsilon, _pairs(param)))
         g = _read_grid(grid) if grid is not None else default_grid(system)
         points = grid_points(g)
         for p in points:

@@ -102,3 +102,15 @@ def test_a_failing_grid_point_is_recorded_not_fatal(exp):
     assert res.provenance["failed_points"] == 1
     with pytest.raises(DprecError, match="every grid point failed"):
         tune("lcf-ub", exp, {"neighbours": [5000]}, "HR@10")
+
+
+def test_cli_tune_takes_epsilon_for_private_systems(tmp_path):
+    runner = CliRunner()
+    grid = tmp_path / "grid.toml"
+    grid.write_text("[grid]\nneighbours = [10]\n")
+    out = tmp_path / "dplcf-sp.toml"
+    res = runner.invoke(app, ["tune", "dplcf-sp", "--dataset", "synthetic-300x200", "--grid",
+                              str(grid), "--seeds", "1", "--epsilon", "2", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    cf = read_config(out)
+    assert cf.params["epsilon"] == 2.0 and "NOT accounted" in cf.provenance["privacy_note"]

@@ -23,7 +23,8 @@ DEFAULT_COMPARISON = (
 DEFAULT_RATING_COMPARISON = (
     "global-mean", "bias", "nondp-svd", "pcc-knn", "cos-knn", "laplace-svd", "laplace-rr-svd",
     "ldp-svd[mechanism=laplace,epsilon=2]", "ldp-svd[mechanism=duchi,epsilon=2]",
-    "ldp-svd[mechanism=piecewise,epsilon=2]", "dpsgd-mf", "dpps-mf",
+    "ldp-svd[mechanism=piecewise,epsilon=2]", "dpsgd-mf", "dpps-mf", "pnbm", "dpsgd-pnbm",
+    "dpps-pnbm",
 )
 """Laplace-RR-SVD's defaults (eps1 = eps2 = 1) claim a total of 2: the honest mechanisms run
 at that total; laplace-svd is the paper's Laplace-only baseline at eps1 = 1. The central-DP
