@@ -27,6 +27,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_mf_np.py
 	$(BIN)/python benchmarks/bench_fmf_ldp.py
 	$(BIN)/python benchmarks/bench_rating.py
+	$(BIN)/python benchmarks/bench_pnbm.py
 
 clean:
 	rm -rf $(VENV) results benchmarks/results
