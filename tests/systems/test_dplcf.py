@@ -150,4 +150,7 @@ def test_privacy_report_is_honest_about_asymmetric_flip():
     rep = m.privacy_report().to_json()
     assert rep["claimed"]["epsilon"] == 1.0
     assert rep["true"]["sides"] == "one"
-    assert m.diagnostics()["clipped_pairs"] >= 0
+    assert rep["levels"]["user"]["sides"] == "one"
+    assert rep["levels"]["user_basic"]["epsilon"] == pytest.approx(10.0)
+    d = m.diagnostics()
+    assert d["clipped_fraction"] == pytest.approx(d["clipped_pairs"] / 100.0)
