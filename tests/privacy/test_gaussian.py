@@ -74,3 +74,12 @@ def test_cli_table_json_and_gaussian():
     assert bad.exit_code == 2 and "exactly one of" in " ".join(bad.output.split())
     bad = runner.invoke(app, ["privacy", "table", "nope"])
     assert bad.exit_code == 2 and "unknown table" in bad.output
+
+
+def test_privrec_two_queries():
+    from dprec.privacy.gaussian import privrec_effective_noise
+    assert privrec_effective_noise(1.0, 0.7, b_sensitivity_over_m=2.0) == pytest.approx(1.0)
+    z = privrec_effective_noise(1.0, 0.7)
+    assert z == pytest.approx(1 / np.sqrt(0.3 + 0.7 / 4))
+    with pytest.raises(DprecError, match="h must be in"):
+        privrec_effective_noise(1.0, 1.0)

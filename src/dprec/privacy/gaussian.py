@@ -28,6 +28,7 @@ __all__ = [
     "gaussian_epsilons",
     "noise_multiplier_for",
     "pld_poisson_epsilon",
+    "privrec_effective_noise",
     "privrec_table",
 ]
 
@@ -111,6 +112,26 @@ def noise_multiplier_for(target_epsilon: float, sampling_rate: float, steps: int
         else:
             lo = mid
     return hi
+
+
+def privrec_effective_noise(z: float = 1.0, h: float = 0.7,
+                            b_sensitivity_over_m: float = 1.0) -> float:
+    """Noise multiplier of one DP-PrivRec round as implemented: two Gaussian queries.
+
+    The clipped mean of Delta has replace-one sensitivity 2S/M and noise
+    sigma_D = (2 S z / M) sqrt(1/(1 - h)): multiplier z / sqrt(1 - h). The clip indicator's
+    mean has sensitivity ``b_sensitivity_over_m`` / M (1/M replace-one; the paper's sigma_b
+    formula assumes 2/M) and noise sigma_b = (2 z / M) sqrt(1/h): multiplier
+    2 z / (b_sensitivity_over_m sqrt(h)). Two Gaussian queries on the same batch compose to one
+    with 1/z_eff^2 = 1/z_D^2 + 1/z_b^2. With the paper's 2/M this is exactly z.
+    """
+    check_positive("z", z)
+    if not 0 < h < 1:
+        raise DprecError(f"h must be in (0, 1), got {h}")
+    check_positive("b sensitivity", b_sensitivity_over_m)
+    z_d = z / math.sqrt(1.0 - h)
+    z_b = 2.0 * z / (b_sensitivity_over_m * math.sqrt(h))
+    return 1.0 / math.sqrt(z_d**-2 + z_b**-2)
 
 
 def privrec_table() -> list[dict[str, float]]:
