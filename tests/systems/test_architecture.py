@@ -2,7 +2,6 @@
 on the objects themselves."""
 
 import ast
-import gc
 import importlib.util
 import sys
 from importlib.machinery import ModuleSpec
@@ -96,19 +95,6 @@ def test_the_closure_check_sees_relative_and_transitive_imports(tmp_path, monkey
             sys.modules.pop(m)
 
 
-def _reachable(root: object, limit: int = 200_000) -> list[object]:
-    """Every object reachable from ``root`` through references (bounded walk)."""
-    seen: dict[int, object] = {}
-    todo = [root]
-    while todo and len(seen) < limit:
-        o = todo.pop()
-        if id(o) in seen or isinstance(o, type | type(sys)):
-            continue
-        seen[id(o)] = o
-        todo.extend(gc.get_referents(o))
-    return list(seen.values())
-
-
 def _server_of(system_name: str, train: sp.csr_matrix):
     """Run a system's protocol and keep its server object (captured at construction)."""
     import dprec.protocol.engine as engine
@@ -134,22 +120,22 @@ def _server_of(system_name: str, train: sp.csr_matrix):
     return captured[0]
 
 
-def test_servers_cannot_reach_raw_histories():
+def test_servers_cannot_reach_raw_histories(reachable):
     from dprec.data.synthetic import synthetic
     train = synthetic(200, 80, 4_000, rng=0).binary()
     for name in ("dplcf-sp", "lcf-ub", "fmf-ldp", "fcf"):
         server = _server_of(name, train)
         held = {id(train), id(train.data), id(train.indices), id(train.indptr)}
-        reach = _reachable(server)
+        reach = reachable(server)
         assert not held & {id(o) for o in reach}, f"{name}'s server reaches the history"
         assert not any(isinstance(o, sp.spmatrix | sp.sparray) for o in reach), name
 
 
-def test_the_reachability_check_finds_a_planted_history():
+def test_the_reachability_check_finds_a_planted_history(reachable):
     train = sp.random(5, 5, density=0.5, format="csr", random_state=0)
 
     class Leaky:
         def __init__(self, h):
             self.cache = {"x": [h]}
 
-    assert id(train) in {id(o) for o in _reachable(Leaky(train))}
+    assert id(train) in {id(o) for o in reachable(Leaky(train))}

@@ -1,7 +1,6 @@
 """Laplace-SVD, Laplace-RR-SVD and LDP-SVD (seed 001; SYSTEMS.md §3): what the server sees,
 the privacy reports, hide_items, determinism and accuracy against nondp-svd."""
 
-import gc
 import math
 import subprocess
 import sys
@@ -76,18 +75,6 @@ def _run(train, mechanism, fake_rate=0.0, seed=0):
     return srv, got, log
 
 
-def _reachable(root: object, limit: int = 300_000) -> list[object]:
-    seen: dict[int, object] = {}
-    todo = [root]
-    while todo and len(seen) < limit:
-        o = todo.pop()
-        if id(o) in seen or isinstance(o, type | type(sys)):
-            continue
-        seen[id(o)] = o
-        todo.extend(gc.get_referents(o))
-    return list(seen.values())
-
-
 # ---------------------------------------------------------------- what the server sees
 
 
@@ -113,7 +100,7 @@ def test_laplace_rr_sends_the_raw_rating_with_probability_p(train):
     assert stats.binomtest(int(same.sum()), same.size, mech.keep_prob).pvalue > P_FLOOR
 
 
-def test_the_server_object_never_reaches_the_training_matrix(train, monkeypatch):
+def test_the_server_object_never_reaches_the_training_matrix(train, monkeypatch, reachable):
     captured = []
 
     def spy(srv, clients, *args, **kwargs):
@@ -127,7 +114,7 @@ def test_the_server_object_never_reaches_the_training_matrix(train, monkeypatch)
         srv = captured.pop()
         held = {id(train), id(train.data), id(train.indices), id(train.indptr)}
         for root in (srv, model.model):
-            reach = _reachable(root)
+            reach = reachable(root)
             assert not held & {id(o) for o in reach}, name
             assert not any(isinstance(o, sp.spmatrix | sp.sparray) for o in reach), name
 

@@ -16,8 +16,8 @@ import scipy.sparse as sp
 from dprec.models.dp_mf import DPPSMF, DPSGDMF, DPPSMFConfig, DPSGDMFConfig
 from dprec.privacy.accountant import BasicAccountant
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
-from dprec.systems.base import NotFittedError, RatingPredictor, Recommender, RoundHook
-from dprec.systems.rating_baselines import check_pairs
+from dprec.systems.base import Recommender, RoundHook
+from dprec.systems.rating_baselines import ModelPredictor
 from dprec.systems.reporting import privacy_report_from_log
 from dprec.systems.spec import SystemSpec
 
@@ -51,7 +51,7 @@ def _central(report: PrivacyReport) -> PrivacyReport:
     return report
 
 
-class _DPMF(RatingPredictor):
+class _DPMF(ModelPredictor):
     """A DP-MF model behind the :class:`RatingPredictor` interface."""
 
     model: DPSGDMF | DPPSMF
@@ -65,12 +65,6 @@ class _DPMF(RatingPredictor):
             on_round: RoundHook | None = None) -> _DPMF:
         self.model.fit(train, rng, on_epoch=on_round)
         return self
-
-    def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
-        if not self.model.is_fitted:
-            raise NotFittedError(f"{self.name}: call fit before predict")
-        users, items = check_pairs(self.name, users, items)
-        return self.model.predict(users, items)
 
     def diagnostics(self) -> dict[str, object]:
         return dict(self.model.diagnostics)

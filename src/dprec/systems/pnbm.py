@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,11 +33,9 @@ from dprec.models.pnbm import (
 from dprec.privacy.accountant import BasicAccountant, PrivacyLevels, account
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
-from dprec.systems.base import NotFittedError, RatingPredictor, RoundHook
-from dprec.systems.rating_baselines import check_pairs
-
-if TYPE_CHECKING:
-    from dprec.systems.registry import SystemSpec
+from dprec.systems.base import RatingPredictor, RoundHook
+from dprec.systems.rating_baselines import ModelPredictor
+from dprec.systems.spec import SystemSpec
 
 __all__ = ["DPPSPNBMSystem", "DPSGDPNBMSystem", "PNBMSystem", "UnknownDeltaGuarantee",
            "dpps_report"]
@@ -71,7 +68,7 @@ class UnknownDeltaGuarantee(Guarantee):
         return super().describe().replace(f", δ={self.delta:.3g}", ", δ unknown")
 
 
-class _PNBMSystem(RatingPredictor):
+class _PNBMSystem(ModelPredictor):
     """Shared wrapper: fit the model, predict through it."""
 
     name = "pnbm"
@@ -85,12 +82,6 @@ class _PNBMSystem(RatingPredictor):
             on_round: RoundHook | None = None) -> _PNBMSystem:
         self.model.fit(train, rng, on_iteration=on_round)
         return self
-
-    def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
-        if not self.model.is_fitted:
-            raise NotFittedError(f"{self.name}: call fit before predict")
-        users, items = check_pairs(self.name, users, items)
-        return self.model.predict(users, items)
 
     def diagnostics(self) -> dict[str, object]:
         if not self.model.is_fitted:
@@ -304,8 +295,6 @@ def _dpps(name: str, cfg: DPPSPNBMConfig) -> RatingPredictor:
 
 
 def _specs() -> list[SystemSpec]:
-    from dprec.systems.registry import SystemSpec
-
     return [
         SystemSpec("pnbm", PNBMConfig, _pnbm, "rating", False,
                    "PNBM: item-item NBM with S learned by SGD (seed 004, Eq. 2-4; non-private)",
@@ -322,11 +311,5 @@ def _specs() -> list[SystemSpec]:
     ]
 
 
-def __getattr__(name: str) -> object:
-    """``SPECS`` (the registry's hook), built on first access: the registry imports this
-    module while it is itself being imported, so ``SystemSpec`` is imported late."""
-    if name == "SPECS":
-        specs = _specs()
-        globals()["SPECS"] = specs
-        return specs
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+SPECS: list[SystemSpec] = _specs()
+"""pnbm, dpsgd-pnbm and dpps-pnbm (the registry reads this list)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -117,3 +118,16 @@ class BiasBaseline(RatingPredictor):
             raise NotFittedError(f"{self.name}: call fit before predict")
         users, items = check_pairs(self.name, users, items)
         return self.mu_ + _lookup(self.user_bias_, users) + _lookup(self.item_bias_, items)
+
+
+class ModelPredictor(RatingPredictor):
+    """A fitted rating model behind :class:`RatingPredictor`: ``predict`` checks the model is
+    fitted and the pairs are valid, then asks ``self.model``. Subclasses implement ``fit``."""
+
+    model: Any = None
+
+    def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        if self.model is None or not self.model.is_fitted:
+            raise NotFittedError(f"{self.name}: call fit before predict")
+        users, items = check_pairs(self.name, users, items)
+        return self.model.predict(users, items)

@@ -9,23 +9,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import scipy.sparse as sp
 
 from dprec.models.funk_svd import FunkSVD, FunkSVDConfig
 from dprec.models.knn_rating import ItemKNN, KNNRatingConfig
-from dprec.systems.base import NotFittedError, RatingPredictor, RoundHook
-from dprec.systems.rating_baselines import check_pairs
-
-if TYPE_CHECKING:
-    from dprec.systems.registry import SystemSpec
+from dprec.systems.base import RatingPredictor, RoundHook
+from dprec.systems.rating_baselines import ModelPredictor
+from dprec.systems.spec import SystemSpec
 
 __all__ = ["FunkSVDPredictor", "ItemKNNPredictor"]
 
 
-class FunkSVDPredictor(RatingPredictor):
+class FunkSVDPredictor(ModelPredictor):
     """r_hat_ui = mu + b_u + b_i + U_u . I_i fitted by SGD on the training ratings.
 
     ``on_round(e)`` is called after every epoch e (0-based); predictions work inside it.
@@ -46,14 +42,8 @@ class FunkSVDPredictor(RatingPredictor):
             raise
         return self
 
-    def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
-        if self.model is None or not self.model.is_fitted:
-            raise NotFittedError(f"{self.name}: call fit before predict")
-        users, items = check_pairs(self.name, users, items)
-        return self.model.predict(users, items)
 
-
-class ItemKNNPredictor(RatingPredictor):
+class ItemKNNPredictor(ModelPredictor):
     """Item-kNN with mean-centred weighted averages of the user's k most similar items."""
 
     def __init__(self, name: str = "pcc-knn", config: KNNRatingConfig | None = None) -> None:
@@ -67,12 +57,6 @@ class ItemKNNPredictor(RatingPredictor):
         self.model = ItemKNN(self.config).fit(train, rng)
         return self
 
-    def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
-        if self.model is None:
-            raise NotFittedError(f"{self.name}: call fit before predict")
-        users, items = check_pairs(self.name, users, items)
-        return self.model.predict(users, items)
-
 
 def _svd(name: str, cfg: FunkSVDConfig) -> RatingPredictor:
     return FunkSVDPredictor(name, cfg)
@@ -82,33 +66,18 @@ def _knn(name: str, cfg: KNNRatingConfig) -> RatingPredictor:
     return ItemKNNPredictor(name, cfg)
 
 
-def _specs() -> list[SystemSpec]:
-    from dprec.systems.registry import SystemSpec
+_KNN_GRID: dict[str, tuple[object, ...]] = {"k": (20, 40, 80)}
 
-    knn_grid: dict[str, tuple[object, ...]] = {"k": (20, 40, 80)}
-    return [
-        SystemSpec("nondp-svd", FunkSVDConfig, _svd, "rating", False,
-                   "Funk-SVD by SGD on the true ratings, mu + b_u + b_i + U.I (non-private)",
-                   {}, {"factors": (20, 50, 100), "lr": (0.005, 0.01),
-                        "reg": (0.02, 0.05, 0.1)}),
-        SystemSpec("pcc-knn", KNNRatingConfig, _knn, "rating", False,
-                   "item-kNN with means, Pearson similarity on co-rating users (non-private)",
-                   {"similarity": "pearson"}, knn_grid),
-        SystemSpec("cos-knn", KNNRatingConfig, _knn, "rating", False,
-                   "item-kNN with means, cosine similarity on raw ratings (non-private)",
-                   {"similarity": "cosine"}, knn_grid),
-    ]
-
-
-def __getattr__(name: str) -> object:
-    """``SPECS`` (the registry's hook), built on first access.
-
-    Lazily, because the registry imports this module while it is itself being imported:
-    a module-level ``from dprec.systems.registry import SystemSpec`` here would make
-    ``import dprec.systems.rating_models`` (before the registry) a circular import.
-    """
-    if name == "SPECS":
-        specs = _specs()
-        globals()["SPECS"] = specs
-        return specs
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+SPECS: list[SystemSpec] = [
+    SystemSpec("nondp-svd", FunkSVDConfig, _svd, "rating", False,
+               "Funk-SVD by SGD on the true ratings, mu + b_u + b_i + U.I (non-private)",
+               {}, {"factors": (20, 50, 100), "lr": (0.005, 0.01),
+                    "reg": (0.02, 0.05, 0.1)}),
+    SystemSpec("pcc-knn", KNNRatingConfig, _knn, "rating", False,
+               "item-kNN with means, Pearson similarity on co-rating users (non-private)",
+               {"similarity": "pearson"}, _KNN_GRID),
+    SystemSpec("cos-knn", KNNRatingConfig, _knn, "rating", False,
+               "item-kNN with means, cosine similarity on raw ratings (non-private)",
+               {"similarity": "cosine"}, _KNN_GRID),
+]
+"""nondp-svd, pcc-knn and cos-knn (the registry reads this list)."""
