@@ -117,10 +117,8 @@ def systems(name: Annotated[str | None, typer.Argument(
 
 def _table_metrics(docs: dict[str, dict], protocol: str) -> tuple[str, ...]:
     """The metric columns: the standard ranking set where present, else all the results have."""
-    from dprec.evaluation.compare import TABLE_METRICS
-    names = list(next(iter(docs.values()))["metrics"][protocol])
-    chosen = tuple(m for m in TABLE_METRICS if m in names)
-    return chosen or tuple(names)
+    from dprec.evaluation.compare import table_metrics
+    return table_metrics(list(next(iter(docs.values()))["metrics"][protocol]))
 
 
 def _eps(g: dict | None) -> str:
@@ -199,10 +197,17 @@ def _system_params(name: str, epsilon: float | None, params: dict[str, object]) 
 
 
 def _experiment(task: str, ds, seeds: int, split: str | None, negatives: int, folds: int):
-    """The experiment of a task: leave-one-out ranking, or k-fold / user-split rating."""
+    """The experiment of a task: leave-one-out ranking, k-fold / user-split rating, or the
+    PrivRec protocol ("privrec": 80/20 user split, fine-tune half on the device)."""
     from dprec.evaluation.ranking import RankingEvaluator
     from dprec.evaluation.runner import Experiment
     from dprec.evaluation.split import LeaveOneOutSplit
+    if task == "privrec":
+        from dprec.evaluation.split import UserSplit
+        from dprec.evaluation.user_ranking import UserRankingEvaluator
+        if split not in (None, "user"):
+            raise DprecError(f"the PrivRec protocol uses the user split, got --split {split}")
+        return Experiment(ds, range(seeds), UserSplit(0.2), UserRankingEvaluator())
     if task == "ranking":
         rule = split or "latest"
         if rule not in ("latest", "random"):
@@ -217,6 +222,16 @@ def _experiment(task: str, ds, seeds: int, split: str | None, negatives: int, fo
     if kind == "user":
         return Experiment(ds, range(seeds), UserSplit(), RatingEvaluator())
     raise DprecError(f"--split for a rating system must be kfold or user, got {kind}")
+
+
+def _task_of(system: str, split: str | None) -> str:
+    """The experiment a system runs in: its task, or "privrec" for side-feature systems and
+    for a ranking system asked for ``--split user``."""
+    from dprec.systems.registry import spec
+    s = spec(system)
+    if s.protocol == "user-split" or (s.task == "ranking" and split == "user"):
+        return "privrec"
+    return s.task
 
 
 def _load_config(path: Path | None, system: str):
@@ -268,7 +283,7 @@ def run(
         params = _system_params(system, epsilon, _pairs(param))
         make_system(system, params, base)
         ds = _load(dataset, data_dir)
-        exp = _experiment(s.task, ds, seeds, split, negatives, folds)
+        exp = _experiment(_task_of(system, split), ds, seeds, split, negatives, folds)
         with _progress() as bar:
             task = bar.add_task(f"{system} on {dataset}", total=seeds)
             res = exp.run(lambda: make_system(system, params, base),
@@ -393,7 +408,9 @@ def compare(
         "--configs", help="Folder of tuned TOML configs (configs/<dataset>), one per system.")
     ] = None,
     task: Annotated[str, typer.Option(
-        help="ranking (leave-one-out, HR/NDCG) or rating (k-fold RMSE/MAE).")] = "ranking",
+        help="ranking (leave-one-out, HR/NDCG), rating (k-fold RMSE/MAE) or privrec (80/20 "
+             "user split, on-device fine-tuning, HR/NDCG@5..30 against all unseen items)."
+    )] = "ranking",
     folds: Annotated[int, typer.Option(help="k of k-fold (rating).")] = 5,
     preset: Annotated[str | None, typer.Option(
         help="default: every system's defaults (the papers' settings except documented "
@@ -413,6 +430,7 @@ def compare(
     """Every system side by side on the same folds, an ε sweep, results JSON + CSV + plots."""
     from dprec.evaluation.compare import (
         DEFAULT_COMPARISON,
+        DEFAULT_PRIVREC_COMPARISON,
         DEFAULT_RATING_COMPARISON,
         eps_sweep,
         private_names,
@@ -423,14 +441,19 @@ def compare(
     from dprec.systems.registry import make_config, parse_label, spec
     try:
         check_output_base(out_dir)
-        if task not in ("ranking", "rating"):
-            raise DprecError(f"--task must be ranking or rating, got {task!r}")
-        default = DEFAULT_COMPARISON if task == "ranking" else DEFAULT_RATING_COMPARISON
+        if task not in ("ranking", "rating", "privrec"):
+            raise DprecError(f"--task must be ranking, rating or privrec, got {task!r}")
+        default = {"ranking": DEFAULT_COMPARISON, "rating": DEFAULT_RATING_COMPARISON,
+                   "privrec": DEFAULT_PRIVREC_COMPARISON}[task]
         names = _split_labels(systems_) if systems_ else list(default)
         for n in names:
-            kind = spec(parse_label(n)[0]).task
+            sp_ = spec(parse_label(n)[0])
+            kind = "ranking" if sp_.task == "ranking" and task == "privrec" else sp_.task
             if kind != task:
                 raise DprecError(f"--task {task}: {n} is a {kind} system (use --task {kind})")
+            if task == "ranking" and sp_.protocol == "user-split":
+                raise DprecError(f"--task ranking: {n} is evaluated on the PrivRec protocol "
+                                 "(use --task privrec)")
         if eps_grid is None:
             eps_grid = "0.5,1,1.5,2,2.5,3" if task == "ranking" else ""
         if epsilon is not None:
@@ -484,7 +507,8 @@ def compare(
                            description=f"compare on {escape(dataset)}: {escape(name)}")
 
             results = run_systems(exp, names, configs, tick, on_result=saved, on_error=failed)
-            metric, proto = ("HR@10", "sampled") if task == "ranking" else ("RMSE", "rating")
+            metric, proto = {"ranking": ("HR@10", "sampled"), "rating": ("RMSE", "rating"),
+                             "privrec": ("HR@10", "full")}[task]
             sweep = (eps_sweep(sweep_exp, [n for n in private if n in results], configs, grid,
                                metric, proto, tick=tick, on_error=failed) if grid else None)
         if not results:
@@ -567,9 +591,11 @@ def tune_cmd(
         points = grid_points(g)
         for p in points:
             make_config(system, p, base)
+        kind = _task_of(system, split)
         metric = metric or ("HR@10" if s.task == "ranking" else "RMSE")
+        ks = (5, 10, 20, 30) if kind == "privrec" else RankingEvaluator(negatives).ks
         allowed = (["RMSE", "MAE"] if s.task == "rating" else
-                   [f"{m}@{k}" for m in ("HR", "NDCG") for k in RankingEvaluator(negatives).ks])
+                   [f"{m}@{k}" for m in ("HR", "NDCG") for k in ks])
         if metric not in allowed:
             raise DprecError(f"metric {metric} is not measured for a {s.task} system; "
                              f"choose one of {', '.join(allowed)}")
@@ -577,13 +603,14 @@ def tune_cmd(
         if target.exists() and not force:
             raise DprecError(f"{target} exists; pass --force to overwrite it or --out elsewhere")
         ds = _load(dataset, data_dir)
-        exp = _experiment(s.task, ds, seeds, split, negatives, folds)
+        exp = _experiment(kind, ds, seeds, split, negatives, folds)
         n_folds = len(exp.folds(exp.seeds[0]))
         command = "dprec tune " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else ""
         with _progress() as bar:
             task = bar.add_task(f"tune {system} on {dataset}",
                                 total=len(points) * seeds * n_folds)
-            res = tune(system, exp, g, metric, base=base, command=command,
+            res = tune(system, exp, g, metric, protocol="full" if kind == "privrec" else None,
+                       base=base, command=command,
                        tick=lambda: bar.advance(task))
     except DprecError as e:
         _fail(e)

@@ -1,4 +1,4 @@
-"""Datasets by name: ``load_dataset("ml-100k")``, ``"ml-1m"``, ``"csv:PATH"``,
+"""Datasets by name: ``load_dataset("ml-100k")``, ``"ml-1m"``, ``"frappe"``, ``"csv:PATH"``,
 ``"csv:PATH?user=uid&item=iid"``, ``"synthetic-1000x1000"``, ..."""
 
 from __future__ import annotations
@@ -8,11 +8,18 @@ import os
 import re
 import urllib.parse
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from dprec.data.dataset import Dataset
 from dprec.data.fetch import fetch_and_load_ml100k
-from dprec.data.loaders import load_csv, load_ml1m, load_ml10m, load_movielens_csv
+from dprec.data.loaders import (
+    load_csv,
+    load_frappe,
+    load_ml1m,
+    load_ml10m,
+    load_movielens_csv,
+)
 from dprec.data.synthetic import default_interactions, synthetic
 from dprec.errors import DataError
 from dprec.random import derive_generator
@@ -20,21 +27,45 @@ from dprec.random import derive_generator
 log = logging.getLogger(__name__)
 
 KNOWN_DATASETS: tuple[str, ...] = (
-    "ml-100k", "ml-1m", "ml-10m", "ml-20m", "ml-25m", "csv:PATH[?user=COL&item=COL&...]",
+    "ml-100k", "ml-1m", "ml-10m", "ml-20m", "ml-25m", "frappe",
+    "csv:PATH[?user=COL&item=COL&...]",
     "synthetic-<users>x<items>[-<interactions>]",
 )
 
 _SYNTHETIC = re.compile(r"synthetic-(\d+)x(\d+)(?:-(\d+))?")
 
-# name -> (loader, marker file, folder names the extracted archive uses)
-_LOCAL: dict[str, tuple[Callable[..., Dataset], str, tuple[str, ...]]] = {
-    "ml-1m": (load_ml1m, "ratings.dat", ("ml-1m",)),
-    "ml-10m": (load_ml10m, "ratings.dat", ("ml-10M100K", "ml-10m")),
-    "ml-20m": (lambda p, **kw: load_movielens_csv(p, name="ml-20m", **kw), "ratings.csv",
-               ("ml-20m",)),
-    "ml-25m": (lambda p, **kw: load_movielens_csv(p, name="ml-25m", **kw), "ratings.csv",
-               ("ml-25m",)),
+
+@dataclass(frozen=True)
+class _Local:
+    """A data set read from a local folder only (``--data-dir`` / ``DPREC_DATA``)."""
+
+    loader: Callable[..., Dataset]
+    marker: str
+    """The file that identifies the folder."""
+    folders: tuple[str, ...]
+    """Names the folder usually has below the data dir."""
+    label: str
+    """The name in messages."""
+    hint: str
+    """What ``--data-dir`` must point at."""
+
+
+def _movielens(name: str, loader: Callable[..., Dataset], marker: str,
+               *folders: str) -> _Local:
+    return _Local(loader, marker, folders, name.upper(), f"the extracted {folders[0]} folder")
+
+
+_LOCAL: dict[str, _Local] = {
+    "ml-1m": _movielens("ml-1m", load_ml1m, "ratings.dat", "ml-1m"),
+    "ml-10m": _movielens("ml-10m", load_ml10m, "ratings.dat", "ml-10M100K", "ml-10m"),
+    "ml-20m": _movielens("ml-20m", lambda p, **kw: load_movielens_csv(p, name="ml-20m", **kw),
+                         "ratings.csv", "ml-20m"),
+    "ml-25m": _movielens("ml-25m", lambda p, **kw: load_movielens_csv(p, name="ml-25m", **kw),
+                         "ratings.csv", "ml-25m"),
+    "frappe": _Local(load_frappe, "frappe.csv", ("frappe",), "Frappe",
+                     "the folder holding frappe.csv (and meta.csv, for app categories)"),
 }
+"""Data sets read from a local folder only, by name."""
 
 _SEPARATORS = {"tab": "\t", "comma": ",", "semicolon": ";", "pipe": "|", "space": r"\s+",
                "whitespace": r"\s+"}
@@ -46,7 +77,8 @@ def load_dataset(name: str, *, data_dir: str | Path | None = None, seed: int = 0
 
     ``ml-100k`` is fetched automatically (see :mod:`dprec.data.fetch`; ``data_dir`` wins
     over the cache); the larger MovieLens releases need ``data_dir`` (or ``DPREC_DATA``):
-    the extracted folder itself or the folder containing it.
+    the extracted folder itself or the folder containing it. ``frappe`` (not downloadable)
+    needs the folder holding ``frappe.csv`` (:func:`dprec.data.loaders.load_frappe`).
 
     ``csv:PATH`` reads a generic interaction file (:func:`dprec.data.loaders.load_csv`),
     named by its content (``csv#<sha256 prefix>``), so the same file at two paths gives the
@@ -124,20 +156,20 @@ def _csv_spec(spec: str) -> tuple[str, dict[str, object]]:
 
 
 def _load_local(name: str, data_dir: str | Path | None) -> Dataset:
-    loader, marker, folders = _LOCAL[name]
-    label = name.upper()
+    spec = _LOCAL[name]
     root = data_dir if data_dir is not None else os.environ.get("DPREC_DATA")
     if not root:
         raise DataError(
-            f"{label} cannot be downloaded here; pass --data-dir PATH pointing at the "
-            f"extracted {folders[0]} folder (or set DPREC_DATA)"
+            f"{spec.label} cannot be downloaded here; pass --data-dir PATH pointing at "
+            f"{spec.hint} (or set DPREC_DATA)"
         )
     base = Path(root).expanduser()
-    for folder in (base, *(base / f for f in folders)):
-        if (folder / marker).is_file():
-            log.info("%s: loading %s", label, folder)
-            return loader(folder, source="data-dir")
+    for folder in (base, *(base / f for f in spec.folders)):
+        if (folder / spec.marker).is_file():
+            log.info("%s: loading %s", spec.label, folder)
+            return spec.loader(folder, source="data-dir")
     raise DataError(
-        f"{label}: no {marker} in {base} or in {', '.join(str(base / f) for f in folders)}; "
-        f"pass --data-dir PATH pointing at the extracted {folders[0]} folder"
+        f"{spec.label}: no {spec.marker} in {base} or in "
+        f"{', '.join(str(base / f) for f in spec.folders)}; pass --data-dir PATH pointing "
+        f"at {spec.hint}"
     )

@@ -29,6 +29,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 
 from dprec.data.dataset import Dataset
@@ -231,13 +232,38 @@ def synthetic(
     name = name or f"synthetic-{n_users}x{n_items}"
     log.info("%s: %d users x %d items, %d interactions, %d batches", name, n_users, n_items,
              n_interactions, len(batches))
+    user_features, item_features = _side_features(user_f, item_f, factor_sd)
     return Dataset(
         name=name,
         matrix=matrix,
         timestamps=timestamps,
         user_ids=np.arange(n_users, dtype=np.int64),
         item_ids=np.arange(n_items, dtype=np.int64),
+        user_features=user_features,
+        item_features=item_features,
     )
+
+
+def _side_features(user_f: np.ndarray, item_f: np.ndarray, factor_sd: np.ndarray,
+                   dims: int = 4) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Side features read off the latent factors (no further randomness): a user's ``taste``
+    is the strongest of the first ``dims`` taste dimensions with its sign (e.g. "t2-"); an
+    item's ``genres`` are the first ``dims`` dimensions where its factor is beyond half a
+    standard deviation, signed ("g0+|g3-"), like MovieLens genres. Side-feature models (seed
+    002) then have a real but partial signal, as they do on MovieLens."""
+    d = min(dims, user_f.shape[1])
+    sd = np.where(factor_sd[:d] > 0, factor_sd[:d], 1.0)  # affinity_scale = 0: no taste
+    z = user_f[:, :d] / sd
+    top = np.argmax(np.abs(z), axis=1)
+    sign = np.where(z[np.arange(len(z)), top] >= 0, "+", "-")
+    taste = np.char.add(np.char.add("t", top.astype(str)), sign)
+    y = item_f[:, :d] / sd
+    tags = [np.where(y[:, j] > 0.5, f"g{j}+", np.where(y[:, j] < -0.5, f"g{j}-", ""))
+            for j in range(d)]
+    genres = ["|".join(t for t in row if t) for row in zip(*tags, strict=True)] if d else []
+    users = pd.DataFrame({"taste": pd.Categorical(taste)}, index=np.arange(len(user_f)))
+    items = pd.DataFrame({"genres": genres}, index=np.arange(len(item_f)))
+    return users, items
 
 
 def _fill_batch(users: np.ndarray, k: np.ndarray, affinity: np.ndarray, keys: np.ndarray,

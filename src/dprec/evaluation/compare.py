@@ -18,7 +18,7 @@ TABLE_METRICS = ("HR@2", "HR@5", "HR@10", "NDCG@10")
 
 DEFAULT_COMPARISON = (
     "random", "popularity", "lcf-ub", "lcf-sp", "lcf-ap", "dplcf-sp", "dplcf-ap",
-    "dplcf-oue", "dplcf-eb", "bpr-mf", "mf-np", "fcf", "fmf-ldp",
+    "dplcf-oue", "dplcf-eb", "bpr-mf", "gmf", "mf-np", "fcf", "fmf-ldp",
 )
 DEFAULT_RATING_COMPARISON = (
     "global-mean", "bias", "nondp-svd", "pcc-knn", "cos-knn", "laplace-svd", "laplace-rr-svd",
@@ -29,7 +29,19 @@ DEFAULT_RATING_COMPARISON = (
 """Laplace-RR-SVD's defaults (eps1 = eps2 = 1) claim a total of 2: the honest mechanisms run
 at that total; laplace-svd is the paper's Laplace-only baseline at eps1 = 1. The central-DP
 baselines of seed 004 run at their default eps = 1."""
+DEFAULT_PRIVREC_COMPARISON = (
+    "random", "popularity", "fcf", "privrec", "privrec-cen", "fofl-self", "nn-self",
+    "dp-privrec",
+)
+"""Seed 002's table (PrivRec, its baselines, DP-PrivRec at z = 1, M = 30) on its protocol."""
 DEFAULT_EPS_GRID = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
+
+
+def table_metrics(names: Sequence[str]) -> tuple[str, ...]:
+    """The metric columns: the DPLCF table's set where present, else every metric."""
+    if all(m in names for m in TABLE_METRICS):
+        return TABLE_METRICS
+    return tuple(names)
 
 Tick = Callable[[str], None]
 SweepPoint = dict[str, Any]
@@ -109,8 +121,7 @@ def comparison_rows(results: dict[str, RunResult]) -> list[dict[str, object]]:
     for name, r in results.items():
         row: dict[str, object] = {"system": name}
         for proto, metrics in r.metrics.items():
-            shown = [m for m in TABLE_METRICS if m in metrics] or list(metrics)
-            for m in shown:
+            for m in table_metrics(list(metrics)):
                 row[f"{proto} {m}"] = metrics[m]["mean"]
                 row[f"{proto} {m} std"] = metrics[m]["std"]
         if "sampled" in r.metrics:
@@ -149,6 +160,11 @@ def save_comparison(out_dir: Path, dataset: str, results: dict[str, RunResult],
         w.writeheader()
         w.writerows(rows)
     if not ranking:
+        if all(set(r.metrics) == {"full"} for r in results.values()):  # the PrivRec protocol
+            js = {n: r.to_json() for n, r in results.items()}
+            paths.append(plot_hr_at_k(js, ks, out_dir / "hr_at_k_full.png",
+                                      f"HR@K on {dataset} (user split, all unseen items)",
+                                      protocol="full"))
         return paths
     js = {n: r.to_json() for n, r in results.items()}
     paths.append(plot_hr_at_k(js, ks, out_dir / "hr_at_k.png", f"HR@K on {dataset} (sampled)"))

@@ -32,6 +32,12 @@ class Evaluator(ABC):
     def describe(self) -> dict[str, object]:
         """What the results file records about the protocol."""
 
-    def train_matrix(self, fold: Any) -> Any:
-        """The training matrix a system of this task is fitted on."""
+    def describe_fold(self, fold: Any, prepared: Any) -> dict[str, object]:
+        """What the results file records about the evaluated part of one fold (e.g. how many
+        test users were scored); empty by default."""
+        return {}
+
+    def train_matrix(self, fold: Any, model: Recommender | None = None) -> Any:
+        """The training matrix ``model`` is fitted on (by default ``fold.train``, whatever
+        the model)."""
         return fold.train

@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,6 +18,9 @@ from dprec.evaluation.ranking import RankingEvaluator
 from dprec.evaluation.split import LeaveOneOutSplit, Split
 from dprec.random import derive_generator
 from dprec.systems.base import Recommender
+
+if TYPE_CHECKING:
+    from dprec.data.features import SideFeatures
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +83,10 @@ class Experiment:
     Defaults: leave-one-out by the latest interaction, ranking evaluation (sampled + full).
     The split of seed s comes from the stream (s, "split", dataset) and the evaluator's
     shared state (e.g. negatives) from its own stream, so they do not depend on which
-    systems run or in what order. A system is fitted on ``evaluator.train_matrix(fold)``
-    with the stream (s, "system", name); ties use (s, "ties", name).
+    systems run or in what order. A system is fitted on ``evaluator.train_matrix(fold, model)``
+    with the stream (s, "system", name); ties use (s, "ties", name). A system with
+    ``uses_side_features`` gets the dataset's side features (computed once per experiment)
+    through ``set_side_features`` before every ``fit``.
     """
 
     def __init__(self, dataset: Dataset, seeds: Sequence[int], split: Split | None = None,
@@ -93,6 +98,7 @@ class Experiment:
         self.split = split if split is not None else LeaveOneOutSplit("latest")
         self.evaluator = evaluator if evaluator is not None else RankingEvaluator()
         self._folds: dict[int, list[tuple[Any, Any]]] = {}
+        self._side_features: SideFeatures | None = None
 
     @property
     def ks(self) -> tuple[int, ...]:
@@ -108,12 +114,21 @@ class Experiment:
                 for f in folds]
         return self._folds[seed]
 
+    def side_features(self) -> SideFeatures:
+        """The dataset's side features, computed on first use and cached."""
+        if self._side_features is None:
+            from dprec.data.features import side_features
+            self._side_features = side_features(self.dataset)
+        return self._side_features
+
     def protocol(self) -> dict[str, object]:
-        first = self.folds(self.seeds[0])[0][0]
+        first, prepared = self.folds(self.seeds[0])[0]
         split = {**self.split.describe(), **(first.describe() if hasattr(first, "describe")
                                              else {})}
+        evaluated = self.evaluator.describe_fold(first, prepared)
         return {"split": split, "folds_per_seed": len(self.folds(self.seeds[0])),
-                **self.evaluator.describe()}
+                **self.evaluator.describe(),
+                **({"evaluated": evaluated} if evaluated else {})}
 
     def run(self, make: Callable[[], Recommender],
             on_seed: Callable[[int], None] | None = None,
@@ -139,7 +154,9 @@ class Experiment:
                 curve: list[dict[str, object]] = []
                 if curve_every is not None:
                     hook = self._curve_hook(model, fold, prepared, seed, curve, curve_every)
-                model.fit(self.evaluator.train_matrix(fold),
+                if model.uses_side_features:
+                    model.set_side_features(self.side_features())
+                model.fit(self.evaluator.train_matrix(fold, model),
                           derive_generator(seed, "system", model.name), on_round=hook)
                 fold_metrics.append(self.evaluator.evaluate(
                     model, fold, prepared, derive_generator(seed, "ties", model.name)))

@@ -12,6 +12,10 @@ silent zero. Two accountants:
   bound.
 - :class:`BasicAccountant`: basic composition, ``sum eps_i``, ``sum delta_i`` (Dwork & Roth
   2014, Thm 3.16).
+- :class:`RdpAccountant`: Renyi DP (dp-accounting's ``RdpAccountant``, improved RDP-to-DP
+  conversion, Canonne, Kamath, Steinke 2020) for subsampled Gaussian rounds of central /
+  federated DP, including fixed-size batches drawn without replacement under replace-one
+  adjacency (Wang, Balle, Kasiviswanathan 2019), which the PLD accountant cannot represent.
 
 Dominating pairs per event:
 
@@ -78,6 +82,7 @@ __all__ = [
     "Direction",
     "PldAccountant",
     "PrivacyLevels",
+    "RdpAccountant",
     "UnsupportedEventError",
     "account",
     "event_sides",
@@ -437,6 +442,57 @@ class PldAccountant(Accountant):
             + ("; presence-side losses (one-sided)" if sides == "one" else "")
         )
         return Composition(eps, delta, sides, tuple(notes))
+
+
+class RdpAccountant(Accountant):
+    """Renyi-DP composition of (subsampled) Gaussian events (dp-accounting's RDP accountant).
+
+    ``neighboring_relation``: ``"replace_one"`` (fixed-size batches without replacement,
+    ``SampledWithoutReplacementDpEvent``; sensitivity measured under replacement) or
+    ``"add_remove_one"`` (Poisson sampling, ``PoissonSampledDpEvent``). An event that needs the
+    other relation raises :class:`UnsupportedEventError`. Epsilon uses the improved conversion
+    (dp-accounting's default); all supported events are two-sided.
+    """
+
+    name: ClassVar[str] = "rdp"
+
+    def __init__(self, neighboring_relation: Literal["replace_one", "add_remove_one"]
+                 = "replace_one") -> None:
+        if neighboring_relation not in ("replace_one", "add_remove_one"):
+            raise DprecError("neighboring_relation must be 'replace_one' or 'add_remove_one', "
+                             f"got {neighboring_relation!r}")
+        self.neighboring_relation = neighboring_relation
+
+    def _supports_leaf(self, event: DpEvent) -> bool:
+        if isinstance(event, dp_accounting.GaussianDpEvent | dp_accounting.NoOpDpEvent):
+            return True
+        if isinstance(event, dp_accounting.SampledWithoutReplacementDpEvent):
+            return (self.neighboring_relation == "replace_one"
+                    and isinstance(event.event, dp_accounting.GaussianDpEvent))
+        if isinstance(event, dp_accounting.PoissonSampledDpEvent):
+            return (self.neighboring_relation == "add_remove_one"
+                    and isinstance(event.event, dp_accounting.GaussianDpEvent))
+        return False
+
+    def compose(self, events: Iterable[tuple[DpEvent, int]], delta: float) -> Composition:
+        """Epsilon at ``delta`` of the RDP composition (improved conversion)."""
+        from dp_accounting.rdp import rdp_privacy_accountant
+
+        if not 0 < delta < 1:
+            raise DprecError(f"delta must be in (0, 1), got {delta}")
+        leaves = {e: c for e, c in self._leaves(events).items() if c > 0}
+        if not leaves:
+            return Composition(0.0, 0.0, "two", ("no events: eps = 0",))
+        rel = (dp_accounting.NeighboringRelation.REPLACE_ONE
+               if self.neighboring_relation == "replace_one"
+               else dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
+        acc = rdp_privacy_accountant.RdpAccountant(neighboring_relation=rel)
+        for event, count in leaves.items():
+            acc.compose(event, int(count))
+        eps = float(acc.get_epsilon(delta))
+        return Composition(eps, delta, "two", (
+            f"RDP composition (dp-accounting, {self.neighboring_relation} adjacency, improved "
+            "RDP-to-DP conversion)",))
 
 
 # -- privacy levels of a log -----------------------------------------------------------------

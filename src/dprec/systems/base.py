@@ -12,13 +12,16 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 import numpy as np
 import scipy.sparse as sp
 
 from dprec.errors import DprecError
 from dprec.privacy.guarantee import PrivacyReport
+
+if TYPE_CHECKING:
+    from dprec.data.features import SideFeatures
 
 Task = Literal["ranking", "rating"]
 RoundHook = Callable[[int], None]
@@ -39,6 +42,11 @@ class Recommender(ABC):
     name: str = "recommender"
     task: ClassVar[Task]
     config: object = None
+    uses_ratings: ClassVar[bool] = False
+    """fit/score receive explicit ratings, not positives only."""
+    uses_side_features: ClassVar[bool] = False
+    """The model needs the dataset's user and item side features: the experiment calls
+    :meth:`set_side_features` before ``fit``."""
 
     @abstractmethod
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
@@ -47,6 +55,14 @@ class Recommender(ABC):
 
         ``on_round`` is called after each round of a multi-round protocol (learning curves).
         """
+
+    def set_side_features(self, features: SideFeatures) -> None:
+        """Hand the model the dataset's side features (called before ``fit``).
+
+        Only models with ``uses_side_features = True`` accept them.
+        """
+        raise DprecError(f"{self.name} does not use side features "
+                         "(uses_side_features is False)")
 
     def privacy_report(self) -> PrivacyReport | None:
         """What the untrusted party can learn; None for non-private systems."""

@@ -24,6 +24,7 @@ from dprec.errors import DprecError
 from dprec.mechanisms.bitflip import BitFlip
 from dprec.models.als import ALSConfig
 from dprec.models.bpr import BPRConfig
+from dprec.models.gmf import GMFConfig
 from dprec.systems.base import Recommender
 from dprec.systems.dplcf.system import LocalItemCFConfig
 from dprec.systems.spec import NoConfig, SystemSpec
@@ -32,6 +33,14 @@ from dprec.systems.spec import NoConfig, SystemSpec
 @dataclass(frozen=True)
 class FlippedBPRConfig(BPRConfig):
     """BPR-MF trained by the server on symmetrically bit-flipped data (DPLCF's baseline)."""
+
+    epsilon: float = 1.0
+    """Per-bit epsilon of the symmetric flip the clients apply before upload."""
+
+
+@dataclass(frozen=True)
+class FlippedGMFConfig(GMFConfig):
+    """GMF (NCF) trained by the server on symmetrically bit-flipped data (DPLCF's baseline)."""
 
     epsilon: float = 1.0
     """Per-bit epsilon of the symmetric flip the clients apply before upload."""
@@ -47,6 +56,14 @@ def _bpr(name: str, cfg: FlippedBPRConfig) -> Recommender:
     from dprec.systems.central import TrainedOnObfuscated
     base = {f.name: getattr(cfg, f.name) for f in fields(BPRConfig)}
     return TrainedOnObfuscated(name, BPRMF(BPRConfig(**base)), BitFlip.symmetric(cfg.epsilon),
+                               epsilon=cfg.epsilon)
+
+
+def _gmf(name: str, cfg: FlippedGMFConfig) -> Recommender:
+    from dprec.models.gmf import GMF
+    from dprec.systems.central import TrainedOnObfuscated
+    base = {f.name: getattr(cfg, f.name) for f in fields(GMFConfig)}
+    return TrainedOnObfuscated(name, GMF(GMFConfig(**base)), BitFlip.symmetric(cfg.epsilon),
                                epsilon=cfg.epsilon)
 
 
@@ -77,7 +94,7 @@ def _popularity(name: str, cfg: NoConfig) -> Recommender:
 
 
 SPEC_MODULES = ("dprec.systems.rating_models", "dprec.systems.ldp_svd.specs",
-                "dprec.systems.dp_mf", "dprec.systems.pnbm")
+                "dprec.systems.dp_mf", "dprec.systems.pnbm", "dprec.systems.privrec.specs")
 """Modules that register more systems through a ``SPECS: list[SystemSpec]``."""
 
 
@@ -113,6 +130,8 @@ def _specs() -> dict[str, SystemSpec]:
                    {"flip": "symmetric", "estimator": "eb"}),
         SystemSpec("bpr-mf", FlippedBPRConfig, _bpr, "ranking", True,
                    "BPR-MF trained centrally on symmetrically flipped data"),
+        SystemSpec("gmf", FlippedGMFConfig, _gmf, "ranking", True,
+                   "GMF (NCF) trained centrally on symmetrically flipped data"),
         SystemSpec("mf-np", ALSConfig, _als, "ranking", False,
                    "implicit ALS on the true data (non-private)", {},
                    {"factors": (16, 32, 64, 128), "regularization": (3.0, 10.0, 30.0, 100.0,

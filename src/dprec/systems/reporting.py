@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dprec.privacy.accountant import account
+from dprec.privacy.accountant import Accountant, account
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import Guarantee, Model, PrivacyReport
 
@@ -17,6 +17,7 @@ def privacy_report_from_log(
     delta: float = 1e-6,
     extra: dict[str, object] | None = None,
     model: Model | None = None,
+    accountant: Accountant | None = None,
 ) -> PrivacyReport:
     """The report of one run: the published claim, ``privacy.true`` and both levels.
 
@@ -24,9 +25,9 @@ def privacy_report_from_log(
     analysis), "user_basic": basic composition}, each computed by the accountant from
     ``log`` (the users who really reported, in the rounds that really ran). ``true``
     defaults to the user level. ``model``: "central" for a trusted curator (default: local,
-    or shuffled when the log holds shuffled reports).
+    or shuffled when the log holds shuffled reports). ``accountant``: default PLD.
     """
-    levels = account(log, delta, model=model)
+    levels = account(log, delta, accountant, model=model)
     body: dict[str, object] = {"levels": levels.to_json(), "events": log.to_json()}
     if levels.user_basic is not None:
         body["user_level"] = levels.user_basic.to_json()  # schema 1 field, = levels.user_basic

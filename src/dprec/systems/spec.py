@@ -38,6 +38,10 @@ class SystemSpec:
     paper: Mapping[str, object] = field(default_factory=dict)
     """Settings that differ from the default config in the paper's own setting
     (``--preset paper``); empty when the default is the paper's."""
+    protocol: str = "default"
+    """The evaluation protocol the system is built for: "default" (the task's own: leave-one-
+    out ranking, k-fold rating) or "user-split" (PrivRec's: user split, fine-tune half on
+    the device, every held-out positive against all never-interacted items)."""
 
     def settable(self) -> list[str]:
         return [f.name for f in fields(self.config) if f.name not in self.fixed]

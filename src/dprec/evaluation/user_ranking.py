@@ -1,0 +1,258 @@
+"""The PrivRec ranking protocol on a user split (Chen et al., PrivRec, §3.3).
+
+The model is trained without the test users (:meth:`UserRankingEvaluator.train_matrix`);
+each test user personalises it on the device from the fine-tune half of their ratings
+(``Ranker.score`` with ``users = -1``), and every held-out positive of the other half is
+ranked against all the items the user never interacted with. HR@K and NDCG@K are averaged
+over each user's held-out positives, then over users.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import numbers
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+
+from dprec.data.dataset import Dataset
+from dprec.errors import DprecError
+from dprec.evaluation.evaluator import Evaluator, Metrics
+from dprec.evaluation.metrics import grouped_ranking_metrics, rank_with_random_ties
+from dprec.evaluation.split import UserFold, _ratings_subset
+from dprec.systems.base import Ranker, Recommender, Task
+
+log = logging.getLogger(__name__)
+
+PROTOCOL = ("user split; test users fine-tune on half of their ratings on the device; each "
+            "held-out positive ranked against all never-interacted items; per-user mean, then "
+            "mean over users")
+BATCH_USERS = 256
+"""Test users scored per ``Ranker.score`` call."""
+BLOCK_BYTES = 64 << 20
+"""Upper bound on one (users, n_items) float64 score block; fewer users per call if needed."""
+
+
+@dataclass(frozen=True, eq=False)
+class UserTargets:
+    """What every system evaluated on one :class:`UserFold` shares.
+
+    Row r of ``seen`` and ``targets`` (CSR, n_items columns) belongs to test user
+    ``users[r]``: ``seen`` holds every item the user interacted with (both halves, any
+    rating), ``targets`` the held-out items rated above the threshold. ``users`` are the
+    test users with at least one target; ``n_test_users`` counts all of them.
+    """
+
+    users: np.ndarray
+    seen: sp.csr_matrix
+    targets: sp.csr_matrix
+    n_test_users: int
+
+    @property
+    def n_without_targets(self) -> int:
+        return self.n_test_users - len(self.users)
+
+    def describe(self) -> dict[str, object]:
+        return {"test_users": self.n_test_users,
+                "test_users_with_targets": int(len(self.users)),
+                "test_users_without_targets": self.n_without_targets,
+                "targets": int(self.targets.nnz)}
+
+
+def user_targets(fold: UserFold, threshold: float) -> UserTargets:
+    """The targets (held-out ratings > ``threshold``) and interacted items of the test users."""
+    n_users, n_items = fold.train.shape
+    test_ids = np.asarray(fold.test_user_ids, dtype=np.int64)
+    local = np.full(n_users, -1, np.int64)
+    local[test_ids] = np.arange(len(test_ids))
+    owner = local[np.asarray(fold.test_users, dtype=np.int64)]
+    if np.any(owner < 0):
+        raise DprecError("every test rating of the fold must belong to one of its "
+                         "test_user_ids")
+    items = np.asarray(fold.test_items, dtype=np.int64)
+    shape = (len(test_ids), n_items)
+
+    def structure(rows: np.ndarray, cols: np.ndarray) -> sp.csr_matrix:
+        m = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=shape)
+        m.sum_duplicates()
+        m.data[:] = 1.0
+        return m
+
+    fine = sp.csr_matrix(fold.fine_tune)[test_ids].tocoo()
+    seen = structure(np.concatenate([fine.row.astype(np.int64), owner]),
+                     np.concatenate([fine.col.astype(np.int64), items]))
+    positive = np.asarray(fold.test_ratings, dtype=np.float64) > threshold
+    targets = structure(owner[positive], items[positive])
+    has = np.flatnonzero(np.diff(targets.indptr) > 0)
+    return UserTargets(users=test_ids[has], seen=seen[has], targets=targets[has],
+                       n_test_users=len(test_ids))
+
+
+def _rule(matrix: sp.csr_matrix, threshold: float, uses_ratings: bool,
+          rows: np.ndarray | None = None) -> sp.csr_matrix:
+    """The entries of ``matrix`` a model sees: all rows, or only ``rows`` (others emptied);
+    ratings as they are if ``uses_ratings``, else the positives (> threshold) as 1.0."""
+    m = sp.csr_matrix(matrix)
+    if not m.has_canonical_format:
+        m = m.copy()
+        m.sum_duplicates()
+    keep = np.ones(m.nnz, bool)
+    if rows is not None:
+        on = np.zeros(m.shape[0], bool)
+        on[rows] = True
+        keep &= np.repeat(on, np.diff(m.indptr))
+    if not uses_ratings:
+        keep &= m.data > threshold
+    out = _ratings_subset(m, keep)
+    if not uses_ratings:
+        out.data[:] = 1.0
+    return out
+
+
+def evaluate_user_ranking(
+    model: Ranker,
+    fold: UserFold,
+    targets: UserTargets,
+    rng: np.random.Generator,
+    ks: tuple[int, ...],
+    threshold: float,
+    batch_users: int = BATCH_USERS,
+) -> Metrics:
+    """HR@K and NDCG@K of ``model`` under the PrivRec protocol; returns {"full": {...}}.
+
+    Each test user with a target is scored over all items from their fine-tune half
+    (``users = -1``; ratings or positives as ``model.uses_ratings`` says). A side-feature
+    model gets the users' own indices instead: it reads their side features, which the
+    device holds, and has no per-user parameters to look up. Every target is
+    ranked against the items the user never interacted with, ties broken at random by
+    ``rng`` (one draw per target, in (user, item) order, so batching does not change the
+    result); the metrics are averaged over each user's targets, then over users.
+    """
+    n_items = fold.train.shape[1]
+    if int(batch_users) != batch_users or batch_users < 1:
+        raise DprecError(f"batch_users must be an integer >= 1, got {batch_users}")
+    step = max(1, min(int(batch_users), BLOCK_BYTES // (8 * n_items)))
+    history = _rule(fold.fine_tune, threshold, model.uses_ratings)[targets.users]
+    ranks: list[np.ndarray] = []
+    owners: list[np.ndarray] = []
+    for start in range(0, len(targets.users), step):
+        stop = min(start + step, len(targets.users))
+        b = stop - start
+        users = (targets.users[start:stop] if model.uses_side_features
+                 else np.full(b, -1, np.int64))
+        scores = np.array(model.score(history[start:stop], users=users),
+                          dtype=np.float64, copy=True)
+        if scores.shape != (b, n_items):
+            raise DprecError(f"{model.name}.score returned shape {scores.shape}, "
+                             f"expected ({b}, {n_items})")
+        bad = int(np.count_nonzero(~np.isfinite(scores)))
+        if bad:
+            raise DprecError(f"{model.name}.score returned {bad} NaN or infinite scores out "
+                             f"of {scores.size}; every score must be finite")
+        tgt = targets.targets[start:stop]
+        row_of = np.repeat(np.arange(b), np.diff(tgt.indptr))
+        target_scores = scores[row_of, tgt.indices]
+        seen = targets.seen[start:stop]
+        scores[np.repeat(np.arange(b), np.diff(seen.indptr)), seen.indices] = np.nan
+        for c in range(0, len(row_of), step):
+            rows = row_of[c:c + step]
+            ranks.append(rank_with_random_ties(target_scores[c:c + step], scores[rows], rng))
+        owners.append(targets.users[start:stop][row_of])
+    r = np.concatenate(ranks) if ranks else np.zeros(0, np.int64)
+    u = np.concatenate(owners) if owners else np.zeros(0, np.int64)
+    return {"full": grouped_ranking_metrics(r, u, ks)}
+
+
+@dataclass(frozen=True)
+class UserRankingEvaluator(Evaluator):
+    """The PrivRec protocol on a :class:`~dprec.evaluation.split.UserSplit` fold.
+
+    Positives are ratings > ``threshold``. Systems are trained on the train users' rows only;
+    each test user fine-tunes from their fine-tune half; every held-out positive is ranked
+    against all never-interacted items; HR@K and NDCG@K are per-user means, then means over
+    the test users with at least one held-out positive.
+    """
+
+    ks: tuple[int, ...] = (5, 10, 20, 30)
+    """Cut-offs K of HR@K and NDCG@K."""
+    threshold: float = 3.0
+    """A rating is positive when it is > threshold (ML-1M: 4 and 5)."""
+    task: ClassVar[Task] = "ranking"
+
+    def __post_init__(self) -> None:
+        ks = tuple(self.ks) if isinstance(self.ks, tuple | list) else ()
+        if not ks or not all(_is_int(k) and k >= 1 for k in ks):
+            raise DprecError(f"ks must be a non-empty list of integers >= 1, got {self.ks!r}")
+        object.__setattr__(self, "ks", tuple(int(k) for k in ks))
+        t = self.threshold
+        if isinstance(t, bool) or not isinstance(t, numbers.Real) or not math.isfinite(t):
+            raise DprecError(f"threshold must be a finite number, got {t!r}")
+        object.__setattr__(self, "threshold", float(t))
+
+    def train_matrix(self, fold: UserFold, model: Recommender | None = None) -> sp.csr_matrix:
+        """The train users' rows of ``fold.train`` (test users' rows empty): ratings as they
+        are for a model with ``uses_ratings``, else the positives (> threshold) as 1.0."""
+        _check_fold(fold, _label(fold))
+        uses_ratings = bool(getattr(model, "uses_ratings", False))
+        return _rule(fold.train, self.threshold, uses_ratings, rows=fold.train_users)
+
+    def prepare(self, dataset: Dataset, fold: UserFold, seed: int,
+                split_kind: str) -> UserTargets:
+        _check_fold(fold, split_kind)
+        targets = user_targets(fold, self.threshold)
+        if not len(targets.users):
+            raise DprecError(
+                f"no test user of {dataset.name!r} has a held-out rating > threshold "
+                f"({self.threshold:g}); implicit-feedback data (every rating 1) needs "
+                "threshold < 1")
+        if targets.n_without_targets:
+            log.info("%d of %d test users have no held-out rating > %g and are not averaged",
+                     targets.n_without_targets, targets.n_test_users, self.threshold)
+        return targets
+
+    def evaluate(self, model: Recommender, fold: UserFold, prepared: UserTargets | None,
+                 rng: np.random.Generator) -> Metrics:
+        """{"full": {"HR@K": .., "NDCG@K": ..}}; ``prepared`` None computes the targets."""
+        if not isinstance(model, Ranker):
+            raise DprecError(f"{model.name} is a {model.task} system; ranking needs a ranker")
+        if not model.supports_unknown_users:
+            raise DprecError(f"{model.name} cannot score users unseen at training "
+                             "(supports_unknown_users is False); the user-split protocol "
+                             "scores test users from their fine-tune half alone")
+        _check_fold(fold, _label(fold))
+        targets = prepared if prepared is not None else user_targets(fold, self.threshold)
+        return evaluate_user_ranking(model, fold, targets, rng, self.ks, self.threshold)
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "task": "ranking",
+            "protocol": PROTOCOL,
+            "train": "train users' ratings only (test users' rows empty); systems without "
+                     "uses_ratings get the positives as 1",
+            "positive": f"rating > {self.threshold:g}",
+            "threshold": self.threshold,
+            "full": "each held-out positive against all items the user never interacted "
+                    "with (either half, any rating)",
+            "ties": "broken uniformly at random with the run's seed",
+            "ks": list(self.ks),
+        }
+
+    def describe_fold(self, fold: UserFold, prepared: UserTargets) -> dict[str, object]:
+        return prepared.describe() if isinstance(prepared, UserTargets) else {}
+
+
+def _is_int(k: object) -> bool:
+    return isinstance(k, numbers.Integral) and not isinstance(k, bool)
+
+
+def _label(fold: object) -> str:
+    return str(getattr(fold, "kind", type(fold).__name__))
+
+
+def _check_fold(fold: object, label: str) -> None:
+    if not isinstance(fold, UserFold):
+        raise DprecError(f"user-ranking evaluation (PrivRec protocol) needs a user split "
+                         f"(UserSplit), got {label}")

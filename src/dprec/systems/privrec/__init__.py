@@ -1,0 +1,1 @@
+"""PrivRec and DP-PrivRec (seed 002): federated meta-learned side-feature recommender."""

@@ -1,0 +1,58 @@
+"""Registry entries of PrivRec, DP-PrivRec and their baselines (seed 002).
+
+They are evaluated on the PrivRec protocol (user split, on-device fine-tuning,
+``protocol="user-split"``) and need torch (``pip install dprec[torch]``), imported only
+when a system is built.
+"""
+
+from __future__ import annotations
+
+from dprec.errors import DprecError
+from dprec.systems.base import Recommender
+from dprec.systems.privrec.config import PrivRecConfig
+from dprec.systems.spec import SystemSpec
+
+
+def _build(name: str, cfg: PrivRecConfig) -> Recommender:
+    try:
+        from dprec.systems.privrec.system import SideNetRecommender
+    except ModuleNotFoundError as e:
+        if e.name and e.name.split(".")[0] == "torch":
+            raise DprecError(f"{name} needs torch: pip install 'dprec[torch]' (pins "
+                             "torch==2.13.0, the CPU wheel)") from None
+        raise
+    return SideNetRecommender(name, cfg)
+
+
+_PROTOCOL = "user-split"
+_GRID = {"local_lr": (0.02, 0.05, 0.1, 0.2), "local_epochs": (1, 2, 5)}
+
+SPECS: list[SystemSpec] = [
+    SystemSpec("privrec", PrivRecConfig, _build, "ranking", False,
+               "PrivRec (seed 002, Alg. 1): side-feature DNN, Reptile FL + FedProx, "
+               "on-device fine-tuning (non-private)",
+               {"algorithm": "reptile", "inputs": "features", "dp": False}, _GRID,
+               protocol=_PROTOCOL),
+    SystemSpec("dp-privrec", PrivRecConfig, _build, "ranking", True,
+               "DP-PrivRec (seed 002, Alg. 2): clipped updates, Gaussian noise, adaptive "
+               "clipping; user-level central DP (trusted aggregator)",
+               {"algorithm": "reptile", "inputs": "features", "dp": True},
+               protocol=_PROTOCOL, paper={"rounds": 1000}),
+    SystemSpec("privrec-cen", PrivRecConfig, _build, "ranking", False,
+               "the PrivRec network trained centrally on pooled examples, then fine-tuned "
+               "on the device (non-private)",
+               {"algorithm": "central", "inputs": "features", "dp": False},
+               {"local_lr": (0.05, 0.1, 0.2), "rounds": (5, 10, 20)},
+               protocol=_PROTOCOL),
+    SystemSpec("fofl-self", PrivRecConfig, _build, "ranking", False,
+               "FOFL-SELF: Reptile FL on item ids and one shared user vector, no side "
+               "information (non-private)",
+               {"algorithm": "reptile", "inputs": "ids", "dp": False}, _GRID,
+               protocol=_PROTOCOL),
+    SystemSpec("nn-self", PrivRecConfig, _build, "ranking", False,
+               "NN-SELF: MAML-based FL (second-order meta-gradients), side features "
+               "(non-private)",
+               {"algorithm": "maml", "inputs": "features", "dp": False},
+               {"local_lr": (0.05, 0.1, 0.2), "server_lr": (0.5, 1.0, 2.0)},
+               protocol=_PROTOCOL),
+]
