@@ -98,3 +98,49 @@ def test_compare_rating_task_with_variants(tmp_path):
     wrong = runner.invoke(app, ["compare", "--task", "rating", "--dataset", DS, "--systems",
                                 "dplcf-sp", "--out", str(tmp_path)])
     assert wrong.exit_code == 2 and "is a ranking system" in " ".join(wrong.output.split())
+
+
+PR_DS = "synthetic-200x60"  # the synthetic generator's taste and genre tags are side features
+
+
+def test_privrec_runs_on_its_protocol_with_the_result_contract(tmp_path):
+    res = runner.invoke(app, ["run", "dp-privrec", "--dataset", PR_DS, "--seeds", "1",
+                              "--param", "rounds=2", "--param", "clients_per_round=30",
+                              "--param", "noise_multiplier=1", "--param", "initial_clip=1",
+                              "--json", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert set(doc["metrics"]) == {"full"}
+    assert {"HR@5", "HR@30", "NDCG@20"} <= set(doc["metrics"]["full"])
+    assert doc["protocol"]["split"]["kind"] == "user"
+    assert doc["privacy"]["true"]["level"] == "user"
+    assert doc["privacy"]["true"]["model"] == "central"
+    assert doc["privacy"]["claimed"]["epsilon"] > doc["privacy"]["true"]["epsilon"]
+
+
+def test_a_ranking_baseline_runs_on_the_privrec_protocol_with_split_user(tmp_path):
+    res = runner.invoke(app, ["run", "popularity", "--dataset", PR_DS, "--seeds", "1",
+                              "--split", "user", "--json", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert set(json.loads(res.stdout)["metrics"]) == {"full"}
+
+
+def test_compare_privrec_task(tmp_path):
+    res = runner.invoke(app, ["compare", "--task", "privrec", "--dataset", PR_DS, "--seeds",
+                              "1", "--systems", "random,popularity,privrec-cen", "--param",
+                              "rounds=2", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    [folder] = [p for p in (tmp_path / PR_DS).iterdir() if p.name.startswith("compare")]
+    names = {p.name for p in folder.iterdir()}
+    assert {"results.json", "results.csv", "hr_at_k_full.png"} <= names
+    doc = json.loads((folder / "results.json").read_text())
+    assert set(doc["results"]) == {"random", "popularity", "privrec-cen"}
+
+
+def test_side_feature_systems_refuse_the_other_tasks_and_featureless_data(tmp_path):
+    res = runner.invoke(app, ["compare", "--task", "ranking", "--dataset", PR_DS,
+                              "--systems", "privrec", "--out", str(tmp_path)])
+    assert res.exit_code != 0 and "PrivRec protocol" in res.output
+    res = runner.invoke(app, ["run", "privrec", "--split", "latest", "--dataset", PR_DS,
+                              "--out", str(tmp_path)])
+    assert res.exit_code != 0 and "user split" in res.output

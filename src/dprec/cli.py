@@ -38,8 +38,9 @@ Params = Annotated[list[str] | None, typer.Option(
     "--param", help="KEY=VALUE set on the system's config, repeatable, e.g. --param "
                     "neighbours=10 --param k=50. `dprec systems NAME` lists the keys.")]
 Split = Annotated[str | None, typer.Option(
-    help="Ranking: latest or random (leave-one-out). Rating: kfold or user. "
-         "Default: latest for ranking, kfold for rating.")]
+    help="Ranking: latest or random (leave-one-out), or user (the PrivRec protocol). Rating: "
+         "kfold or user. Default: latest for ranking, kfold for rating, user for the "
+         "side-feature systems (privrec, ...).")]
 
 def _fail(e: Exception) -> None:
     err.print(f"[bold red]error:[/] {e}")
@@ -448,7 +449,7 @@ def compare(
         names = _split_labels(systems_) if systems_ else list(default)
         for n in names:
             sp_ = spec(parse_label(n)[0])
-            kind = "ranking" if sp_.task == "ranking" and task == "privrec" else sp_.task
+            kind = "privrec" if sp_.task == "ranking" and task == "privrec" else sp_.task
             if kind != task:
                 raise DprecError(f"--task {task}: {n} is a {kind} system (use --task {kind})")
             if task == "ranking" and sp_.protocol == "user-split":

@@ -27,3 +27,24 @@ def derive_generator(seed: int, *purpose: str | int) -> np.random.Generator:
     for p in purpose:
         words.append(zlib.crc32(p.encode()) if isinstance(p, str) else int(p))
     return np.random.default_rng(np.random.SeedSequence(words))
+
+
+def secure_generator() -> np.random.Generator:
+    """A Generator whose bits come from a cryptographically secure generator: for deployed
+    clients and proxies, never for simulations (which need their seeds).
+
+    Construction: ChaCha20 (20 rounds, ``randomgen.ChaCha``) keyed with 256 bits from the
+    operating system's CSPRNG (``secrets.token_bytes``), the construction of OpenBSD's
+    arc4random and Linux's getrandom. Every mechanism and shuffle in dprec takes a
+    ``numpy.random.Generator``, so the same code runs on either source. Take a fresh one per
+    use (each report, each shuffle): its key is then used once and dropped.
+    """
+    import secrets
+
+    try:
+        from randomgen import ChaCha
+    except ImportError as e:  # pragma: no cover - depends on the install
+        raise ImportError("a secure generator needs randomgen: pip install 'dprec[client]'"
+                          ) from e
+    key = np.frombuffer(secrets.token_bytes(32), dtype=np.uint64).copy()
+    return np.random.Generator(ChaCha(key=key, counter=0, rounds=20))

@@ -12,7 +12,8 @@ Roles (DESIGN.md "Three roles"), after Flower's strategy/client split:
   None when nothing reached it (the round is then recorded as skipped).
 - :class:`Transport`: how messages travel. :class:`InProcess` hands objects over;
   :class:`Serialising` passes every message through ``to_bytes``/``from_bytes`` (what the
-  services' HTTP transport will do).
+  services' HTTP transport does); :meth:`Transport.connect` lets a network transport stand
+  in for the server and proxy roles, which then run in their own processes.
 
 :func:`run_protocol` appends to an :class:`~dprec.privacy.events.EventLog` only what actually
 reached the server: the users whose reports were forwarded, in rounds that ran.
@@ -92,6 +93,12 @@ class Transport(ABC):
     @abstractmethod
     def carry(self, message: Any) -> Any:
         """The message as the receiver gets it."""
+
+    def connect(self, server: Server, proxy: Proxy) -> tuple[Server, Proxy]:
+        """The server and proxy as this transport reaches them: the given objects (in one
+        process), or stubs of the same roles running in other processes (the services'
+        :class:`~dprec.services.transport.HttpTransport`)."""
+        return server, proxy
 
 
 class InProcess(Transport):
@@ -271,8 +278,8 @@ def run_protocol(
     """
     if int(rounds) != rounds or rounds < 1:
         raise DprecError(f"rounds must be an integer >= 1, got {rounds}")
-    proxy = proxy or PassThrough()
     transport = transport or InProcess()
+    server, proxy = transport.connect(server, proxy or PassThrough())
     timer = RoleTimer()
     broadcast = timer.call("server", server.start, rng)
     proxy.start(rng)

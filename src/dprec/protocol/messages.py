@@ -22,6 +22,7 @@ kind  class              fixed fields                arrays
 8     ModelBroadcast     round i64, clip f64,        n f32 parameters, m u32 client ids
                          n u32, m u32
 9     ModelUpdates       m u32, n u32                m x n f32 updates, m u8 clip bits
+10    ItemMatrix64       epoch i64, n u32, f u32     n x f f64 (row-major)
 ====  =================  ==========================  =====================================
 
 Decoders trust nothing: :meth:`Message.from_bytes` raises :class:`MessageError` on any
@@ -50,6 +51,7 @@ __all__ = [
     "ValueReports",
     "ShuffledValues",
     "ItemMatrix",
+    "ItemMatrix64",
     "ObfuscatedBits",
     "NeighbourLists",
     "ModelBroadcast",
@@ -114,15 +116,17 @@ def _all_finite(arr: np.ndarray) -> bool:
         return bool(np.isfinite(arr).all())  # the sum may have overflowed on finite values
 
 
-def _real_array(name: str, values: object, ndim: int) -> np.ndarray:
-    """Finite real numbers as a contiguous float32 array (no copy if already one)."""
+def _real_array(name: str, values: object, ndim: int, dtype: str = "<f4") -> np.ndarray:
+    """Finite real numbers as a contiguous float32 (or ``dtype``) array (no copy if already
+    one)."""
     arr = _asarray(name, values, ndim)
     if arr.size and arr.dtype.kind not in "biuf":
         raise MessageError(f"{name} must hold real numbers, got dtype {arr.dtype}")
     with np.errstate(over="ignore"):
-        out = np.ascontiguousarray(arr, dtype="<f4")
+        out = np.ascontiguousarray(arr, dtype=dtype)
     if out.size and not _all_finite(out):
-        raise MessageError(f"{name} must be finite (as float32), got NaN or inf")
+        width = "float32" if dtype == "<f4" else "float64"
+        raise MessageError(f"{name} must be finite (as {width}), got NaN or inf")
     return out
 
 
@@ -442,12 +446,13 @@ class ItemMatrix(Message):
 
     KIND: ClassVar[int] = 3
     _FIXED: ClassVar[struct.Struct] = struct.Struct("<qII")
+    _DTYPE: ClassVar[str] = "<f4"
 
     matrix: np.ndarray
     epoch: int = 0
 
     def __post_init__(self) -> None:
-        v = _real_array("matrix", self.matrix, 2)
+        v = _real_array("matrix", self.matrix, 2, self._DTYPE)
         n, f = v.shape
         _integer("n_items (matrix rows)", n, 0, MAX_ITEMS)
         _integer("n_factors (matrix columns)", f, 0, _U32)
@@ -457,7 +462,8 @@ class ItemMatrix(Message):
     @classmethod
     def serialized_size(cls, n_items: int, n_factors: int) -> int:
         """Bytes of a broadcast of an ``n_items x n_factors`` matrix."""
-        return _HEADER.size + cls._FIXED.size + 4 * n_items * n_factors
+        width = np.dtype(cls._DTYPE).itemsize
+        return _HEADER.size + cls._FIXED.size + width * n_items * n_factors
 
     @property
     def nbytes(self) -> int:
@@ -477,11 +483,26 @@ class ItemMatrix(Message):
 
     @classmethod
     def _parse(cls, payload: memoryview) -> ItemMatrix:
-        (epoch, n, f), off = _unpack_fixed("ItemMatrix", payload, cls._FIXED)
+        name = cls.__name__
+        (epoch, n, f), off = _unpack_fixed(name, payload, cls._FIXED)
         body = payload[off:]
-        _check_length("ItemMatrix", body, 4 * n * f, f"a {n} x {f} matrix")
-        matrix = np.frombuffer(body, dtype="<f4").reshape(n, f).copy()
+        size = np.dtype(cls._DTYPE).itemsize
+        _check_length(name, body, size * n * f, f"a {n} x {f} matrix")
+        matrix = np.frombuffer(body, dtype=cls._DTYPE).reshape(n, f).copy()
         return cls(matrix, epoch)
+
+
+@dataclass(frozen=True, eq=False)
+class ItemMatrix64(ItemMatrix):
+    """The item matrix in float64: what the server holds, bit for bit.
+
+    For a simulation over the services, whose clients must compute with exactly the matrix
+    the in-process run hands them; devices take the float32 :class:`ItemMatrix` (half the
+    bytes). Wire: epoch i64, n_items u32 (<= MAX_ITEMS), n_factors u32, n x f f64 (finite).
+    """
+
+    KIND: ClassVar[int] = 10
+    _DTYPE: ClassVar[str] = "<f8"
 
 
 @dataclass(frozen=True, eq=False)

@@ -16,6 +16,7 @@ from scipy.linalg.blas import ssyrk
 from dprec.errors import DprecError
 from dprec.mechanisms.bitflip import BitFlip
 from dprec.models.itemknn import jaccard_from_counts, top_k_neighbours
+from dprec.protocol.aggregation import Aggregator, MeanAggregator
 from dprec.protocol.engine import Server
 from dprec.systems.dplcf.messages import NeighbourLists, ObfuscatedBits
 
@@ -159,11 +160,16 @@ def publish(sim: np.ndarray, k: int, include_full: bool) -> NeighbourLists:
 class SimilarityServer(Server):
     """One round: accumulate every uploaded batch, estimate similarities, publish top-K lists.
 
-    Holds only public parameters (mechanism, estimator, K) and what it received.
+    Holds only public parameters (mechanism, estimator, K) and what it received. The
+    uploads that count are ``aggregator``'s choice (all of them for the plain mean; the hook
+    for robust aggregation). Pair counts are exact integer sums: any order and any batching
+    of the uploads give the same estimate.
     """
 
     def __init__(self, n_items: int, mechanism: BitFlip | None, estimator: Estimator,
-                 neighbours: int, include_full: bool) -> None:
+                 neighbours: int, include_full: bool,
+                 aggregator: Aggregator | None = None) -> None:
+        self.aggregator = aggregator or MeanAggregator()
         self.n_items = n_items
         self.mechanism = mechanism
         self.estimator = estimator
@@ -179,7 +185,7 @@ class SimilarityServer(Server):
 
     def aggregate(self, batches: Iterable[ObfuscatedBits], round: int) -> NeighbourLists | None:
         counts = PairCounts(self.n_items)
-        for message in batches:
+        for message in self.aggregator.uploads(batches):
             if message.n_items != self.n_items:
                 raise DprecError(f"an upload has {message.n_items} items, expected {self.n_items}")
             t = time.perf_counter()

@@ -25,7 +25,7 @@ from dprec.errors import DprecError, check_positive
 from dprec.mechanisms.bitflip import BitFlip
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
-from dprec.protocol.engine import run_protocol
+from dprec.protocol.engine import Transport, run_protocol
 from dprec.systems.base import NotFittedError, Ranker, RoundHook, check_history
 from dprec.systems.dplcf import client, server
 from dprec.systems.dplcf.messages import NeighbourLists
@@ -92,6 +92,9 @@ class LocalItemCF(Ranker):
         self._n_items: int | None = None
         self._diag: dict[str, object] = {}
         self.events: EventLog | None = None
+        self.transport: Transport | None = None
+        """How the protocol's messages travel: in this process (None) or between services
+        (:class:`~dprec.services.transport.HttpTransport`); the same roles either way."""
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
             on_round: RoundHook | None = None) -> LocalItemCF:
@@ -104,7 +107,7 @@ class LocalItemCF(Ranker):
         srv = server.SimilarityServer(n_items, self.mechanism, cfg.estimator, cfg.neighbours,
                                       cfg.neighbourhood == "user")
         self.events = EventLog(n_users)
-        run = run_protocol(srv, clients, 1, rng, self.events,
+        run = run_protocol(srv, clients, 1, rng, self.events, transport=self.transport,
                            on_round=(lambda r, b: on_round(r)) if on_round else None)
         if run.rounds_without_update:
             raise DprecError(f"{self.name}: no upload reached the server ({n_users} users)")

@@ -11,23 +11,27 @@ import numpy as np
 
 from dprec.errors import DprecError
 from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism
+from dprec.protocol.aggregation import Aggregator, MeanAggregator
 from dprec.protocol.engine import Server
 from dprec.protocol.messages import ShuffledReports, ShuffledValues
 
 
 def estimate_mean_gradient(items: np.ndarray, factors: np.ndarray, values: np.ndarray,
-                           n_items: int, n_factors: int) -> np.ndarray:
+                           n_items: int, n_factors: int,
+                           aggregator: Aggregator | None = None) -> np.ndarray:
     """Unbiased estimate of the mean over users of the clipped gradient matrix (Eq. 9).
 
     Each report (i, f, y) with E[y | x] = x (y = +-C for the binary mechanism) stands for the
     matrix N F y e_if; as (i, f) is uniform, E[N F y e_if] = clip(f(u, .)). The estimate is
-    the average over all n reports: G_hat = (N F / n) sum_r y_r e_{i_r f_r}.
+    the average over all n reports: G_hat = (N F / n) sum_r y_r e_{i_r f_r}. The per-cell
+    sums come from ``aggregator`` (the plain, order-invariant mean by default).
     """
     n = len(values)
     if n == 0:
         return np.zeros((n_items, n_factors))
     flat = items.astype(np.int64) * n_factors + factors
-    g = np.bincount(flat, weights=values, minlength=n_items * n_factors)
+    g = (aggregator or MeanAggregator()).cell_totals(flat, np.asarray(values, np.float64),
+                                                     n_items * n_factors)
     return (g * (n_items * n_factors / n)).reshape(n_items, n_factors)
 
 
@@ -46,13 +50,16 @@ def descend(V: np.ndarray, mean_gradient: np.ndarray, lr: float, reg: float,
 class FactorServer(Server):
     """Broadcasts V; each round estimates the mean gradient and descends (SYSTEMS.md §2, 5).
 
-    FMF-LDP: one shuffled batch of reports, debiased with the public mechanism (Eq. 9).
-    FCF: exact gradient sums. Holds only public parameters and V.
+    FMF-LDP: the round's shuffled batches (one from the simulated proxy, several from a
+    deployed one), debiased with the public mechanism (Eq. 9) and combined by
+    ``aggregator`` (plain mean by default; the hook for robust aggregation). FCF: exact
+    gradient sums. Holds only public parameters and V.
     """
 
     def __init__(self, n_items: int, factors: int, lr: float, reg: float, steps: int,
                  clip: float, init_scale: float,
-                 mechanism: BinaryMechanism | PiecewiseMechanism | None) -> None:
+                 mechanism: BinaryMechanism | PiecewiseMechanism | None,
+                 aggregator: Aggregator | None = None) -> None:
         self.n_items = n_items
         self.factors = factors
         self.lr = lr
@@ -61,6 +68,7 @@ class FactorServer(Server):
         self.clip = clip
         self.init_scale = init_scale
         self.mechanism = mechanism
+        self.aggregator = aggregator or MeanAggregator()
         self.V: np.ndarray | None = None
 
     def start(self, rng: np.random.Generator) -> np.ndarray:
@@ -71,24 +79,24 @@ class FactorServer(Server):
         assert self.V is not None
         total = np.zeros_like(self.V)
         senders = 0
-        G: np.ndarray | None = None
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         for batch in batches:
             if isinstance(batch, ShuffledReports):
                 if not isinstance(self.mechanism, BinaryMechanism):
                     raise DprecError("one-bit reports need the binary mechanism")
-                y = self.mechanism.estimate(batch.bits)
-                G = self.clip * estimate_mean_gradient(batch.items, batch.factors, y,
-                                                       self.n_items, self.factors)
+                parts.append((batch.items, batch.factors, self.mechanism.estimate(batch.bits)))
             elif isinstance(batch, ShuffledValues):
-                G = self.clip * estimate_mean_gradient(
-                    batch.items, batch.factors, batch.values.astype(np.float64),
-                    self.n_items, self.factors)
+                parts.append((batch.items, batch.factors, batch.values.astype(np.float64)))
             else:
                 total += batch.total  # type: ignore[attr-defined]
                 senders += batch.n_clients  # type: ignore[attr-defined]
-        if G is None:
-            if senders == 0:
-                return None
+        if parts:
+            items, factors, y = (np.concatenate(p) for p in zip(*parts, strict=True))
+            G = self.clip * estimate_mean_gradient(items, factors, y, self.n_items,
+                                                   self.factors, self.aggregator)
+        elif senders:
             G = total / senders
+        else:
+            return None
         self.V = descend(self.V, G, self.lr, self.reg, self.steps)
         return self.V

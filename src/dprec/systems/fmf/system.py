@@ -22,7 +22,7 @@ from dprec.privacy.accounting import local_guarantee
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
 from dprec.privacy.ledger import PrivacyLedger
-from dprec.protocol.engine import ShufflingProxy, run_protocol
+from dprec.protocol.engine import ShufflingProxy, Transport, run_protocol
 from dprec.protocol.messages import GradientReports, ItemMatrix, ValueReports
 from dprec.protocol.shuffler import DEFAULT_MAX_REPORTS_PER_SENDER, DEFAULT_THRESHOLD
 from dprec.systems.base import NotFittedError, Ranker, RoundHook, check_history
@@ -124,6 +124,9 @@ class FederatedMF(Ranker):
         self._n_users = 0
         self.events: EventLog | None = None
         self._rounds: list = []
+        self.transport: Transport | None = None
+        """How the protocol's messages travel: in this process (None) or between services
+        (:class:`~dprec.services.transport.HttpTransport`); the same roles either way."""
 
     def _mechanism(self) -> BinaryMechanism | PiecewiseMechanism | None:
         c = self.config
@@ -154,7 +157,7 @@ class FederatedMF(Ranker):
                 on_round(r)
 
         run = run_protocol(srv, clients, c.epochs, rng, self.events, proxy=proxy,
-                           on_round=after_round)
+                           transport=self.transport, on_round=after_round)
         self._rounds = run.rounds
         if run.rounds_without_update == c.epochs and not c.allow_no_update:
             why = ("every client was stopped by its ledger (user_budget "

@@ -17,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from dprec.errors import DprecError
 from dprec.models.local_training import (
     LocalTrainer,
     client_examples,
@@ -70,6 +71,13 @@ class SideNetClients(Clients):
                                            cfg.mu, batched=cfg.batched)
             deltas = to_matrix(theta) - base[None, :]
         d = deltas.detach().numpy().astype(np.float32)
+        if not np.all(np.isfinite(d)):
+            scale = float(np.abs(b.params).max()) if b.params.size else 0.0
+            raise DprecError(
+                f"local training diverged in round {round} (non-finite update; the broadcast "
+                f"model's largest |parameter| is {scale:.3g}): lower local_lr, or for "
+                "DP-PrivRec the noise (initial_clip, noise_multiplier) or raise "
+                "clients_per_round")
         unclipped = np.ones(len(clients), bool)
         if b.clip > 0:
             d, unclipped = clip_rows(d, b.clip)

@@ -77,6 +77,10 @@ class ReptileServer(Server):
         sigma_b = 2.0 * z / m * np.sqrt(1.0 / h)
         noise = self._rng.normal(0.0, sigma_d, self.theta.size)
         self.theta = (self.theta + cfg.server_lr * d.sum(axis=0) / m + noise).astype(np.float32)
+        if not np.all(np.isfinite(self.theta)):
+            raise DprecError(f"the global model is no longer finite after round {round} "
+                             f"(noise sigma_D = {sigma_d:.3g} per parameter); lower "
+                             "initial_clip or noise, or raise clients_per_round")
         beta = float(np.concatenate(bits).sum()) / m + float(self._rng.normal(0.0, sigma_b))
         self.unclipped_history.append(beta)
         self.clip_history.append(self.clip.update(beta))
