@@ -265,3 +265,34 @@ def test_config_refuses_bad_values(bad):
 def test_more_clients_per_round_than_training_users_is_refused():
     with pytest.raises(DprecError, match="training users"):
         _fitted("privrec", clients_per_round=1000)
+
+
+@pytest.mark.parametrize("fmt", ["ml-1m", "frappe"])
+def test_privrec_trains_on_the_loaders_side_features(tmp_path, fmt, monkeypatch):
+    """ML-1M (users.dat/movies.dat) and Frappe (context, cost, category) fixtures written by
+    the data tests: the features reach the network and a fitted model scores every item."""
+    import importlib.util
+    from pathlib import Path
+
+    from dprec.data import loaders
+    from dprec.data.loaders import load_frappe, load_ml1m
+
+    monkeypatch.setattr(loaders, "RELEASES", {})  # a tiny fixture, not the release
+
+    def writers(name: str):  # the data tests' fixture writers (tests/data is not a package)
+        path = Path(__file__).parents[1] / "data" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(f"_fixtures_{name}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    ds = (load_ml1m(writers("test_data_loaders").write_ml1m(tmp_path / "m")) if fmt == "ml-1m"
+          else load_frappe(writers("test_frappe").write_frappe(tmp_path / "f")))
+    f = side_features(ds)
+    assert f.users.n == ds.n_users and f.items.n == ds.n_items
+    m = make_system("privrec", {**FAST, "clients_per_round": 1, "threshold": 0.5})
+    m.set_side_features(f)
+    m.fit(ds.matrix, np.random.default_rng(0))
+    users = np.arange(ds.n_users)
+    s = m.score(ds.matrix[users], users=users)
+    assert s.shape == (ds.n_users, ds.n_items) and np.all(np.isfinite(s))

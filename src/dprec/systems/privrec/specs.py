@@ -25,7 +25,7 @@ def _build(name: str, cfg: PrivRecConfig) -> Recommender:
 
 
 _PROTOCOL = "user-split"
-_GRID = {"local_lr": (0.02, 0.05, 0.1, 0.2), "local_epochs": (1, 2, 5)}
+_GRID = {"local_lr": (0.1, 0.2), "server_lr": (1.0, 2.0)}
 
 SPECS: list[SystemSpec] = [
     SystemSpec("privrec", PrivRecConfig, _build, "ranking", False,
@@ -37,12 +37,12 @@ SPECS: list[SystemSpec] = [
                "DP-PrivRec (seed 002, Alg. 2): clipped updates, Gaussian noise, adaptive "
                "clipping; user-level central DP (trusted aggregator)",
                {"algorithm": "reptile", "inputs": "features", "dp": True},
-               protocol=_PROTOCOL, paper={"rounds": 1000}),
+               protocol=_PROTOCOL, paper={"rounds": 1000, "initial_clip": 40.0}),
     SystemSpec("privrec-cen", PrivRecConfig, _build, "ranking", False,
                "the PrivRec network trained centrally on pooled examples, then fine-tuned "
                "on the device (non-private)",
                {"algorithm": "central", "inputs": "features", "dp": False},
-               {"local_lr": (0.05, 0.1, 0.2), "rounds": (5, 10, 20)},
+               {"local_lr": (0.05, 0.1, 0.2), "rounds": (5, 10, 20), "batch_size": (64,)},
                protocol=_PROTOCOL),
     SystemSpec("fofl-self", PrivRecConfig, _build, "ranking", False,
                "FOFL-SELF: Reptile FL on item ids and one shared user vector, no side "
@@ -53,6 +53,6 @@ SPECS: list[SystemSpec] = [
                "NN-SELF: MAML-based FL (second-order meta-gradients), side features "
                "(non-private)",
                {"algorithm": "maml", "inputs": "features", "dp": False},
-               {"local_lr": (0.05, 0.1, 0.2), "server_lr": (0.5, 1.0, 2.0)},
+               {"local_lr": (0.1, 0.2), "server_lr": (1.0, 2.0)},
                protocol=_PROTOCOL),
 ]
