@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from dprec.cli_serve import register as register_serve_commands
 from dprec.errors import DprecError, check_positive
 
 app = typer.Typer(help="dprec: recommendation under differential privacy with an untrusted server.",
@@ -23,6 +24,7 @@ data_app = typer.Typer(help="Fetch and inspect data sets.", no_args_is_help=True
 app.add_typer(data_app, name="data")
 privacy_app = typer.Typer(help="Privacy accounting tables and calculators.", no_args_is_help=True)
 app.add_typer(privacy_app, name="privacy")
+register_serve_commands(app)  # dprec serve ..., dprec simulate (cli_serve.py)
 
 err = Console(stderr=True)
 out = Console(width=None if sys.stdout.isatty() else 160)

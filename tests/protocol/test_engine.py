@@ -118,19 +118,14 @@ def test_report_batch_validation():
 
 
 @pytest.mark.parametrize("name", ["dplcf-sp", "lcf-ub"])
-def test_serialising_transport_gives_the_same_model(name, monkeypatch):
+def test_serialising_transport_gives_the_same_model(name):
     """Everything DPLCF sends survives to_bytes/from_bytes unchanged (float32 on the wire)."""
-    import dprec.systems.dplcf.system as dplcf_system
     train = synthetic(150, 60, 3_000, rng=5).binary()
     plain = make_system(name).fit(train, np.random.default_rng(2))
     transport = Serialising()
-    original = dplcf_system.run_protocol
-
-    def over_bytes(*args, **kwargs):
-        return original(*args, transport=transport, **kwargs)
-
-    monkeypatch.setattr(dplcf_system, "run_protocol", over_bytes)
-    wired = make_system(name).fit(train, np.random.default_rng(2))
+    model = make_system(name)
+    model.transport = transport
+    wired = model.fit(train, np.random.default_rng(2))
     assert transport.bytes_carried > 0
     np.testing.assert_array_equal(plain.broadcast.indices, wired.broadcast.indices)
     np.testing.assert_array_equal(plain.broadcast.sims, wired.broadcast.sims)

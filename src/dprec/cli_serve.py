@@ -1,0 +1,345 @@
+"""``dprec serve server|proxy|keys|token|openapi`` and ``dprec simulate``: thin wrappers.
+
+The services need the ``serve`` extra; everything heavy is imported inside the commands, so
+``dprec --help`` works without it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from dprec.errors import DprecError
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+serve_app = typer.Typer(help="Run the protocol's server and shuffling proxy as HTTP services.",
+                        no_args_is_help=True)
+
+SecretFile = Annotated[Path | None, typer.Option(
+    "--secret-file", help="File with the proxy-server shared secret (or $DPREC_SHARED_SECRET).")]
+TokenKeyFile = Annotated[Path | None, typer.Option(
+    "--token-key-file", help="File with the key of the client tokens (or $DPREC_TOKEN_KEY).")]
+Host = Annotated[str, typer.Option(help="Address to listen on.")]
+PortFile = Annotated[Path | None, typer.Option(
+    "--port-file", help="Write the bound port here (useful with --port 0).")]
+Sync = Annotated[str, typer.Option(
+    "--sync", help="SQLite durability: full (fsync before acknowledging) or normal.")]
+LogLevel = Annotated[str, typer.Option("--log-level", help="debug, info, warning, error.")]
+
+
+def _fail(e: Exception) -> None:
+    from dprec.cli import _fail as fail
+    fail(e)
+
+
+def _bind(host: str, port: int, port_file: Path | None) -> Any:
+    """Listen on ``host:port`` (0: any free port) and report the port, before the slow
+    imports, so that a launcher can start the next service meanwhile."""
+    import socket
+
+    from dprec.client.ledger import atomic_write
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # proto IPPROTO_TCP (not 0): asyncio then sets TCP_NODELAY on accepted connections,
+    # without which every small response waits ~40 ms for a delayed ACK
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise DprecError(f"cannot listen on {host}:{port}: {e.strerror}") from None
+    sock.listen(2048)
+    if port_file is not None:
+        atomic_write(port_file, f"{sock.getsockname()[1]}\n".encode())
+    return sock
+
+
+def _serve(app: FastAPI, sock: Any, log_level: str, access_log: bool) -> None:
+    """Serve ``app`` on the bound socket until stopped."""
+    import uvicorn
+
+    logging.getLogger("dprec").setLevel(log_level.upper())
+    config = uvicorn.Config(app, log_level=log_level.lower(), access_log=access_log,
+                            timeout_keep_alive=60)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _protocol_info(protocol: str, n_items: int | None, dataset: str | None,
+                   data_dir: Path | None, epsilon: float | None, param: list[str] | None,
+                   config: Path | None, aggregator: str) -> Any:
+    from dprec.cli import _load, _load_config, _pairs, _system_params
+    from dprec.protocol.aggregation import make_aggregator
+    from dprec.protocol.deployed import ProtocolInfo
+    from dprec.systems.registry import make_system
+
+    make_aggregator(aggregator)
+    base, _ = _load_config(config, protocol)
+    cfg = make_system(protocol, _system_params(protocol, epsilon, _pairs(param)), base).config
+    if (n_items is None) == (dataset is None):
+        raise DprecError("give the item count: --n-items N or --dataset NAME (read for its "
+                         "shape only)")
+    if n_items is None:
+        n_items = _load(dataset, data_dir).n_items
+    return ProtocolInfo(protocol, int(n_items), asdict(cfg), aggregator)  # type: ignore[call-overload]
+
+
+@serve_app.command("server")
+def serve_server(
+    protocol: Annotated[str, typer.Option(
+        help="The system whose protocol to run: fmf-ldp or a DPLCF variant (dplcf-sp, "
+             "dplcf-ap, lcf-sp, ...).")],
+    state: Annotated[Path, typer.Option(help="Folder of the server's durable state.")],
+    secret_file: SecretFile = None,
+    n_items: Annotated[int | None, typer.Option("--n-items", help="N, the item count.")] = None,
+    dataset: Annotated[str | None, typer.Option(
+        help="A data set, read only for its item count (instead of --n-items).")] = None,
+    data_dir: Annotated[Path | None, typer.Option("--data-dir", envvar="DPREC_DATA")] = None,
+    epsilon: Annotated[float | None, typer.Option(help="Sets the system's epsilon.")] = None,
+    param: Annotated[list[str] | None, typer.Option(
+        "--param", help="KEY=VALUE on the system's config, as for `dprec run`.")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="A TOML config.")] = None,
+    aggregator: Annotated[str, typer.Option(help="How reports are combined: mean.")] = "mean",
+    host: Host = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port (0: any free port).")] = 8400,
+    port_file: PortFile = None,
+    sync: Sync = "full",
+    max_batch_mb: Annotated[int, typer.Option(
+        "--max-batch-mb", help="Largest forwarded batch accepted, MiB.")] = 256,
+    autostart: Annotated[bool, typer.Option(
+        help="Start the protocol now, V drawn from a CSPRNG (else on POST /v1/start).")
+    ] = False,
+    log_level: LogLevel = "warning",
+) -> None:
+    """The untrusted server: publishes artefacts, takes the proxy's batches, runs rounds."""
+    try:
+        sock = _bind(host, port, port_file)
+        from dprec.services.auth import read_secret
+        from dprec.services.server import ServerSettings, create_server_app
+        info = _protocol_info(protocol, n_items, dataset, data_dir, epsilon, param, config,
+                              aggregator)
+        settings = ServerSettings(info, state, read_secret(secret_file, "DPREC_SHARED_SECRET",
+                                                           "shared secret"),
+                                  sync=sync, max_batch_bytes=max_batch_mb << 20,  # type: ignore[arg-type]
+                                  autostart=autostart)
+        _serve(create_server_app(settings), sock, log_level, True)
+    except DprecError as e:
+        _fail(e)
+
+
+@serve_app.command("proxy")
+def serve_proxy(
+    server: Annotated[str, typer.Option(help="The server's URL, e.g. http://127.0.0.1:8400.")],
+    state: Annotated[Path, typer.Option(help="Folder of the proxy's durable state.")],
+    secret_file: SecretFile = None,
+    token_key_file: TokenKeyFile = None,
+    threshold: Annotated[int, typer.Option(
+        help="Fewest distinct senders forwarded together (anonymity threshold).")] = 100,
+    batch_senders: Annotated[int, typer.Option(
+        "--batch-senders", help="Senders per batch forwarded while a round is open.")] = 1000,
+    max_body: Annotated[int | None, typer.Option(
+        "--max-body", help="Largest submission, bytes (default: the protocol's message).")
+    ] = None,
+    rate: Annotated[float, typer.Option(help="Requests/s per remote address.")] = 5000.0,
+    burst: Annotated[float, typer.Option(help="Burst of the rate limit.")] = 10000.0,
+    round_seconds: Annotated[float | None, typer.Option(
+        "--round-seconds", help="Close the open round every this many seconds.")] = None,
+    host: Host = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port (0: any free port).")] = 8401,
+    port_file: PortFile = None,
+    sync: Annotated[str, typer.Option(
+        "--sync", help="SQLite durability: normal (survives a process crash; default) or "
+                       "full (also a power loss; fsync per submission).")] = "normal",
+    log_level: LogLevel = "warning",
+) -> None:
+    """The shuffling proxy: one message per client and round, shuffled batches forwarded."""
+    try:
+        sock = _bind(host, port, port_file)
+        from dprec.services.auth import read_secret
+        from dprec.services.proxy import ProxySettings, create_proxy_app
+        settings = ProxySettings(
+            server, state, read_secret(secret_file, "DPREC_SHARED_SECRET", "shared secret"),
+            read_secret(token_key_file, "DPREC_TOKEN_KEY", "token key"), threshold=threshold,
+            batch_senders=batch_senders, max_body=max_body, rate=rate, burst=burst,
+            sync=sync, round_seconds=round_seconds)  # type: ignore[arg-type]
+        # no access log: the proxy keeps no transport metadata
+        _serve(create_proxy_app(settings), sock, log_level, False)
+    except DprecError as e:
+        _fail(e)
+
+
+@serve_app.command("keys")
+def serve_keys(folder: Annotated[Path, typer.Argument(help="Where to write the keys.")]) -> None:
+    """Write a new shared secret (shared.secret) and client-token key (token.key), mode 0600."""
+    from dprec.services.launch import write_key
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("shared.secret", "token.key"):
+        try:
+            write_key(folder / name)
+        except FileExistsError:
+            _fail(DprecError(f"{folder / name} exists; not overwriting a key"))
+    typer.echo(f"wrote {folder / 'shared.secret'} and {folder / 'token.key'}")
+
+
+@serve_app.command("token")
+def serve_token(
+    client_id: Annotated[int, typer.Argument(help="The client's id.")],
+    token_key_file: TokenKeyFile = None,
+) -> None:
+    """Print a client's token (HMAC of its id under the token key)."""
+    from dprec.services.auth import client_token, read_secret
+    try:
+        typer.echo(client_token(read_secret(token_key_file, "DPREC_TOKEN_KEY", "token key"),
+                                client_id))
+    except DprecError as e:
+        _fail(e)
+
+
+def openapi_documents() -> dict[str, dict[str, Any]]:
+    """The two services' OpenAPI documents (they do not depend on the configuration)."""
+    import tempfile
+
+    from dprec.protocol.deployed import ProtocolInfo
+    from dprec.services.proxy import ProxySettings, create_proxy_app
+    from dprec.services.server import ServerSettings, create_server_app
+    info = ProtocolInfo("dplcf-sp", 8, {"flip": "symmetric", "estimator": "unbiased",
+                                        "epsilon": 1.0, "neighbours": 2,
+                                        "neighbourhood": "item", "batch_size": 8})
+    with tempfile.TemporaryDirectory() as tmp:
+        key = b"0" * 32
+        server = create_server_app(ServerSettings(info, Path(tmp) / "s", key))
+        proxy = create_proxy_app(ProxySettings("http://127.0.0.1:9", Path(tmp) / "p", key, key))
+        return {"server": server.openapi(), "proxy": proxy.openapi()}
+
+
+@serve_app.command("openapi")
+def serve_openapi(folder: Annotated[Path, typer.Argument(
+        help="Where to write server.json and proxy.json.")] = Path("src/dprec/services/openapi")
+) -> None:
+    """Write the services' OpenAPI documents (the committed copies are checked by a test)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, doc in openapi_documents().items():
+        (folder / f"{name}.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    typer.echo(f"wrote {folder}/server.json and {folder}/proxy.json")
+
+
+def simulate(
+    system: Annotated[str, typer.Argument(help="fmf-ldp or a DPLCF variant (dplcf-sp, ...).")],
+    transport: Annotated[str, typer.Option(
+        help="inproc: today's single process; http: the services on loopback (or --server/"
+             "--proxy), one request per client.")] = "inproc",
+    dataset: Annotated[str, typer.Option(help="Data set name.")] = "ml-100k",
+    epsilon: Annotated[float | None, typer.Option(help="Sets the system's epsilon.")] = None,
+    param: Annotated[list[str] | None, typer.Option(
+        "--param", help="KEY=VALUE on the system's config, as for `dprec run`.")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="A TOML config.")] = None,
+    seeds: Annotated[int, typer.Option("--seeds", min=1, help="Number of seeds (0..n-1).")
+                     ] = 5,
+    split: Annotated[str | None, typer.Option(help="latest or random (leave-one-out).")
+                     ] = None,
+    negatives: Annotated[int, typer.Option(help="Sampled negatives per test user.")] = 99,
+    server: Annotated[str | None, typer.Option(
+        help="Use this running server (with --proxy; one seed).")] = None,
+    proxy: Annotated[str | None, typer.Option(help="Use this running proxy.")] = None,
+    secret_file: SecretFile = None,
+    token_key_file: TokenKeyFile = None,
+    threshold: Annotated[int | None, typer.Option(
+        help="Proxy threshold of started services (default: the system's shuffle_threshold, "
+             "100 for DPLCF).")] = None,
+    batch_senders: Annotated[int, typer.Option(
+        "--batch-senders", help="Senders per batch of started proxies.")] = 1000,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")
+                       ] = False,
+    data_dir: Annotated[Path | None, typer.Option("--data-dir", envvar="DPREC_DATA")] = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="Where results are written.")
+                       ] = Path("results"),
+) -> None:
+    """Run a protocol with N simulated clients in process or through the HTTP services;
+    the same seeds give the same model and metrics either way (`dprec run`'s contract)."""
+    from dprec import cli
+    from dprec.evaluation.results import check_output_base, new_result_file, write_json
+    from dprec.systems.registry import make_system
+
+    closers: list[Any] = []
+    try:
+        if transport not in ("inproc", "http"):
+            raise DprecError(f"--transport must be inproc or http, got {transport!r}")
+        check_output_base(out_dir)
+        base, cf = cli._load_config(config, system)
+        params = cli._system_params(system, epsilon, cli._pairs(param))
+        probe = make_system(system, params, base)
+        if not hasattr(probe, "transport"):
+            raise DprecError(f"{system} does not run over a network transport; the DPLCF "
+                             "family and fmf-ldp do")
+        ds = cli._load(dataset, data_dir)
+        exp = cli._experiment(cli._task_of(system, split), ds, seeds, split, negatives, 1)
+        net = None
+        if transport == "http":
+            net = _http_transport(system, params, config, server, proxy, secret_file,
+                                  token_key_file, threshold, batch_senders, seeds, closers)
+
+        def make() -> Any:
+            model = make_system(system, params, base)
+            model.transport = net  # type: ignore[attr-defined]
+            return model
+
+        with cli._progress() as bar:
+            task = bar.add_task(f"{system} on {dataset} ({transport})", total=seeds)
+            res = exp.run(make, on_seed=lambda _: bar.advance(task))
+    except DprecError as e:
+        _fail(e)
+    finally:
+        for c in reversed(closers):
+            c()
+    if cf is not None:
+        res.config_file = {"path": cf.path, "provenance": cf.provenance}
+    doc = {**res.to_json(), "transport": transport}
+    path = write_json(new_result_file(out_dir, dataset, system), doc)
+    if as_json:
+        sys.stdout.write(json.dumps(doc, default=float) + "\n")
+        cli.err.print(f"saved {path}")
+        return
+    cli._print_tables(f"{system} on {dataset} ({seeds} seeds, {transport})", {system: doc})
+    cli._print_privacy(doc)
+    cli.out.print(f"saved {path}")
+
+
+def _http_transport(system: str, params: dict[str, Any], config: Path | None,
+                    server: str | None, proxy: str | None, secret_file: Path | None,
+                    token_key_file: Path | None, threshold: int | None, batch_senders: int,
+                    seeds: int, closers: list[Any]) -> Any:
+    if (server is None) != (proxy is None):
+        raise DprecError("give both --server and --proxy, or neither (then both start here)")
+    if server is not None:
+        from dprec.services.auth import read_secret
+        from dprec.services.transport import HttpTransport
+        if seeds != 1:
+            raise DprecError("a running server runs one protocol: use --seeds 1 with --server")
+        net = HttpTransport(server, proxy,  # type: ignore[arg-type]
+                            read_secret(secret_file, "DPREC_SHARED_SECRET", "shared secret"),
+                            read_secret(token_key_file, "DPREC_TOKEN_KEY", "token key"))
+        closers.append(net.close)
+        return net
+    from dprec.services.launch import Loopback, LoopbackTransport
+    loop = Loopback(Path(os.environ["DPREC_SERVICES_DIR"])
+                    if os.environ.get("DPREC_SERVICES_DIR") else None)
+    closers.append(lambda: loop.__exit__(None, None, None))
+    net = LoopbackTransport(loop, system, {k: str(v) for k, v in params.items()}, config,
+                            threshold, batch_senders)
+    closers.append(net.close)
+    return net
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve`` and ``simulate`` to the main CLI."""
+    app.add_typer(serve_app, name="serve")
+    app.command("simulate")(simulate)

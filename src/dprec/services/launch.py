@@ -1,0 +1,234 @@
+"""Start the services as processes on loopback (``dprec simulate --transport http``, tests).
+
+:class:`Loopback` writes a fresh shared secret and token key (mode 0600) into its folder and
+starts ``dprec serve server`` / ``dprec serve proxy`` as subprocesses on free ports (bound by
+the services themselves: ``--port 0 --port-file``), waits until they answer, and stops every
+process it started when it exits (also on errors). A :class:`ServiceProcess` can be killed
+(SIGKILL) and restarted on the same port and state, for the crash tests.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+
+from dprec.errors import DprecError
+from dprec.protocol.engine import Proxy, Server
+from dprec.protocol.shuffler import DEFAULT_THRESHOLD
+from dprec.services.transport import HttpTransport
+
+__all__ = ["Loopback", "LoopbackTransport", "ServiceProcess", "write_key"]
+
+
+def write_key(path: Path, nbytes: int = 32) -> Path:
+    """A new random key as hex in ``path`` (created with mode 0600; never overwritten)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_hex(nbytes) + "\n")
+    return path
+
+
+class ServiceProcess:
+    """One service process: ``dprec serve KIND ARGS`` with its own state folder and log."""
+
+    def __init__(self, kind: str, args: Sequence[str], state_dir: Path) -> None:
+        self.kind = kind
+        self.args = list(args)
+        self.state_dir = state_dir
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = state_dir / f"{kind}.log"
+        self.port: int | None = None
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    @property
+    def url(self) -> str:
+        if self.port is None:
+            raise DprecError(f"the {self.kind} has not started")
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 90.0, wait: bool = True) -> ServiceProcess:
+        """Start (or restart on the same port); with ``wait``, until ``/healthz`` answers,
+        else only until the port is known (the service binds it before its imports)."""
+        port_file = self.state_dir / "port"
+        if self.port is None:
+            port_file.unlink(missing_ok=True)
+            where = ["--port", "0", "--port-file", str(port_file)]
+        else:
+            where = ["--port", str(self.port)]
+        cmd = [sys.executable, "-m", "dprec.cli", "serve", self.kind, *self.args,
+               "--host", "127.0.0.1", *where]
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL)
+        self.starts += 1
+        deadline = time.monotonic() + timeout
+        while self.port is None and time.monotonic() < deadline:
+            self._check_alive()
+            if port_file.exists():
+                text = port_file.read_text().strip()
+                self.port = int(text) if text.isdigit() else None
+            time.sleep(0.02)
+        if self.port is None:
+            self.stop()
+            raise DprecError(f"the {self.kind} did not bind a port within {timeout:.0f} s: "
+                             f"{self.log_tail()}")
+        return self.wait_ready(deadline - time.monotonic()) if wait else self
+
+    def _check_alive(self) -> None:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise DprecError(f"the {self.kind} exited with {self.process.returncode}: "
+                             f"{self.log_tail()}")
+
+    def wait_ready(self, timeout: float = 90.0) -> ServiceProcess:
+        """Wait until ``/healthz`` answers 200."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self._check_alive()
+            try:
+                if httpx.get(self.url + "/healthz", timeout=1.0).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise DprecError(f"the {self.kind} did not answer within {timeout:.0f} s: "
+                         f"{self.log_tail()}")
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` and wait for the process to end."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(sig)
+            self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        """Terminate (then kill) the process if it runs."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+    def log_tail(self, n: int = 2000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+
+class Loopback:
+    """Services on 127.0.0.1 with fresh keys, all stopped on exit."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self._tmp = None if root is not None else tempfile.mkdtemp(prefix="dprec-services-")
+        self.root = Path(root if root is not None else self._tmp)  # type: ignore[arg-type]
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.secret_file = self.root / "shared.secret"
+        self.token_key_file = self.root / "token.key"
+        for f in (self.secret_file, self.token_key_file):
+            if not f.exists():
+                write_key(f)
+        self.processes: list[ServiceProcess] = []
+        self._n = 0
+
+    @property
+    def secret(self) -> bytes:
+        return self.secret_file.read_bytes().strip()
+
+    @property
+    def token_key(self) -> bytes:
+        return self.token_key_file.read_bytes().strip()
+
+    def _dir(self, kind: str) -> Path:
+        self._n += 1
+        return self.root / f"{self._n:03d}-{kind}"
+
+    def server(self, protocol: str, n_items: int, params: Mapping[str, str] | None = None,
+               config: Path | None = None, aggregator: str = "mean",
+               extra: Sequence[str] = (), wait: bool = True) -> ServiceProcess:
+        state = self._dir("server")
+        args = ["--protocol", protocol, "--n-items", str(n_items), "--state", str(state),
+                "--secret-file", str(self.secret_file), "--aggregator", aggregator]
+        for k, v in (params or {}).items():
+            args += ["--param", f"{k}={v}"]
+        if config is not None:
+            args += ["--config", str(config)]
+        p = ServiceProcess("server", [*args, *extra], state)
+        self.processes.append(p)
+        return p.start(wait=wait)
+
+    def proxy(self, server_url: str, threshold: int, batch_senders: int = 1000,
+              extra: Sequence[str] = (), wait: bool = True) -> ServiceProcess:
+        state = self._dir("proxy")
+        args = ["--server", server_url, "--state", str(state),
+                "--secret-file", str(self.secret_file),
+                "--token-key-file", str(self.token_key_file),
+                "--threshold", str(threshold), "--batch-senders", str(max(batch_senders,
+                                                                          threshold))]
+        p = ServiceProcess("proxy", [*args, *extra], state)
+        self.processes.append(p)
+        return p.start(wait=wait)
+
+    def stop(self) -> None:
+        for p in self.processes:
+            p.stop()
+
+    def __enter__(self) -> Loopback:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+class LoopbackTransport(HttpTransport):
+    """An :class:`~dprec.services.transport.HttpTransport` that starts a fresh server and
+    proxy on loopback for every protocol run (every seed and fold of an experiment).
+
+    The server gets the simulated system's name and parameters, so it builds the same
+    configuration; the proxy's threshold is the simulated proxy's (FMF-LDP's
+    ``shuffle_threshold``; 100 for DPLCF, which has none in process) unless given.
+    """
+
+    def __init__(self, loopback: Loopback, protocol: str, params: Mapping[str, str],
+                 config: Path | None = None, threshold: int | None = None,
+                 batch_senders: int = 1000) -> None:
+        super().__init__("", "", loopback.secret, loopback.token_key)
+        self.loopback = loopback
+        self.protocol = protocol
+        self.params = dict(params)
+        self.config = config
+        self.threshold = threshold
+        self.batch_senders = batch_senders
+        self.pair: tuple[ServiceProcess, ServiceProcess] | None = None
+
+    def connect(self, server: Server, proxy: Proxy) -> tuple[Server, Proxy]:
+        if self.pair is not None:
+            for p in self.pair:
+                p.stop()
+        srv = self.loopback.server(self.protocol, int(server.n_items),  # type: ignore[attr-defined]
+                                   self.params, self.config, wait=False)
+        threshold = self.threshold or int(getattr(proxy, "threshold", DEFAULT_THRESHOLD))
+        prx = self.loopback.proxy(srv.url, threshold, self.batch_senders, wait=False)
+        srv.wait_ready()
+        prx.wait_ready()
+        self.pair = (srv, prx)
+        self.server_url, self.proxy_url = srv.url, prx.url
+        return super().connect(server, proxy)

@@ -1,0 +1,289 @@
+"""``dprec serve server``: a protocol's untrusted server role behind an HTTP API.
+
+The role is the simulation's own (:mod:`dprec.services.roles`). The service adds what a
+network needs: it publishes each broadcast as a versioned artefact with an ETag (clients
+fetch conditionally), accepts forwarded batches only from the proxy (shared secret),
+persists every accepted batch with its idempotency key before acknowledging it
+(:class:`~dprec.services.store.ServerStore`), and closes rounds idempotently, so a server
+killed at any moment and restarted loses no acknowledged batch and counts none twice.
+
+Endpoints (see ``openapi/server.json``):
+
+=======  ================================  =====================================================
+GET      /healthz                          liveness
+GET      /v1/protocol                      the public description (system, N, config, role)
+GET      /v1/round                         open round, rounds, history of closed rounds
+GET      /v1/artefacts/{name}              a broadcast (``If-None-Match`` -> 304)
+POST     /v1/start                         start the protocol (operator; shared secret)
+POST     /v1/rounds/{round}/batches        a shuffled batch (proxy; ``Idempotency-Key``)
+POST     /v1/rounds/{round}/close          aggregate the round, publish (proxy or operator)
+=======  ================================  =====================================================
+
+Never imports client code (tests/systems/test_architecture.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Body, FastAPI, Header, Request, Response
+from fastapi import Path as PathParam
+from fastapi.responses import JSONResponse
+
+import dprec
+from dprec.errors import DprecError
+from dprec.protocol.aggregation import make_aggregator
+from dprec.protocol.deployed import (
+    ProtocolInfo,
+    check_forwarded,
+    generator_from_json,
+    generator_to_json,
+)
+from dprec.protocol.messages import Message, MessageError
+from dprec.services import roles
+from dprec.services.auth import bearer, same_secret
+from dprec.services.http import ApiError, error_responses, install_error_handlers, read_body
+from dprec.services.store import ServerStore, StoreConflict, Sync
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ServerSettings", "create_server_app"]
+
+_KEY = re.compile(r"^[A-Za-z0-9_\-]{8,128}$")
+ROUND = Annotated[int, PathParam(ge=0, le=2**31 - 1, description="Round (epoch) number.")]
+BINARY_BODY = {"requestBody": {"required": True, "content": {"application/octet-stream": {
+    "schema": {"type": "string", "format": "binary"}}}}}
+
+
+@dataclass
+class ServerSettings:
+    """What ``dprec serve server`` is started with."""
+
+    info: ProtocolInfo
+    state_dir: Path
+    secret: bytes
+    """The proxy-server shared secret (never logged)."""
+    sync: Sync = "full"
+    """SQLite synchronous level: full = on disk before acknowledging (default)."""
+    max_batch_bytes: int = 256 << 20
+    """Largest forwarded batch accepted (checked before reading the body)."""
+    autostart: bool = False
+    """Start the protocol at launch with a CSPRNG (else on ``POST /v1/start``)."""
+
+
+class _Server:
+    """The service's state: store, role, artefact cache."""
+
+    def __init__(self, settings: ServerSettings) -> None:
+        self.settings = settings
+        self.info = settings.info
+        self.aggregator = make_aggregator(self.info.aggregator)
+        self.store = ServerStore(settings.state_dir / "server.sqlite3", self.info.fingerprint(),
+                                 settings.sync)
+        self.description = {**self.info.to_json(),
+                            "role": roles.describe_role(self._fresh_role())}
+        self._artefacts: dict[str, tuple[int, bytes, str]] = {}
+
+    def _fresh_role(self) -> Any:
+        return roles.server_role(self.info, self.aggregator)
+
+    def authenticate(self, authorization: str | None) -> None:
+        if authorization is None:
+            raise ApiError(401, "missing credential: send Authorization: Bearer <shared secret>")
+        if not same_secret(bearer(authorization), self.settings.secret):
+            raise ApiError(401, "wrong credential")
+
+    def round_state(self) -> dict[str, Any]:
+        open_round = self.store.round
+        return {"started": self.store.started, "round": open_round,
+                "rounds": self.info.rounds, "finished": open_round >= self.info.rounds,
+                "version": self.store.version, "history": self.store.outcomes()}
+
+    def start(self, generator: dict[str, Any] | None) -> dict[str, Any]:
+        requested = "secure" if generator is None else generator
+        if self.store.started:
+            record = self.store.start_record()
+            assert record is not None
+            if generator is not None and record["input"] != requested:
+                raise ApiError(409, "the protocol has already started from another generator")
+            return self._start_reply(record)
+        try:
+            if generator is None:
+                from dprec.random import secure_generator
+                rng = secure_generator()
+            else:
+                rng = generator_from_json(generator)
+        except DprecError as e:
+            raise ApiError(422, f"generator: {e}") from None
+        role = self._fresh_role()
+        broadcast = role.start(rng)
+        body = digest = None
+        if broadcast is not None:
+            body = roles.encode_broadcast(self.info, broadcast, 0)
+            digest = hashlib.sha256(body).hexdigest()
+        record = {"input": requested,
+                  "after": None if generator is None else generator_to_json(rng)}
+        try:
+            self.store.start(record, body, digest)
+        except StoreConflict as e:  # pragma: no cover - one process, one event loop
+            raise ApiError(409, str(e)) from None
+        log.info("protocol %s started", self.info.system)
+        return self._start_reply(record)
+
+    def _start_reply(self, record: dict[str, Any]) -> dict[str, Any]:
+        version = self.store.version
+        return {"round": self.store.round, "generator": record["after"],
+                "version": version,
+                "artefacts": list(roles.published_artefacts(self.info)) if version is not None
+                else []}
+
+    def accept(self, round: int, key: str | None, body: bytes) -> tuple[int, dict[str, Any]]:
+        try:
+            message = Message.from_bytes(body)
+        except MessageError as e:
+            raise ApiError(400, f"malformed batch: {e}") from None
+        try:
+            check_forwarded(message, self.info)
+        except MessageError as e:
+            raise ApiError(422, f"batch refused: {e}") from None
+        assert key is not None
+        reports = getattr(message, "k", None)
+        if reports is None:
+            reports = message.n_clients  # type: ignore[attr-defined]
+        digest = hashlib.sha256(body).hexdigest()
+        try:
+            new = self.store.accept(key, round, digest, int(reports), body, self.info.rounds)
+        except StoreConflict as e:
+            raise ApiError(409, str(e)) from None
+        return (201 if new else 200), {"accepted": True, "duplicate": not new,
+                                       "round": round, "reports": int(reports)}
+
+    def close(self, round: int) -> dict[str, Any]:
+        def compute() -> tuple[bytes | None, str | None, dict[str, Any]]:
+            role = self._fresh_role()
+            latest = self.store.broadcast()
+            roles.restore(self.info, role, None if latest is None else latest[0])
+            batches = (roles.parse_forwarded(b) for b in self.store.batches(round))
+            new = role.aggregate(batches, round)
+            diag = roles.diagnostics(role)
+            if new is None:
+                return None, None, diag
+            body = roles.encode_broadcast(self.info, new, round + 1)
+            return body, hashlib.sha256(body).hexdigest(), diag
+
+        try:
+            outcome = self.store.close(round, self.info.rounds, compute)
+        except StoreConflict as e:
+            raise ApiError(409, str(e)) from None
+        log.info("round %d closed: updated=%s, %d reports in %d batches", round,
+                 outcome.updated, outcome.reports, outcome.batches)
+        nxt = round + 1
+        return {**outcome.to_json(), "next_round": nxt, "finished": nxt >= self.info.rounds}
+
+    def artefact(self, name: str) -> tuple[int, bytes, str]:
+        if name not in roles.published_artefacts(self.info):
+            raise ApiError(404, f"no artefact {name!r}; this protocol publishes "
+                                f"{', '.join(roles.published_artefacts(self.info))}")
+        version = self.store.version
+        if version is None:
+            raise ApiError(404, f"artefact {name!r} is not published yet")
+        cached = self._artefacts.get(name)
+        if cached is not None and cached[0] == version:
+            return cached
+        stored = self.store.broadcast(version)
+        assert stored is not None
+        data = roles.artefact_bytes(self.info, name, stored[0])
+        etag = f'"{name}.v{version}.{hashlib.sha256(data).hexdigest()[:20]}"'
+        self._artefacts[name] = (version, data, etag)
+        return version, data, etag
+
+
+def _etag_matches(header: str | None, etag: str) -> bool:
+    if not header:
+        return False
+    tags = [t.strip() for t in header.split(",")]
+    return "*" in tags or etag in tags or f"W/{etag}" in tags
+
+
+def create_server_app(settings: ServerSettings) -> FastAPI:
+    """The FastAPI app of the server service (one protocol, one state directory)."""
+    state = _Server(settings)
+    if settings.autostart and not state.store.started:
+        state.start(None)
+
+    app = FastAPI(title="dprec server", version=dprec.__version__,
+                  description="The untrusted server of a dprec protocol (DPLCF or FMF-LDP): "
+                              "publishes artefacts, accepts the proxy's shuffled batches.")
+    install_error_handlers(app)
+    app.state.service = state
+    auth_errors = error_responses(401)
+
+    @app.get("/healthz", summary="Liveness")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/v1/protocol", summary="The protocol's public description")
+    async def protocol() -> dict[str, Any]:
+        return state.description
+
+    @app.get("/v1/round", summary="Open round and the history of closed rounds")
+    async def round_state() -> dict[str, Any]:
+        return state.round_state()
+
+    @app.get("/v1/artefacts/{name}", summary="A published artefact (conditional GET)",
+             response_class=Response,
+             responses={200: {"description": "The artefact's message bytes",
+                              "content": {"application/octet-stream": {
+                                  "schema": {"type": "string", "format": "binary"}}}},
+                        304: {"description": "Not modified (If-None-Match matched)"},
+                        **error_responses(404)})
+    async def artefact(name: Annotated[str, PathParam(max_length=64)],
+                       if_none_match: Annotated[str | None, Header()] = None) -> Response:
+        version, data, etag = state.artefact(name)
+        headers = {"ETag": etag, "X-Dprec-Version": str(version), "Cache-Control": "no-cache"}
+        if _etag_matches(if_none_match, etag):
+            return Response(status_code=304, headers=headers)
+        return Response(data, media_type="application/octet-stream", headers=headers)
+
+    @app.post("/v1/start", summary="Start the protocol (operator)",
+              responses={**auth_errors, **error_responses(409, 422)})
+    async def start(
+        authorization: Annotated[str | None, Header()] = None,
+        body: Annotated[dict[str, Any] | None, Body()] = None,
+    ) -> dict[str, Any]:
+        state.authenticate(authorization)
+        generator = (body or {}).get("generator")
+        if generator is not None and not isinstance(generator, dict):
+            raise ApiError(422, "generator must be an object or null")
+        return state.start(generator)
+
+    @app.post("/v1/rounds/{round}/batches", summary="Accept a shuffled batch (proxy)",
+              status_code=201, openapi_extra=BINARY_BODY,
+              responses={200: {"description": "Duplicate of an accepted batch (same key)"},
+                         **auth_errors, **error_responses(400, 409, 413, 422)})
+    async def batches(
+        round: ROUND, request: Request,
+        authorization: Annotated[str | None, Header()] = None,
+        idempotency_key: Annotated[str | None, Header()] = None,
+    ) -> JSONResponse:
+        state.authenticate(authorization)
+        if idempotency_key is None or not _KEY.match(idempotency_key):
+            raise ApiError(400, "an Idempotency-Key header of 8-128 characters [A-Za-z0-9_-] "
+                                "is required")
+        body = await read_body(request, settings.max_batch_bytes)
+        status, doc = state.accept(round, idempotency_key, body)
+        return JSONResponse(doc, status_code=status)
+
+    @app.post("/v1/rounds/{round}/close", summary="Close a round: aggregate and publish",
+              responses={**auth_errors, **error_responses(409)})
+    async def close(round: ROUND,
+                    authorization: Annotated[str | None, Header()] = None) -> dict[str, Any]:
+        state.authenticate(authorization)
+        return state.close(round)
+
+    return app

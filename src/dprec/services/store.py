@@ -1,0 +1,373 @@
+"""The services' embedded store: SQLite in WAL mode, one transaction per accepted request.
+
+Server (:class:`ServerStore`): every accepted batch is written with its idempotency key in
+one transaction, committed (``synchronous=FULL``: on disk) before the request is
+acknowledged; closing a round writes the round's outcome, the new broadcast and the next
+round number in one transaction. A server killed at any moment therefore restarts with
+every acknowledged batch, and a batch sent again under the same key is recognised and not
+counted twice.
+
+Proxy (:class:`ProxyStore`): what it holds is a bag, never a mapping from sender to report:
+
+- ``seen``: the senders of the open round, each as an HMAC of (round, client id) under the
+  proxy's token key (enough to refuse a second submission, not the id itself);
+- ``held``: the submissions waiting to be forwarded, stripped of the sender's id and keyed
+  by a random 128-bit key (so the table's order is random, not the arrival order);
+- ``outbox``: shuffled batches formed but not yet acknowledged by the server.
+
+A submission writes its ``seen`` tag and its ``held`` row in one transaction. Forming a
+batch moves rows from ``held`` to ``outbox`` in one transaction; deleted rows are
+overwritten (``secure_delete``), and the WAL is checkpointed and truncated when a round
+closes. What stays possible: someone reading the disk (and holding the token key) while a
+round is open could match WAL frames written by the same transaction; the proxy keeps no
+such mapping itself, and none survives the round.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from dprec.errors import DprecError
+
+__all__ = ["ProxyStore", "ServerStore", "Sync", "open_db"]
+
+Sync = Literal["full", "normal"]
+
+
+def open_db(path: Path, sync: Sync = "full", secure_delete: bool = False) -> sqlite3.Connection:
+    """A connection in autocommit mode (explicit BEGIN IMMEDIATE ... COMMIT), WAL journal."""
+    if sync not in ("full", "normal"):
+        raise DprecError(f"sync must be full or normal, got {sync!r}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+    if str(mode).lower() != "wal":
+        raise DprecError(f"{path}: SQLite refused WAL mode (got {mode})")
+    db.execute(f"PRAGMA synchronous={sync.upper()}")
+    db.execute("PRAGMA busy_timeout=5000")
+    if secure_delete:
+        db.execute("PRAGMA secure_delete=ON")
+    return db
+
+
+@contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _meta(db: sqlite3.Connection, key: str, default: Any = None) -> Any:
+    row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return default if row is None else json.loads(row[0])
+
+
+def _set_meta(db: sqlite3.Connection, key: str, value: Any) -> None:
+    db.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET "
+               "value = excluded.value", (key, json.dumps(value)))
+
+
+class StoreConflict(DprecError):
+    """The request conflicts with what the store holds (wrong round, key reuse, ...)."""
+
+
+# -- server ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RoundOutcome:
+    """What closing a round did."""
+
+    round: int
+    updated: bool
+    version: int
+    """Version of the broadcast in force after the round."""
+    reports: int
+    batches: int
+    diagnostics: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"round": self.round, "updated": self.updated, "version": self.version,
+                "reports": self.reports, "batches": self.batches,
+                "diagnostics": self.diagnostics}
+
+
+_SERVER_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS broadcasts(version INTEGER PRIMARY KEY, body BLOB NOT NULL,
+                                      digest TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS rounds(round INTEGER PRIMARY KEY, outcome TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS batches(key TEXT PRIMARY KEY, round INTEGER NOT NULL,
+                                   digest TEXT NOT NULL, reports INTEGER NOT NULL,
+                                   body BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS batches_round ON batches(round);
+"""
+
+
+class ServerStore:
+    """The server's durable state: protocol, start, round number, broadcasts, batches."""
+
+    def __init__(self, path: Path, fingerprint: str, sync: Sync = "full") -> None:
+        self.db = open_db(path, sync)
+        self.db.executescript(_SERVER_SCHEMA)
+        with _transaction(self.db):
+            held = _meta(self.db, "protocol")
+            if held is None:
+                _set_meta(self.db, "protocol", fingerprint)
+            elif held != fingerprint:
+                raise DprecError(f"the state in {path} belongs to another protocol or "
+                                 "configuration; give this one its own --state directory")
+
+    # reads
+    @property
+    def started(self) -> bool:
+        return _meta(self.db, "start") is not None
+
+    def start_record(self) -> dict[str, Any] | None:
+        return _meta(self.db, "start")
+
+    @property
+    def round(self) -> int:
+        """The open round (the number of rounds closed so far)."""
+        return int(_meta(self.db, "round", 0))
+
+    @property
+    def version(self) -> int | None:
+        """Version of the latest broadcast (None before the start or before DPLCF's round)."""
+        return _meta(self.db, "version")
+
+    def broadcast(self, version: int | None = None) -> tuple[bytes, str] | None:
+        v = self.version if version is None else version
+        if v is None:
+            return None
+        row = self.db.execute("SELECT body, digest FROM broadcasts WHERE version = ?",
+                              (v,)).fetchone()
+        return None if row is None else (bytes(row[0]), str(row[1]))
+
+    def outcomes(self) -> list[dict[str, Any]]:
+        return [json.loads(r[0]) for r in
+                self.db.execute("SELECT outcome FROM rounds ORDER BY round")]
+
+    def batches(self, round: int) -> Iterator[bytes]:
+        """The accepted batches of ``round``, in key order (the result does not depend on it)."""
+        for (body,) in self.db.execute("SELECT body FROM batches WHERE round = ? ORDER BY key",
+                                       (round,)):
+            yield bytes(body)
+
+    def batch_count(self, round: int) -> tuple[int, int]:
+        row = self.db.execute("SELECT COUNT(*), COALESCE(SUM(reports), 0) FROM batches "
+                              "WHERE round = ?", (round,)).fetchone()
+        return int(row[0]), int(row[1])
+
+    # writes
+    def start(self, record: dict[str, Any], body: bytes | None, digest: str | None) -> None:
+        """Persist the start (and the first broadcast) in one transaction."""
+        with _transaction(self.db):
+            if _meta(self.db, "start") is not None:
+                raise StoreConflict("the protocol has already started")
+            _set_meta(self.db, "start", record)
+            _set_meta(self.db, "round", 0)
+            if body is not None:
+                self.db.execute("INSERT INTO broadcasts VALUES(0, ?, ?)", (body, digest))
+                _set_meta(self.db, "version", 0)
+
+    def accept(self, key: str, round: int, digest: str, reports: int, body: bytes,
+               rounds: int) -> bool:
+        """Persist a batch under ``key``; False if the same batch was accepted before.
+
+        Raises :class:`StoreConflict` if ``key`` holds another batch, or if ``round`` is not
+        the open round (checked after the key, so a replay of an accepted batch is a
+        duplicate, not an error).
+        """
+        with _transaction(self.db):
+            row = self.db.execute("SELECT digest FROM batches WHERE key = ?", (key,)).fetchone()
+            if row is not None:
+                if row[0] != digest:
+                    raise StoreConflict("the idempotency key names another batch")
+                return False
+            if _meta(self.db, "start") is None:
+                raise StoreConflict("the protocol has not started")
+            open_round = int(_meta(self.db, "round", 0))
+            if open_round >= rounds:
+                raise StoreConflict(f"the protocol has finished ({rounds} rounds)")
+            if round != open_round:
+                raise StoreConflict(f"round {round} is not open; the open round is "
+                                    f"{open_round}")
+            self.db.execute("INSERT INTO batches VALUES(?, ?, ?, ?, ?)",
+                            (key, round, digest, reports, body))
+        return True
+
+    def close(self, round: int, rounds: int,
+              compute: Callable[[], tuple[bytes | None, str | None, dict[str, Any]]]
+              ) -> RoundOutcome:
+        """Close ``round`` once: ``compute()`` gives the new broadcast (None: no update),
+        its digest and diagnostics; all of it, and the next round number, in one
+        transaction. Closing a closed round returns what it did (idempotent)."""
+        with _transaction(self.db):
+            done = self.db.execute("SELECT outcome FROM rounds WHERE round = ?",
+                                   (round,)).fetchone()
+            if done is not None:
+                o = json.loads(done[0])
+                return RoundOutcome(**o)
+            if _meta(self.db, "start") is None:
+                raise StoreConflict("the protocol has not started")
+            open_round = int(_meta(self.db, "round", 0))
+            if open_round >= rounds:
+                raise StoreConflict(f"the protocol has finished ({rounds} rounds)")
+            if round != open_round:
+                raise StoreConflict(f"round {round} is not open; the open round is "
+                                    f"{open_round}")
+            batches, reports = self.batch_count(round)
+            body, digest, diag = compute()
+            version = _meta(self.db, "version")
+            if body is not None:
+                version = round + 1
+                self.db.execute("INSERT INTO broadcasts VALUES(?, ?, ?)",
+                                (version, body, digest))
+                _set_meta(self.db, "version", version)
+            outcome = RoundOutcome(round, body is not None, -1 if version is None else version,
+                                   reports, batches, diag)
+            self.db.execute("INSERT INTO rounds VALUES(?, ?)",
+                            (round, json.dumps(outcome.to_json())))
+            _set_meta(self.db, "round", round + 1)
+        return outcome
+
+    def close_db(self) -> None:
+        self.db.close()
+
+
+# -- proxy ----------------------------------------------------------------------------------
+
+_PROXY_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS seen(round INTEGER NOT NULL, tag BLOB NOT NULL,
+                                PRIMARY KEY(round, tag)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS held(round INTEGER NOT NULL, key BLOB NOT NULL, body BLOB NOT NULL,
+                                PRIMARY KEY(round, key)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS outbox(key TEXT PRIMARY KEY, round INTEGER NOT NULL,
+                                  senders INTEGER NOT NULL, body BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS rounds(round INTEGER PRIMARY KEY, outcome TEXT NOT NULL);
+"""
+
+
+class Duplicate(DprecError):
+    """The sender already submitted in this round."""
+
+
+class ProxyStore:
+    """The proxy's durable bag of held submissions (see the module docstring)."""
+
+    def __init__(self, path: Path, sync: Sync = "full") -> None:
+        self.path = path
+        self.db = open_db(path, sync, secure_delete=True)
+        self.db.executescript(_PROXY_SCHEMA)
+
+    def meta(self, key: str, default: Any = None) -> Any:
+        return _meta(self.db, key, default)
+
+    def set_meta(self, key: str, value: Any) -> None:
+        with _transaction(self.db):
+            _set_meta(self.db, key, value)
+
+    def hold(self, round: int, tag: bytes, body: bytes) -> None:
+        """Record the sender's tag and its anonymous submission together, or neither."""
+        try:
+            with _transaction(self.db):
+                self.db.execute("INSERT INTO seen VALUES(?, ?)", (round, tag))
+                self.db.execute("INSERT INTO held VALUES(?, ?, ?)",
+                                (round, os.urandom(16), body))
+        except sqlite3.IntegrityError:
+            raise Duplicate("this client already submitted in this round") from None
+
+    def held(self, round: int) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM held WHERE round = ?",
+                                   (round,)).fetchone()[0])
+
+    def senders(self, round: int) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM seen WHERE round = ?",
+                                   (round,)).fetchone()[0])
+
+    def form_batch(self, round: int, limit: int | None,
+                   shuffle: Callable[[list[bytes]], bytes]) -> int:
+        """Move up to ``limit`` held submissions (all if None) into one shuffled batch in the
+        outbox, in one transaction (with the round's count of forwarded senders); the number
+        moved."""
+        with _transaction(self.db):
+            rows = self.db.execute(
+                "SELECT key, body FROM held WHERE round = ? ORDER BY key LIMIT ?",
+                (round, -1 if limit is None else int(limit))).fetchall()
+            if not rows:
+                return 0
+            body = shuffle([bytes(r[1]) for r in rows])
+            self.db.execute("INSERT INTO outbox VALUES(?, ?, ?, ?)",
+                            (os.urandom(16).hex(), round, len(rows), body))
+            self.db.executemany("DELETE FROM held WHERE round = ? AND key = ?",
+                                [(round, r[0]) for r in rows])
+            moved = len(rows)
+            _set_meta(self.db, f"forwarded:{round}",
+                      int(_meta(self.db, f"forwarded:{round}", 0)) + moved)
+            del rows
+        return moved
+
+    def drop_held(self, round: int) -> int:
+        """Forget every held submission of ``round`` (a refused round)."""
+        with _transaction(self.db):
+            n = self.db.execute("DELETE FROM held WHERE round = ?", (round,)).rowcount
+        return int(n)
+
+    def outbox(self) -> list[tuple[str, int, int, bytes]]:
+        return [(str(k), int(r), int(s), bytes(b)) for k, r, s, b in self.db.execute(
+            "SELECT key, round, senders, body FROM outbox ORDER BY round, key")]
+
+    def outbox_count(self, round: int | None = None) -> int:
+        if round is None:
+            return int(self.db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0])
+        return int(self.db.execute("SELECT COUNT(*) FROM outbox WHERE round = ?",
+                                   (round,)).fetchone()[0])
+
+    def delivered(self, key: str) -> None:
+        with _transaction(self.db):
+            self.db.execute("DELETE FROM outbox WHERE key = ?", (key,))
+
+    def forwarded_senders(self, round: int) -> int:
+        """Senders of ``round`` whose submissions left ``held`` for a batch."""
+        return int(_meta(self.db, f"forwarded:{round}", 0))
+
+    def outcome(self, round: int) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT outcome FROM rounds WHERE round = ?", (round,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def finish_round(self, round: int, outcome: dict[str, Any], next_round: int) -> None:
+        """Record the round's outcome, forget its senders, move on; then truncate the WAL."""
+        with _transaction(self.db):
+            self.db.execute("INSERT OR REPLACE INTO rounds VALUES(?, ?)",
+                            (round, json.dumps(outcome)))
+            self.db.execute("DELETE FROM seen WHERE round <= ?", (round,))
+            self.db.execute("DELETE FROM held WHERE round <= ?", (round,))
+            _set_meta(self.db, "round", next_round)
+        self.checkpoint()
+
+    def skip_to(self, next_round: int) -> None:
+        """The server is past our open round (it was closed without us): drop what is left."""
+        with _transaction(self.db):
+            self.db.execute("DELETE FROM seen WHERE round < ?", (next_round,))
+            self.db.execute("DELETE FROM held WHERE round < ?", (next_round,))
+            _set_meta(self.db, "round", next_round)
+        self.checkpoint()
+
+    def checkpoint(self) -> None:
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def close_db(self) -> None:
+        self.db.close()

@@ -1,0 +1,221 @@
+"""The round engine over HTTP: a simulated population against the real services.
+
+:class:`HttpTransport` is an engine :class:`~dprec.protocol.engine.Transport` whose
+:meth:`~HttpTransport.connect` stands stubs in for the server and proxy roles, which run in
+the server and proxy processes. The simulated clients (the same vectorised role as in
+process) hand each round's messages to :class:`RemoteProxy`, which submits them one request
+per client, with the client's token, over kept-alive connections, then closes the round
+at the proxy (which forwards to the server, which aggregates). :class:`RemoteServer` starts
+the protocol and fetches each new broadcast (ETag-conditional).
+
+Why the model is the in-process model, bit for bit:
+
+- Every role's code is the same code (the server process runs the same server class, built
+  from the same config; :class:`RemoteServer` refuses a server whose role differs).
+- The randomness is the same stream. The server starts from the simulation's generator:
+  ``POST /v1/start`` carries its state, the server role draws from it exactly what it draws
+  in process, and the generator comes back advanced. :meth:`RemoteProxy.start` lets the
+  in-process proxy object take its draw, so the clients' draws line up too.
+- What the proxy draws on its own (a CSPRNG permutation) cannot change the model: the
+  proxy puts reports in canonical order before permuting them, and the server's aggregate
+  depends only on the multiset of a round's reports, not on their order or batching
+  (:mod:`dprec.protocol.aggregation`).
+- The broadcast travels losslessly (FMF-LDP's V as float64, :class:`ItemMatrix64`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import numpy as np
+
+from dprec.client.http import (
+    ProxyAPI,
+    ServerAPI,
+    ServiceError,
+    _call,
+    keepalive_client,
+    retrying,
+)
+from dprec.errors import DprecError
+from dprec.protocol.batches import ReportBatch
+from dprec.protocol.deployed import ProtocolInfo, generator_from_json, generator_to_json
+from dprec.protocol.engine import Proxy, Server, Transport
+from dprec.protocol.messages import ItemMatrix64, NeighbourLists, ObfuscatedBits
+from dprec.services import roles
+from dprec.services.auth import client_token
+
+log = logging.getLogger(__name__)
+
+__all__ = ["HttpTransport", "RemoteProxy", "RemoteServer"]
+
+
+class RemoteServer(Server):
+    """The server role in the server process, seen from the simulation."""
+
+    def __init__(self, local: Server, api: ServerAPI, admin: httpx.Client, retry_for: float
+                 ) -> None:
+        self.local = local
+        self.api = api
+        self.admin = admin
+        self.retry_for = retry_for
+        self.info: ProtocolInfo | None = None
+
+    def start(self, rng: np.random.Generator) -> Any:
+        doc = retrying(self.api.protocol_doc, self.retry_for)
+        self.info = ProtocolInfo.from_json(doc)
+        mine = json.loads(json.dumps(roles.describe_role(self.local)))
+        if doc.get("role") != mine:
+            raise DprecError(f"the server at {self.api.url} runs {doc.get('role')}, but the "
+                             f"simulation's server is {mine}: start it with the same "
+                             "system and parameters")
+        state = generator_to_json(rng)
+        reply = retrying(lambda: _call(lambda: self.admin.post(
+            "/v1/start", json={"generator": state})).json(), self.retry_for)
+        rng.bit_generator.state = generator_from_json(reply["generator"]).bit_generator.state
+        return None if reply["version"] is None else self._broadcast()
+
+    def _broadcast(self) -> Any:
+        assert self.info is not None
+        if self.info.family == "fmf":
+            art = retrying(lambda: self.api.artefact("item-matrix-f64"), self.retry_for)
+            return ItemMatrix64.from_bytes(art.data).matrix.astype(np.float64)
+        art = retrying(lambda: self.api.artefact("neighbours"), self.retry_for)
+        return NeighbourLists.from_bytes(art.data)
+
+    def aggregate(self, batches: Iterable[Any], round: int) -> Any:
+        for _ in batches:  # drives RemoteProxy.forward, which yields nothing
+            raise DprecError("over HTTP the proxy forwards to the server itself")
+        state = retrying(self.api.round, self.retry_for)
+        done = {o["round"]: o for o in state["history"]}
+        if round not in done:
+            raise DprecError(f"round {round} is not closed on the server")
+        outcome = done[round]
+        roles.mirror(self.local, outcome["diagnostics"])
+        return self._broadcast() if outcome["updated"] else None
+
+
+def _client_messages(message: Any, first_id: int) -> Iterator[tuple[int, bytes]]:
+    """(client id, message bytes) of every client a simulation message stands for."""
+    if isinstance(message, ReportBatch):
+        for m in message.to_messages():
+            yield m.client_id, m.to_bytes()
+    elif isinstance(message, ObfuscatedBits):
+        for i in range(message.n_clients):
+            yield first_id + i, ObfuscatedBits(message.packed[i:i + 1], message.n_items
+                                               ).to_bytes()
+    else:
+        raise DprecError(f"{type(message).__name__} is not a wire message: this system runs "
+                         "in process only")
+
+
+class RemoteProxy(Proxy):
+    """The proxy role in the proxy process, seen from the simulation."""
+
+    def __init__(self, local: Proxy, api: ProxyAPI, admin: httpx.Client, token_key: bytes,
+                 retry_for: float, concurrency: int = 4) -> None:
+        self.local = local
+        self.api = api
+        self.admin = admin
+        self.token_key = token_key
+        self.retry_for = retry_for
+        self.concurrency = max(1, int(concurrency))
+        self.round = 0
+        self.senders = 0
+        self.requests = 0
+        """Submission requests sent (retries included)."""
+        self._count = threading.Lock()
+
+    def start(self, rng: np.random.Generator) -> None:
+        # the in-process proxy draws its generator from the simulation stream: so do we
+        self.local.start(rng)
+
+    def _submit(self, round: int, client_id: int, body: bytes) -> None:
+        token = client_token(self.token_key, client_id)
+        tries = 0
+
+        def once() -> Any:
+            nonlocal tries
+            tries += 1
+            with self._count:
+                self.requests += 1
+            try:
+                return self.api.submit(round, client_id, token, body)
+            except ServiceError as e:
+                # a retry of the same bytes after no answer: the first one had landed
+                if e.status == 409 and tries > 1 and "already submitted" in e.message:
+                    return {"accepted": True}
+                raise
+
+        retrying(once, self.retry_for)
+
+    def forward(self, messages: Iterable[Any]) -> Iterator[Any]:
+        r = self.round
+        self.forwarded = False
+        self.senders = 0
+        next_id = 0
+        # a few requests in flight over kept-alive connections (the order is immaterial:
+        # the proxy holds a bag); a failure after the retries ends the run
+        with ThreadPoolExecutor(self.concurrency) as pool:
+            for m in messages:
+                for f in [pool.submit(self._submit, r, client_id, body)
+                          for client_id, body in _client_messages(m, next_id)]:
+                    f.result()
+                if isinstance(m, ObfuscatedBits):
+                    next_id += m.n_clients
+        outcome = retrying(lambda: _call(lambda: self.admin.post(
+            f"/v1/rounds/{r}/close")).json(), self.retry_for)
+        self.senders = int(outcome["senders"])
+        self.forwarded = bool(outcome["forwarded"])
+        if hasattr(self.local, "senders"):
+            self.local.senders = self.senders
+        self.round += 1
+        return
+        yield  # a generator that yields nothing: the proxy process forwards
+
+    def account(self, event: Any) -> Any:
+        return self.local.account(event)
+
+
+class HttpTransport(Transport):
+    """Run a protocol's server and proxy roles as the services at ``server_url`` and
+    ``proxy_url``; the simulation holds the operator's ``secret`` and the ``token_key``
+    its clients' tokens derive from."""
+
+    def __init__(self, server_url: str, proxy_url: str, secret: bytes, token_key: bytes,
+                 retry_for: float = 120.0, concurrency: int = 4) -> None:
+        self.server_url = server_url.rstrip("/")
+        self.proxy_url = proxy_url.rstrip("/")
+        self.secret = secret
+        self.token_key = token_key
+        self.retry_for = retry_for
+        self.concurrency = concurrency
+        """Submissions in flight at once (one request per client, kept-alive connections)."""
+        self._clients: list[httpx.Client | ServerAPI | ProxyAPI] = []
+        self.remote: tuple[RemoteServer, RemoteProxy] | None = None
+
+    def carry(self, message: Any) -> Any:
+        return message  # the stubs moved it as bytes already
+
+    def connect(self, server: Server, proxy: Proxy) -> tuple[Server, Proxy]:
+        auth = {"Authorization": "Bearer " + self.secret.decode()}
+        server_api = ServerAPI(self.server_url)
+        proxy_api = ProxyAPI(self.proxy_url)
+        server_admin = keepalive_client(self.server_url, 300.0, headers=auth)
+        proxy_admin = keepalive_client(self.proxy_url, 300.0, headers=auth)
+        self._clients += [server_api, proxy_api, server_admin, proxy_admin]
+        self.remote = (RemoteServer(server, server_api, server_admin, self.retry_for),
+                       RemoteProxy(proxy, proxy_api, proxy_admin, self.token_key,
+                                   self.retry_for, self.concurrency))
+        return self.remote
+
+    def close(self) -> None:
+        for c in self._clients:
+            c.close()
+        self._clients = []

@@ -1,0 +1,73 @@
+"""The device's privacy ledger: on disk, atomic, never over budget, survives restarts."""
+
+import json
+import math
+import os
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dprec.client.ledger import BudgetExceededError, DiskLedger
+from dprec.errors import DprecError
+
+TOL = 1 + 1e-9  # the simulation ledger's tolerance (10 x 0.1 fits 1.0)
+
+
+@settings(max_examples=150, deadline=None)
+@given(budget=st.floats(0.01, 100.0),
+       ops=st.lists(st.tuples(st.sampled_from(["charge", "restart", "crash"]),
+                              st.integers(0, 12),
+                              st.floats(0.0, 30.0) | st.sampled_from([0.1, 1.0, math.inf])),
+                    max_size=30))
+def test_never_over_budget_and_restarts_keep_everything(tmp_path_factory, budget, ops):
+    path = tmp_path_factory.mktemp("ledger") / "ledger.json"
+    ledger = DiskLedger(path, budget)
+    accepted: dict[str, float] = {}
+    for op, key_n, eps in ops:
+        key = f"round-{key_n}"
+        if op == "restart":
+            ledger = DiskLedger(path, budget)
+        elif op == "crash":  # the write dies before the rename: nothing changes
+            real = os.replace
+
+            def dying(*a, **k):
+                raise OSError("killed during the write")
+
+            os.replace = dying
+            try:
+                with pytest.raises((OSError, BudgetExceededError)):
+                    if key in accepted:
+                        raise OSError("already charged: nothing written")
+                    ledger.charge(key, eps)
+            finally:
+                os.replace = real
+            ledger = DiskLedger(path, budget)
+        else:
+            before = ledger.spent
+            fits = before + eps <= budget * TOL
+            if key in accepted:
+                assert ledger.charge(key, eps) is False  # charged once per key
+            elif fits:
+                assert ledger.charge(key, eps) is True
+                accepted[key] = eps
+            else:
+                with pytest.raises(BudgetExceededError):
+                    ledger.charge(key, eps)
+        assert ledger.spent == math.fsum(accepted.values())
+        assert ledger.spent <= budget * TOL
+        on_disk = json.loads(path.read_text())
+        assert on_disk["charges"] == accepted and on_disk["budget"] == budget
+
+
+def test_budget_is_fixed_and_a_torn_file_is_refused(tmp_path):
+    path = tmp_path / "l.json"
+    DiskLedger(path, 1.0).charge("a", 0.5)
+    with pytest.raises(DprecError, match="budget 1.0, not 2.0"):
+        DiskLedger(path, 2.0)
+    path.write_text('{"format": 1, "budget": 1.0, "charges": {"a": ')
+    with pytest.raises(DprecError, match="unreadable"):
+        DiskLedger(path, 1.0)
+    with pytest.raises(DprecError):
+        DiskLedger(tmp_path / "m.json", 1.0).charge("x", -1.0)
+    assert not list(tmp_path.glob(".*.tmp"))
