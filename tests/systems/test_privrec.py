@@ -10,6 +10,7 @@ import dp_accounting
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import torch
 
 from dprec.data.features import side_features
 from dprec.data.synthetic import synthetic
@@ -296,3 +297,19 @@ def test_privrec_trains_on_the_loaders_side_features(tmp_path, fmt, monkeypatch)
     users = np.arange(ds.n_users)
     s = m.score(ds.matrix[users], users=users)
     assert s.shape == (ds.n_users, ds.n_items) and np.all(np.isfinite(s))
+
+
+def test_a_device_whose_fine_tuning_diverges_keeps_the_global_model():
+    ds, _ = _data()
+    m = _fitted("privrec", finetune_epochs=1)
+    users = np.arange(3)
+    with torch.no_grad():
+        bad = {k: v.unsqueeze(0).repeat(3, *([1] * v.dim())).clone() for k, v in
+               m._theta.items()}
+        bad["mlp.0.weight"][1] = float("nan")
+    kept = m._keep_finite(bad)
+    for k in kept:
+        torch.testing.assert_close(kept[k][1], m._theta[k])
+        torch.testing.assert_close(kept[k][0], bad[k][0])
+    assert m.diagnostics()["finetune_diverged"] == 1
+    assert np.all(np.isfinite(m.score(ds.matrix[users], users=users)))

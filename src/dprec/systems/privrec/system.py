@@ -32,7 +32,14 @@ from dprec.models.local_training import (
     epoch_orders,
     torch_threads,
 )
-from dprec.models.side_net import SideFeatureNet, UserRows, from_vector, parameters_of, to_vector
+from dprec.models.side_net import (
+    SideFeatureNet,
+    UserRows,
+    from_vector,
+    parameters_of,
+    to_matrix,
+    to_vector,
+)
 from dprec.privacy.accountant import RdpAccountant
 from dprec.privacy.accounting import gaussian_rdp_epsilon
 from dprec.privacy.events import EventLog
@@ -89,6 +96,7 @@ class SideNetRecommender(Ranker):
         self._n_train_users = 0
         self._rounds_run = 0
         self._seconds: dict[str, float] = {}
+        self._finetune_diverged = 0
 
     def set_side_features(self, features: SideFeatures) -> None:
         self._features = features
@@ -213,8 +221,24 @@ class SideNetRecommender(Ranker):
             for start in range(0, b, self.score_batch):
                 idx = np.arange(start, min(b, start + self.score_batch))
                 personal = self._personalise(trainer, history[idx], rows.take(idx))
+                personal = self._keep_finite(personal)
                 out[idx] = trainer.scores(personal, rows.take(idx), self._net.n_items).numpy()
         return out if items is None else np.take_along_axis(out, items, axis=1)
+
+    def _keep_finite(self, personal: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """A device whose fine-tuning diverged (non-finite parameters) keeps the global model;
+        counted in ``diagnostics()["finetune_diverged"]``."""
+        assert self._theta is not None
+        flat = to_matrix(personal)
+        bad = ~torch.isfinite(flat).all(dim=1)
+        if not bool(bad.any()):
+            return personal
+        self._finetune_diverged += int(bad.sum())
+        out = {}
+        for k, v in personal.items():
+            keep = bad.view(-1, *([1] * (v.dim() - 1)))
+            out[k] = torch.where(keep, self._theta[k].unsqueeze(0).expand_as(v), v)
+        return out
 
     def _personalise(self, trainer: LocalTrainer, history: sp.csr_matrix,
                      rows: UserRows) -> dict[str, torch.Tensor]:
@@ -239,7 +263,8 @@ class SideNetRecommender(Ranker):
 
     def diagnostics(self) -> dict[str, object]:
         out: dict[str, object] = {"rounds_run": self._rounds_run,
-                                  "training_users": self._n_train_users}
+                                  "training_users": self._n_train_users,
+                                  "finetune_diverged": self._finetune_diverged}
         if self._net is not None:
             out["parameters"] = int(sum(p.numel() for p in self._net.parameters()))
         if self._seconds:
