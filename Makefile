@@ -22,12 +22,20 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks experiments scripts
 
+# Each ratio in benchmarks/results/summary.json is a median of 3 paired runs: the DPLCF,
+# MF-NP and BPR benchmarks pair 3 runs themselves; FMF-LDP runs 3 times (one pair each).
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_dplcf_server.py
 	$(BIN)/python benchmarks/bench_mf_np.py
 	$(BIN)/python benchmarks/bench_fmf_ldp.py
+	rm -rf benchmarks/results/fmf_ldp_runs
+	for run in 2 3; do $(BIN)/python benchmarks/bench_fmf_ldp.py --no-phases \
+		--out benchmarks/results/fmf_ldp_runs/$$run || exit 1; done
+	$(BIN)/python benchmarks/bench_bpr.py
+	$(BIN)/python benchmarks/summary.py
 	$(BIN)/python benchmarks/bench_rating.py
 	$(BIN)/python benchmarks/bench_pnbm.py
+	$(BIN)/python benchmarks/bench_scaling.py
 
 clean:
 	rm -rf $(VENV) results benchmarks/results

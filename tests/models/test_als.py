@@ -106,6 +106,11 @@ def test_solve_sums_duplicate_entries_like_scipy():
         ({"R": sp.csr_matrix(np.ones((2, 4)))}, DprecError, "R must have 3 columns"),
         ({"R": np.ones((2, 3))}, DprecError, "scipy.sparse"),
         ({"gram": np.eye(3)}, DprecError, r"gram must have shape \(2, 2\)"),
+        ({"solver": "lu"}, DprecError, "solver must be one of cholesky, cg, got 'lu'"),
+        ({"solver": "cg", "cg_steps": 0}, DprecError, "cg_steps must be an integer >= 1, got 0"),
+        ({"solver": "cg", "x0": np.zeros((2, 2))}, DprecError,
+         r"x0 must have shape \(3, 2\), got \(2, 2\)"),
+        ({"x0": np.zeros((3, 2))}, DprecError, "x0 is a starting point for solver='cg'"),
     ],
 )
 def test_solve_rejects_bad_input(kwargs, error, match):
@@ -201,6 +206,8 @@ def test_unfitted_model_raises():
         ({"alpha": float("nan")}, "alpha must be finite and >= 0, got nan"),
         ({"iterations": 0}, "iterations must be an integer >= 1, got 0"),
         ({"init_scale": -1.0}, "init_scale must be > 0, got -1.0"),
+        ({"solver": "exact"}, "solver must be one of cholesky, cg, got 'exact'"),
+        ({"cg_steps": 0}, "cg_steps must be an integer >= 1, got 0"),
     ],
 )
 def test_config_validation(kwargs, match):
@@ -228,3 +235,76 @@ def test_agrees_with_implicit_library_from_the_same_start():
     theirs.fit(data, show_progress=False)
     np.testing.assert_allclose(ours.item_factors, theirs.item_factors, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(ours.user_factors, theirs.user_factors, rtol=1e-8, atol=1e-10)
+
+
+# ---------------------------------------------------------------- conjugate-gradient solver
+
+
+def _implicit_reference_cg():
+    """implicit's pure-Python least_squares_cg (the reference its Cython kernel is tested
+    against); its native kernel differs from it by ~1e-8, so the reference is the oracle."""
+    return pytest.importorskip("implicit.cpu.als").least_squares_cg
+
+
+def _confidences(R, alpha):
+    C = R.copy()
+    C.data = 1.0 + alpha * C.data
+    return C
+
+
+@pytest.mark.parametrize("steps", [1, 3, 5])
+def test_cg_step_matches_implicit_reference(steps):
+    least_squares_cg = _implicit_reference_cg()
+    rng = np.random.default_rng(20)
+    R = random_observations(rng, 30, 25, 0.25)
+    V = 0.3 * rng.normal(size=(25, 5))
+    x0 = 0.1 * rng.normal(size=(30, 5))
+    theirs = x0.copy()
+    least_squares_cg(_confidences(R, 3.0), theirs, V, 0.05, cg_steps=steps)
+    ours = solve_user_factors(V, R, 3.0, 0.05, solver="cg", cg_steps=steps, x0=x0)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-14)
+    assert not np.allclose(ours, x0)
+
+
+def test_cg_fit_matches_alternating_implicit_reference_steps():
+    """A whole CG fit: users then items, each warm-started, as implicit's fit does."""
+    least_squares_cg = _implicit_reference_cg()
+    rng = np.random.default_rng(21)
+    R = random_observations(rng, 40, 30, 0.2)
+    cfg = ALSConfig(factors=6, iterations=4, alpha=4.0, regularization=0.05, solver="cg")
+    ours = ImplicitALS(cfg).fit(R, np.random.default_rng(22))
+    V = cfg.init_scale * np.random.default_rng(22).standard_normal((30, 6))
+    U = np.zeros((40, 6))
+    C = _confidences(R, cfg.alpha)
+    CT = C.T.tocsr()
+    for _ in range(cfg.iterations):
+        least_squares_cg(C, U, V, cfg.regularization, cg_steps=cfg.cg_steps)
+        least_squares_cg(CT, V, U, cfg.regularization, cg_steps=cfg.cg_steps)
+    np.testing.assert_allclose(ours.item_factors, V, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(ours.user_factors, U, rtol=1e-9, atol=1e-12)
+
+
+def test_cg_with_enough_steps_is_the_exact_solve():
+    """CG on an F x F system converges in F steps: with cg_steps >= F it is the Cholesky solve."""
+    rng = np.random.default_rng(23)
+    R = random_observations(rng, 20, 40, 0.3)
+    V = rng.normal(size=(40, 4))
+    exact = solve_user_factors(V, R, 2.0, 0.1)
+    cg = solve_user_factors(V, R, 2.0, 0.1, solver="cg", cg_steps=12)
+    np.testing.assert_allclose(cg, exact, rtol=1e-8, atol=1e-10)
+    few = solve_user_factors(V, R, 2.0, 0.1, solver="cg", cg_steps=1)
+    assert np.max(np.abs(few - exact)) > 1e-3  # one step is not the solution
+    empty = sp.csr_matrix((2, 40))
+    np.testing.assert_array_equal(solve_user_factors(V, empty, 2.0, 0.1, solver="cg"), 0.0)
+
+
+def test_cg_fit_finds_the_held_back_items_and_approaches_the_exact_loss():
+    R, held = block_holdout()
+    cfg = ALSConfig(factors=6, iterations=15, alpha=10.0, regularization=0.01, solver="cg")
+    model = ImplicitALS(cfg).fit(R, np.random.default_rng(7), track_loss=True)
+    scores = model.score(np.arange(R.shape[0]))
+    scores[R.toarray() > 0] = -np.inf
+    np.testing.assert_array_equal(np.argmax(scores, axis=1), held)
+    exact = ImplicitALS(ALSConfig(factors=6, iterations=15, alpha=10.0, regularization=0.01))
+    exact.fit(R, np.random.default_rng(7), track_loss=True)
+    assert model.loss_history[-1] == pytest.approx(exact.loss_history[-1], rel=0.05)

@@ -122,6 +122,7 @@ def test_bad_input_and_unfitted():
         ({"regularization": -0.1}, "regularization must be finite and >= 0, got -0.1"),
         ({"epochs": True}, "epochs must be an integer >= 1, got True"),
         ({"init_scale": 0}, "init_scale must be > 0, got 0"),
+        ({"threads": -1}, "threads must be an integer >= 0, got -1"),
     ],
 )
 def test_config_validation(kwargs, match):
@@ -139,8 +140,9 @@ def test_alias_table_reproduces_the_weights():
     np.testing.assert_allclose(implied / len(w), w / w.sum(), atol=1e-12)
 
 
+@pytest.mark.parametrize("source", ["generator", "xoshiro"])
 @pytest.mark.parametrize("bitset", [True, False])
-def test_triple_sampler_is_uniform(monkeypatch, bitset):
+def test_triple_sampler_is_uniform(monkeypatch, bitset, source):
     """(u, i) uniform over usable positives and j uniform over u's non-positives (chi-square)."""
     from scipy.stats import chisquare
 
@@ -154,7 +156,11 @@ def test_triple_sampler_is_uniform(monkeypatch, bitset):
     sampler = bpr._TripleSampler.build(bpr._positives(sp.csr_matrix(D)))
     assert (sampler.bits.size > 0) == bitset
     n = 200_000
-    t = sampler.sample(n, np.random.default_rng(21))
+    if source == "generator":
+        t = sampler.sample(n, np.random.default_rng(21))
+    else:  # a Hogwild thread's stream
+        t = np.empty((n, 3), np.int64)
+        bpr._sample_triples(*sampler.arrays(), bpr.thread_states(21, 1)[0], t)
     u, i, j = t[:, 0], t[:, 1], t[:, 2]
     assert np.all(D[u, i] == 1.0) and np.all(D[u, j] == 0.0)
     assert not np.isin(u, [0, 1]).any()
@@ -169,3 +175,60 @@ def test_triple_sampler_is_uniform(monkeypatch, bitset):
     observed_j = np.bincount(u * 70 + j, minlength=D.size)
     cells = np.flatnonzero(negatives.ravel())
     assert chisquare(observed_j[cells], expected[cells]).pvalue > 1e-4
+
+
+def test_xoshiro_matches_the_reference_outputs():
+    """xoshiro256** from state (1, 2, 3, 4): the first outputs of Blackman and Vigna's C code
+    (the test vector of the rand_xoshiro crate)."""
+    from dprec.models.bpr import xoshiro256ss
+
+    state = np.array([1, 2, 3, 4], np.uint64)
+    assert [int(xoshiro256ss(state)) for _ in range(10)] == [
+        11520, 0, 1509978240, 1215971899390074240, 1216172134540287360, 607988272756665600,
+        16172922978634559625, 8476171486693032832, 10595114339597558777, 2904607092377533576]
+
+
+def test_thread_states_are_distinct_and_derived_from_the_seed():
+    from dprec.models.bpr import thread_states
+
+    a = thread_states(5, 4)
+    assert a.shape == (4, 4) and a.dtype == np.uint64
+    assert len({tuple(row) for row in a}) == 4
+    np.testing.assert_array_equal(a, thread_states(5, 4))
+    assert not np.array_equal(a, thread_states(6, 4))
+
+
+def test_one_thread_is_the_serial_loop():
+    """threads=1 is the default: the bit-reproducible serial loop (golden tests rely on it)."""
+    R, _ = block_data(seed=8, n_users=40, n_items=50)
+    a = BPRMF(BPRConfig(factors=4, epochs=3)).fit(R, np.random.default_rng(9))
+    b = BPRMF(BPRConfig(factors=4, epochs=3, threads=1)).fit(R, np.random.default_rng(9))
+    np.testing.assert_array_equal(a.item_factors, b.item_factors)
+    assert BPRConfig().threads == 1
+
+
+def test_hogwild_learns_as_well_as_the_serial_loop():
+    """Two Hogwild threads: same quality at equal epochs (bits differ, races allowed)."""
+    R, held = block_data()
+    aucs = {}
+    for threads in (1, 2):
+        model = BPRMF(BPRConfig(factors=16, epochs=30, threads=threads)).fit(
+            R, np.random.default_rng(1))
+        aucs[threads] = held_out_auc(model.score(np.arange(R.shape[0])), R, held)
+    assert aucs[2] > 0.8
+    assert abs(aucs[2] - aucs[1]) < 0.05
+    # all threads' steps happen: the loss falls as much as the serial loop's
+    losses = {t: BPRMF(BPRConfig(factors=16, epochs=5, threads=t)).fit(
+        R, np.random.default_rng(3), track_loss=True).loss_history for t in (1, 2)}
+    assert losses[2][-1] < 0.9 * losses[2][0]
+    assert losses[2][-1] == pytest.approx(losses[1][-1], rel=0.1)
+
+
+def test_all_threads_setting_restores_numba_threads():
+    import numba
+
+    before = numba.get_num_threads()
+    R, _ = block_data(seed=10, n_users=30, n_items=40)
+    model = BPRMF(BPRConfig(factors=4, epochs=2, threads=0)).fit(R, np.random.default_rng(0))
+    assert np.all(np.isfinite(model.item_factors))
+    assert numba.get_num_threads() == before

@@ -15,6 +15,15 @@ g = sigma(-x_uij), one step is
 
 Used as the "BPR-MF trained centrally on obfuscated data" baseline of DPLCF, where the input
 may be dense (30% ones after bit flipping); the negative sampler handles that by rejection.
+
+Parallel training (``BPRConfig.threads >= 2``) is Hogwild (Niu, Recht, Re and Wright,
+"HOGWILD!: A Lock-Free Approach to Parallelizing Stochastic Gradient Descent", NIPS 2011):
+each thread runs its share of an epoch's steps on the shared factors without locks, drawing
+its triples from its own xoshiro256** generator (Blackman and Vigna 2018) seeded from the
+caller's generator through ``numpy.random.SeedSequence.spawn``. Two threads rarely touch the
+same row at once (one user row and two item rows per step), and when they do, one update
+may be partly lost; so a fit is reproducible only up to those races, and its quality, not
+its bits, is what the tests check.
 """
 
 from __future__ import annotations
@@ -25,6 +34,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 import scipy.sparse as sp
+from numba import types
+from numba.extending import overload
 from rich.progress import track
 
 from dprec.errors import DataError, DprecError, check_positive
@@ -51,6 +62,11 @@ class BPRConfig:
     """Number of epochs; one epoch is as many SGD steps as there are positives (>= 1)."""
     init_scale: float = 0.1
     """Standard deviation of the Gaussian initial factors (> 0)."""
+    threads: int = 1
+    """SGD threads: 1 runs the serial LearnBPR loop (bit-identical factors for a given
+    seed); n >= 2 runs Hogwild on min(n, NUMBA_NUM_THREADS) threads, each with its own
+    generator derived from the seed (reproducible only up to thread races); 0 uses all of
+    numba's threads (>= 0)."""
 
     def __post_init__(self) -> None:
         _check_int("factors", self.factors, 1)
@@ -58,6 +74,7 @@ class BPRConfig:
         _check_nonnegative("regularization", self.regularization)
         _check_int("epochs", self.epochs, 1)
         check_positive("init_scale", self.init_scale)
+        _check_int("threads", self.threads, 0)
 
 
 class BPRMF:
@@ -69,11 +86,13 @@ class BPRMF:
     Users with a full row (no negative) or an empty row are never drawn. An epoch is as
     many steps as there are drawable positives.
 
-    Randomness: instead of an integer seed, the caller's ``numpy.random.Generator`` itself is
-    passed into the compiled loop (numba supports Generator objects) and advanced there;
-    no global state is touched, and the same seed gives bit-identical factors. The loop is
-    serial for that reason (no Hogwild threads); a step costs O(F) arithmetic plus a few
-    random memory accesses, which dominate on large data (about 0.1-0.5 us per step).
+    Randomness: with ``threads=1`` the caller's ``numpy.random.Generator`` itself is passed
+    into the compiled serial loop (numba supports Generator objects) and advanced there; no
+    global state is touched, and the same seed gives bit-identical factors. With
+    ``threads >= 2`` one seed drawn from it seeds a ``SeedSequence`` whose spawned children
+    seed one xoshiro256** stream per thread (Hogwild, see the module docstring). A step
+    costs O(F) arithmetic plus a few random memory accesses, which dominate on large data
+    (about 0.1-0.5 us per step and thread).
     """
 
     def __init__(self, config: BPRConfig | None = None) -> None:
@@ -105,9 +124,18 @@ class BPRMF:
         if track_loss:
             eval_triples = sampler.sample(min(_LOSS_SAMPLE, sampler.n_steps),
                                           np.random.default_rng(eval_seed))
+        threads = _resolve_threads(cfg.threads)
+        if threads > 1:
+            states = thread_states(int(rng.integers(2**63)), threads)
         epochs = track(range(cfg.epochs), description="BPR", disable=not show_progress)
         for epoch in epochs:
-            _bpr_epoch(*sampler.arrays(), W, H, cfg.lr, cfg.regularization, sampler.n_steps, rng)
+            if threads > 1:
+                with _numba_threads(threads):
+                    _bpr_epoch_hogwild(*sampler.arrays(), W, H, cfg.lr, cfg.regularization,
+                                       sampler.n_steps, states)
+            else:
+                _bpr_epoch(*sampler.arrays(), W, H, cfg.lr, cfg.regularization,
+                           sampler.n_steps, rng)
             if track_loss:
                 loss = _bpr_loss(W, H, eval_triples)
                 self.loss_history.append(loss)
@@ -131,6 +159,37 @@ class BPRMF:
         """(len(users), N) scores x_ui = W[users] H^T."""
         W = self.user_factors
         return W[_check_users(users, W.shape[0])] @ self.item_factors.T
+
+
+def _resolve_threads(threads: int) -> int:
+    available = numba.config.NUMBA_NUM_THREADS
+    return available if threads == 0 else min(threads, available)
+
+
+class _numba_threads:
+    """Context manager: run numba's parallel loops on ``n`` threads, then restore."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __enter__(self) -> None:
+        self.saved = numba.get_num_threads()
+        numba.set_num_threads(self.n)
+
+    def __exit__(self, *exc: object) -> None:
+        numba.set_num_threads(self.saved)
+
+
+def thread_states(seed: int, threads: int) -> np.ndarray:
+    """(threads, 4) uint64 xoshiro256** states, one independent stream per thread.
+
+    Derived from ``seed`` by ``SeedSequence(seed).spawn(threads)`` (each child's 256-bit
+    state; an all-zero state, the one fixed point, is replaced).
+    """
+    children = np.random.SeedSequence(seed).spawn(threads)
+    states = np.stack([c.generate_state(4, np.uint64) for c in children])
+    states[~states.any(axis=1), 0] = 1
+    return states
 
 
 def _positives(R: sp.spmatrix | sp.sparray) -> sp.csr_matrix:
@@ -250,9 +309,46 @@ def _is_positive(indptr, indices, bits, u, j):
     return lo < end and indices[lo] == j
 
 
+@numba.njit(cache=True, inline="always")
+def _rotl(x, k):
+    return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
+
+
+@numba.njit(cache=True)
+def xoshiro256ss(state):
+    """Next 64-bit output of xoshiro256** (Blackman and Vigna), advancing ``state`` (4 x uint64)."""
+    result = _rotl(state[1] * np.uint64(5), 7) * np.uint64(9)
+    t = state[1] << np.uint64(17)
+    state[2] ^= state[0]
+    state[3] ^= state[1]
+    state[1] ^= state[2]
+    state[0] ^= state[3]
+    state[2] ^= t
+    state[3] = _rotl(state[3], 45)
+    return result
+
+
+def _random(src):  # pragma: no cover - replaced by the overload inside numba
+    raise NotImplementedError
+
+
+@overload(_random)
+def _random_overload(src):
+    """A uniform double in [0, 1): ``src.random()`` for a numpy Generator, else the top 53
+    bits of xoshiro256** for a (4,) uint64 state."""
+    if isinstance(src, types.Array):
+        def from_state(src):
+            return np.float64(xoshiro256ss(src) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+        return from_state
+
+    def from_generator(src):
+        return src.random()
+    return from_generator
+
+
 @numba.njit(cache=True)
 def _uniform_index(rng, n):
-    return min(int(rng.random() * n), n - 1)
+    return min(int(_random(rng) * n), n - 1)
 
 
 @numba.njit(cache=True)
@@ -260,7 +356,7 @@ def _draw(indptr, indices, prob, alias, bits, n_items, rng):
     """One (u, i, j) triple (see :class:`_TripleSampler`)."""
     while True:
         u = _uniform_index(rng, prob.shape[0])
-        if rng.random() >= prob[u]:
+        if _random(rng) >= prob[u]:
             u = alias[u]
         start = indptr[u]
         n_u = indptr[u + 1] - start
@@ -284,20 +380,38 @@ def _sample_triples(indptr, indices, prob, alias, bits, n_items, rng, out):
 
 @numba.njit(cache=True, error_model="numpy")
 def _bpr_epoch(indptr, indices, prob, alias, bits, n_items, W, H, lr, reg, n_steps, rng):
-    f = W.shape[1]
     for _ in range(n_steps):
         u, i, j = _draw(indptr, indices, prob, alias, bits, n_items, rng)
-        x = 0.0
-        for a in range(f):
-            x += W[u, a] * (H[i, a] - H[j, a])
-        g = 1.0 / (1.0 + np.exp(x))
-        for a in range(f):
-            wu = W[u, a]
-            hi = H[i, a]
-            hj = H[j, a]
-            W[u, a] += lr * (g * (hi - hj) - reg * wu)
-            H[i, a] += lr * (g * wu - reg * hi)
-            H[j, a] += lr * (-g * wu - reg * hj)
+        _bpr_step(W, H, u, i, j, lr, reg)
+
+
+@numba.njit(cache=True, parallel=True, error_model="numpy")
+def _bpr_epoch_hogwild(indptr, indices, prob, alias, bits, n_items, W, H, lr, reg, n_steps,
+                       states):
+    """Hogwild epoch: thread t takes its share of ``n_steps`` with generator ``states[t]``."""
+    threads = states.shape[0]
+    for t in numba.prange(threads):
+        state = states[t].copy()  # thread-local: the rows of ``states`` share a cache line
+        for _ in range(n_steps // threads + (1 if t < n_steps % threads else 0)):
+            u, i, j = _draw(indptr, indices, prob, alias, bits, n_items, state)
+            _bpr_step(W, H, u, i, j, lr, reg)
+        states[t, :] = state
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _bpr_step(W, H, u, i, j, lr, reg):
+    f = W.shape[1]
+    x = 0.0
+    for a in range(f):
+        x += W[u, a] * (H[i, a] - H[j, a])
+    g = 1.0 / (1.0 + np.exp(x))
+    for a in range(f):
+        wu = W[u, a]
+        hi = H[i, a]
+        hj = H[j, a]
+        W[u, a] += lr * (g * (hi - hj) - reg * wu)
+        H[i, a] += lr * (g * wu - reg * hi)
+        H[j, a] += lr * (-g * wu - reg * hj)
 
 
 @numba.njit(cache=True, error_model="numpy")
