@@ -13,6 +13,7 @@ from dprec.protocol.deployed import (
     check_forwarded,
     check_upload,
     generator_from_json,
+    generator_to_json,
 )
 from dprec.protocol.messages import (
     GradientReports,
@@ -30,15 +31,29 @@ PREFIXES = [GradientReports(1, [1, 2, 3, 4], [0, 1, 2, 0], [1, 0, 1, 1]).to_byte
             ObfuscatedBits.pack(np.eye(1, 20)).to_bytes()]
 
 
-def _parse_and_check(data: bytes, info: ProtocolInfo, upload: bool) -> None:
+def _parse_and_check(data: bytes, info: ProtocolInfo, upload: bool) -> bool:
+    """False if refused with the module's error; True, after checking it, if accepted."""
     try:
         m = Message.from_bytes(data)
         (check_upload if upload else check_forwarded)(m, info)
     except MessageError:
-        return
+        return False
     assert type(m) is (info.upload if upload else info.forward)
     if hasattr(m, "items") and m.k:
         assert m.items.max() < info.n_items and m.factors.max() < info.n_factors
+    return True
+
+
+def test_the_checker_accepts_what_the_protocols_send():
+    """The fuzz tests below pass on refusal: this one fails if everything is refused."""
+    assert _parse_and_check(PREFIXES[0], INFOS[0], upload=True)
+    assert _parse_and_check(PREFIXES[1], INFOS[0], upload=False)
+    assert _parse_and_check(PREFIXES[2], INFOS[2], upload=True)
+    assert not _parse_and_check(PREFIXES[0], INFOS[2], upload=True)  # wrong protocol
+    assert ProtocolInfo.from_json(INFOS[0].to_json()).family == "fmf"
+    g = np.random.default_rng(3)
+    restored = generator_from_json(generator_to_json(g))
+    assert restored.random() == g.random()
 
 
 @settings(max_examples=EXAMPLES, deadline=None)

@@ -29,6 +29,7 @@ __all__ = [
     "noise_multiplier_for",
     "pld_poisson_epsilon",
     "privrec_effective_noise",
+    "privrec_noise_multipliers",
     "privrec_table",
 ]
 
@@ -114,24 +115,32 @@ def noise_multiplier_for(target_epsilon: float, sampling_rate: float, steps: int
     return hi
 
 
-def privrec_effective_noise(z: float = 1.0, h: float = 0.7,
-                            b_sensitivity_over_m: float = 1.0) -> float:
-    """Noise multiplier of one DP-PrivRec round as implemented: two Gaussian queries.
+def privrec_noise_multipliers(z: float = 1.0, h: float = 0.7, server_lr: float = 1.0,
+                              b_sensitivity_over_m: float = 1.0) -> tuple[float, float, float]:
+    """(z_D, z_b, z_eff) of one DP-PrivRec round as implemented: two Gaussian queries.
 
-    The clipped mean of Delta has replace-one sensitivity 2S/M and noise
-    sigma_D = (2 S z / M) sqrt(1/(1 - h)): multiplier z / sqrt(1 - h). The clip indicator's
-    mean has sensitivity ``b_sensitivity_over_m`` / M (1/M replace-one; the paper's sigma_b
-    formula assumes 2/M) and noise sigma_b = (2 z / M) sqrt(1/h): multiplier
-    2 z / (b_sensitivity_over_m sqrt(h)). Two Gaussian queries on the same batch compose to one
-    with 1/z_eff^2 = 1/z_D^2 + 1/z_b^2. With the paper's 2/M this is exactly z.
+    The update query alpha3 sum(Delta)/M has replace-one sensitivity 2 alpha3 S / M and noise
+    sigma_D = (2 S z / M) sqrt(1/(1 - h)) added after the alpha3 scaling (Algorithm 2 line 9):
+    z_D = z / (alpha3 sqrt(1 - h)). The clip indicator's mean has sensitivity
+    ``b_sensitivity_over_m`` / M (1/M replace-one; the paper's sigma_b formula assumes 2/M) and
+    noise sigma_b = (2 z / M) sqrt(1/h): z_b = 2 z / (b_sensitivity_over_m sqrt(h)). Both read
+    the same batch, so they are one Gaussian query with 1/z_eff^2 = 1/z_D^2 + 1/z_b^2; with the
+    paper's 2/M and alpha3 = 1 this is exactly z.
     """
     check_positive("z", z)
     if not 0 < h < 1:
         raise DprecError(f"h must be in (0, 1), got {h}")
+    check_positive("server learning rate", server_lr)
     check_positive("b sensitivity", b_sensitivity_over_m)
-    z_d = z / math.sqrt(1.0 - h)
+    z_d = z / (server_lr * math.sqrt(1.0 - h))
     z_b = 2.0 * z / (b_sensitivity_over_m * math.sqrt(h))
-    return 1.0 / math.sqrt(z_d**-2 + z_b**-2)
+    return z_d, z_b, 1.0 / math.sqrt(z_d**-2 + z_b**-2)
+
+
+def privrec_effective_noise(z: float = 1.0, h: float = 0.7,
+                            b_sensitivity_over_m: float = 1.0) -> float:
+    """z_eff of :func:`privrec_noise_multipliers` with alpha3 = 1 (the Table 3 setting)."""
+    return privrec_noise_multipliers(z, h, 1.0, b_sensitivity_over_m)[2]
 
 
 def privrec_table() -> list[dict[str, float]]:

@@ -17,8 +17,6 @@ need their own side features, so ``users`` must hold their indices in the featur
 
 from __future__ import annotations
 
-import math
-
 import dp_accounting
 import numpy as np
 import scipy.sparse as sp
@@ -43,6 +41,7 @@ from dprec.models.side_net import (
 from dprec.privacy.accountant import RdpAccountant
 from dprec.privacy.accounting import gaussian_rdp_epsilon
 from dprec.privacy.events import EventLog
+from dprec.privacy.gaussian import pld_poisson_epsilon, privrec_noise_multipliers
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
 from dprec.protocol.engine import run_protocol
 from dprec.systems.base import NotFittedError, Ranker, RoundHook, UnknownUserError, check_history
@@ -61,18 +60,9 @@ THREAT_MODEL = (
 
 
 def privrec_noise(cfg: PrivRecConfig) -> tuple[float, float, float]:
-    """(z_D, z_b, z_eff): noise multipliers of DP-PrivRec's two queries as implemented.
-
-    The update query alpha3 sum(Delta)/M has replace-one l2 sensitivity 2 alpha3 S / M and
-    noise sigma_D = (2 S z / M) sqrt(1/(1-h)) (added after the alpha3 scaling, Algorithm 2
-    line 9): z_D = z / (alpha3 sqrt(1-h)). The clip count sum(b)/M has sensitivity 1/M and
-    sigma_b = (2 z / M) sqrt(1/h): z_b = 2 z / sqrt(h). Both read the same batch, so they
-    are one Gaussian query with 1/z_eff^2 = 1/z_D^2 + 1/z_b^2.
-    """
-    z, h = cfg.noise_multiplier, cfg.budget_balance
-    z_d = z / (cfg.server_lr * math.sqrt(1.0 - h))
-    z_b = 2.0 * z / math.sqrt(h)
-    return z_d, z_b, 1.0 / math.sqrt(z_d**-2 + z_b**-2)
+    """(z_D, z_b, z_eff) of this configuration's rounds
+    (:func:`~dprec.privacy.gaussian.privrec_noise_multipliers`, b's sensitivity 1/M)."""
+    return privrec_noise_multipliers(cfg.noise_multiplier, cfg.budget_balance, cfg.server_lr)
 
 
 class SideNetRecommender(Ranker):
@@ -292,10 +282,6 @@ class SideNetRecommender(Ranker):
             (f"reproduces the paper's Table 3: the Gaussian step with z={cfg.noise_multiplier:g} "
              f"composed rounds x M = {t} x {m} times, classic RDP-to-DP conversion; the "
              "paper over-counts by M and ignores that the clip count b is a second query",))
-        poisson = dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(z_eff))
-        from dp_accounting.pld import pld_privacy_accountant
-        pld_acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-3)
-        pld_acc.compose(poisson, max(t, 1))
         report = privacy_report_from_log(
             self.name, THREAT_MODEL, self.events, claimed,
             ({"mechanism": "Gaussian on the clipped mean update and the clip count",
@@ -307,7 +293,7 @@ class SideNetRecommender(Ranker):
                 "accountant": "RDP (dp-accounting), sampled without replacement, improved "
                               "conversion",
                 "rounds": t,
-                "pld_poisson_epsilon": float(pld_acc.get_epsilon(cfg.delta)) if t else 0.0,
+                "pld_poisson_epsilon": pld_poisson_epsilon(z_eff, q, t, cfg.delta) if t else 0.0,
                 "pld_poisson_note": "the PLD accountant under Poisson sampling at q = M/N: a "
                                     "different sampling scheme, shown for comparison",
                 "notes": [
