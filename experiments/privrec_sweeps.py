@@ -2,7 +2,8 @@
 
 All runs use dprec's one evaluation (80/20 user split, each test user fine-tunes on half of
 their ratings on the device, every held-out positive ranked against all never-interacted
-items; UserRankingEvaluator), registry defaults except the swept setting:
+items; UserRankingEvaluator), and the settings of ``--config`` (PrivRec's tuned TOML; registry
+defaults without it) except the swept setting:
 
 - ``fig2``: Hits@20 against E1 (rounds; one run with a learning curve), E2 (local epochs)
   and M (clients per round) for PrivRec — the Figure 2 analogue;
@@ -13,9 +14,11 @@ items; UserRankingEvaluator), registry defaults except the swept setting:
   N = 4800): the paper's Table 3, our reproduction of its accounting, the correct RDP value
   and the PLD value under Poisson sampling (no training; seconds).
 
-Writes results/privrec/{privrec_sweeps.json, fig2_hyper.png, fig34_dp.png, eps_vs_q.png}.
+Writes results/privrec/{privrec_sweeps.json, fig2_hyper.png, fig34_dp.png, eps_vs_q.png};
+a run of some parts keeps the other parts already in privrec_sweeps.json.
 Usage:
   .venv/bin/python experiments/privrec_sweeps.py [--parts fig2 fig34 eps] [--seeds 1]
+      [--config configs/ml-100k-privrec/privrec.toml]
       [--rounds 40] [--e1 5 20 40 60 80 100] [--e2 1 2 5] [--m 5 10 20 30 40]
       [--z 0.5 1 2] [--out results/privrec]
 """
@@ -38,9 +41,15 @@ from dprec.evaluation.runner import Experiment  # noqa: E402
 from dprec.evaluation.split import UserSplit  # noqa: E402
 from dprec.evaluation.user_ranking import UserRankingEvaluator  # noqa: E402
 from dprec.privacy.gaussian import PRIVREC_DELTAS, privrec_table  # noqa: E402
-from dprec.systems.registry import make_system  # noqa: E402
+from dprec.systems.registry import make_system, read_config  # noqa: E402
 
 KS = (5, 10, 20, 30)
+BASE: dict[str, object] = {}
+"""PrivRec's settings from ``--config`` (its tuned TOML), under every swept setting."""
+
+
+def _system(name: str, params: dict[str, object]) -> object:
+    return make_system(name, {**BASE, **params})
 
 
 def _hits(res: object, k: int = 20) -> dict[str, float]:
@@ -53,7 +62,7 @@ def fig2(exp: Experiment, rounds: int, e1: list[int], e2: list[int], ms: list[in
     doc: dict[str, object] = {}
     t = time.perf_counter()
     every = min(e1)
-    res = exp.run(lambda: make_system("privrec", {"rounds": max(e1)}), curve_every=every)
+    res = exp.run(lambda: _system("privrec", {"rounds": max(e1)}), curve_every=every)
     points = []
     for per_seed in res.curves or []:
         for p in per_seed:
@@ -68,7 +77,7 @@ def fig2(exp: Experiment, rounds: int, e1: list[int], e2: list[int], ms: list[in
         rows = []
         for v in values:
             t = time.perf_counter()
-            r = exp.run(lambda n=name, v=v: make_system("privrec", {"rounds": rounds, n: v}))
+            r = exp.run(lambda n=name, v=v: _system("privrec", {"rounds": rounds, n: v}))
             rows.append({"value": v, "hits20": _hits(r)["mean"], "std": _hits(r)["std"]})
             print(f"{key}={v}: Hits@20 {rows[-1]['hits20']:.4f} "
                   f"({time.perf_counter() - t:.0f}s)", flush=True)
@@ -92,14 +101,14 @@ def fig2(exp: Experiment, rounds: int, e1: list[int], e2: list[int], ms: list[in
 def fig34(exp: Experiment, rounds: int, zs: list[float], out: Path) -> dict[str, object]:
     rows = []
     t = time.perf_counter()
-    base = exp.run(lambda: make_system("privrec", {"rounds": rounds}))
+    base = exp.run(lambda: _system("privrec", {"rounds": rounds}))
     rows.append({"system": "privrec", "z": None,
                  "hits": {k: base.metrics["full"][f"HR@{k}"]["mean"] for k in KS},
                  "user_epsilon": None, "paper_epsilon": None})
     print(f"privrec ({time.perf_counter() - t:.0f}s)", flush=True)
     for z in zs:
         t = time.perf_counter()
-        r = exp.run(lambda z=z: make_system(
+        r = exp.run(lambda z=z: _system(
             "dp-privrec", {"rounds": rounds, "noise_multiplier": z, "clients_per_round": 30}))
         p = r.privacy or {}
         rows.append({"system": "dp-privrec", "z": z,
@@ -164,11 +173,23 @@ def main() -> None:
     ap.add_argument("--e2", type=int, nargs="+", default=[1, 2, 5])
     ap.add_argument("--m", type=int, nargs="+", default=[5, 10, 20, 30, 40])
     ap.add_argument("--z", type=float, nargs="+", default=[0.5, 1.0, 2.0])
+    ap.add_argument("--config", type=Path, default=None,
+                    help="PrivRec's TOML (e.g. tuned); its settings apply to every run")
     ap.add_argument("--out", type=Path, default=Path("results/privrec"))
     args = ap.parse_args()
+    if args.config is not None:
+        cf = read_config(args.config)
+        if cf.system != "privrec":
+            ap.error(f"--config {args.config} is for {cf.system}, not privrec")
+        BASE.update({k: v for k, v in cf.params.items() if k not in {
+            "noise_multiplier", "clients_per_round", "initial_clip", "target_quantile",
+            "budget_balance", "clip_lr", "clip_update", "delta", "rounds"}})
     args.out.mkdir(parents=True, exist_ok=True)
-    doc: dict[str, object] = {"dprec_version": dprec.__version__, "args": {
-        k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}}
+    path = args.out / "privrec_sweeps.json"
+    doc: dict[str, object] = json.loads(path.read_text()) if path.exists() else {}
+    doc["dprec_version"] = dprec.__version__
+    doc.setdefault("args", {})[",".join(args.parts)] = {  # type: ignore[index]
+        k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
     if "eps" in args.parts:
         doc["eps_vs_q"] = eps_vs_q(args.out)
     if {"fig2", "fig34"} & set(args.parts):
@@ -178,8 +199,9 @@ def main() -> None:
             doc["fig2"] = fig2(exp, args.rounds, args.e1, args.e2, args.m, args.out)
         if "fig34" in args.parts:
             doc["fig34"] = fig34(exp, args.rounds, args.z, args.out)
-    path = args.out / "privrec_sweeps.json"
-    path.write_text(json.dumps(doc, indent=2, default=str))
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(doc, indent=2, default=str))
+    tmp.replace(path)
     print(f"wrote {path}")
 
 

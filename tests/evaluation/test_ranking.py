@@ -66,3 +66,30 @@ def test_k_larger_than_candidate_list_is_refused(split):
     with pytest.raises(DprecError, match="larger than the sampled candidate list"):
         evaluate_ranking(RandomScorer().fit(split.train, None), split, neg,
                          np.random.default_rng(0), ks=(10, 20))
+
+
+class Stored(Ranker):
+    """Keeps the array it returned (a cache, as a deployed model might)."""
+
+    name = "stored"
+
+    def __init__(self, scores):
+        self.scores = scores
+
+    def fit(self, train, rng, on_round=None):
+        return self
+
+    def score(self, history, items=None, users=None):
+        self.last = self.scores[users]
+        return self.last
+
+
+def test_model_scores_are_not_modified_and_non_finite_scores_refused(split):
+    neg = sample_negatives(split, 99, np.random.default_rng(0))
+    full = np.random.default_rng(3).random((split.train.shape[0], split.train.shape[1]))
+    model = Stored(full)
+    evaluate_ranking(model, split, neg, np.random.default_rng(0))
+    assert np.isfinite(model.last).all()  # the evaluator masks its own copy
+    full[split.test_users[5], 0] = np.nan
+    with pytest.raises(DprecError, match="non-finite"):
+        evaluate_ranking(model, split, neg, np.random.default_rng(0))

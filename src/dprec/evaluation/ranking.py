@@ -48,9 +48,12 @@ def evaluate_ranking(
         b = users[start:start + batch_size]
         rows = np.arange(len(b))
         train = split.train[b]
-        scores = np.asarray(model.score(train, users=b), dtype=np.float64)
+        scores = np.array(model.score(train, users=b), dtype=np.float64)  # a copy: masked below
         if scores.shape != (len(b), split.train.shape[1]):
             raise DprecError(f"{model.name}.score returned shape {scores.shape}")
+        if not np.isfinite(scores).all():
+            raise DprecError(f"{model.name}.score returned non-finite scores (NaN or inf) for "
+                             f"{int((~np.isfinite(scores)).any(axis=1).sum())} test users")
         target = scores[rows, split.test_items[b]].copy()
         neg = scores[rows[:, None], negatives[start:start + len(b)]]
         sampled[start:start + len(b)] = rank_with_random_ties(target, neg, rng)
