@@ -18,9 +18,9 @@ alternative; its eps is for moving a 1 between two bits, so per bit it is below 
 whole N-bit vector costs N * eps by basic composition.
 
 Sampling uses the explicit ``numpy.random.Generator`` it is given. Seeded generators are for
-simulation only; a deployed client must pass a generator seeded from a cryptographically
-secure source (e.g. ``np.random.default_rng(secrets.randbits(128))``) and, for production
-guarantees, a CSPRNG-backed bit generator.
+simulation only. A deployed client passes :func:`dprec.random.secure_generator` (ChaCha20
+keyed from the operating system's CSPRNG, what ``dprec.client`` uses): a PCG64 stream seeded
+from a secure source is not a CSPRNG (its outputs can reveal its state).
 """
 
 from __future__ import annotations

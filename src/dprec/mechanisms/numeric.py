@@ -39,8 +39,9 @@ and every y >= high: eps-LDP, two-sided, per report.
 
 On the wire a binary report is one bit, a piecewise report one float32 (``report_bits``).
 Sampling uses the explicit ``numpy.random.Generator`` it is given. Seeded generators are for
-simulation only; a deployed client must use a generator seeded from a cryptographically
-secure source (e.g. ``np.random.default_rng(secrets.randbits(128))``).
+simulation only. A deployed client passes :func:`dprec.random.secure_generator` (ChaCha20
+keyed from the operating system's CSPRNG, what ``dprec.client`` uses): a PCG64 stream seeded
+from a secure source is not a CSPRNG (its outputs can reveal its state).
 """
 
 from __future__ import annotations
