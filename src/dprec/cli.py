@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from dprec.cli_audit import register as register_audit_commands
 from dprec.cli_serve import register as register_serve_commands
 from dprec.errors import DprecError, check_positive
 
@@ -25,6 +26,7 @@ app.add_typer(data_app, name="data")
 privacy_app = typer.Typer(help="Privacy accounting tables and calculators.", no_args_is_help=True)
 app.add_typer(privacy_app, name="privacy")
 register_serve_commands(app)  # dprec serve ..., dprec simulate (cli_serve.py)
+register_audit_commands(app)  # dprec audit (cli_audit.py)
 
 err = Console(stderr=True)
 out = Console(width=None if sys.stdout.isatty() else 160)
@@ -45,7 +47,7 @@ Split = Annotated[str | None, typer.Option(
          "side-feature systems (privrec, ...).")]
 
 def _fail(e: Exception) -> None:
-    err.print(f"[bold red]error:[/] {e}")
+    err.print(f"[bold red]error:[/] {escape(str(e))}")
     raise typer.Exit(2)
 
 

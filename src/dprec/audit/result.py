@@ -1,0 +1,92 @@
+"""The outcome of one audit: claimed, true and empirical epsilon side by side."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+from dprec.audit.distinguisher import TwoInputOutcome
+
+__all__ = ["AuditResult", "eps_json"]
+
+Level = Literal["event", "user"]
+
+
+def eps_json(value: float | None) -> float | str | None:
+    """A JSON-safe epsilon: the number, "inf" for infinity, None for none."""
+    if value is None:
+        return None
+    return "inf" if math.isinf(value) else float(value)
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """One audit. ``empirical_lower`` holds with probability >= ``confidence``; ``tight``
+    marks mechanisms whose likelihood-ratio test reaches the true eps at 10^6 trials."""
+
+    name: str
+    kind: Literal["mechanism", "protocol"]
+    level: Level
+    claimed_epsilon: float | None
+    true_epsilon: float
+    empirical_lower: float
+    confidence: float
+    trials: int
+    delta: float = 0.0
+    tight: bool = False
+    ceiling: float | None = None
+    """The most any audit of this design can certify at these trials and confidence."""
+    directions: dict[str, dict[str, object]] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    params: dict[str, object] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, object]:
+        """The result document (top-level keys of issue 14 first)."""
+        return {
+            "claimed_epsilon": eps_json(self.claimed_epsilon),
+            "true_epsilon": eps_json(self.true_epsilon),
+            "empirical_lower": float(self.empirical_lower),
+            "confidence": float(self.confidence),
+            "trials": int(self.trials),
+            "level": self.level,
+            "name": self.name,
+            "kind": self.kind,
+            "delta": float(self.delta),
+            "tight": bool(self.tight),
+            "ceiling": eps_json(self.ceiling),
+            "directions": _clean(self.directions),
+            "notes": list(self.notes),
+            "params": _clean(self.params),
+            "extra": _clean(self.extra),
+            "seconds": round(float(self.seconds), 3),
+        }
+
+
+def _clean(value: object) -> object:
+    """Non-finite floats as "inf" / "-inf" / "nan" text, recursively (strict JSON)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return value
+
+
+def directions_json(outcome: TwoInputOutcome,
+                    true: dict[str, float]) -> dict[str, dict[str, object]]:
+    """Per-direction bounds with the true eps of that direction."""
+    out: dict[str, dict[str, object]] = {}
+    for d in outcome.directions:
+        out[d.name] = {
+            "empirical_lower": d.epsilon,
+            "true_epsilon": eps_json(true.get(d.name)),
+            "threshold": d.threshold,
+            "true_positives": d.true_positives,
+            "false_positives": d.false_positives,
+            "chosen": d.name == outcome.chosen.name,
+        }
+    return out
