@@ -36,6 +36,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_rating.py
 	$(BIN)/python benchmarks/bench_pnbm.py
 	$(BIN)/python benchmarks/bench_scaling.py
+	$(BIN)/python benchmarks/bench_services.py
 
 clean:
 	rm -rf $(VENV) results benchmarks/results

@@ -25,9 +25,13 @@ Why the model is the in-process model, bit for bit:
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
+import queue
+import socket
 import threading
+import urllib.parse
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -39,6 +43,7 @@ from dprec.client.http import (
     ProxyAPI,
     ServerAPI,
     ServiceError,
+    Unreachable,
     _call,
     keepalive_client,
     retrying,
@@ -115,6 +120,80 @@ def _client_messages(message: Any, first_id: int) -> Iterator[tuple[int, bytes]]
                          "in process only")
 
 
+class Submissions:
+    """Client submissions to the proxy over a pool of kept-alive stdlib HTTP/1.1
+    connections (one per request in flight, TCP_NODELAY, headers and body in one write).
+
+    The same requests and the same refusals as :meth:`ProxyAPI.submit` (a
+    :class:`ServiceError` for a refusal, :class:`Unreachable` when no answer came), at a
+    fraction of httpx's CPU per request: the simulated population is the load generator,
+    and on a small machine it shares the cores with the services it drives
+    (benchmarks/bench_services.py).
+    """
+
+    def __init__(self, url: str, timeout: float = 60.0) -> None:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise DprecError(f"the proxy URL must be http(s)://host[:port], got {url!r}")
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname
+        self._port = parts.port
+        self._prefix = parts.path.rstrip("/")
+        self._timeout = timeout
+        self._idle: queue.SimpleQueue[http.client.HTTPConnection] = queue.SimpleQueue()
+        self._open: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+
+    def _connection(self) -> http.client.HTTPConnection:
+        try:
+            return self._idle.get_nowait()
+        except queue.Empty:
+            pass
+        cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+        conn = cls(self._host, self._port, timeout=self._timeout)
+        with self._lock:
+            self._open.append(conn)
+        return conn
+
+    def submit(self, round: int, client_id: int, token: str, body: bytes) -> dict[str, Any]:
+        """POST one client's message (see :meth:`ProxyAPI.submit`)."""
+        conn = self._connection()
+        headers = {"Authorization": f"Bearer {token}", "X-Dprec-Client": str(int(client_id)),
+                   "Content-Type": "application/octet-stream"}
+        try:
+            if conn.sock is None:
+                conn.connect()
+                conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn.request("POST", f"{self._prefix}/v1/rounds/{int(round)}/reports", body=body,
+                         headers=headers)
+            r = conn.getresponse()
+            data = r.read()
+        except (OSError, http.client.HTTPException) as e:
+            conn.close()  # reconnects on its next use
+            self._idle.put(conn)
+            raise Unreachable(f"{type(e).__name__}: {e}") from None
+        if r.will_close:
+            conn.close()
+        self._idle.put(conn)
+        if r.status < 400:
+            return json.loads(data)
+        try:
+            message = str(json.loads(data).get("error", data[:200]))
+        except (ValueError, AttributeError):
+            message = data[:200].decode(errors="replace")
+        if r.status >= 500 and r.status not in (502, 503, 504):
+            raise Unreachable(f"{r.status}: {message}")
+        after = r.getheader("Retry-After")
+        raise ServiceError(r.status, message,
+                           float(after) if after and after.isdigit() else None)
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._open:
+                conn.close()
+            self._open = []
+
+
 class RemoteProxy(Proxy):
     """The proxy role in the proxy process, seen from the simulation."""
 
@@ -126,6 +205,8 @@ class RemoteProxy(Proxy):
         self.token_key = token_key
         self.retry_for = retry_for
         self.concurrency = max(1, int(concurrency))
+        self.submissions = Submissions(api.url)
+        """How the clients' requests travel (a light pool of kept-alive connections)."""
         self.round = 0
         self.senders = 0
         self.requests = 0
@@ -146,7 +227,7 @@ class RemoteProxy(Proxy):
             with self._count:
                 self.requests += 1
             try:
-                return self.api.submit(round, client_id, token, body)
+                return self.submissions.submit(round, client_id, token, body)
             except ServiceError as e:
                 # a retry of the same bytes after no answer: the first one had landed
                 if e.status == 409 and tries > 1 and "already submitted" in e.message:
@@ -197,7 +278,7 @@ class HttpTransport(Transport):
         self.retry_for = retry_for
         self.concurrency = concurrency
         """Submissions in flight at once (one request per client, kept-alive connections)."""
-        self._clients: list[httpx.Client | ServerAPI | ProxyAPI] = []
+        self._clients: list[httpx.Client | ServerAPI | ProxyAPI | Submissions] = []
         self.remote: tuple[RemoteServer, RemoteProxy] | None = None
 
     def carry(self, message: Any) -> Any:
@@ -213,6 +294,7 @@ class HttpTransport(Transport):
         self.remote = (RemoteServer(server, server_api, server_admin, self.retry_for),
                        RemoteProxy(proxy, proxy_api, proxy_admin, self.token_key,
                                    self.retry_for, self.concurrency))
+        self._clients.append(self.remote[1].submissions)
         return self.remote
 
     def close(self) -> None:

@@ -15,6 +15,7 @@ The variants differ only in the flip mechanism and the server's estimator:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -25,7 +26,7 @@ from dprec.errors import DprecError, check_positive
 from dprec.mechanisms.bitflip import BitFlip
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
-from dprec.protocol.engine import Transport, run_protocol
+from dprec.protocol.engine import Clients, Transport, run_protocol
 from dprec.systems.base import NotFittedError, Ranker, RoundHook, check_history
 from dprec.systems.dplcf import client, server
 from dprec.systems.dplcf.messages import NeighbourLists
@@ -95,6 +96,9 @@ class LocalItemCF(Ranker):
         self.transport: Transport | None = None
         """How the protocol's messages travel: in this process (None) or between services
         (:class:`~dprec.services.transport.HttpTransport`); the same roles either way."""
+        self.clients_hook: Callable[[Clients, int], Clients] | None = None
+        """Wraps the simulated population (clients, n_users) before the run, e.g. with
+        poisoned clients (:mod:`dprec.protocol.poisoning`); None: the clients as they are."""
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
             on_round: RoundHook | None = None) -> LocalItemCF:
@@ -107,7 +111,8 @@ class LocalItemCF(Ranker):
         srv = server.SimilarityServer(n_items, self.mechanism, cfg.estimator, cfg.neighbours,
                                       cfg.neighbourhood == "user")
         self.events = EventLog(n_users)
-        run = run_protocol(srv, clients, 1, rng, self.events, transport=self.transport,
+        sim = self.clients_hook(clients, n_users) if self.clients_hook else clients
+        run = run_protocol(srv, sim, 1, rng, self.events, transport=self.transport,
                            on_round=(lambda r, b: on_round(r)) if on_round else None)
         if run.rounds_without_update:
             raise DprecError(f"{self.name}: no upload reached the server ({n_users} users)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -22,7 +23,7 @@ from dprec.privacy.accounting import local_guarantee
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
 from dprec.privacy.ledger import PrivacyLedger
-from dprec.protocol.engine import ShufflingProxy, Transport, run_protocol
+from dprec.protocol.engine import Clients, ShufflingProxy, Transport, run_protocol
 from dprec.protocol.messages import GradientReports, ItemMatrix, ValueReports
 from dprec.protocol.shuffler import DEFAULT_MAX_REPORTS_PER_SENDER, DEFAULT_THRESHOLD
 from dprec.systems.base import NotFittedError, Ranker, RoundHook, check_history
@@ -127,6 +128,9 @@ class FederatedMF(Ranker):
         self.transport: Transport | None = None
         """How the protocol's messages travel: in this process (None) or between services
         (:class:`~dprec.services.transport.HttpTransport`); the same roles either way."""
+        self.clients_hook: Callable[[Clients, int], Clients] | None = None
+        """Wraps the simulated population (clients, n_users) before the run, e.g. with
+        poisoned clients (:mod:`dprec.protocol.poisoning`); None: the clients as they are."""
 
     def _mechanism(self) -> BinaryMechanism | PiecewiseMechanism | None:
         c = self.config
@@ -156,7 +160,8 @@ class FederatedMF(Ranker):
             if on_round is not None:
                 on_round(r)
 
-        run = run_protocol(srv, clients, c.epochs, rng, self.events, proxy=proxy,
+        sim = self.clients_hook(clients, n_users) if self.clients_hook else clients
+        run = run_protocol(srv, sim, c.epochs, rng, self.events, proxy=proxy,
                            transport=self.transport, on_round=after_round)
         self._rounds = run.rounds
         if run.rounds_without_update == c.epochs and not c.allow_no_update:
