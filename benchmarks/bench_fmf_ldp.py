@@ -43,6 +43,9 @@ from harness import in_child, peak_gib
 if TYPE_CHECKING:
     from dprec.systems.fmf.system import FMFConfig
 
+TARGET_RATIO = 0.8
+"""FMF-LDP's 20 epochs against implicit's CG ALS, same data, same run (issue 12, part 2)."""
+TARGET_PEAK_GIB = 8.0
 
 
 def _data(args: argparse.Namespace) -> sp.csr_matrix:
@@ -160,10 +163,14 @@ def main() -> None:
                     "(OPENBLAS_NUM_THREADS, threadpoolctl)"),
         **ref, **ours, **phases,
         "ratio_fmf_to_implicit": ours["fmf_fit_s"] / ref["implicit_fit_s"],
+        # CPU seconds: less swayed than wall time when other jobs share the cores
+        "ratio_fmf_to_implicit_cpu": ours["fmf_cpu_s"] / ref["implicit_cpu_s"],
     }
     if "implicit_exact_fit_s" in ref:
         res["ratio_fmf_to_implicit_exact"] = ours["fmf_fit_s"] / ref["implicit_exact_fit_s"]
-    res["target_met"] = bool(res["ratio_fmf_to_implicit"] <= 2.0 and ours["fmf_peak_gib"] < 8.0)
+    res["target"] = f"ratio <= {TARGET_RATIO} (issue 12) and peak < {TARGET_PEAK_GIB} GiB"
+    res["target_met"] = bool(res["ratio_fmf_to_implicit"] <= TARGET_RATIO
+                             and ours["fmf_peak_gib"] < TARGET_PEAK_GIB)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "bench_fmf_ldp.json"
     path.write_text(json.dumps(res, indent=2))
@@ -179,7 +186,8 @@ def main() -> None:
         print(f"{'implicit ALS (exact, f64)':28s} {ref['implicit_exact_fit_s']:9.2f} "
               f"{ref['implicit_exact_cpu_s']:9.2f} {'':>9s}")
     print(f"ratio FMF-LDP / implicit: {res['ratio_fmf_to_implicit']:.3f}  "
-          f"(target <= 2 and < 8 GiB: {'met' if res['target_met'] else 'MISSED'})")
+          f"(target {res['target']}: {'met' if res['target_met'] else 'MISSED'}); "
+          f"CPU time ratio {res['ratio_fmf_to_implicit_cpu']:.3f}")
     if phases:
         total = phases["phases_total_s"]
         print(f"time by role (engine, BLAS on 1 thread, total {total:.2f} s; "

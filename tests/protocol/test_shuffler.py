@@ -4,6 +4,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from dprec.errors import DprecError
@@ -221,3 +223,107 @@ def test_real_valued_reports_are_shuffled_without_senders():
         a.submit_batch(items, factors, bits=np.zeros_like(items, np.uint8),
                        client_ids=np.arange(6, 12))
     assert a.senders == 6
+
+
+def _values_batch(seed=0, n_clients=30, k=5):
+    rng = np.random.default_rng(seed)
+    items = rng.integers(0, 6, (n_clients, k)).astype(np.int32)
+    factors = rng.integers(0, 3, (n_clients, k)).astype(np.uint8)
+    values = rng.choice(np.array([-0.0, 0.0, 1.5, -1.5, 2.0**-149], np.float32), (n_clients, k))
+    return items, factors, values
+
+
+def test_forwarded_batch_ignores_order_and_batching_signed_zeros_included():
+    """Reports that differ only in the sign of a zero are distinct, so no arrival order can
+    leak through their relative order; splitting the submissions differently changes nothing."""
+    from dprec.protocol.messages import ValueReports
+
+    items, factors, values = _values_batch()
+    one = Shuffler(1, np.random.default_rng(5))
+    one.submit_batch(items, factors, values=values, client_ids=np.arange(30))
+    two = Shuffler(1, np.random.default_rng(5))
+    order = np.random.default_rng(1).permutation(30)
+    two.submit_batch(items[order[:11]], factors[order[:11]], values=values[order[:11]],
+                     client_ids=order[:11])
+    for u in order[11:]:
+        two.submit(ValueReports(int(u), items[u], factors[u], values[u]).to_bytes())
+    a, b = one.flush(), two.flush()
+    assert a.to_bytes() == b.to_bytes()
+    got = sorted(zip(a.items.tolist(), a.factors.tolist(), a.values.view(np.uint32).tolist(),
+                     strict=True))
+    want = sorted(zip(items.ravel().tolist(), factors.ravel().tolist(),
+                      values.ravel().view(np.uint32).tolist(), strict=True))
+    assert got == want  # bit for bit: -0.0 stays -0.0, the subnormal stays
+
+
+@pytest.mark.parametrize("real_valued", [False, True])
+def test_the_largest_items_and_factors_round_trip(real_valued):
+    """Item 2^24 - 1 and factor 255: 64-bit codes for values, 33-bit for bits."""
+    from dprec.protocol.messages import MAX_ITEMS
+
+    items = np.array([[MAX_ITEMS - 1, 0, 3], [0, MAX_ITEMS - 1, 3]], np.int32)
+    factors = np.array([[255, 0, 7], [255, 255, 0]], np.uint8)
+    shuffler = Shuffler(2, np.random.default_rng(0))
+    if real_valued:
+        values = np.array([[-3.0e38, 3.0e38, -0.0], [1.0, -1.0, 0.0]], np.float32)
+        shuffler.submit_batch(items, factors, values=values, client_ids=np.arange(2))
+        low = values.ravel().view(np.uint32)
+    else:
+        bits = np.array([[1, 0, 1], [0, 1, 1]], np.uint8)
+        shuffler.submit_batch(items, factors, bits, np.arange(2))
+        low = bits.ravel()
+    out = shuffler.flush()
+    out_low = out.values.view(np.uint32) if real_valued else out.bits
+    got = sorted(zip(out.items.tolist(), out.factors.tolist(), out_low.tolist(), strict=True))
+    want = sorted(zip(items.ravel().tolist(), factors.ravel().tolist(), low.tolist(),
+                      strict=True))
+    assert got == want
+
+
+@st.composite
+def _round(draw):
+    n_clients = draw(st.integers(1, 12))
+    k = draw(st.integers(1, 4))
+    shape = (n_clients, k)
+    items = np.array(draw(st.lists(st.integers(0, 2**24 - 1) | st.integers(0, 3),
+                                   min_size=n_clients * k, max_size=n_clients * k)),
+                     np.int32).reshape(shape)
+    factors = np.array(draw(st.lists(st.integers(0, 255) | st.integers(0, 2),
+                                     min_size=n_clients * k, max_size=n_clients * k)),
+                       np.uint8).reshape(shape)
+    if draw(st.booleans()):
+        low = np.array(draw(st.lists(st.integers(0, 1), min_size=n_clients * k,
+                                     max_size=n_clients * k)), np.uint8).reshape(shape)
+        return items, factors, low, None
+    values = np.array(draw(st.lists(st.floats(width=32, allow_nan=False, allow_infinity=False)
+                                    | st.sampled_from([0.0, -0.0, 1.0]),
+                                    min_size=n_clients * k, max_size=n_clients * k)),
+                      np.float32).reshape(shape)
+    return items, factors, None, values
+
+
+@settings(max_examples=60, deadline=None)
+@given(_round(), st.randoms(use_true_random=False), st.data())
+def test_forwarded_batch_depends_on_the_multiset_only(reports, random, data):
+    """Any order of the clients, any split into batch submissions: the same bytes out."""
+    items, factors, bits, values = reports
+    n = items.shape[0]
+
+    def forward(order, cuts):
+        shuffler = Shuffler(1, np.random.default_rng(42))
+        bounds = [0, *cuts, n]
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+            rows = np.array(order[a:b], np.int64)
+            if not rows.size:
+                continue
+            if bits is not None:
+                shuffler.submit_batch(items[rows], factors[rows], bits[rows], rows)
+            else:
+                shuffler.submit_batch(items[rows], factors[rows], values=values[rows],
+                                      client_ids=rows)
+        return shuffler.flush().to_bytes()
+
+    order = list(range(n))
+    random.shuffle(order)
+    cuts = sorted(data.draw(st.lists(st.integers(0, n), max_size=3)))
+    assert forward(order, cuts) == forward(list(range(n)), [])

@@ -11,24 +11,214 @@ uploads) plug in here, and the services choose one by name (:data:`AGGREGATORS`)
 Order invariance. A shuffling proxy forwards reports in an order drawn from its own
 generator: seeded in the simulation, a CSPRNG in a deployment. The same client randomness
 therefore hands the server the same multiset of reports in different orders, split into
-different batches. Floating-point sums depend on order, so :class:`MeanAggregator` adds each
-cell's reports in a canonical order (by cell, then value): its totals are a function of the
-multiset alone, and the in-process and HTTP runs of a protocol give the same bits.
+different batches. Floating-point sums depend on order, so :class:`MeanAggregator` sums in
+integers (:class:`CellSums`): each report's value becomes a whole number of ``unit``s, the
+per-cell sums are int64, exact in any order and any split into parts, and the real total is
+formed once at the end. Its totals are therefore a function of the multiset of reports
+alone, the in-process and HTTP runs of a protocol give the same bits, and partial sums of
+shards (a Ray reduction, say) merge to the same bits in any grouping. The unit
+(:func:`sum_unit`) is the common magnitude C when every value is +-C (the binary mechanism:
+the sums are exact counts n+ - n-, and the total C (n+ - n-) is rounded once), else the grid
+2^-32 (:data:`FIXED_POINT_UNIT`; float32 reports of magnitude >= 2^-9 land on it exactly).
 DPLCF's pair counts are sums of 0/1 products, exact in any order and any batching.
 """
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import ClassVar
 
+import numba
 import numpy as np
 
 from dprec.errors import DprecError
 from dprec.protocol.messages import ObfuscatedBits
 
-__all__ = ["AGGREGATORS", "Aggregator", "MeanAggregator", "make_aggregator"]
+__all__ = [
+    "AGGREGATORS",
+    "FIXED_POINT_BITS",
+    "FIXED_POINT_UNIT",
+    "Aggregator",
+    "CellSums",
+    "MeanAggregator",
+    "make_aggregator",
+    "sum_unit",
+]
+
+FIXED_POINT_BITS = 32
+FIXED_POINT_UNIT = 2.0**-FIXED_POINT_BITS
+"""The fixed-point grid of real-valued reports: a report is rounded to a multiple of 2^-32
+(error <= 2^-33); int64 then holds a sum of magnitude up to 2^30 (a billion reports of
+magnitude 1) before :func:`sum_unit` takes a coarser grid."""
+_INT64_BUDGET = 2.0**62  # every |partial sum| stays below this, so int64 never overflows
+_MIN_FIXED_POINT_BITS = 16
+
+
+@numba.njit(cache=True)
+def _scan(values):  # pragma: no cover - compiled
+    """(all finite, max |v|, every |v| equal) in one pass."""
+    top = 0.0
+    same = True
+    first = abs(values[0]) if values.size else 0.0
+    for r in range(values.size):
+        a = abs(values[r])
+        if not a < np.inf:  # inf or NaN
+            return False, 0.0, False
+        if a > top:
+            top = a
+        if a != first:
+            same = False
+    return True, top, same
+
+
+@numba.njit(cache=True)
+def _fold(cells, values, unit, units, reports):  # pragma: no cover - compiled
+    """units[c] += rint(v / unit), reports[c] += 1 per report; returns (sum of |units|,
+    the index of the first cell out of range or -1)."""
+    n_cells = units.size
+    magnitude = 0
+    for r in range(cells.size):
+        c = cells[r]
+        if c < 0 or c >= n_cells:
+            return magnitude, r
+        q = np.int64(np.rint(values[r] / unit))
+        units[c] += q
+        reports[c] += 1
+        magnitude += abs(q)
+    return magnitude, -1
+
+
+def sum_unit(values: np.ndarray) -> float:
+    """The unit :class:`MeanAggregator` sums ``values`` in (a function of their multiset).
+
+    C when every |v| = C > 0 (the binary mechanism's +-C: exact, each report is +-1 unit);
+    else :data:`FIXED_POINT_UNIT`, or the largest power of two 2^-b (b >= 16) under which n
+    reports of magnitude max|v| cannot overflow int64 (n (max|v| 2^b + 1) <= 2^62) when the
+    2^-32 grid could.
+    """
+    arr = np.ascontiguousarray(values, np.float64)
+    if arr.ndim != 1:
+        raise DprecError(f"values must be 1-D, got {arr.ndim}-D")
+    finite, top, same = _scan(arr)
+    if not finite:
+        raise DprecError("report values must be finite")
+    if same and top > 0:
+        return float(top)
+    n = arr.size
+    if n * (top * 2.0**FIXED_POINT_BITS + 1) <= _INT64_BUDGET:
+        return FIXED_POINT_UNIT
+    bits = math.floor(math.log2((_INT64_BUDGET / n - 1) / top))
+    while bits >= _MIN_FIXED_POINT_BITS and n * (top * 2.0**bits + 1) > _INT64_BUDGET:
+        bits -= 1  # guard the log's rounding
+    if bits < _MIN_FIXED_POINT_BITS:
+        raise DprecError(f"{n} reports of magnitude up to {top:g} do not fit a fixed-point sum "
+                         f"in int64 with {_MIN_FIXED_POINT_BITS} fractional bits")
+    return 2.0**-bits
+
+
+@dataclass(frozen=True, eq=False)
+class CellSums:
+    """Per-cell sums of report values in integers: exact, order-free, mergeable.
+
+    A report (cell c, value v) adds q = rint(v / unit) to ``units[c]`` and 1 to
+    ``reports[c]`` (both int64). Integer addition is exact, so the sums do not depend on the
+    reports' order or on how they were split into parts merged with ``+`` (parts must share
+    ``unit``; ``magnitude``, the sum of |q| over all reports, bounds every partial sum, and a
+    merge past 2^63 - 1 is refused, so no grouping overflows). :meth:`totals` forms the real
+    sums once, units[c] * unit in float64.
+
+    Error (n_c reports in cell c): |totals[c] - sum_c v| <= n_c unit / 2
+    + 2^-51 (sum_c |v| + n_c unit), from |q unit - v| <= unit / 2 + 2^-53 |v| per report (the
+    division is exact for a power-of-two unit, and v / C = +-1 exactly for v = +-C) and the
+    final int-to-float conversion and product. For the binary mechanism (unit C, q = +-1)
+    the total is C (n+ - n-) correctly rounded, the exact sum of the reports.
+    """
+
+    units: np.ndarray
+    """int64 ``(n_cells,)``: sum over the cell's reports of rint(v / unit)."""
+    reports: np.ndarray
+    """int64 ``(n_cells,)``: number of reports in each cell."""
+    unit: float
+    """The value of one unit (C, or a power of two such as :data:`FIXED_POINT_UNIT`)."""
+    magnitude: int
+    """Sum of |rint(v / unit)| over all reports: a bound on every partial sum (<= 2^63 - 1)."""
+
+    @staticmethod
+    def _check_unit(unit: float) -> float:
+        if (isinstance(unit, bool) or not isinstance(unit, (int, float, np.floating))
+                or not math.isfinite(unit) or unit <= 0):
+            raise DprecError(f"unit must be a finite number > 0, got {unit!r}")
+        return float(unit)
+
+    @classmethod
+    def zeros(cls, n_cells: int, unit: float = FIXED_POINT_UNIT) -> CellSums:
+        """No reports yet: the neutral part of a merge."""
+        if isinstance(n_cells, bool) or int(n_cells) != n_cells or n_cells < 0:
+            raise DprecError(f"n_cells must be an integer >= 0, got {n_cells}")
+        return cls(np.zeros(int(n_cells), np.int64), np.zeros(int(n_cells), np.int64),
+                   cls._check_unit(unit), 0)
+
+    @classmethod
+    def of(cls, cells: np.ndarray, values: np.ndarray, n_cells: int,
+           unit: float | None = None) -> CellSums:
+        """The sums of the reports (cells[r], values[r]); ``unit`` defaults to
+        :func:`sum_unit` of the values. Parts to be merged must pass the same ``unit``.
+
+        Refuses, before summing: cells that are not integers in [0, n_cells), shapes that
+        differ, non-finite values, and reports whose sum of |v| / unit could reach 2^62.
+        """
+        cells_a = np.asarray(cells)
+        vals = np.ascontiguousarray(values, np.float64)
+        if cells_a.ndim != 1 or vals.shape != cells_a.shape:
+            raise DprecError(f"cells and values must be 1-D of equal length, got shapes "
+                             f"{cells_a.shape} and {vals.shape}")
+        if cells_a.size and not np.issubdtype(cells_a.dtype, np.integer):
+            raise DprecError(f"cells must be integers, got dtype {cells_a.dtype}")
+        out = cls.zeros(n_cells, FIXED_POINT_UNIT if unit is None else unit)
+        if unit is None:
+            unit = sum_unit(vals)
+            out = cls(out.units, out.reports, unit, 0)
+        elif cells_a.size:
+            finite, top, _ = _scan(vals)
+            if not finite:
+                raise DprecError("report values must be finite")
+            if vals.size * (top / out.unit + 1) > _INT64_BUDGET:
+                raise DprecError(f"{vals.size} reports of magnitude up to {top:g} in units of "
+                                 f"{out.unit:g} could overflow an int64 sum")
+        if not cells_a.size:
+            return out
+        magnitude, bad = _fold(np.ascontiguousarray(cells_a, np.int64), vals, out.unit,
+                               out.units, out.reports)
+        if bad >= 0:
+            raise DprecError(f"cells must be in [0, {out.units.size}), got {cells_a[bad]} at "
+                             f"report {bad}")
+        return cls(out.units, out.reports, out.unit, int(magnitude))
+
+    @property
+    def n(self) -> int:
+        """Number of reports summed."""
+        return int(self.reports.sum())
+
+    def __add__(self, other: CellSums) -> CellSums:
+        """The sums of both parts' reports (exact; any grouping gives the same bits)."""
+        if not isinstance(other, CellSums):
+            return NotImplemented
+        if other.unit != self.unit or other.units.shape != self.units.shape:
+            raise DprecError(f"only sums over the same cells in the same unit merge, got "
+                             f"{self.units.size} cells in units of {self.unit!r} and "
+                             f"{other.units.size} in units of {other.unit!r}")
+        magnitude = self.magnitude + other.magnitude
+        if magnitude > 2**63 - 1:
+            raise DprecError(f"merged sums could overflow int64 (sum of |units| {magnitude})")
+        return CellSums(self.units + other.units, self.reports + other.reports, self.unit,
+                        magnitude)
+
+    def totals(self) -> np.ndarray:
+        """float64 ``(n_cells,)``: units * unit (one rounding each)."""
+        return self.units.astype(np.float64) * self.unit
 
 
 class Aggregator(ABC):
@@ -50,13 +240,13 @@ class Aggregator(ABC):
 
 
 class MeanAggregator(Aggregator):
-    """The plain mean: every report counts once; each cell is summed in sorted order."""
+    """The plain mean: every report counts once; cells are summed exactly in integers
+    (:class:`CellSums` in the unit :func:`sum_unit` picks), so order does not matter."""
 
     name: ClassVar[str] = "mean"
 
     def cell_totals(self, cells: np.ndarray, values: np.ndarray, n_cells: int) -> np.ndarray:
-        order = np.lexsort((values, cells))  # canonical: by cell, then value
-        return np.bincount(cells[order], weights=values[order], minlength=n_cells)
+        return CellSums.of(cells, values, n_cells).totals()
 
 
 AGGREGATORS: dict[str, type[Aggregator]] = {"mean": MeanAggregator}

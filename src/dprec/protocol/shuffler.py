@@ -4,8 +4,15 @@ The proxy strips the sender's identity and metadata, splits each client message 
 single reports, holds them, and on :meth:`Shuffler.flush` forwards them in a uniformly
 random order drawn from its own generator. It keeps no mapping from report to sender:
 reports are stored as a bag, and before shuffling they are put in a canonical order
-(sorted by item, factor, bit), so the forwarded batch depends only on the multiset of
-reports and the proxy's generator, never on who sent what or in which order.
+(sorted by item, factor, then bit or value), so the forwarded batch depends only on the
+multiset of reports and the proxy's generator, never on who sent what or in which order.
+
+Both steps are linear in the reports where it pays (:mod:`dprec.protocol.permutation`): each
+report is packed into one integer code, (item, factor, bit) into the bits the round's largest
+item and factor need (18 bits below 16,384 items and 8 factors, so a counting sort), or
+(item, factor) above the 32 bits of an order-preserving image of the float32 value; the codes
+are sorted, shuffled by a bucketed Fisher-Yates drawing from the proxy's generator, and
+unpacked.
 
 Seeded generators are for simulation; a deployed proxy must draw its permutation from a
 cryptographically secure source.
@@ -15,6 +22,7 @@ from __future__ import annotations
 
 import logging
 
+import numba
 import numpy as np
 
 from dprec.errors import DprecError
@@ -25,6 +33,7 @@ from dprec.protocol.messages import (
     ShuffledValues,
     ValueReports,
 )
+from dprec.protocol.permutation import canonical_sort, shuffle
 
 logger = logging.getLogger(__name__)
 
@@ -36,10 +45,47 @@ bound gives no amplification at the FMF-LDP paper's eps0 (eps_s = 2.4999 for eps
 n = 100, delta = 1e-6) and a report's origin is guessable from a handful of candidates."""
 DEFAULT_MAX_REPORTS_PER_SENDER = 1 << 16
 DEFAULT_MAX_REPORTS = 1 << 27
-"""At most 134M reports held (1 GiB of 8-byte keys), whoever sends them."""
+"""At most 134M reports held (6 bytes each as one-bit reports, 9 as real-valued ones), whoever
+sends them."""
 
-_ITEM_SHIFT = 9  # key = item << 9 | factor << 1 | bit
-_FACTOR_SHIFT = 1
+_SIGN = np.uint32(0x80000000)
+_ONES = np.uint32(0xFFFFFFFF)
+
+
+def _sortable(values: np.ndarray) -> np.ndarray:
+    """float32 -> uint32 whose unsigned order is the float order (-0 just below +0): flip
+    the sign bit of a positive value, every bit of a negative one. Exact inverse:
+    :func:`_unsortable`."""
+    bits = np.ascontiguousarray(values, np.float32).view(np.uint32)
+    return bits ^ np.where(bits & _SIGN, _ONES, _SIGN)
+
+
+def _unsortable(codes: np.ndarray) -> np.ndarray:
+    return (codes ^ np.where(codes & _SIGN, _SIGN, _ONES)).view(np.float32)
+
+
+@numba.njit(cache=True)
+def _pack(items, factors, low, factor_bits, low_bits, out):  # pragma: no cover - compiled
+    """out[r] = (items[r] << factor_bits | factors[r]) << low_bits | low[r]."""
+    fb = np.uint64(factor_bits)
+    lb = np.uint64(low_bits)
+    for r in range(items.size):
+        cell = (np.uint64(items[r]) << fb) | np.uint64(factors[r])
+        out[r] = (cell << lb) | np.uint64(low[r])
+
+
+@numba.njit(cache=True)
+def _unpack(codes, factor_bits, low_bits, items, factors, low):  # pragma: no cover - compiled
+    fb = np.uint64(factor_bits)
+    lb = np.uint64(low_bits)
+    fmask = np.uint64((1 << factor_bits) - 1)
+    lmask = np.uint64((1 << low_bits) - 1)
+    for r in range(codes.size):
+        c = np.uint64(codes[r])
+        low[r] = c & lmask
+        cell = c >> lb
+        factors[r] = cell & fmask
+        items[r] = cell >> fb
 
 
 class ShuffleRefusedError(DprecError):
@@ -80,8 +126,12 @@ class Shuffler:
         self._senders: list[np.ndarray] = []
         self._n_senders = 0
         self._rng = rng
-        self._keys: list[np.ndarray] = []
-        self._values: list[np.ndarray] = []
+        self._items: list[np.ndarray] = []
+        self._factors: list[np.ndarray] = []
+        self._low: list[np.ndarray] = []
+        """Per held submission: int32 items, uint8 factors, and uint8 bits or the uint32
+        order-preserving images of float32 values (:func:`_sortable`)."""
+        self._real_valued: bool | None = None
         self._held = 0
         self.bytes_up = 0
         self.bytes_down = 0
@@ -123,24 +173,19 @@ class Shuffler:
         self._senders.append(uniq)
         self._n_senders += uniq.size
 
-    @staticmethod
-    def _encode(items: np.ndarray, factors: np.ndarray, bits: np.ndarray) -> np.ndarray:
-        return (
-            (items.astype(np.uint64) << np.uint64(_ITEM_SHIFT))
-            | (factors.astype(np.uint64) << np.uint64(_FACTOR_SHIFT))
-            | bits.astype(np.uint64)
-        )
-
     def _check_kind(self, real_valued: bool) -> None:
-        if self._keys and real_valued != bool(self._values):
+        if self._real_valued is not None and real_valued != self._real_valued:
             raise DprecError("one batch must not mix one-bit and real-valued reports")
 
-    def _hold(self, keys: np.ndarray, values: np.ndarray | None) -> None:
+    def _hold(self, items: np.ndarray, factors: np.ndarray, bits: np.ndarray | None,
+              values: np.ndarray | None) -> None:
+        """Keep validated reports (the arrays of a ShuffledReports / ShuffledValues)."""
         self._check_kind(values is not None)
-        self._keys.append(keys)
-        if values is not None:
-            self._values.append(values)
-        self._held += keys.size
+        self._real_valued = values is not None
+        self._items.append(items)
+        self._factors.append(factors)
+        self._low.append(_sortable(values) if values is not None else bits)
+        self._held += items.size
 
     def submit(self, message: GradientReports | ValueReports | bytes) -> None:
         """Accept one client's message (object or bytes): drop its id, keep its reports."""
@@ -159,10 +204,9 @@ class Shuffler:
         self._check_kind(isinstance(message, ValueReports))
         self._admit(np.array([message.client_id]), message.k)
         if isinstance(message, GradientReports):
-            self._hold(self._encode(message.items, message.factors, message.bits), None)
+            self._hold(message.items, message.factors, message.bits, None)
         else:
-            zero = np.zeros(message.k, np.uint8)
-            self._hold(self._encode(message.items, message.factors, zero), message.values)
+            self._hold(message.items, message.factors, None, message.values)
         self.bytes_up += size
         self.messages_received += 1
 
@@ -198,8 +242,7 @@ class Shuffler:
             flat = ShuffledValues(items.ravel(), factors.ravel(), np.asarray(values).ravel())
             self._check_kind(True)
             self._admit(np.asarray(client_ids), items.shape[1])
-            zero = np.zeros(flat.items.size, np.uint8)
-            self._hold(self._encode(flat.items, flat.factors, zero), flat.values)
+            self._hold(flat.items, flat.factors, None, flat.values)
             self.bytes_up += items.shape[0] * ValueReports.serialized_size(items.shape[1])
             self.messages_received += items.shape[0]
             return
@@ -213,9 +256,28 @@ class Shuffler:
         flat = ShuffledReports(items.ravel(), factors.ravel(), bits.ravel())  # validates
         self._check_kind(False)
         self._admit(np.asarray(client_ids), k)
-        self._hold(self._encode(flat.items, flat.factors, flat.bits), None)
+        self._hold(flat.items, flat.factors, flat.bits, None)
         self.bytes_up += n_clients * GradientReports.serialized_size(k)
         self.messages_received += n_clients
+
+    def _codes(self, real_valued: bool) -> tuple[np.ndarray, int, int]:
+        """Every held report as one integer code, and the (factor, low) field widths.
+
+        code = (item << factor_bits | factor) << low_bits | low, with factor_bits the bit
+        length of the largest factor held and low_bits 1 (the bit) or 32 (the value's
+        order-preserving image), so ascending codes are ascending (item, factor, low).
+        """
+        top_item = max((int(a.max()) for a in self._items if a.size), default=0)
+        top_factor = max((int(a.max()) for a in self._factors if a.size), default=0)
+        factor_bits = top_factor.bit_length()
+        low_bits = 32 if real_valued else 1
+        width = top_item.bit_length() + factor_bits + low_bits
+        codes = np.empty(self._held, np.uint32 if width <= 32 else np.uint64)
+        at = 0
+        for items, factors, low in zip(self._items, self._factors, self._low, strict=True):
+            _pack(items, factors, low, factor_bits, low_bits, codes[at:at + items.size])
+            at += items.size
+        return codes, factor_bits, low_bits
 
     def flush(self) -> ShuffledReports | ShuffledValues:
         """Forward all held reports in a uniformly random order, or refuse.
@@ -228,27 +290,23 @@ class Shuffler:
                 f"senders must be >= threshold {self.threshold} to forward, got "
                 f"{self._n_senders} ({self._held} reports)"
             )
-        keys = np.concatenate(self._keys) if len(self._keys) > 1 else self._keys[0]
-        values = np.concatenate(self._values) if self._values else None
-        if values is None:
-            keys = np.sort(keys)  # canonical order: forget arrival order
-            self._rng.shuffle(keys)
-        else:
-            order = np.lexsort((values, keys))
-            order = order[self._rng.permutation(order.size)]
-            keys, values = keys[order], values[order]
-        self._keys = []
-        self._values = []
+        real_valued = bool(self._real_valued)
+        codes, factor_bits, low_bits = self._codes(real_valued)
+        codes = shuffle(canonical_sort(codes), self._rng)  # canonical order, then shuffled
+        self._items, self._factors, self._low = [], [], []
+        self._real_valued = None
         self._held = 0
         self._senders = []
         self._n_senders = 0
-        items = (keys >> np.uint64(_ITEM_SHIFT)).astype(np.int32)
-        factors = ((keys >> np.uint64(_FACTOR_SHIFT)) & np.uint64(0xFF)).astype(np.uint8)
+        items = np.empty(codes.size, np.int32)
+        factors = np.empty(codes.size, np.uint8)
+        low = np.empty(codes.size, np.uint32 if real_valued else np.uint8)
+        _unpack(codes, factor_bits, low_bits, items, factors, low)
         out: ShuffledReports | ShuffledValues
-        if values is None:
-            out = ShuffledReports(items, factors, (keys & np.uint64(1)).astype(np.uint8))
+        if real_valued:
+            out = ShuffledValues(items, factors, _unsortable(low))
         else:
-            out = ShuffledValues(items, factors, values)
+            out = ShuffledReports(items, factors, low)
         self.bytes_down += out.nbytes
         self.reports_forwarded += len(out)
         logger.debug("forwarded %d shuffled reports", len(out))

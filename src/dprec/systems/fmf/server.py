@@ -84,14 +84,17 @@ class FactorServer(Server):
             if isinstance(batch, ShuffledReports):
                 if not isinstance(self.mechanism, BinaryMechanism):
                     raise DprecError("one-bit reports need the binary mechanism")
-                parts.append((batch.items, batch.factors, self.mechanism.estimate(batch.bits)))
+                # bits are validated 0/1 bytes: read them as booleans (no second check)
+                bits = batch.bits.view(np.bool_)
+                parts.append((batch.items, batch.factors, self.mechanism.estimate(bits)))
             elif isinstance(batch, ShuffledValues):
                 parts.append((batch.items, batch.factors, batch.values.astype(np.float64)))
             else:
                 total += batch.total  # type: ignore[attr-defined]
                 senders += batch.n_clients  # type: ignore[attr-defined]
         if parts:
-            items, factors, y = (np.concatenate(p) for p in zip(*parts, strict=True))
+            items, factors, y = (p[0] if len(p) == 1 else np.concatenate(p)
+                                 for p in zip(*parts, strict=True))
             G = self.clip * estimate_mean_gradient(items, factors, y, self.n_items,
                                                    self.factors, self.aggregator)
         elif senders:
