@@ -271,10 +271,21 @@ def run(
                        ] = False,
     data_dir: DataDir = None,
     out_dir: ResultsDir = Path("results"),
+    backend: Annotated[str | None, typer.Option(
+        help="Run the protocol sharded: local (every shard in this process) or ray (shards "
+             "on Ray actors; pip install 'dprec[ray]'); both give the same model for any "
+             "number of shards. Omitted: the in-process engine (one random stream for all "
+             "clients, a different draw). DPLCF family and fmf-ldp.")] = None,
+    ray_address: Annotated[str | None, typer.Option(
+        "--ray-address", help="Join this Ray cluster (e.g. auto after `ray start --head`); "
+                              "default: start a local Ray with this machine's CPUs.")] = None,
+    shards: Annotated[int | None, typer.Option(
+        min=1, help="Shards for --backend (default: 1 local, one per CPU on Ray).")] = None,
 ) -> None:
     """Run one system on a data set over several seeds; print metrics and the privacy report."""
     from dprec.evaluation.results import check_output_base, new_result_file, write_json
     from dprec.systems.registry import make_system, spec
+    runner = None
     try:
         check_output_base(out_dir)
         s = spec(system)
@@ -286,18 +297,37 @@ def run(
                 raise DprecError("--preset paper and --config both set the config; use one")
             base = s.paper_config()
         params = _system_params(system, epsilon, _pairs(param))
-        make_system(system, params, base)
+        probe = make_system(system, params, base)
+        if backend is not None:
+            from dprec.distributed import make_backend
+            if not hasattr(probe, "transport"):
+                raise DprecError(f"{system} has no sharded backend; the DPLCF family and "
+                                 "fmf-ldp do")
+            runner = make_backend(backend, ray_address, shards)
+        elif ray_address is not None or shards is not None:
+            raise DprecError("--ray-address and --shards need --backend")
         ds = _load(dataset, data_dir)
         exp = _experiment(_task_of(system, split), ds, seeds, split, negatives, folds)
+
+        def make():  # type: ignore[no-untyped-def]
+            model = make_system(system, params, base)
+            if runner is not None:
+                model.transport = runner
+            return model
+
         with _progress() as bar:
             task = bar.add_task(f"{system} on {dataset}", total=seeds)
-            res = exp.run(lambda: make_system(system, params, base),
-                          on_seed=lambda _: bar.advance(task), curve_every=curve_every)
+            res = exp.run(make, on_seed=lambda _: bar.advance(task), curve_every=curve_every)
     except DprecError as e:
         _fail(e)
+    finally:
+        if runner is not None:
+            runner.close()
     if cf is not None:
         res.config_file = {"path": cf.path, "provenance": cf.provenance}
     doc = res.to_json()
+    if backend is not None:
+        doc["backend"] = {"name": backend, "shards": shards, "ray_address": ray_address}
     path = write_json(new_result_file(out_dir, dataset, system), doc)
     if as_json:
         sys.stdout.write(json.dumps(doc, default=float) + "\n")

@@ -39,6 +39,7 @@ from dprec.protocol.shuffler import Shuffler, ShuffleRefusedError
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "Backend",
     "Clients",
     "InProcess",
     "PassThrough",
@@ -49,6 +50,7 @@ __all__ = [
     "Server",
     "ShufflingProxy",
     "Transport",
+    "client_ids",
     "run_protocol",
 ]
 
@@ -73,6 +75,17 @@ class Clients(ABC):
     @abstractmethod
     def sent(self) -> list[Sent]:
         """Who sent what in the round :meth:`step` just ran (read after it is exhausted)."""
+
+
+def client_ids(ids: np.ndarray | None, n_rows: int) -> np.ndarray:
+    """Global user ids of a population's ``n_rows`` history rows (default 0..n_rows-1)."""
+    if ids is None:
+        return np.arange(n_rows, dtype=np.int64)
+    out = np.asarray(ids)
+    if out.shape != (n_rows,) or (out.size and not np.issubdtype(out.dtype, np.integer)):
+        raise DprecError(f"ids must be {n_rows} integer user ids, got shape {out.shape}, "
+                         f"dtype {out.dtype}")
+    return out.astype(np.int64, copy=False)
 
 
 class Server(ABC):
@@ -124,6 +137,23 @@ class Serialising(Transport):
         data = message.to_bytes()
         self.bytes_carried += len(data)
         return type(message).from_bytes(data)
+
+
+class Backend(Transport):
+    """A transport that runs the whole round loop itself: the sharded simulation of
+    :mod:`dprec.distributed` (clients in shards, in this process or on Ray actors, and the
+    server's sums reduced as integer partial sums). Only partial sums travel, so
+    :meth:`carry` is the identity; :func:`run_protocol` hands its arguments to :meth:`run`.
+    """
+
+    def carry(self, message: Any) -> Any:
+        return message
+
+    @abstractmethod
+    def run(self, server: Server, clients: Clients, rounds: int, rng: np.random.Generator,
+            log_: EventLog, proxy: Proxy | None,
+            on_round: Callable[[int, Any], None] | None) -> ProtocolRun:
+        """:func:`run_protocol`'s contract, on this backend."""
 
 
 class Proxy(ABC):
@@ -278,6 +308,8 @@ def run_protocol(
     """
     if int(rounds) != rounds or rounds < 1:
         raise DprecError(f"rounds must be an integer >= 1, got {rounds}")
+    if isinstance(transport, Backend):
+        return transport.run(server, clients, int(rounds), rng, log_, proxy, on_round)
     transport = transport or InProcess()
     server, proxy = transport.connect(server, proxy or PassThrough())
     timer = RoleTimer()

@@ -17,7 +17,7 @@ from dprec.models.itemknn import (
     score_item_neighbourhood,
     score_user_neighbourhood,
 )
-from dprec.protocol.engine import Clients, Sent
+from dprec.protocol.engine import Clients, Sent, client_ids
 from dprec.systems.dplcf.messages import NeighbourLists, ObfuscatedBits
 
 
@@ -36,30 +36,50 @@ def obfuscate(
 
 
 class ObfuscatingClients(Clients):
-    """Every client flips its N bits once and uploads them (one round; batches of clients)."""
+    """Every client flips its N bits once and uploads them (one round; batches of clients).
+
+    ``ids``: the global user id of each history row (default: the row index); a subset of
+    the population (:meth:`subset`, the clients of one shard) keeps its users' global ids.
+    """
 
     def __init__(self, history: sp.csr_matrix, mechanism: BitFlip | None,
-                 batch_size: int) -> None:
+                 batch_size: int, ids: np.ndarray | None = None) -> None:
         if int(batch_size) != batch_size or batch_size < 1:
             raise DprecError(f"batch_size must be an integer >= 1, got {batch_size}")
         self._history = history
         self._mechanism = mechanism
         self._batch_size = int(batch_size)
+        self.ids = client_ids(ids, history.shape[0])
         self._sent: list[Sent] = []
         self.upload_bytes = 0
 
     def step(self, broadcast: object, round: int, rng: np.random.Generator
              ) -> Iterator[ObfuscatedBits]:
-        n_users, n_items = self._history.shape
+        n_users = self._history.shape[0]
         self._sent = []
         for start in range(0, n_users, self._batch_size):
-            msg = obfuscate(self._history[start:start + self._batch_size], self._mechanism, rng)
-            self.upload_bytes += msg.packed.nbytes
-            if self._mechanism is not None:
-                users = np.arange(start, min(n_users, start + self._batch_size))
-                self._sent.append(Sent(self._mechanism.dp_event(), users, n_items,
-                                       "interaction"))
+            msg, sent = self.step_rows(start, min(n_users, start + self._batch_size), rng)
+            if sent is not None:
+                self._sent.append(sent)
             yield msg
+
+    def step_rows(self, start: int, stop: int, rng: np.random.Generator
+                  ) -> tuple[ObfuscatedBits, Sent | None]:
+        """The upload of history rows start:stop (one batch, or one block of a sharded run)
+        drawn from ``rng``, and who sent what (None without a mechanism)."""
+        msg = obfuscate(self._history[start:stop], self._mechanism, rng)
+        self.upload_bytes += msg.packed.nbytes
+        if self._mechanism is None:
+            return msg, None
+        n_items = self._history.shape[1]
+        return msg, Sent(self._mechanism.dp_event(), self.ids[start:stop], n_items,
+                         "interaction")
+
+    def subset(self, rows: np.ndarray) -> ObfuscatingClients:
+        """The clients of history rows ``rows`` (in that order), with their global ids."""
+        rows = np.asarray(rows, np.int64)
+        return ObfuscatingClients(self._history[rows], self._mechanism, self._batch_size,
+                                  ids=self.ids[rows])
 
     def sent(self) -> list[Sent]:
         return list(self._sent)

@@ -18,7 +18,7 @@ from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism
 from dprec.models.als import solve_user_factors
 from dprec.privacy.ledger import PrivacyLedger
 from dprec.protocol.batches import ReportBatch
-from dprec.protocol.engine import Clients, Sent
+from dprec.protocol.engine import Clients, Sent, client_ids
 
 
 def user_vectors(V: np.ndarray, history: sp.csr_matrix, alpha: float, reg: float,
@@ -114,13 +114,15 @@ class FederatedClients(Clients):
 
     Each client keeps its history, its x_u and its ledger, charged with the events it sends
     (a user stops reporting once the next round would pass ``user_budget``); the population
-    is simulated in batches.
+    is simulated in batches. ``ids``: the global user id of each history row (default: the
+    row index); a subset (:meth:`subset`, the clients of one shard) keeps its users' ids.
     """
 
     def __init__(self, history: sp.csr_matrix, *, factors: int, alpha: float, reg: float,
                  k: int, clip: float, exact: bool,
                  mechanism: BinaryMechanism | PiecewiseMechanism | None,
-                 ledger: PrivacyLedger | None, batch_size: int) -> None:
+                 ledger: PrivacyLedger | None, batch_size: int,
+                 ids: np.ndarray | None = None) -> None:
         self._history = history
         self._factors = factors
         self._alpha = alpha
@@ -131,42 +133,87 @@ class FederatedClients(Clients):
         self._mechanism = mechanism
         self._ledger = ledger
         self._batch_size = batch_size
+        self.ids = client_ids(ids, history.shape[0])
         self._sent: list[Sent] = []
         self.reporting_rounds = np.zeros(history.shape[0], np.int64)
 
     def step(self, broadcast: np.ndarray, round: int, rng: np.random.Generator
              ) -> Iterator[GradientSum | ReportBatch]:
         V = check_item_matrix(broadcast, self._history.shape[1], self._factors)
-        n_users, n_items = self._history.shape
+        n_users = self._history.shape[0]
         gram = V.T @ V
         self._sent = []
         for start in range(0, n_users, self._batch_size):
-            users = np.arange(start, min(n_users, start + self._batch_size))
-            hist = self._history[users]
-            X = user_vectors(V, hist, self._alpha, self._reg, gram)
-            if self._exact:
-                yield GradientSum(gradient_sum(X, V, hist, self._alpha), len(users))
-                continue
-            if self._ledger is not None and self._mechanism is not None:
-                event = self._mechanism.dp_event()
-                ok = self._ledger.can_spend(users, self._ledger.cost(event, self._k))
-                self._ledger.spend_event(users[ok], event, self._k)
-                users, X, hist = users[ok], X[ok], hist[ok]
-            if not len(users):
-                continue
-            items, factors = sample_slots(len(users), self._k, n_items, self._factors, rng)
-            x = np.clip(gradient_entries(X, V, hist, items, factors, self._alpha),
-                        -self._clip, self._clip) / self._clip
-            mech = self._mechanism
-            self.reporting_rounds[users] += 1
-            if mech is not None:
-                self._sent.append(Sent(mech.dp_event(), users, self._k, "user"))
-            if isinstance(mech, BinaryMechanism):
-                bits = mech.sample_bits(x.ravel(), rng).reshape(x.shape)
-                yield ReportBatch(users, items, factors, bits=bits.astype(np.uint8))
-            else:
-                y = x if mech is None else mech.sample(x.ravel(), rng).reshape(x.shape)
-                yield ReportBatch(users, items, factors, values=y)
+            msg, sent = self.step_rows(V, gram, start, min(n_users, start + self._batch_size),
+                                       rng)
+            if sent is not None:
+                self._sent.append(sent)
+            if msg is not None:
+                yield msg
+
+    def step_rows(self, V: np.ndarray, gram: np.ndarray, start: int, stop: int,
+                  rng: np.random.Generator
+                  ) -> tuple[GradientSum | ReportBatch | None, Sent | None]:
+        """The message of history rows start:stop (one batch, or one block of a sharded
+        run) given the checked broadcast ``V`` and its Gram matrix, drawn from ``rng``; and
+        who sent what. (None, None) when the ledger stopped every one of them."""
+        users = np.arange(start, stop)
+        n_items = self._history.shape[1]
+        hist = self._history[users]
+        X = user_vectors(V, hist, self._alpha, self._reg, gram)
+        if self._exact:
+            return GradientSum(gradient_sum(X, V, hist, self._alpha), len(users)), None
+        if self._ledger is not None and self._mechanism is not None:
+            event = self._mechanism.dp_event()
+            ok = self._ledger.can_spend(users, self._ledger.cost(event, self._k))
+            self._ledger.spend_event(users[ok], event, self._k)
+            users, X, hist = users[ok], X[ok], hist[ok]
+        if not len(users):
+            return None, None
+        items, factors = sample_slots(len(users), self._k, n_items, self._factors, rng)
+        x = np.clip(gradient_entries(X, V, hist, items, factors, self._alpha),
+                    -self._clip, self._clip) / self._clip
+        mech = self._mechanism
+        self.reporting_rounds[users] += 1
+        ids = self.ids[users]
+        sent = None if mech is None else Sent(mech.dp_event(), ids, self._k, "user")
+        if isinstance(mech, BinaryMechanism):
+            bits = mech.sample_bits(x.ravel(), rng).reshape(x.shape)
+            return ReportBatch(ids, items, factors, bits=bits.astype(np.uint8)), sent
+        y = x if mech is None else mech.sample(x.ravel(), rng).reshape(x.shape)
+        return ReportBatch(ids, items, factors, values=y), sent
+
+    def subset(self, rows: np.ndarray) -> FederatedClients:
+        """The clients of history rows ``rows`` (in that order), with their ids and state."""
+        rows = np.asarray(rows, np.int64)
+        ledger = None
+        if self._ledger is not None:
+            ledger = PrivacyLedger(self._ledger.budget_eps, len(rows))
+            ledger.spent[:] = self._ledger.spent[rows]
+        part = FederatedClients(
+            self._history[rows], factors=self._factors, alpha=self._alpha, reg=self._reg,
+            k=self._k, clip=self._clip, exact=self._exact, mechanism=self._mechanism,
+            ledger=ledger, batch_size=self._batch_size, ids=self.ids[rows])
+        part.reporting_rounds[:] = self.reporting_rounds[rows]
+        return part
+
+    def state(self) -> dict[str, np.ndarray]:
+        """What the clients carry from round to round: reporting rounds, spent budget."""
+        out = {"reporting_rounds": self.reporting_rounds.copy()}
+        if self._ledger is not None:
+            out["spent"] = self._ledger.spent.copy()
+        return out
+
+    def restore(self, state: dict[str, np.ndarray]) -> None:
+        """Put back a :meth:`state` (a sharded run's retried round starts from it)."""
+        self.reporting_rounds = state["reporting_rounds"].copy()
+        if self._ledger is not None:
+            self._ledger.spent = state["spent"].copy()
+
+    @property
+    def k(self) -> int:
+        """Reports each client sends per round."""
+        return self._k
 
     def sent(self) -> list[Sent]:
         return list(self._sent)

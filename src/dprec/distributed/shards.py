@@ -1,0 +1,239 @@
+"""A shard: the clients of some blocks, run in sequence, folded into one round's partial.
+
+:class:`Shard` is plain Python: the local backend holds a list of them, the Ray backend
+wraps each in an actor (:mod:`dprec.distributed.ray_backend`). One round is a function of
+(the shard's clients as built, round, key, broadcast, the clients' state at the start of the
+round) and returns (partial, pieces, the state at the end), so a round that is run again
+after its worker died gives the same partial, never a second one on top.
+
+The system adapters say what a shard folds (client side) and what the server makes of the
+reduced sums (server side):
+
+- :class:`DplcfAdapter`: per shard, the exact int32 pair counts m11 = X^T X of its clients'
+  obfuscated bits (:class:`~dprec.models.bitcount.BitGram`; the diagonal holds the column
+  sums) and the number of uploads; the server estimates similarities from the total exactly
+  as :class:`~dprec.systems.dplcf.server.SimilarityServer` does.
+- :class:`FmfAdapter`: per shard, for every (item, factor) cell, the number of reports and
+  the number of +1 bits (binary mechanism) or the fixed-point sum of the values (piecewise,
+  none); the server debiases and descends as :class:`~dprec.systems.fmf.server.FactorServer`
+  does (Eq. 9: G = C (N F / n) sum_r y_r e_{i_r f_r}).
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from dprec.distributed.layout import block_generator
+from dprec.distributed.partials import FixedPoint, Pieces, RoundPartial, add_cells
+from dprec.errors import DprecError
+from dprec.mechanisms.numeric import BinaryMechanism
+from dprec.models.bitcount import BitGram
+from dprec.protocol.aggregation import MeanAggregator
+from dprec.protocol.batches import ReportBatch
+from dprec.protocol.engine import Clients, PassThrough, Proxy, Sent, Server, ShufflingProxy
+from dprec.systems.dplcf.client import ObfuscatingClients
+from dprec.systems.dplcf.server import PairCounts, SimilarityServer, estimate_similarity, publish
+from dprec.systems.fmf.client import FederatedClients, check_item_matrix
+from dprec.systems.fmf.server import FactorServer, descend
+
+__all__ = ["DplcfAdapter", "FmfAdapter", "Shard", "SystemAdapter", "adapter_for"]
+
+ClientsSource = Callable[[], Clients]
+"""Builds a shard's clients where the shard runs (a ready subset, or a synthetic factory)."""
+
+
+class SystemAdapter(ABC):
+    """What a shard folds into its partial, and what the server makes of the total."""
+
+    pieces: Pieces
+
+    @abstractmethod
+    def fold_round(self, clients: Clients, spans: list[tuple[int, int, int]], round: int,
+                   key: int, broadcast: Any) -> tuple[dict[str, np.ndarray], RoundPartial]:
+        """Run the clients of ``spans`` (block, start, stop) in sequence; their sums."""
+
+    @abstractmethod
+    def finish(self, server: Server, sums: dict[str, np.ndarray], total: RoundPartial,
+               round: int) -> Any:
+        """The server's next broadcast from the reduced sums (None: nothing came)."""
+
+    def state(self, clients: Clients) -> Any:
+        """The clients' state carried between rounds (None: none)."""
+        return None
+
+    def restore(self, clients: Clients, state: Any) -> None:  # noqa: B027 - optional
+        """Put back a :meth:`state`."""
+
+
+def _record(partial: RoundPartial, sent: Sent | None) -> None:
+    if sent is not None:
+        partial.sent.setdefault((sent.event, sent.count, sent.unit), []).append(sent.users)
+
+
+class _ReducedPairCounts(PairCounts):
+    """Pair counts whose m11 is already summed (the tree's total), for the estimators."""
+
+    def __init__(self, m11: np.ndarray, n_users: int) -> None:  # no BitGram: counts given
+        self.n_items = m11.shape[0]
+        self.method = "bits"
+        self.n_users = int(n_users)
+        self._bits = None
+        self._m11 = None
+        self._symmetric = m11
+        self._col = np.diagonal(m11).astype(np.float64)
+
+
+class DplcfAdapter(SystemAdapter):
+    """DPLCF: integer pair counts and upload counts per shard (SYSTEMS.md §1)."""
+
+    def __init__(self, n_items: int, max_piece_bytes: int = 256 * 2**20) -> None:
+        self.n_items = n_items
+        self.pieces = Pieces((("m11", (n_items, n_items), "int32"), ("users", (1,), "int64")),
+                             max_piece_bytes)
+
+    def fold_round(self, clients: Clients, spans: list[tuple[int, int, int]], round: int,
+                   key: int, broadcast: Any) -> tuple[dict[str, np.ndarray], RoundPartial]:
+        assert isinstance(clients, ObfuscatingClients)
+        t = time.perf_counter()
+        gram = BitGram(self.n_items)
+        partial = RoundPartial()
+        before = clients.upload_bytes
+        for block, start, stop in spans:
+            msg, sent = clients.step_rows(start, stop, block_generator(key, round, block))
+            gram.add(msg.packed)
+            partial.senders += stop - start
+            _record(partial, sent)
+        partial.upload_bytes = clients.upload_bytes - before
+        sums = {"m11": gram.gram(), "users": np.array([gram.n_rows], np.int64)}
+        partial.seconds = time.perf_counter() - t
+        return sums, partial
+
+    def finish(self, server: Server, sums: dict[str, np.ndarray], total: RoundPartial,
+               round: int) -> Any:
+        assert isinstance(server, SimilarityServer)
+        n_users = int(sums["users"][0])
+        server.users_received = n_users
+        if n_users == 0:
+            return None
+        counts = _ReducedPairCounts(sums["m11"], n_users)
+        # the tail of SimilarityServer.aggregate, on the reduced counts
+        t = time.perf_counter()
+        server.estimate = estimate_similarity(counts, server.mechanism, server.estimator)
+        server.seconds["estimate"] += time.perf_counter() - t
+        t = time.perf_counter()
+        lists = publish(server.estimate.sim, server.neighbours, server.include_full)
+        server.seconds["publish"] += time.perf_counter() - t
+        return lists
+
+
+class FmfAdapter(SystemAdapter):
+    """FMF-LDP: per (item, factor) report counts and +1 counts or fixed-point sums."""
+
+    def __init__(self, n_users: int, n_items: int, factors: int, k: int,
+                 mechanism: Any, max_piece_bytes: int = 256 * 2**20) -> None:
+        self.n_items, self.factors, self.k = n_items, factors, k
+        self.mechanism = mechanism
+        self.binary = isinstance(mechanism, BinaryMechanism)
+        cells = n_items * factors
+        self.fixed = None if self.binary else FixedPoint.for_sum(
+            max(1, n_users * k), 1.0 if mechanism is None else float(mechanism.scale))
+        self.pieces = Pieces((("reports", (cells,), "int64"), ("sum", (cells,), "int64")),
+                             max_piece_bytes)
+
+    def fold_round(self, clients: Clients, spans: list[tuple[int, int, int]], round: int,
+                   key: int, broadcast: Any) -> tuple[dict[str, np.ndarray], RoundPartial]:
+        assert isinstance(clients, FederatedClients)
+        t = time.perf_counter()
+        V = check_item_matrix(broadcast, self.n_items, self.factors)
+        gram = V.T @ V
+        cells = self.n_items * self.factors
+        reports = np.zeros(cells, np.int64)
+        total = np.zeros(cells, np.int64)
+        partial = RoundPartial()
+        for block, start, stop in spans:
+            msg, sent = clients.step_rows(V, gram, start, stop,
+                                          block_generator(key, round, block))
+            _record(partial, sent)
+            if msg is None:
+                continue
+            assert isinstance(msg, ReportBatch)
+            flat = msg.items.astype(np.int64).ravel() * self.factors + msg.factors.ravel()
+            reports += np.bincount(flat, minlength=cells)
+            if msg.bits is not None:
+                total += np.bincount(flat[msg.bits.ravel() != 0], minlength=cells)
+            else:
+                assert self.fixed is not None and msg.values is not None
+                add_cells(total, flat, self.fixed.encode(msg.values.ravel()))
+            partial.senders += msg.n_clients
+        partial.seconds = time.perf_counter() - t
+        return {"reports": reports, "sum": total}, partial
+
+    def finish(self, server: Server, sums: dict[str, np.ndarray], total: RoundPartial,
+               round: int) -> Any:
+        assert isinstance(server, FactorServer) and server.V is not None
+        n = int(sums["reports"].sum())
+        if n == 0:
+            return None
+        if self.binary:  # sum of +-C estimates: C (ones - zeros) = C (2 ones - reports)
+            g = server.mechanism.scale * (2 * sums["sum"] - sums["reports"]).astype(np.float64)
+        else:
+            assert self.fixed is not None
+            g = self.fixed.decode(sums["sum"])
+        N, F = self.n_items, self.factors
+        G = server.clip * (g * (N * F / n)).reshape(N, F)  # Eq. 9, as estimate_mean_gradient
+        server.V = descend(server.V, G, server.lr, server.reg, server.steps)
+        return server.V
+
+    def state(self, clients: Clients) -> Any:
+        assert isinstance(clients, FederatedClients)
+        return clients.state()
+
+    def restore(self, clients: Clients, state: Any) -> None:
+        assert isinstance(clients, FederatedClients)
+        clients.restore(state)
+
+
+def adapter_for(server: Server, n_users: int, proxy: Proxy | None, k: int | None = None,
+                max_piece_bytes: int = 256 * 2**20) -> SystemAdapter:
+    """The adapter of ``server``'s system; a clear error for what cannot be sharded."""
+    aggregator = getattr(server, "aggregator", None)
+    if aggregator is not None and type(aggregator) is not MeanAggregator:
+        raise DprecError(f"a sharded backend sums every report (the plain mean); the "
+                         f"{aggregator.name!r} aggregator needs the reports themselves")
+    if isinstance(server, SimilarityServer):
+        if proxy is not None and not isinstance(proxy, PassThrough):
+            raise DprecError("DPLCF runs without a proxy")
+        return DplcfAdapter(server.n_items, max_piece_bytes)
+    if isinstance(server, FactorServer):
+        if not isinstance(proxy, ShufflingProxy) or k is None:
+            raise DprecError("FCF (exact float gradient sums) has no integer partial sums: "
+                             "run it with the local engine (no --backend)")
+        return FmfAdapter(n_users, server.n_items, server.factors, k, server.mechanism,
+                          max_piece_bytes)
+    raise DprecError(f"no sharded backend for {type(server).__name__}: the DPLCF family and "
+                     "fmf-ldp run on one")
+
+
+class Shard:
+    """The clients of some blocks (``spans`` of its clients' rows), run in sequence."""
+
+    def __init__(self, source: ClientsSource, spans: list[tuple[int, int, int]],
+                 adapter: SystemAdapter) -> None:
+        self.clients = source()
+        self.spans = spans
+        self.adapter = adapter
+        self.initial = adapter.state(self.clients)
+
+    def run_round(self, round: int, key: int, broadcast: Any, state: Any
+                  ) -> tuple[RoundPartial, list[np.ndarray], Any]:
+        """One round from ``state`` (None: the clients as built): (partial, pieces, state)."""
+        self.adapter.restore(self.clients, self.initial if state is None else state)
+        sums, partial = self.adapter.fold_round(self.clients, self.spans, round, key,
+                                                broadcast)
+        return partial, self.adapter.pieces.split(sums), self.adapter.state(self.clients)
+
