@@ -62,6 +62,7 @@ CLI_CASES = [
     (["compare", "--param", "nope=1"], "no listed system has the option nope"),
     (["tune", "random"], "has no default grid"),
     (["tune", "lcf-ub", "--metric", "RMSE"], "metric RMSE"),
+    (["tune", "lcf-ub", "--grid", "pyproject.toml"], "[grid] KEY = [values"),  # not markup
 ]
 
 

@@ -25,7 +25,8 @@ def _build(name: str, cfg: PrivRecConfig) -> Recommender:
 
 
 _PROTOCOL = "user-split"
-_GRID = {"local_lr": (0.1, 0.2), "server_lr": (1.0, 2.0)}
+_GRID = {"local_lr": (0.1, 0.2, 0.4), "server_lr": (1.0, 2.0, 4.0)}
+_SELF_GRID = {"local_lr": (0.05, 0.1, 0.2), "server_lr": (0.5, 1.0, 2.0)}
 
 SPECS: list[SystemSpec] = [
     SystemSpec("privrec", PrivRecConfig, _build, "ranking", False,
@@ -47,12 +48,11 @@ SPECS: list[SystemSpec] = [
     SystemSpec("fofl-self", PrivRecConfig, _build, "ranking", False,
                "FOFL-SELF: Reptile FL on item ids and one shared user vector, no side "
                "information (non-private)",
-               {"algorithm": "reptile", "inputs": "ids", "dp": False}, _GRID,
+               {"algorithm": "reptile", "inputs": "ids", "dp": False}, _SELF_GRID,
                protocol=_PROTOCOL),
     SystemSpec("nn-self", PrivRecConfig, _build, "ranking", False,
                "NN-SELF: MAML-based FL (second-order meta-gradients), side features "
                "(non-private)",
-               {"algorithm": "maml", "inputs": "features", "dp": False},
-               {"local_lr": (0.1, 0.2), "server_lr": (1.0, 2.0)},
+               {"algorithm": "maml", "inputs": "features", "dp": False}, _SELF_GRID,
                protocol=_PROTOCOL),
 ]
