@@ -19,6 +19,7 @@ a run of some parts keeps the other parts already in privrec_sweeps.json.
 Usage:
   .venv/bin/python experiments/privrec_sweeps.py [--parts fig2 fig34 eps] [--seeds 1]
       [--config configs/ml-100k-privrec/privrec.toml]
+      [--dp-config configs/ml-100k-privrec/dp-privrec.toml]
       [--rounds 40] [--e1 5 20 40 60 80 100] [--e2 1 2 5] [--m 5 10 20 30 40]
       [--z 0.5 1 2] [--out results/privrec]
 """
@@ -46,10 +47,22 @@ from dprec.systems.registry import make_system, read_config  # noqa: E402
 KS = (5, 10, 20, 30)
 BASE: dict[str, object] = {}
 """PrivRec's settings from ``--config`` (its tuned TOML), under every swept setting."""
+DP_BASE: dict[str, object] = {}
+"""DP-PrivRec's settings from ``--dp-config``; without it, PrivRec's (``BASE``)."""
+SWEPT = {"noise_multiplier", "clients_per_round", "initial_clip", "target_quantile",
+         "budget_balance", "clip_lr", "clip_update", "delta", "rounds"}
 
 
 def _system(name: str, params: dict[str, object]) -> object:
-    return make_system(name, {**BASE, **params})
+    base = DP_BASE if name == "dp-privrec" and DP_BASE else BASE
+    return make_system(name, {**base, **params})
+
+
+def _settings(path: Path, system: str, ap: argparse.ArgumentParser) -> dict[str, object]:
+    cf = read_config(path)
+    if cf.system != system:
+        ap.error(f"{path} is for {cf.system}, not {system}")
+    return {k: v for k, v in cf.params.items() if k not in SWEPT}
 
 
 def _hits(res: object, k: int = 20) -> dict[str, float]:
@@ -175,15 +188,14 @@ def main() -> None:
     ap.add_argument("--z", type=float, nargs="+", default=[0.5, 1.0, 2.0])
     ap.add_argument("--config", type=Path, default=None,
                     help="PrivRec's TOML (e.g. tuned); its settings apply to every run")
+    ap.add_argument("--dp-config", type=Path, default=None,
+                    help="DP-PrivRec's TOML for the fig34 DP runs (default: --config's)")
     ap.add_argument("--out", type=Path, default=Path("results/privrec"))
     args = ap.parse_args()
     if args.config is not None:
-        cf = read_config(args.config)
-        if cf.system != "privrec":
-            ap.error(f"--config {args.config} is for {cf.system}, not privrec")
-        BASE.update({k: v for k, v in cf.params.items() if k not in {
-            "noise_multiplier", "clients_per_round", "initial_clip", "target_quantile",
-            "budget_balance", "clip_lr", "clip_update", "delta", "rounds"}})
+        BASE.update(_settings(args.config, "privrec", ap))
+    if args.dp_config is not None:
+        DP_BASE.update(_settings(args.dp_config, "dp-privrec", ap))
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "privrec_sweeps.json"
     doc: dict[str, object] = json.loads(path.read_text()) if path.exists() else {}
