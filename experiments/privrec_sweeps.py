@@ -38,6 +38,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 import dprec  # noqa: E402
 from dprec.data.registry import load_dataset  # noqa: E402
+from dprec.errors import DprecError  # noqa: E402
 from dprec.evaluation.runner import Experiment  # noqa: E402
 from dprec.evaluation.split import UserSplit  # noqa: E402
 from dprec.evaluation.user_ranking import UserRankingEvaluator  # noqa: E402
@@ -121,8 +122,13 @@ def fig34(exp: Experiment, rounds: int, zs: list[float], out: Path) -> dict[str,
     print(f"privrec ({time.perf_counter() - t:.0f}s)", flush=True)
     for z in zs:
         t = time.perf_counter()
-        r = exp.run(lambda z=z: _system(
-            "dp-privrec", {"rounds": rounds, "noise_multiplier": z, "clients_per_round": 30}))
+        try:
+            r = exp.run(lambda z=z: _system(
+                "dp-privrec", {"rounds": rounds, "noise_multiplier": z, "clients_per_round": 30}))
+        except DprecError as e:
+            rows.append({"system": "dp-privrec", "z": z, "failed": str(e)})
+            print(f"dp-privrec z={z} failed: {e}", flush=True)
+            continue
         p = r.privacy or {}
         rows.append({"system": "dp-privrec", "z": z,
                      "hits": {k: r.metrics["full"][f"HR@{k}"]["mean"] for k in KS},
@@ -134,6 +140,8 @@ def fig34(exp: Experiment, rounds: int, zs: list[float], out: Path) -> dict[str,
               f"({time.perf_counter() - t:.0f}s)", flush=True)
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for row in rows:
+        if "failed" in row:
+            continue
         label = ("PrivRec" if row["z"] is None else
                  f"DP-PrivRec z={row['z']:g} (ε={row['user_epsilon']:.2g}, "
                  f"paper's ε={row['paper_epsilon']:.2g})")
