@@ -99,7 +99,7 @@ class RayPool(Pool):
                     round, key, b_ref, st) for a, st in zip(self.actors, self._states,
                                                             strict=True)]
         metas = [o[0] for o in outs]
-        self._states = [o[1] for o in outs]
+        self._states = ray.get([o[1] for o in outs])  # values: a restarted actor needs no lost refs
         groups = [[o[2 + i] for o in outs] for i in range(self.n_pieces)]
         del outs  # a shard's piece is freed once it has been summed into its parent
         reduced = self._tree(groups)
@@ -133,7 +133,7 @@ class RayPool(Pool):
         return [q[0] for q in queues]
 
     def states(self) -> list[Any]:
-        return self.ray.get(self._states) if self._states else []
+        return list(self._states)
 
     def worker_peaks(self) -> list[int]:
         """Peak resident bytes of every shard worker so far."""
