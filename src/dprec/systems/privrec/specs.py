@@ -43,7 +43,7 @@ SPECS: list[SystemSpec] = [
                "the PrivRec network trained centrally on pooled examples, then fine-tuned "
                "on the device (non-private)",
                {"algorithm": "central", "inputs": "features", "dp": False},
-               {"local_lr": (0.05, 0.1, 0.2), "rounds": (5, 10, 20), "batch_size": (64,)},
+               {"local_lr": (0.05, 0.1, 0.2, 0.4), "rounds": (5, 10, 20, 40), "batch_size": (64,)},
                protocol=_PROTOCOL),
     SystemSpec("fofl-self", PrivRecConfig, _build, "ranking", False,
                "FOFL-SELF: Reptile FL on item ids and one shared user vector, no side "
