@@ -37,7 +37,7 @@ from dprec.protocol.aggregation import MeanAggregator
 from dprec.protocol.batches import ReportBatch
 from dprec.protocol.engine import Clients, PassThrough, Proxy, Sent, Server, ShufflingProxy
 from dprec.systems.dplcf.client import ObfuscatingClients
-from dprec.systems.dplcf.server import PairCounts, SimilarityServer, estimate_similarity, publish
+from dprec.systems.dplcf.server import PairCounts, SimilarityServer
 from dprec.systems.fmf.client import FederatedClients, check_item_matrix
 from dprec.systems.fmf.server import FactorServer, descend
 
@@ -120,15 +120,7 @@ class DplcfAdapter(SystemAdapter):
         server.users_received = n_users
         if n_users == 0:
             return None
-        counts = _ReducedPairCounts(sums["m11"], n_users)
-        # the tail of SimilarityServer.aggregate, on the reduced counts
-        t = time.perf_counter()
-        server.estimate = estimate_similarity(counts, server.mechanism, server.estimator)
-        server.seconds["estimate"] += time.perf_counter() - t
-        t = time.perf_counter()
-        lists = publish(server.estimate.sim, server.neighbours, server.include_full)
-        server.seconds["publish"] += time.perf_counter() - t
-        return lists
+        return server.publish_from(_ReducedPairCounts(sums["m11"], n_users))
 
 
 class FmfAdapter(SystemAdapter):

@@ -115,6 +115,17 @@ CREATE INDEX IF NOT EXISTS batches_round ON batches(round);
 """
 
 
+def _check_open(db: sqlite3.Connection, round: int, rounds: int) -> None:
+    """Raise :class:`StoreConflict` unless the protocol has started and ``round`` is open."""
+    if _meta(db, "start") is None:
+        raise StoreConflict("the protocol has not started")
+    open_round = int(_meta(db, "round", 0))
+    if open_round >= rounds:
+        raise StoreConflict(f"the protocol has finished ({rounds} rounds)")
+    if round != open_round:
+        raise StoreConflict(f"round {round} is not open; the open round is {open_round}")
+
+
 class ServerStore:
     """The server's durable state: protocol, start, round number, broadcasts, batches."""
 
@@ -196,14 +207,7 @@ class ServerStore:
                 if row[0] != digest:
                     raise StoreConflict("the idempotency key names another batch")
                 return False
-            if _meta(self.db, "start") is None:
-                raise StoreConflict("the protocol has not started")
-            open_round = int(_meta(self.db, "round", 0))
-            if open_round >= rounds:
-                raise StoreConflict(f"the protocol has finished ({rounds} rounds)")
-            if round != open_round:
-                raise StoreConflict(f"round {round} is not open; the open round is "
-                                    f"{open_round}")
+            _check_open(self.db, round, rounds)
             self.db.execute("INSERT INTO batches VALUES(?, ?, ?, ?, ?)",
                             (key, round, digest, reports, body))
         return True
@@ -220,14 +224,7 @@ class ServerStore:
             if done is not None:
                 o = json.loads(done[0])
                 return RoundOutcome(**o)
-            if _meta(self.db, "start") is None:
-                raise StoreConflict("the protocol has not started")
-            open_round = int(_meta(self.db, "round", 0))
-            if open_round >= rounds:
-                raise StoreConflict(f"the protocol has finished ({rounds} rounds)")
-            if round != open_round:
-                raise StoreConflict(f"round {round} is not open; the open round is "
-                                    f"{open_round}")
+            _check_open(self.db, round, rounds)
             batches, reports = self.batch_count(round)
             body, digest, diag = compute()
             version = _meta(self.db, "version")

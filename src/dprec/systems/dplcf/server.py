@@ -297,6 +297,12 @@ class SimilarityServer(Server):
         t = time.perf_counter()
         _ = counts.m11  # the last buffered users' counts (the bit path flushes here)
         self.seconds["accumulate"] += time.perf_counter() - t
+        return self.publish_from(counts)
+
+    def publish_from(self, counts: PairCounts) -> NeighbourLists:
+        """Estimate the similarities from the round's pair counts and publish the neighbour
+        lists (the server's step after accumulation; the sharded backends call it on
+        their reduced counts)."""
         t = time.perf_counter()
         self.estimate = estimate_similarity(counts, self.mechanism, self.estimator)
         self.seconds["estimate"] += time.perf_counter() - t
