@@ -91,5 +91,5 @@ def test_model_scores_are_not_modified_and_non_finite_scores_refused(split):
     evaluate_ranking(model, split, neg, np.random.default_rng(0))
     assert np.isfinite(model.last).all()  # the evaluator masks its own copy
     full[split.test_users[5], 0] = np.nan
-    with pytest.raises(DprecError, match="non-finite"):
+    with pytest.raises(DprecError, match="NaN or infinite"):
         evaluate_ranking(model, split, neg, np.random.default_rng(0))

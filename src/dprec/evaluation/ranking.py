@@ -11,6 +11,7 @@ from dprec.errors import DprecError
 from dprec.evaluation.candidates import sample_negatives
 from dprec.evaluation.evaluator import Evaluator, Metrics
 from dprec.evaluation.metrics import rank_with_random_ties, ranking_metrics
+from dprec.evaluation.outputs import checked_output
 from dprec.evaluation.split import LeaveOneOut
 from dprec.random import derive_generator
 from dprec.systems.base import Ranker, Recommender, Task
@@ -48,12 +49,8 @@ def evaluate_ranking(
         b = users[start:start + batch_size]
         rows = np.arange(len(b))
         train = split.train[b]
-        scores = np.array(model.score(train, users=b), dtype=np.float64)  # a copy: masked below
-        if scores.shape != (len(b), split.train.shape[1]):
-            raise DprecError(f"{model.name}.score returned shape {scores.shape}")
-        if not np.isfinite(scores).all():
-            raise DprecError(f"{model.name}.score returned non-finite scores (NaN or inf) for "
-                             f"{int((~np.isfinite(scores)).any(axis=1).sum())} test users")
+        scores = checked_output(model.score(train, users=b), (len(b), split.train.shape[1]),
+                                f"{model.name}.score", "scores")  # a copy: masked below
         target = scores[rows, split.test_items[b]].copy()
         neg = scores[rows[:, None], negatives[start:start + len(b)]]
         sampled[start:start + len(b)] = rank_with_random_ties(target, neg, rng)

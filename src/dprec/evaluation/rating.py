@@ -11,6 +11,7 @@ import numpy as np
 from dprec.data.dataset import Dataset
 from dprec.errors import DprecError
 from dprec.evaluation.evaluator import Evaluator, Metrics
+from dprec.evaluation.outputs import checked_output
 from dprec.evaluation.split import RatingFold
 from dprec.systems.base import RatingPredictor, Recommender, Task
 
@@ -88,14 +89,8 @@ class RatingEvaluator(Evaluator):
                              "rating evaluation needs a rating predictor")
         _check_fold(fold, type(fold).__name__)
         n = len(fold.test_ratings)
-        pred = np.asarray(model.predict(fold.test_users, fold.test_items), dtype=np.float64)
-        if pred.shape != (n,):
-            raise DprecError(f"{model.name}.predict returned shape {pred.shape}, "
-                             f"expected ({n},)")
-        bad = int(np.count_nonzero(~np.isfinite(pred)))
-        if bad:
-            raise DprecError(f"{model.name}.predict returned {bad} NaN or infinite "
-                             f"predictions out of {n}")
+        pred = checked_output(model.predict(fold.test_users, fold.test_items), (n,),
+                              f"{model.name}.predict", "predictions")
         lo, hi = prepared
         pred = np.clip(pred, lo, hi)
         return {"rating": {"RMSE": rmse(pred, fold.test_ratings),

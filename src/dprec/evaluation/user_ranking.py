@@ -22,6 +22,7 @@ from dprec.data.dataset import Dataset
 from dprec.errors import DprecError
 from dprec.evaluation.evaluator import Evaluator, Metrics
 from dprec.evaluation.metrics import grouped_ranking_metrics, rank_with_random_ties
+from dprec.evaluation.outputs import checked_output
 from dprec.evaluation.split import UserFold, _ratings_subset
 from dprec.systems.base import Ranker, Recommender, Task
 
@@ -143,15 +144,8 @@ def evaluate_user_ranking(
         b = stop - start
         users = (targets.users[start:stop] if model.uses_side_features
                  else np.full(b, -1, np.int64))
-        scores = np.array(model.score(history[start:stop], users=users),
-                          dtype=np.float64, copy=True)
-        if scores.shape != (b, n_items):
-            raise DprecError(f"{model.name}.score returned shape {scores.shape}, "
-                             f"expected ({b}, {n_items})")
-        bad = int(np.count_nonzero(~np.isfinite(scores)))
-        if bad:
-            raise DprecError(f"{model.name}.score returned {bad} NaN or infinite scores out "
-                             f"of {scores.size}; every score must be finite")
+        scores = checked_output(model.score(history[start:stop], users=users), (b, n_items),
+                                f"{model.name}.score", "scores")
         tgt = targets.targets[start:stop]
         row_of = np.repeat(np.arange(b), np.diff(tgt.indptr))
         target_scores = scores[row_of, tgt.indices]
