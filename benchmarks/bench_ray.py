@@ -2,10 +2,11 @@
 
 Parts (each writes benchmarks/results/ray_<part>.json):
 
-  overhead  : DPLCF (dplcf-sp) and FMF-LDP on synthetic 75K x 10K data: fit time of the
+  overhead  : DPLCF (dplcf-sp) and FMF-LDP (default settings: 20 epochs; --epochs for
+              fewer) on synthetic 75K x 10K data: fit time of the
               local sharded backend (one process, numba on both cores) against the Ray
               backend (one local Ray, 2 shard actors of 1 CPU each), the same model bit for
-              bit (checked); ratio = Ray / local, with and without the actors' start-up;
+              bit (checked); ratio = Ray / local, the actors' start-up included (ray.init not);
               the engine without a backend beside them (a different random draw).
   dplcf-1m  : DPLCF at --users x --items (default 1M x 20K) on Ray; histories and
               obfuscated bits generated inside the shards (no process holds all users);
@@ -70,7 +71,8 @@ def overhead(args: argparse.Namespace) -> dict:
     doc: dict = {"data": {"users": 75_000, "items": 10_000, "interactions": train.nnz,
                           "seconds": time.perf_counter() - t}, "systems": {}}
     ray.init(include_dashboard=False, log_to_driver=False, **RAY_INIT)
-    for name, params in (("dplcf-sp", {}), ("fmf-ldp", {"epochs": args.epochs})):
+    fmf = {} if args.epochs is None else {"epochs": args.epochs}
+    for name, params in (("dplcf-sp", {}), ("fmf-ldp", fmf)):
         if name not in args.systems:
             continue
         row: dict = {"params": params}
@@ -157,7 +159,7 @@ def scale(args: argparse.Namespace, system: str) -> dict:
         def server_fn(pop):
             return (FactorServer(args.items, 5, 1e-3, 1e-6, 20, 1.0, 0.1, mech),
                     ShufflingProxy(100))
-        rounds = args.epochs
+        rounds = 2 if args.epochs is None else args.epochs
     doc: dict = {"system": system, "users": args.users, "items": args.items,
                  "mean_activity": args.activity, "rounds": rounds, "block_size": bs,
                  "shards": args.shards}
@@ -258,7 +260,8 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=20_000)
     ap.add_argument("--activity", type=float, default=100.0)
     ap.add_argument("--interactions", type=int, default=5_000_000)
-    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--epochs", type=int, default=None,
+                    help="FMF-LDP epochs (overhead: the system's default, 20; fmf-1m: 2)")
     ap.add_argument("--shards", type=int, default=2)
     ap.add_argument("--block-size", type=int, default=4096)
     ap.add_argument("--calib-blocks", type=int, default=4)

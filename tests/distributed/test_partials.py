@@ -1,36 +1,37 @@
 import numpy as np
 import pytest
 
-from dprec.distributed.partials import FixedPoint, Pieces, add_cells, tree_sum
+from dprec.distributed.partials import Pieces, tree_sum
 from dprec.errors import DprecError
+from dprec.protocol.aggregation import FIXED_POINT_UNIT, CellSums, planned_unit, sum_unit
 
 
-def test_fixed_point_sums_are_exact_in_any_order_and_close_to_the_real_sum():
+def test_planned_unit_bounds_every_grouping_and_matches_the_in_process_unit():
+    # the unit a shard is given before the run is the one the in-process sum picks
     rng = np.random.default_rng(0)
     values = rng.uniform(-3.0, 3.0, 10_000)
-    fp = FixedPoint.for_sum(values.size, 3.0)
-    enc = fp.encode(values)
-    total = enc.sum()
-    assert enc[rng.permutation(values.size)].sum() == total
-    assert abs(fp.decode(np.array([total]))[0] - values.sum()) <= values.size * 2.0**-fp.bits
-    # the bound leaves room: n values at the bound do not overflow
-    assert (values.size * (3.0 * 2.0**fp.bits + 0.5)) < 2**62
-
-
-def test_fixed_point_refuses_sums_without_room():
+    assert planned_unit(values.size, 3.0) == sum_unit(values) == FIXED_POINT_UNIT
+    unit = planned_unit(2**40, 3.0)  # 2^40 reports: the 2^-32 grid could overflow
+    assert unit > FIXED_POINT_UNIT and 2**40 * (3.0 / unit + 1) <= 2**62
     with pytest.raises(DprecError, match="fractional bits"):
-        FixedPoint.for_sum(2**50, 1e6)
+        planned_unit(2**50, 1e6)
+    with pytest.raises(DprecError, match="n_reports"):
+        planned_unit(-1, 1.0)
 
 
-def test_add_cells_matches_a_dense_scatter():
+def test_cell_sums_of_shards_reduce_to_the_in_process_sum_bit_for_bit():
     rng = np.random.default_rng(1)
-    cells = rng.integers(0, 50, 1000)
-    vals = rng.integers(-(2**40), 2**40, 1000)
-    out = np.zeros(50, np.int64)
-    add_cells(out, cells, vals)
-    ref = np.zeros(50, np.int64)
-    np.add.at(ref, cells, vals)
-    assert np.array_equal(out, ref)
+    cells = rng.integers(0, 50, 3000)
+    vals = rng.uniform(-2.0, 2.0, 3000)
+    whole = CellSums.of(cells, vals, 50)
+    unit = planned_unit(3000, 2.0)
+    parts = [CellSums.of(cells[s], vals[s], 50, unit)
+             for s in (slice(0, 1000), slice(1000, 1700), slice(1700, 3000))]
+    pieces = Pieces((("units", (50,), "int64"), ("reports", (50,), "int64")))
+    split = [pieces.split({"units": p.units, "reports": p.reports}) for p in parts]
+    reduced = pieces.join([tree_sum([s[i] for s in split[::-1]]) for i in range(2)])
+    assert np.array_equal(reduced["units"], whole.units)
+    assert np.array_equal(reduced["reports"], whole.reports)
 
 
 def test_pieces_round_trip_and_reduce_piecewise():

@@ -77,3 +77,47 @@ def test_what_cannot_be_sharded_is_refused_before_work(small_train):
         make_backend("local", address="auto")
     with pytest.raises(DprecError, match="shards"):
         LocalBackend(0)
+
+
+@pytest.mark.parametrize("mechanism", ["binary", "piecewise"])
+def test_a_shards_sums_give_the_step_the_in_process_server_takes(mechanism, small_train):
+    """The same reports, summed by a shard or sent through the shuffler's wire format
+    (float32 values) to FactorServer.aggregate, move V to the same bits."""
+    from dprec.distributed.layout import block_generator
+    from dprec.distributed.shards import FmfAdapter
+    from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism
+    from dprec.protocol.messages import ShuffledReports, ShuffledValues
+    from dprec.systems.fmf.client import FederatedClients
+    from dprec.systems.fmf.server import FactorServer
+
+    mech = BinaryMechanism(2.0) if mechanism == "binary" else PiecewiseMechanism(2.0)
+    n_users, n_items = small_train.shape
+
+    def clients():
+        return FederatedClients(small_train, factors=4, alpha=1.0, reg=0.1, k=8, clip=1.0,
+                                exact=False, mechanism=mech, ledger=None, batch_size=512)
+
+    def server(V):
+        s = FactorServer(n_items, 4, 0.05, 0.01, 3, 1.0, 0.1, mech)
+        s.V = V.copy()
+        return s
+
+    V = np.random.default_rng(0).normal(0.0, 0.1, (n_items, 4))
+    adapter = FmfAdapter(n_users, n_items, 4, 8, mech)
+    spans = [(0, 0, 700), (1, 700, n_users)]
+    sums, partial = adapter.fold_round(clients(), spans, 0, 123, V)
+    assert partial.senders == n_users
+    sharded = adapter.finish(server(V), sums, partial, 0)
+
+    c = clients()
+    msgs = [c.step_rows(V, V.T @ V, a, b, block_generator(123, 0, blk))[0]
+            for blk, a, b in spans]
+    items = np.concatenate([m.items.ravel() for m in msgs])
+    factors = np.concatenate([m.factors.ravel() for m in msgs])
+    if mechanism == "binary":
+        batch = ShuffledReports(items, factors, np.concatenate([m.bits.ravel() for m in msgs]))
+    else:
+        values = np.concatenate([m.values.ravel() for m in msgs]).astype(np.float32)
+        batch = ShuffledValues(items, factors, values)
+    in_process = server(V).aggregate([batch], 0)
+    assert np.array_equal(sharded, in_process)

@@ -183,6 +183,23 @@ def test_bit_counts_equal_syrk_counts(n_users, n_items):
                                       syrk.symmetric_block(0, n_items))
 
 
+def test_pair_counts_from_summed_counts_read_as_accumulated():
+    x = (np.random.default_rng(3).random((90, 12)) < 0.4).astype(np.uint8)
+    whole = _pair_counts_both_ways(x, 90)["bits"]
+    halves = [_pair_counts_both_ways(x[s], 45)["bits"] for s in (slice(0, 45), slice(45, 90))]
+    given = server.PairCounts.from_counts(halves[0].m11 + halves[1].m11, 90)
+    np.testing.assert_array_equal(given.m11, whole.m11)
+    np.testing.assert_array_equal(given.col, whole.col)
+    assert given.n_users == 90
+    mech = BitFlip.symmetric(1.0)
+    np.testing.assert_array_equal(server.estimate_similarity(given, mech, "unbiased").sim,
+                                  server.estimate_similarity(whole, mech, "unbiased").sim)
+    with pytest.raises(DprecError, match="square integer"):
+        server.PairCounts.from_counts(np.zeros((3, 4), np.int32), 5)
+    with pytest.raises(DprecError, match="n_users"):
+        server.PairCounts.from_counts(np.zeros((3, 3), np.int32), -1)
+
+
 def _numpy_similarity(counts, mechanism, estimator):
     """The blockwise numpy estimate the fused kernel replaced: (4, b, N) counts, A^-1, Jaccard."""
     from dprec.models.itemknn import jaccard_from_counts

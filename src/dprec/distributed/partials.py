@@ -12,8 +12,10 @@ shuffled batch would carry (the shuffle hides the order, and the sums never had 
 networked proxy of the services (:mod:`dprec.services.proxy`) still permutes individual
 reports, because there the server receives reports, not sums.
 
-(:mod:`dprec.protocol.aggregation` is becoming order-invariant fixed-point too (issue 12); the
-encoding of :class:`FixedPoint` should then be shared with its ``MeanAggregator``.)
+Real-valued reports are summed by :class:`~dprec.protocol.aggregation.CellSums`, the
+integer sums the in-process ``MeanAggregator`` uses, in the unit it would pick (fixed from
+the planned report count, :func:`~dprec.protocol.aggregation.planned_unit`), so a shard's
+partial is the in-process sum of its reports and the reduction adds int64 arrays.
 
 Large arrays travel as *pieces* (:class:`Pieces`): each array cut along its first axis into
 chunks of at most ``max_bytes``, every piece reduced on its own, so no single object or task
@@ -22,57 +24,14 @@ has to hold more than one piece per input.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import numba
 import numpy as np
 
 from dprec.errors import DprecError
 
-__all__ = ["FixedPoint", "Pieces", "RoundPartial", "add_cells", "tree_sum"]
-
-
-@dataclass(frozen=True)
-class FixedPoint:
-    """Reals as int64 multiples of 2^-bits: ``encode(v) = rint(v 2^bits)``.
-
-    :meth:`for_sum` picks the largest ``bits`` such that a sum of ``n`` values of magnitude
-    at most ``bound`` fits in int64 with margin: n (bound 2^bits + 1/2) < 2^62. Each value
-    is rounded once (error at most 2^-(bits+1)); the sums are then exact in any order.
-    """
-
-    bits: int
-
-    @classmethod
-    def for_sum(cls, n: int, bound: float) -> FixedPoint:
-        if n < 1 or not (math.isfinite(bound) and bound > 0):
-            raise DprecError(f"a fixed-point sum needs n >= 1 and a finite bound > 0, got "
-                             f"n={n}, bound={bound}")
-        bits = 61 - math.ceil(math.log2(n * bound + n))
-        if bits < 16:
-            raise DprecError(f"{n} values of magnitude {bound:g} leave only {bits} fractional "
-                             "bits in int64")
-        return cls(min(bits, 52))
-
-    def encode(self, values: np.ndarray) -> np.ndarray:
-        return np.rint(np.asarray(values, np.float64) * 2.0**self.bits).astype(np.int64)
-
-    def decode(self, sums: np.ndarray) -> np.ndarray:
-        return np.asarray(sums).astype(np.float64) * 2.0**-self.bits
-
-
-@numba.njit(cache=True)
-def _add_cells(out, cells, values):  # pragma: no cover - compiled
-    for r in range(cells.shape[0]):
-        out[cells[r]] += values[r]
-
-
-def add_cells(out: np.ndarray, cells: np.ndarray, values: np.ndarray) -> None:
-    """``out[cells[r]] += values[r]`` for every r, exactly, in integers (int64)."""
-    _add_cells(out, np.ascontiguousarray(cells, np.int64),
-               np.ascontiguousarray(values, np.int64))
+__all__ = ["Pieces", "RoundPartial", "tree_sum"]
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,11 @@ reduced sums (server side):
   sums) and the number of uploads; the server estimates similarities from the total exactly
   as :class:`~dprec.systems.dplcf.server.SimilarityServer` does.
 - :class:`FmfAdapter`: per shard, for every (item, factor) cell, the number of reports and
-  the number of +1 bits (binary mechanism) or the fixed-point sum of the values (piecewise,
-  none); the server debiases and descends as :class:`~dprec.systems.fmf.server.FactorServer`
-  does (Eq. 9: G = C (N F / n) sum_r y_r e_{i_r f_r}).
+  their integer sum (:class:`~dprec.protocol.aggregation.CellSums`, in the unit the
+  in-process :class:`~dprec.protocol.aggregation.MeanAggregator` uses: C for the binary
+  mechanism, the 2^-32 grid otherwise); the server debiases and descends as
+  :class:`~dprec.systems.fmf.server.FactorServer` does (Eq. 9: G = C (N F / n) sum_r y_r
+  e_{i_r f_r}).
 """
 
 from __future__ import annotations
@@ -29,11 +31,11 @@ from typing import Any
 import numpy as np
 
 from dprec.distributed.layout import block_generator
-from dprec.distributed.partials import FixedPoint, Pieces, RoundPartial, add_cells
+from dprec.distributed.partials import Pieces, RoundPartial
 from dprec.errors import DprecError
 from dprec.mechanisms.numeric import BinaryMechanism
 from dprec.models.bitcount import BitGram
-from dprec.protocol.aggregation import MeanAggregator
+from dprec.protocol.aggregation import CellSums, MeanAggregator, planned_unit
 from dprec.protocol.batches import ReportBatch
 from dprec.protocol.engine import Clients, PassThrough, Proxy, Sent, Server, ShufflingProxy
 from dprec.systems.dplcf.client import ObfuscatingClients
@@ -75,19 +77,6 @@ def _record(partial: RoundPartial, sent: Sent | None) -> None:
         partial.sent.setdefault((sent.event, sent.count, sent.unit), []).append(sent.users)
 
 
-class _ReducedPairCounts(PairCounts):
-    """Pair counts whose m11 is already summed (the tree's total), for the estimators."""
-
-    def __init__(self, m11: np.ndarray, n_users: int) -> None:  # no BitGram: counts given
-        self.n_items = m11.shape[0]
-        self.method = "bits"
-        self.n_users = int(n_users)
-        self._bits = None
-        self._m11 = None
-        self._symmetric = m11
-        self._col = np.diagonal(m11).astype(np.float64)
-
-
 class DplcfAdapter(SystemAdapter):
     """DPLCF: integer pair counts and upload counts per shard (SYSTEMS.md §1)."""
 
@@ -120,22 +109,25 @@ class DplcfAdapter(SystemAdapter):
         server.users_received = n_users
         if n_users == 0:
             return None
-        return server.publish_from(_ReducedPairCounts(sums["m11"], n_users))
+        return server.publish_from(PairCounts.from_counts(sums["m11"], n_users))
 
 
 class FmfAdapter(SystemAdapter):
-    """FMF-LDP: per (item, factor) report counts and +1 counts or fixed-point sums."""
+    """FMF-LDP: per (item, factor) report counts and integer sums (:class:`CellSums`)."""
 
     def __init__(self, n_users: int, n_items: int, factors: int, k: int,
                  mechanism: Any, max_piece_bytes: int = 256 * 2**20) -> None:
         self.n_items, self.factors, self.k = n_items, factors, k
         self.mechanism = mechanism
         self.binary = isinstance(mechanism, BinaryMechanism)
+        bound = 1.0 if mechanism is None else float(mechanism.scale)
+        self.bound = bound
+        # the unit the in-process MeanAggregator picks (sum_unit), fixed before the run
+        # from the planned report count so every shard sums on the same grid
+        self.unit = bound if self.binary else planned_unit(max(1, n_users * k), bound)
         cells = n_items * factors
-        self.fixed = None if self.binary else FixedPoint.for_sum(
-            max(1, n_users * k), 1.0 if mechanism is None else float(mechanism.scale))
-        self.pieces = Pieces((("reports", (cells,), "int64"), ("sum", (cells,), "int64")),
-                             max_piece_bytes)
+        self.pieces = Pieces((("reports", (cells,), "int64"), ("units", (cells,), "int64"),
+                              ("magnitude", (1,), "int64")), max_piece_bytes)
 
     def fold_round(self, clients: Clients, spans: list[tuple[int, int, int]], round: int,
                    key: int, broadcast: Any) -> tuple[dict[str, np.ndarray], RoundPartial]:
@@ -144,8 +136,7 @@ class FmfAdapter(SystemAdapter):
         V = check_item_matrix(broadcast, self.n_items, self.factors)
         gram = V.T @ V
         cells = self.n_items * self.factors
-        reports = np.zeros(cells, np.int64)
-        total = np.zeros(cells, np.int64)
+        sums = CellSums.zeros(cells, self.unit)
         partial = RoundPartial()
         for block, start, stop in spans:
             msg, sent = clients.step_rows(V, gram, start, stop,
@@ -155,29 +146,31 @@ class FmfAdapter(SystemAdapter):
                 continue
             assert isinstance(msg, ReportBatch)
             flat = msg.items.astype(np.int64).ravel() * self.factors + msg.factors.ravel()
-            reports += np.bincount(flat, minlength=cells)
-            if msg.bits is not None:
-                total += np.bincount(flat[msg.bits.ravel() != 0], minlength=cells)
+            if msg.bits is not None:  # +-C, as FactorServer.aggregate reads one-bit reports
+                values = self.mechanism.estimate(msg.bits.ravel().view(np.bool_))
             else:
-                assert self.fixed is not None and msg.values is not None
-                add_cells(total, flat, self.fixed.encode(msg.values.ravel()))
+                assert msg.values is not None  # float32, as the proxy forwards them
+                values = msg.values.ravel().astype(np.float32)
+                if values.size and not np.abs(values).max() <= self.bound:
+                    raise DprecError(f"a report value exceeds the mechanism's bound "
+                                     f"{self.bound:g} (or is not finite): the planned int64 "
+                                     "sums could overflow")
+            sums = sums + CellSums.of(flat, values, cells, self.unit)
             partial.senders += msg.n_clients
         partial.seconds = time.perf_counter() - t
-        return {"reports": reports, "sum": total}, partial
+        return {"reports": sums.reports, "units": sums.units,
+                "magnitude": np.array([sums.magnitude], np.int64)}, partial
 
     def finish(self, server: Server, sums: dict[str, np.ndarray], total: RoundPartial,
                round: int) -> Any:
         assert isinstance(server, FactorServer) and server.V is not None
-        n = int(sums["reports"].sum())
+        cell_sums = CellSums(sums["units"], sums["reports"], self.unit,
+                             int(sums["magnitude"][0]))
+        n = cell_sums.n
         if n == 0:
             return None
-        if self.binary:  # sum of +-C estimates: C (ones - zeros) = C (2 ones - reports)
-            g = server.mechanism.scale * (2 * sums["sum"] - sums["reports"]).astype(np.float64)
-        else:
-            assert self.fixed is not None
-            g = self.fixed.decode(sums["sum"])
         N, F = self.n_items, self.factors
-        G = server.clip * (g * (N * F / n)).reshape(N, F)  # Eq. 9, as estimate_mean_gradient
+        G = server.clip * (cell_sums.totals() * (N * F / n)).reshape(N, F)  # Eq. 9
         server.V = descend(server.V, G, server.lr, server.reg, server.steps)
         return server.V
 

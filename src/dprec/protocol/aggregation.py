@@ -45,6 +45,7 @@ __all__ = [
     "CellSums",
     "MeanAggregator",
     "make_aggregator",
+    "planned_unit",
     "sum_unit",
 ]
 
@@ -95,9 +96,7 @@ def sum_unit(values: np.ndarray) -> float:
     """The unit :class:`MeanAggregator` sums ``values`` in (a function of their multiset).
 
     C when every |v| = C > 0 (the binary mechanism's +-C: exact, each report is +-1 unit);
-    else :data:`FIXED_POINT_UNIT`, or the largest power of two 2^-b (b >= 16) under which n
-    reports of magnitude max|v| cannot overflow int64 (n (max|v| 2^b + 1) <= 2^62) when the
-    2^-32 grid could.
+    else :func:`planned_unit` of (number of values, max |v|).
     """
     arr = np.ascontiguousarray(values, np.float64)
     if arr.ndim != 1:
@@ -107,7 +106,22 @@ def sum_unit(values: np.ndarray) -> float:
         raise DprecError("report values must be finite")
     if same and top > 0:
         return float(top)
-    n = arr.size
+    return planned_unit(arr.size, top)
+
+
+def planned_unit(n_reports: int, bound: float) -> float:
+    """The grid for a sum of up to ``n_reports`` values of magnitude at most ``bound``.
+
+    :data:`FIXED_POINT_UNIT`, or the largest power of two 2^-b (b >= 16) under which the
+    sum cannot overflow int64 (n (bound 2^b + 1) <= 2^62) when the 2^-32 grid could. Parts
+    summed apart (shards) agree on it before any report exists by passing the planned
+    maximum; any grouping of their int64 sums then stays below 2^62.
+    """
+    if (isinstance(n_reports, bool) or int(n_reports) != n_reports or n_reports < 0
+            or not (math.isfinite(bound) and bound >= 0)):
+        raise DprecError(f"need n_reports >= 0 and a finite bound >= 0, got {n_reports}, "
+                         f"{bound}")
+    n, top = int(n_reports), float(bound)
     if n * (top * 2.0**FIXED_POINT_BITS + 1) <= _INT64_BUDGET:
         return FIXED_POINT_UNIT
     bits = math.floor(math.log2((_INT64_BUDGET / n - 1) / top))

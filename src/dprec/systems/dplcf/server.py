@@ -62,6 +62,24 @@ class PairCounts:
         self._col = np.zeros(n_items, np.float64)
         self._symmetric: np.ndarray | None = None
 
+    @classmethod
+    def from_counts(cls, m11: np.ndarray, n_users: int) -> PairCounts:
+        """Counts already summed elsewhere (a sharded run's reduced m11, int32 with the
+        column sums on its diagonal): the estimators read them as if accumulated here."""
+        m11 = np.asarray(m11)
+        if (m11.ndim != 2 or m11.shape[0] != m11.shape[1]
+                or not np.issubdtype(m11.dtype, np.integer)):
+            raise DprecError(f"m11 must be a square integer matrix, got {m11.shape} "
+                             f"{m11.dtype}")
+        if isinstance(n_users, bool) or int(n_users) != n_users or n_users < 0:
+            raise DprecError(f"n_users must be an integer >= 0, got {n_users}")
+        out = cls(m11.shape[0], "bits")
+        out._bits = None
+        out.n_users = int(n_users)
+        out._symmetric = m11
+        out._col = np.diagonal(m11).astype(np.float64)
+        return out
+
     def add(self, message: ObfuscatedBits) -> None:
         """Accumulate one batch of obfuscated vectors."""
         if message.n_items != self.n_items:
