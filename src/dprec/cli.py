@@ -303,7 +303,8 @@ def run(
             if not hasattr(probe, "transport"):
                 raise DprecError(f"{system} has no sharded backend; the DPLCF family and "
                                  "fmf-ldp do")
-            runner = make_backend(backend, ray_address, shards)
+            runner = make_backend(backend, ray_address, shards, keep_warm=True)
+            runner.prestart()  # Ray's workers boot while the data load; every seed reuses them
         elif ray_address is not None or shards is not None:
             raise DprecError("--ray-address and --shards need --backend")
         ds = _load(dataset, data_dir)

@@ -63,3 +63,37 @@ def test_piecewise_fmf_ldp_on_ray_equals_local(small_train):
     params = {"epochs": 2, "mechanism": "piecewise"}
     local = _fit("fmf-ldp", params, small_train, LocalBackend(1, block_size=512))
     _same(_fit("fmf-ldp", params, small_train, RayBackend(shards=2, block_size=512)), local)
+
+
+def test_warm_actors_serve_several_runs_and_a_new_shard_count(small_train):
+    params = {"epochs": 2}
+    local = _fit("fmf-ldp", params, small_train, LocalBackend(1, block_size=512))
+    with RayBackend(shards=2, block_size=512, keep_warm=True) as backend:
+        backend.prestart()
+        first = list(backend._actors)
+        _same(_fit("fmf-ldp", params, small_train, backend), local)
+        _same(_fit("fmf-ldp", params, small_train, backend), local)  # reloads its shards
+        assert backend._actors == first  # the same two actors served both runs
+        backend.shards = 3  # another count: the actors start afresh, all three fit the CPUs
+        _same(_fit("fmf-ldp", params, small_train, backend), local)
+        assert len(backend._actors) == 3
+    assert backend._actors == []
+
+
+def test_cli_run_on_ray_over_two_seeds_equals_the_local_backend(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from dprec.cli import app
+
+    docs = []
+    for backend in ("local", "ray"):
+        res = CliRunner().invoke(app, [
+            "run", "fmf-ldp", "--dataset", "synthetic-300x200", "--seeds", "2", "--param",
+            "epochs=2", "--backend", backend, "--shards", "2", "--json", "--out",
+            str(tmp_path / backend)])
+        assert res.exit_code == 0, res.output
+        docs.append(json.loads(res.stdout.strip().splitlines()[-1]))
+    assert docs[0]["metrics"] == docs[1]["metrics"]
+    assert docs[0]["privacy"] == docs[1]["privacy"]

@@ -162,8 +162,11 @@ class ShardedBackend(Backend):
         self.max_piece_bytes = int(max_piece_bytes)
         self.last_round: RoundPartial | None = None
 
+    def prestart(self, shards: int | None = None) -> None:  # noqa: B027 - optional
+        """Start the shards' workers ahead of a run (nothing to start in this process)."""
+
     def close(self) -> None:  # noqa: B027 - optional
-        """Release what the backend holds across runs (a Ray it started)."""
+        """Release what the backend holds across runs (a Ray it started, its actors)."""
 
     @abstractmethod
     def _open(self, sources: list[ClientsSource], spans: list[list[tuple[int, int, int]]],
@@ -252,15 +255,16 @@ class LocalBackend(ShardedBackend):
         return LocalPool(sources, spans, adapter)
 
 
-def make_backend(name: str, address: str | None = None, shards: int | None = None
-                 ) -> ShardedBackend:
+def make_backend(name: str, address: str | None = None, shards: int | None = None,
+                 keep_warm: bool = False) -> ShardedBackend:
     """``local`` or ``ray`` (``address``: a running cluster, e.g. "auto"; None starts a
-    local Ray with this machine's CPUs)."""
+    local Ray with this machine's CPUs; ``keep_warm``: Ray actors serve every run until
+    ``close()``)."""
     if name == "local":
         if address is not None:
             raise DprecError("--ray-address needs --backend ray")
         return LocalBackend(shards)
     if name == "ray":
         from dprec.distributed.ray_backend import RayBackend
-        return RayBackend(address=address, shards=shards)
+        return RayBackend(address=address, shards=shards, keep_warm=keep_warm)
     raise DprecError(f"backend must be local or ray, got {name!r}")

@@ -11,10 +11,12 @@ Per round:
 - the driver gets the reduced pieces and finishes the round (the server's estimate).
 
 Faults: actors restart (``max_restarts=-1``) and their interrupted calls are retried
-(``max_task_retries=-1``). A round is a pure function of (the shard's clients as built,
-round, key, broadcast, the clients' state at the round's start; the state comes back with
-the partial and goes into the next round's call), so a retried round returns the same
-partial under the same object reference: it replaces the lost one and is never added twice.
+(``max_task_retries=-1``); a restarted actor builds its shard again from the run's load
+(source, spans, adapter), kept in the object store for the whole run. A round is a pure
+function of (the shard's clients as built, round, key, broadcast, the clients' state at the
+round's start; the state comes back with the partial and goes into the next round's call),
+so a retried round returns the same partial under the same object reference: it replaces
+the lost one and is never added twice.
 """
 
 from __future__ import annotations
@@ -44,26 +46,42 @@ def _ray() -> Any:
 
 
 class ShardWorker:
-    """The body of a shard actor (wrapped with ``ray.remote`` when a pool opens)."""
+    """The body of a shard actor (wrapped with ``ray.remote`` when actors start).
 
-    def __init__(self, index: int, source: ClientsSource, spans: list[tuple[int, int, int]],
-                 adapter: SystemAdapter, threads: int,
-                 fault: tuple[int, int, str] | None = None) -> None:
+    An actor starts empty (the process, its imports, its numba threads) and builds its
+    shard from the run's load (source, spans, adapter) on its first round of that run, so
+    actors can start before the data exist (:meth:`RayBackend.prestart`) and serve several
+    runs. A restarted actor builds the shard again from the same load.
+    """
+
+    def __init__(self, threads: int, fault: tuple[int, int, str] | None = None) -> None:
         import numba
 
         numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
-        self.index = index
         self.fault = fault
-        self.shard = Shard(source, spans, adapter)
+        self.loaded: tuple[int, int] | None = None
+        self.shard: Shard | None = None
 
-    def run_round(self, round: int, key: int, broadcast: Any, state: Any) -> tuple:
+    def run_round(self, run: int, index: int, load: list[Any], round: int, key: int,
+                  broadcast: Any, state: Any) -> tuple:
+        """One round of shard ``index`` of run ``run``; ``load``: [a reference to (source,
+        spans, adapter)], boxed so that Ray does not fetch it on every call."""
         if self.fault is not None:  # a fault drill: die once, mid-round, as SIGKILL does
             f_round, f_shard, marker = self.fault
-            if (round, self.index) == (f_round, f_shard) and not os.path.exists(marker):
+            if (round, index) == (f_round, f_shard) and not os.path.exists(marker):
                 open(marker, "w").close()
                 os.kill(os.getpid(), signal.SIGKILL)
+        if self.loaded != (run, index) or self.shard is None:
+            self.shard = None  # the previous run's clients go before the new ones come
+            source, spans, adapter = _ray().get(load[0])
+            self.shard = Shard(source, spans, adapter)
+            self.loaded = (run, index)
         partial, pieces, new_state = self.shard.run_round(round, key, broadcast, state)
         return (partial, new_state, *pieces)
+
+    def unload(self) -> None:
+        """Drop the run's clients (the actor stays up for the next run)."""
+        self.shard, self.loaded = None, None
 
     def add(self, *parts: np.ndarray) -> np.ndarray:
         return add_pieces(*parts)
@@ -74,20 +92,17 @@ class ShardWorker:
 
 
 class RayPool(Pool):
-    def __init__(self, backend: RayBackend, sources: list[ClientsSource],
-                 spans: list[list[tuple[int, int, int]]], adapter: SystemAdapter) -> None:
+    def __init__(self, backend: RayBackend, run: int, actors: list[Any],
+                 sources: list[ClientsSource], spans: list[list[tuple[int, int, int]]],
+                 adapter: SystemAdapter) -> None:
         ray = _ray()
         self.ray = ray
         self.backend = backend
         self.adapter = adapter
-        # more shards than CPUs: each actor reserves its share, so that all of them start
-        cpus = float(ray.cluster_resources().get("CPU", 1.0))
-        share = min(float(backend.cpus_per_shard), cpus / max(1, len(sources)))
-        actor = ray.remote(ShardWorker).options(
-            num_cpus=share, max_restarts=-1, max_task_retries=-1)
-        self._sources = [ray.put(src) for src in sources]  # kept alive for restarts
-        self.actors = [actor.remote(i, src, sp, adapter, max(1, int(share)), backend.fault)
-                       for i, (src, sp) in enumerate(zip(self._sources, spans, strict=True))]
+        self.run = run
+        self.actors = actors
+        self._loads = [ray.put((src, sp, adapter))  # kept alive for restarted actors
+                       for src, sp in zip(sources, spans, strict=True)]
         self._states: list[Any] = [None] * len(self.actors)
         self.n_pieces = adapter.pieces.n_pieces
 
@@ -96,8 +111,9 @@ class RayPool(Pool):
         ray = self.ray
         b_ref = ray.put(broadcast)  # once per round, read by every shard
         outs = [a.run_round.options(num_returns=2 + self.n_pieces).remote(
-                    round, key, b_ref, st) for a, st in zip(self.actors, self._states,
-                                                            strict=True)]
+                    self.run, i, [load], round, key, b_ref, st)
+                for i, (a, load, st) in enumerate(zip(self.actors, self._loads, self._states,
+                                                      strict=True))]
         metas = [o[0] for o in outs]
         self._states = ray.get([o[1] for o in outs])  # values: a restarted actor needs no lost refs
         groups = [[o[2 + i] for o in outs] for i in range(self.n_pieces)]
@@ -141,9 +157,12 @@ class RayPool(Pool):
 
     def close(self) -> None:
         self.backend.peaks = self.worker_peaks()
-        for a in self.actors:
-            self.ray.kill(a)
+        if self.backend.keep_warm:
+            self.ray.get([a.unload.remote() for a in self.actors])
+        else:
+            self.backend.release()
         self.actors = []
+        self._loads = []
 
 
 class RayBackend(ShardedBackend):
@@ -155,6 +174,12 @@ class RayBackend(ShardedBackend):
     tree. ``init``: extra ``ray.init`` arguments for a local Ray (e.g. num_cpus,
     object_store_memory). ``fault``: (round, shard, marker file): that shard's worker kills
     itself once in that round (fault drills and tests).
+
+    Actors: :meth:`prestart` starts them before the data exist (their start-up, about 2 s
+    of imports per worker, then overlaps the data loading); a run adopts them. With
+    ``keep_warm`` they stay up between runs (seeds, fits) until :meth:`close`, which then
+    must be called (``with RayBackend(...) as b:``); without it a run's actors stop with
+    the run.
     """
 
     name = "ray"
@@ -162,7 +187,8 @@ class RayBackend(ShardedBackend):
     def __init__(self, address: str | None = None, shards: int | None = None, *,
                  cpus_per_shard: int = 1, fan_in: int = 2, max_in_flight: int = 8,
                  init: dict[str, Any] | None = None,
-                 fault: tuple[int, int, str] | None = None, **kwargs: Any) -> None:
+                 fault: tuple[int, int, str] | None = None, keep_warm: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__(shards, **kwargs)
         if fan_in < 2 or max_in_flight < 1 or cpus_per_shard < 1:
             raise DprecError("fan_in must be >= 2, max_in_flight >= 1, cpus_per_shard >= 1")
@@ -172,8 +198,11 @@ class RayBackend(ShardedBackend):
         self.max_in_flight = int(max_in_flight)
         self.init = dict(init or {})
         self.fault = fault
+        self.keep_warm = bool(keep_warm)
         self.peaks: list[int] = []
         self._started = False
+        self._actors: list[Any] = []
+        self._runs = 0
 
     def _connect(self) -> Any:
         ray = _ray()
@@ -187,13 +216,45 @@ class RayBackend(ShardedBackend):
         cpus = int(self._connect().cluster_resources().get("CPU", 1))
         return max(1, cpus // self.cpus_per_shard)
 
+    def prestart(self, shards: int | None = None) -> None:
+        """Start the actors of ``shards`` shards (default: the backend's) now; a later run
+        with that many shards adopts them. Returns at once: the workers boot meanwhile."""
+        ray = self._connect()
+        n = int(shards or self.shards or self.default_shards())
+        if len(self._actors) == n:
+            return
+        self.release()  # a different count: their CPU shares differ, start afresh
+        # more shards than CPUs: each actor reserves its share, so that all of them start
+        cpus = float(ray.cluster_resources().get("CPU", 1.0))
+        share = min(float(self.cpus_per_shard), cpus / n)
+        actor = ray.remote(ShardWorker).options(
+            num_cpus=share, max_restarts=-1, max_task_retries=-1)
+        self._actors = [actor.remote(max(1, int(share)), self.fault) for _ in range(n)]
+
+    def release(self) -> None:
+        """Stop the actors (a running pool's included)."""
+        ray = _ray()
+        for a in self._actors:
+            ray.kill(a)
+        self._actors = []
+
     def _open(self, sources: list[ClientsSource], spans: list[list[tuple[int, int, int]]],
               adapter: SystemAdapter) -> Pool:
-        self._connect()
-        return RayPool(self, sources, spans, adapter)
+        self.prestart(len(sources))
+        self._runs += 1
+        return RayPool(self, self._runs, list(self._actors), sources, spans, adapter)
 
     def close(self) -> None:
-        """Shut down the local Ray this backend started (a joined cluster stays up)."""
+        """Stop the actors, and the local Ray this backend started (a joined cluster
+        stays up)."""
+        if self._actors:
+            self.release()
         if self._started:
             _ray().shutdown()
             self._started = False
+
+    def __enter__(self) -> RayBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
