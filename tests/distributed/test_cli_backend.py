@@ -35,3 +35,22 @@ def test_backend_options_are_checked_before_work(tmp_path):
     res = runner.invoke(app, ["run", "popularity", "--dataset", DS, "--seeds", "1",
                               "--backend", "local", "--out", str(tmp_path)])
     assert res.exit_code == 2 and "no sharded backend" in res.output
+
+
+def test_an_unreachable_ray_cluster_is_a_clear_error_before_the_data_load(tmp_path,
+                                                                          monkeypatch):
+    import pytest
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        pytest.skip("a Ray is already running in this process")
+
+    def refuse(*args, **kwargs):
+        raise ConnectionError("Could not find any running Ray instance.")
+
+    monkeypatch.setattr(ray, "init", refuse)
+    res = runner.invoke(app, ["run", "fmf-ldp", "--dataset", DS, "--seeds", "1", "--backend",
+                              "ray", "--ray-address", "auto", "--out", str(tmp_path)])
+    assert res.exit_code == 2, res.output
+    assert "could not join the Ray cluster at 'auto'" in res.output
+    assert "ray start --head" in res.output
+    assert not list(tmp_path.iterdir())  # nothing was run or written

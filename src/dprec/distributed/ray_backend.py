@@ -208,7 +208,14 @@ class RayBackend(ShardedBackend):
         ray = _ray()
         if not ray.is_initialized():
             kwargs = {"include_dashboard": False, "log_to_driver": False, **self.init}
-            ray.init(address=self.address, **kwargs)
+            try:
+                ray.init(address=self.address, **kwargs)
+            except (ConnectionError, RuntimeError, ValueError) as e:
+                where = "start a local Ray" if self.address is None else \
+                    f"join the Ray cluster at {self.address!r}"
+                raise DprecError(f"could not {where} ({e}); start one with `ray start "
+                                 "--head` and pass --ray-address auto, or leave "
+                                 "--ray-address out for a local Ray") from None
             self._started = True
         return ray
 
