@@ -32,6 +32,7 @@ bench: $(STAMP)
 	for run in 2 3; do $(BIN)/python benchmarks/bench_fmf_ldp.py --no-phases \
 		--out benchmarks/results/fmf_ldp_runs/$$run || exit 1; done
 	$(BIN)/python benchmarks/bench_bpr.py
+	$(BIN)/python benchmarks/bench_ray.py overhead
 	$(BIN)/python benchmarks/summary.py
 	$(BIN)/python benchmarks/bench_rating.py
 	$(BIN)/python benchmarks/bench_pnbm.py

@@ -29,6 +29,7 @@ import json
 import math
 import os
 import resource
+import statistics
 import sys
 import threading
 import time
@@ -49,6 +50,7 @@ from dprec.systems.fmf.server import FactorServer
 OUT = Path(__file__).parent / "results"
 GIB = 2**30
 RAY_INIT = {"num_cpus": 2, "object_store_memory": 4 * GIB}
+SUMMARY_KEYS = {"dplcf-sp": "ray_dplcf_overhead", "fmf-ldp": "ray_fmf_ldp_overhead"}
 
 
 def _peak_gib() -> float:
@@ -77,11 +79,16 @@ def overhead(args: argparse.Namespace) -> dict:
         if name not in args.systems:
             continue
         row: dict = {"params": params}
-        models = {}
-        warm = RayBackend(shards=2, keep_warm=True)
-        for label in ("engine", "local", "ray_cold", "ray"):
+        times: dict[str, list[float]] = {}
+        clients: dict[str, list[float]] = {}
+        same = True
+        labels = ("engine",) + ("local", "ray_cold", "ray") * args.repeats
+        ref = None
+        for label in labels:
             m = make_system(name, params)
+            warm = None
             if label == "ray":  # after ray_cold has released its actors' CPUs
+                warm = RayBackend(shards=2, keep_warm=True)
                 warm.prestart()  # as `dprec run` does: the workers boot while the data load
                 ray.get([a.peak_rss_bytes.remote() for a in warm._actors])
             backend = {"engine": None, "local": LocalBackend(1),
@@ -89,22 +96,37 @@ def overhead(args: argparse.Namespace) -> dict:
             m.transport = backend
             t = time.perf_counter()
             m.fit(train, np.random.default_rng(1))
-            row[f"{label}_s"] = time.perf_counter() - t
-            row[f"{label}_clients_s"] = m.diagnostics()["seconds_by_role"]["clients"]
-            models[label] = m.broadcast.sims if name.startswith("dplcf") else m.V
-            print(name, label, row[f"{label}_s"], file=sys.stderr)
-        warm.close()
-        row["ray_equals_local"] = bool(np.array_equal(models["ray"], models["local"])
-                                       and np.array_equal(models["ray_cold"], models["local"]))
-        row["ratio"] = row["ray_s"] / row["local_s"]
-        row["ratio_cold"] = row["ray_cold_s"] / row["local_s"]
+            times.setdefault(label, []).append(time.perf_counter() - t)
+            clients.setdefault(label, []).append(
+                m.diagnostics()["seconds_by_role"]["clients"])
+            if warm is not None:
+                warm.close()
+            model = m.broadcast.sims if name.startswith("dplcf") else m.V
+            if label == "local" and ref is None:
+                ref = model
+            elif label != "engine":
+                same = same and bool(np.array_equal(model, ref))
+            print(name, label, times[label][-1], file=sys.stderr)
+        for label in times:
+            row[f"{label}_s"] = statistics.median(times[label])
+            row[f"{label}_clients_s"] = statistics.median(clients[label])
+            row[f"{label}_s_runs"] = times[label]
+        row["ray_equals_local"] = same
+        # each ratio pairs the runs of one repeat (same machine state), then the median
+        row["ratios"] = [r / lo for r, lo in zip(times["ray"], times["local"], strict=True)]
+        row["ratios_cold"] = [r / lo for r, lo in zip(times["ray_cold"], times["local"],
+                                                      strict=True)]
+        row["ratio"] = statistics.median(row["ratios"])
+        row["ratio_cold"] = statistics.median(row["ratios_cold"])
         doc["systems"][name] = row
+        doc[SUMMARY_KEYS[name]] = row["ratio"]  # read by benchmarks/summary.py
     ray.shutdown()
     doc["note"] = ("ratio = Ray fit time / local-backend fit time, same model, with the 2 shard "
                    "actors started before the fit (RayBackend.prestart, as dprec run starts "
                    "them while the data load); ratio_cold: actors started inside the fit "
-                   "(about 2 s of worker imports); neither counts ray.init; *_clients_s is "
-                   "the clients-and-reduction phase alone")
+                   "(about 2 s of worker imports); neither counts ray.init; each is the median "
+                   "of --repeats paired ratios (local, cold, warm in turn); *_s are medians, "
+                   "*_clients_s the clients-and-reduction phase alone")
     return doc
 
 
@@ -276,6 +298,7 @@ def main() -> None:
     ap.add_argument("--block-size", type=int, default=4096)
     ap.add_argument("--calib-blocks", type=int, default=4)
     ap.add_argument("--timeout-s", type=int, default=900)
+    ap.add_argument("--repeats", type=int, default=3, help="overhead: paired runs per system")
     ap.add_argument("--systems", nargs="+", default=["dplcf-sp", "fmf-ldp"],
                     help="overhead: which systems")
     ap.add_argument("--tag", default="", help="appended to the result file name")

@@ -8,7 +8,9 @@
   mf_np_vs_implicit_cg   : bench_mf_np-ml-100k-F32.json, "mf_np_vs_implicit_cg" (dprec's CG
                            ALS / implicit's CG per iteration, median of paired rounds);
   bpr_parallel_speedup   : bench_bpr.json, "bpr_parallel_speedup" (serial / Hogwild fit time,
-                           median of paired rounds).
+                           median of paired rounds);
+  ray_dplcf_overhead,    : ray_overhead.json (bench_ray.py overhead): Ray / local backend fit
+  ray_fmf_ldp_overhead     time at 75K x 10K, actors prestarted, median of paired runs.
 Each ratio is a median of the paired runs its benchmark made (3 by default). A missing input
 is an error naming the benchmark that writes it. Usage:
   .venv/bin/python benchmarks/summary.py [--results benchmarks/results]
@@ -44,6 +46,10 @@ def summarise(results: Path) -> tuple[dict[str, float], dict[str, object]]:
                                       "mf_np_vs_implicit_cg", "benchmarks/bench_mf_np.py"),
         "bpr_parallel_speedup": _read(results / "bench_bpr.json", "bpr_parallel_speedup",
                                       "benchmarks/bench_bpr.py"),
+        "ray_dplcf_overhead": _read(results / "ray_overhead.json", "ray_dplcf_overhead",
+                                    "benchmarks/bench_ray.py overhead"),
+        "ray_fmf_ldp_overhead": _read(results / "ray_overhead.json", "ray_fmf_ldp_overhead",
+                                      "benchmarks/bench_ray.py overhead"),
     }
     provenance = {"fmf_ldp_vs_implicit_cg": {"runs": fmf,
                                              "files": [str(p) for p in fmf_files]}}
