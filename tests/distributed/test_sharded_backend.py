@@ -121,3 +121,28 @@ def test_a_shards_sums_give_the_step_the_in_process_server_takes(mechanism, smal
         batch = ShuffledValues(items, factors, values)
     in_process = server(V).aggregate([batch], 0)
     assert np.array_equal(sharded, in_process)
+
+
+def test_a_shard_refuses_report_values_beyond_the_mechanisms_bound(small_train):
+    """The shards' integer grid is planned from the mechanism's bound C: a report past it
+    (a poisoned client, say) is refused, never summed into a possibly overflowing int64."""
+    from dprec.distributed.shards import FmfAdapter
+    from dprec.mechanisms.numeric import PiecewiseMechanism
+    from dprec.protocol.batches import ReportBatch
+    from dprec.systems.fmf.client import FederatedClients
+
+    mech = PiecewiseMechanism(2.0)
+
+    class Oversized(FederatedClients):
+        def step_rows(self, V, gram, start, stop, rng):
+            n = stop - start
+            zeros = np.zeros((n, 2), np.int64)
+            return ReportBatch(np.arange(start, stop), zeros, zeros,
+                               values=np.full((n, 2), 10 * mech.scale)), None
+
+    clients = Oversized(small_train, factors=4, alpha=1.0, reg=0.1, k=2, clip=1.0,
+                        exact=False, mechanism=mech, ledger=None, batch_size=512)
+    adapter = FmfAdapter(small_train.shape[0], small_train.shape[1], 4, 2, mech)
+    V = np.zeros((small_train.shape[1], 4))
+    with pytest.raises(DprecError, match="exceeds the mechanism's bound"):
+        adapter.fold_round(clients, [(0, 0, 100)], 0, 1, V)

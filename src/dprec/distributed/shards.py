@@ -149,12 +149,14 @@ class FmfAdapter(SystemAdapter):
             if msg.bits is not None:  # +-C, as FactorServer.aggregate reads one-bit reports
                 values = self.mechanism.estimate(msg.bits.ravel().view(np.bool_))
             else:
-                assert msg.values is not None  # float32, as the proxy forwards them
-                values = msg.values.ravel().astype(np.float32)
-                if values.size and not np.abs(values).max() <= self.bound:
+                assert msg.values is not None
+                if msg.values.size and not np.abs(msg.values).max() <= self.bound:
                     raise DprecError(f"a report value exceeds the mechanism's bound "
                                      f"{self.bound:g} (or is not finite): the planned int64 "
                                      "sums could overflow")
+                # float32, as the proxy forwards them (a value at the bound may round up
+                # by 2^-24 of it: within planned_unit's 2x margin below int64's limit)
+                values = msg.values.ravel().astype(np.float32)
             sums = sums + CellSums.of(flat, values, cells, self.unit)
             partial.senders += msg.n_clients
         partial.seconds = time.perf_counter() - t
