@@ -103,7 +103,7 @@ def _dplcf_user(eps: float | None, p: Params, s: AuditSettings) -> AuditResult:
 
 
 def _privrec(eps: float | None, p: Params, s: AuditSettings) -> AuditResult:
-    return _run_privrec("dp-privrec", {k: v for k, v in p.items()}, s, eps)
+    return _run_privrec("dp-privrec", p, s, eps)
 
 
 TARGETS: dict[str, Target] = {t.name: t for t in [
@@ -179,8 +179,7 @@ def _run_system(name: str, epsilon: float | None, params: Params, level: Level,
         eps = cfg.epsilon  # type: ignore[attr-defined]
         if level == "user":
             return audit_dplcf_user(mech, _int(own, "n_items", 1682), s)
-        res = audit_bitflip(mech, s, eps, name)
-        return res
+        return audit_bitflip(mech, s, eps, name)
     if name == "fmf-ldp":
         if level != "event":
             raise DprecError("fmf-ldp is audited per report slot (--level event); its user "

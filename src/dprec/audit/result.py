@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from dprec.audit.distinguisher import TwoInputOutcome
+from dprec.privacy.events import strict_json
 
 __all__ = ["AuditResult", "eps_json"]
 
@@ -57,23 +58,12 @@ class AuditResult:
             "delta": float(self.delta),
             "tight": bool(self.tight),
             "ceiling": eps_json(self.ceiling),
-            "directions": _clean(self.directions),
+            "directions": strict_json(self.directions),
             "notes": list(self.notes),
-            "params": _clean(self.params),
-            "extra": _clean(self.extra),
+            "params": strict_json(self.params),
+            "extra": strict_json(self.extra),
             "seconds": round(float(self.seconds), 3),
         }
-
-
-def _clean(value: object) -> object:
-    """Non-finite floats as "inf" / "-inf" / "nan" text, recursively (strict JSON)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    return value
 
 
 def directions_json(outcome: TwoInputOutcome,

@@ -71,7 +71,7 @@ class ShardWorker:
             if (round, index) == (f_round, f_shard) and not os.path.exists(marker):
                 open(marker, "w").close()
                 os.kill(os.getpid(), signal.SIGKILL)
-        if self.loaded != (run, index) or self.shard is None:
+        if self.loaded != (run, index):
             self.shard = None  # the previous run's clients go before the new ones come
             source, spans, adapter = _ray().get(load[0])
             self.shard = Shard(source, spans, adapter)

@@ -33,6 +33,7 @@ __all__ = [
     "Unit",
     "describe_event",
     "event_to_json",
+    "strict_json",
 ]
 
 Unit = Literal["interaction", "user"]
@@ -90,20 +91,21 @@ class ShuffledReportDpEvent(dp_accounting.DpEvent):
             raise DprecError(f"n must be an integer >= 1, got {self.n!r}")
 
 
-def _json_value(value: object) -> object:
+def strict_json(value: object) -> object:
+    """Non-finite floats as "inf" / "-inf" / "nan" text, recursively (strict JSON)."""
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     if isinstance(value, dict):
-        return {k: _json_value(v) for k, v in value.items()}
+        return {k: strict_json(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_json_value(v) for v in value]
+        return [strict_json(v) for v in value]
     return value
 
 
 def event_to_json(event: dp_accounting.DpEvent) -> dict[str, object]:
     """``{"type": class name, **fields}`` (nested events as dicts, inf as "inf")."""
     fields = attr.asdict(event, recurse=True) if attr.has(type(event)) else {}
-    return {"type": type(event).__name__, **_json_value(fields)}  # type: ignore[dict-item]
+    return {"type": type(event).__name__, **strict_json(fields)}  # type: ignore[dict-item]
 
 
 def describe_event(event: dp_accounting.DpEvent) -> str:

@@ -73,9 +73,12 @@ class PairCounts:
                              f"{m11.dtype}")
         if isinstance(n_users, bool) or int(n_users) != n_users or n_users < 0:
             raise DprecError(f"n_users must be an integer >= 0, got {n_users}")
-        out = cls(m11.shape[0], "bits")
-        out._bits = None
+        out = cls.__new__(cls)  # not __init__: no BitGram, whose own m11 would be thrown away
+        out.n_items = m11.shape[0]
+        out.method = "bits"
         out.n_users = int(n_users)
+        out._bits = None
+        out._m11 = None
         out._symmetric = m11
         out._col = np.diagonal(m11).astype(np.float64)
         return out
