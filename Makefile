@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench lint clean
+.PHONY: run test test-cpu bench lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -18,6 +18,15 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(MAKE) --no-print-directory test-cpu
+
+# The same seed gives the same numbers on every CPU: on x86-64, the golden and tie-rule tests
+# again with numpy's AVX-512 kernels off, OpenBLAS's Haswell kernels and numba for Haswell.
+test-cpu: $(STAMP)
+	if [ "$$(uname -m)" = x86_64 ]; then \
+		NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR" OPENBLAS_CORETYPE=Haswell \
+		NUMBA_CPU_NAME=haswell $(BIN)/python -m pytest -q -p no:cacheprovider \
+		tests/test_golden.py tests/test_selection.py; fi
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks experiments scripts

@@ -34,6 +34,7 @@ from dprec.protocol.messages import (
     NeighbourLists,
     ValueReports,
 )
+from dprec.selection import top_k_row
 from dprec.systems.dplcf.client import local_scores, obfuscate
 from dprec.systems.fmf.client import FederatedClients, check_item_matrix, user_vectors
 
@@ -167,11 +168,10 @@ class DeviceClient:
                                        int(c["neighbours"]))[0]).ravel()
 
     def recommend(self, history: object, n: int = 10, exclude_seen: bool = True) -> np.ndarray:
-        """The ``n`` best items for this user (best first), never leaving the device."""
+        """The ``n`` best items for this user (best first, ties by the smaller item id), never
+        leaving the device."""
         h = self._history(history)
         s = self.scores(h).astype(np.float64)
         if exclude_seen:
             s[h.indices] = -np.inf
-        n = min(int(n), s.size)
-        top = np.argpartition(-s, n - 1)[:n] if n else np.empty(0, np.int64)
-        return top[np.argsort(-s[top], kind="stable")]
+        return top_k_row(s, min(int(n), s.size))

@@ -35,6 +35,7 @@ import scipy.sparse as sp
 from dprec.data.dataset import Dataset
 from dprec.errors import DataError, check_positive
 from dprec.random import SeedLike, random_generator
+from dprec.selection import top_k, top_k_row
 
 log = logging.getLogger(__name__)
 
@@ -113,10 +114,10 @@ def _activity(n_users: int, total: int, lo: int, hi: int, sigma: float,
     short = extra_total - int(base.sum())
     if short > 0:
         frac = np.where(base < cap, x - base, -1.0)
-        base[np.argpartition(-frac, short - 1)[:short]] += 1
+        base[top_k_row(frac, short)] += 1
     elif short < 0:
         frac = np.where(base > 0, x - base, 2.0)
-        base[np.argpartition(frac, -short - 1)[:-short]] -= 1
+        base[top_k_row(-frac, -short)] -= 1
     return k + base
 
 
@@ -279,12 +280,7 @@ def _fill_batch(users: np.ndarray, k: np.ndarray, affinity: np.ndarray, keys: np
     np.log(keys, out=keys)
     np.subtract(affinity, keys, out=keys)  # a_ui + G_ui, since -log E ~ Gumbel(0, 1)
     keys += log_pop
-    if kmax < n_items:
-        cand = np.argpartition(keys, n_items - kmax, axis=1)[:, n_items - kmax:]
-    else:
-        cand = np.broadcast_to(np.arange(n_items), (n_rows, n_items))
-    ranked = np.argsort(-np.take_along_axis(keys, cand, axis=1), axis=1)
-    cand = np.take_along_axis(cand, ranked, axis=1)
+    cand = top_k(keys, kmax)  # largest keys first, ties by the smaller item id
     valid = np.arange(kmax) < k[:, None]
     items = np.sort(np.where(valid, cand, n_items), axis=1)  # chosen items first, ascending
     items_c = np.minimum(items, n_items - 1)

@@ -6,6 +6,7 @@ import numpy as np
 
 from dprec.errors import DprecError
 from dprec.evaluation.split import LeaveOneOut
+from dprec.selection import top_k
 
 
 def sample_negatives(
@@ -16,7 +17,8 @@ def sample_negatives(
     Returns an (n_test_users, n_negatives) array aligned with ``split.test_users``. Training
     positives and the held-out item are never drawn. Draw once per (dataset, split, seed) and
     share across systems: re-drawing per evaluation makes systems incomparable.
-    Uniform without replacement via the smallest random keys among allowed items.
+    Uniform without replacement via the smallest random keys among allowed items (ordered by
+    key, ties by the smaller item id, so the draw is the same on every CPU).
     """
     users = split.test_users
     n_items = split.train.shape[1]
@@ -35,5 +37,5 @@ def sample_negatives(
         r = np.repeat(np.arange(len(b)), np.diff(rows.indptr))
         keys[r, rows.indices] = np.inf
         keys[np.arange(len(b)), split.test_items[b]] = np.inf
-        out[start:start + len(b)] = np.argpartition(keys, n_negatives - 1, axis=1)[:, :n_negatives]
+        out[start:start + len(b)] = top_k(-keys, n_negatives)
     return out

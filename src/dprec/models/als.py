@@ -385,7 +385,7 @@ def _cholesky_solve(A: np.ndarray, b: np.ndarray, x: np.ndarray) -> bool:
 _BLOCK = 128  # interactions gathered per block in _solve_rows (F x 128 doubles stay in L2)
 
 
-@numba.njit(cache=True, parallel=True, error_model="numpy", fastmath={"reassoc", "contract"})
+@numba.njit(cache=True, parallel=True, error_model="numpy")
 def _solve_rows(indptr, indices, data, V, gram, alpha, reg, bounds, out):
     # V^T (C_u - I) V = B B^T with B[:, q] = sqrt(alpha r_ui) v_i over the user's items,
     # accumulated by blocks of _BLOCK items as dot products of rows of B (upper triangle,
@@ -418,7 +418,7 @@ def _solve_rows(indptr, indices, data, V, gram, alpha, reg, bounds, out):
     return failed
 
 
-@numba.njit(cache=True, parallel=True, error_model="numpy", fastmath={"reassoc", "contract"})
+@numba.njit(cache=True, parallel=True, error_model="numpy")
 def _cg_rows(indptr, indices, data, V, A0, alpha, steps, bounds, X):
     # Conjugate gradient on A x = b, A = A0 + sum_i alpha r_ui v_i v_i^T (A0 = V^T V + reg I),
     # b = sum_i c_ui p_ui v_i, from x = X[u]; the same iteration as implicit's
@@ -481,7 +481,7 @@ def _cg_rows(indptr, indices, data, V, A0, alpha, steps, bounds, X):
                 rsold = rsnew
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
+@numba.njit(cache=True, error_model="numpy")
 def _add_gram_upper(B, n, A):
     """A[a, c] += B[a, :n] . B[c, :n] for c >= a."""
     f = B.shape[0]

@@ -230,7 +230,7 @@ def _known(index: np.ndarray, seen: np.ndarray) -> np.ndarray:
     return inside
 
 
-@numba.njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
+@numba.njit(cache=True, error_model="numpy")
 def _sgd_epoch(rows, cols, vals, U, V, bu, bi, mu, lr, reg, biases, rng):
     """One SGD pass over the ratings in the order ``rng.permutation(n)``."""
     f = U.shape[1]

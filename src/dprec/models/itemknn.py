@@ -11,6 +11,8 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from dprec.selection import top_k
+
 Neighbourhood = Literal["item", "user"]
 
 
@@ -19,7 +21,8 @@ def top_k_neighbours(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each item's ``k`` most similar other items: (indices (N, k) int32, sims (N, k) float32).
 
-    Rows are sorted by decreasing similarity; the item itself is never its own neighbour.
+    Rows are sorted by decreasing similarity, ties by the smaller item id (the same choice on
+    every CPU); the item itself is never its own neighbour.
     """
     n = sim.shape[0]
     k = min(k, n - 1)
@@ -29,11 +32,9 @@ def top_k_neighbours(
         s = np.array(sim[start:start + block], dtype=np.float32)
         r = np.arange(len(s))
         s[r, start + r] = -np.inf
-        part = np.argpartition(-s, k - 1, axis=1)[:, :k]
-        pv = np.take_along_axis(s, part, axis=1)
-        order = np.argsort(-pv, axis=1, kind="stable")
-        idx[start:start + len(s)] = np.take_along_axis(part, order, axis=1)
-        val[start:start + len(s)] = np.take_along_axis(pv, order, axis=1)
+        best = top_k(s, k)
+        idx[start:start + len(s)] = best
+        val[start:start + len(s)] = np.take_along_axis(s, best, axis=1)
     return idx, val
 
 

@@ -457,7 +457,7 @@ def _predict(indptr, indices, x, nbr, W, means, users, items, min_norm, fallback
 _CHUNKS = 4  # fixed number of per-chunk gradient buffers: sums do not depend on the threads
 
 
-@numba.njit(cache=True, parallel=True, fastmath={"reassoc", "contract"})
+@numba.njit(cache=True, parallel=True)
 def _batch_gradient(indptr, indices, x, r, rows, ratings, bounds, nbr, W, means, min_norm,
                     e_max, f_max, clip_low, clip_high, clip, Gs, sq):
     """Gs[c, i] += e (x_uj - p sgn s_ij) / d over the batch ratings in chunk c (Eq. 5).
