@@ -418,6 +418,37 @@ def _solve_rows(indptr, indices, data, V, gram, alpha, reg, bounds, out):
     return failed
 
 
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _dot(x, y, f):
+    """x . y over the first ``f`` entries in four interleaved chains, summed in a fixed order:
+    the same number for any SIMD width (a reassociated reduction follows the CPU's)."""
+    s0 = s1 = s2 = s3 = 0.0
+    a = 0
+    while a + 4 <= f:
+        s0 += x[a] * y[a]
+        s1 += x[a + 1] * y[a + 1]
+        s2 += x[a + 2] * y[a + 2]
+        s3 += x[a + 3] * y[a + 3]
+        a += 4
+    while a < f:
+        s0 += x[a] * y[a]
+        a += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _symmetric_matvec(A, x, out, f):
+    """out = A x for symmetric A, as a sum of A's rows scaled by x[c] in order of c
+    (elementwise updates, which vectorise without reordering any sum)."""
+    for a in range(f):
+        out[a] = 0.0
+    for c in range(f):
+        xc = x[c]
+        row = A[c]
+        for a in range(f):
+            out[a] += row[a] * xc
+
+
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def _cg_rows(indptr, indices, data, V, A0, alpha, steps, bounds, X):
     # Conjugate gradient on A x = b, A = A0 + sum_i alpha r_ui v_i v_i^T (A0 = V^T V + reg I),
@@ -430,49 +461,32 @@ def _cg_rows(indptr, indices, data, V, A0, alpha, steps, bounds, X):
         ap = np.empty(f)
         for u in range(bounds[chunk], bounds[chunk + 1]):
             x = X[u]
-            for a in range(f):  # r = b - A x
-                s = 0.0
-                for c in range(f):
-                    s += A0[a, c] * x[c]
-                r[a] = -s
+            _symmetric_matvec(A0, x, r, f)  # r = b - A x
+            for a in range(f):
+                r[a] = -r[a]
             for k in range(indptr[u], indptr[u + 1]):
-                i = indices[k]
                 ru = data[k]
-                vx = 0.0
+                vi = V[indices[k]]
+                w = ((1.0 + alpha * ru) if ru > 0.0 else 0.0) - alpha * ru * _dot(vi, x, f)
                 for a in range(f):
-                    vx += V[i, a] * x[a]
-                w = ((1.0 + alpha * ru) if ru > 0.0 else 0.0) - alpha * ru * vx
-                for a in range(f):
-                    r[a] += w * V[i, a]
-            rsold = 0.0
+                    r[a] += w * vi[a]
             for a in range(f):
                 p[a] = r[a]
-                rsold += r[a] * r[a]
+            rsold = _dot(r, r, f)
             if rsold < 1e-20:
                 continue
             for _ in range(steps):
-                for a in range(f):  # ap = A p
-                    s = 0.0
-                    for c in range(f):
-                        s += A0[a, c] * p[c]
-                    ap[a] = s
+                _symmetric_matvec(A0, p, ap, f)  # ap = A p
                 for k in range(indptr[u], indptr[u + 1]):
-                    i = indices[k]
-                    vp = 0.0
+                    vi = V[indices[k]]
+                    w = alpha * data[k] * _dot(vi, p, f)
                     for a in range(f):
-                        vp += V[i, a] * p[a]
-                    w = alpha * data[k] * vp
-                    for a in range(f):
-                        ap[a] += w * V[i, a]
-                pap = 0.0
-                for a in range(f):
-                    pap += p[a] * ap[a]
-                step = rsold / pap
-                rsnew = 0.0
+                        ap[a] += w * vi[a]
+                step = rsold / _dot(p, ap, f)
                 for a in range(f):
                     x[a] += step * p[a]
                     r[a] -= step * ap[a]
-                    rsnew += r[a] * r[a]
+                rsnew = _dot(r, r, f)
                 if rsnew < 1e-20:
                     break
                 beta = rsnew / rsold
@@ -483,42 +497,46 @@ def _cg_rows(indptr, indices, data, V, A0, alpha, steps, bounds, X):
 
 @numba.njit(cache=True, error_model="numpy")
 def _add_gram_upper(B, n, A):
-    """A[a, c] += B[a, :n] . B[c, :n] for c >= a."""
+    """A[a, c] += B[a, :n] . B[c, :n] for c >= a.
+
+    Each dot product runs in two chains (even and odd q) added at the end, a fixed order, so
+    the sums are the same on every CPU; 2 x 2 rows at a time reuse each load twice.
+    """
     f = B.shape[0]
+    even = n - n % 2
     a = 0
-    while a + 1 < f:
+    while a < f:
         ra = B[a]
-        rb = B[a + 1]
+        rb = B[a + 1] if a + 1 < f else B[a]
         c = a
-        while c + 1 < f:
+        while c < f:
             rc = B[c]
-            rd = B[c + 1]
+            rd = B[c + 1] if c + 1 < f else B[c]
             s00 = s01 = s10 = s11 = 0.0
-            for q in range(n):
+            t00 = t01 = t10 = t11 = 0.0
+            for q in range(0, even, 2):
                 s00 += ra[q] * rc[q]
                 s01 += ra[q] * rd[q]
                 s10 += rb[q] * rc[q]
                 s11 += rb[q] * rd[q]
-            A[a, c] += s00
-            A[a, c + 1] += s01
-            A[a + 1, c] += s10
-            A[a + 1, c + 1] += s11
+                t00 += ra[q + 1] * rc[q + 1]
+                t01 += ra[q + 1] * rd[q + 1]
+                t10 += rb[q + 1] * rc[q + 1]
+                t11 += rb[q + 1] * rd[q + 1]
+            if even < n:
+                s00 += ra[even] * rc[even]
+                s01 += ra[even] * rd[even]
+                s10 += rb[even] * rc[even]
+                s11 += rb[even] * rd[even]
+            A[a, c] += s00 + t00
+            if c + 1 < f:
+                A[a, c + 1] += s01 + t01
+            if a + 1 < f:
+                A[a + 1, c] += s10 + t10
+                if c + 1 < f:
+                    A[a + 1, c + 1] += s11 + t11
             c += 2
-        if c < f:
-            rc = B[c]
-            s00 = s10 = 0.0
-            for q in range(n):
-                s00 += ra[q] * rc[q]
-                s10 += rb[q] * rc[q]
-            A[a, c] += s00
-            A[a + 1, c] += s10
         a += 2
-    if a < f:
-        ra = B[a]
-        s00 = 0.0
-        for q in range(n):
-            s00 += ra[q] * ra[q]
-        A[a, a] += s00
 
 
 def _loss(U: np.ndarray, V: np.ndarray, R: sp.csr_matrix, alpha: float, reg: float) -> float:
