@@ -254,7 +254,7 @@ def simulate(
     token_key_file: TokenKeyFile = None,
     threshold: Annotated[int | None, typer.Option(
         help="Proxy threshold of started services (default: the system's shuffle_threshold, "
-             "100 for DPLCF).")] = None,
+             "100 for DPLCF); it becomes the simulated system's shuffle_threshold.")] = None,
     batch_senders: Annotated[int, typer.Option(
         "--batch-senders", help="Senders per batch of started proxies.")] = 1000,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")
@@ -284,6 +284,9 @@ def simulate(
         exp = cli._experiment(cli._task_of(system, split), ds, seeds, split, negatives, 1)
         net = None
         if transport == "http":
+            if hasattr(getattr(probe, "config", None), "shuffle_threshold"):
+                params = _enforced_threshold(params, probe.config.shuffle_threshold,
+                                             threshold, server, proxy)
             net = _http_transport(system, params, config, server, proxy, secret_file,
                                   token_key_file, threshold, batch_senders, seeds, closers)
 
@@ -311,6 +314,37 @@ def simulate(
     cli._print_tables(f"{system} on {dataset} ({seeds} seeds, {transport})", {system: doc})
     cli._print_privacy(doc)
     cli.out.print(f"saved {path}")
+
+
+def _enforced_threshold(params: dict[str, Any], planned: int, threshold: int | None,
+                        server: str | None, proxy: str | None) -> dict[str, Any]:
+    """The system's parameters with ``shuffle_threshold`` set to what the proxy enforces:
+    ``--threshold`` for the proxy started here (the server started here publishes it too),
+    or what a running proxy states (a warning if below the protocol's published one)."""
+    if server is None:
+        if threshold is None or threshold == planned:
+            return params
+        if "shuffle_threshold" in params:
+            raise DprecError(f"--threshold {threshold} and --param shuffle_threshold="
+                             f"{params['shuffle_threshold']} disagree: give one")
+        return {**params, "shuffle_threshold": int(threshold)}
+    from dprec.client.http import ProxyAPI, ServerAPI
+    if threshold is not None:
+        raise DprecError("--threshold sets the threshold of the proxy started here; a running "
+                         "proxy (--proxy) states its own")
+    proxy_api, server_api = ProxyAPI(proxy), ServerAPI(server)  # type: ignore[arg-type]
+    try:
+        enforced = int(proxy_api.round()["threshold"])
+        published = server_api.protocol_doc().get("config", {}).get("shuffle_threshold")
+    finally:
+        proxy_api.close()
+        server_api.close()
+    if published is not None and enforced < int(published):
+        from dprec.cli import err
+        err.print(f"[yellow]warning:[/] the proxy at {proxy} enforces a threshold of {enforced} "
+                  f"senders, below the {published} the protocol publishes; the report states "
+                  f"{enforced} and accounts for the batches the server received")
+    return {**params, "shuffle_threshold": enforced}
 
 
 def _http_transport(system: str, params: dict[str, Any], config: Path | None,

@@ -3,7 +3,7 @@ shards (3 shards on 2 CPUs share them), and a shard worker killed mid-round."""
 
 import numpy as np
 import pytest
-from sharded import broadcast_of
+from sharded import batched_log, broadcast_of
 
 from dprec.distributed import LocalBackend
 from dprec.systems.registry import make_system
@@ -97,3 +97,13 @@ def test_cli_run_on_ray_over_two_seeds_equals_the_local_backend(tmp_path):
         docs.append(json.loads(res.stdout.strip().splitlines()[-1]))
     assert docs[0]["metrics"] == docs[1]["metrics"]
     assert docs[0]["privacy"] == docs[1]["privacy"]
+
+
+def test_ray_logs_the_engines_events_for_the_proxys_batches(small_train):
+    # the driver's server step reads one sum of every report; the log charges what the
+    # proxy forwards: one shuffle of all 1,500 senders, or its smallest batch (300)
+    for batch_senders, n in ((None, 1500), (400, 300)):
+        engine = batched_log(small_train, None, batch_senders)
+        remote = batched_log(small_train, RayBackend(shards=2, block_size=512), batch_senders)
+        assert remote.to_json() == engine.to_json()
+        assert [e.n for e, _ in remote.keys()] == [n]

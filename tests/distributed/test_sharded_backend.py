@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from sharded import broadcast_of
+from sharded import batched_log, broadcast_of
 
 from dprec.distributed import LocalBackend, make_backend
 from dprec.errors import DprecError
@@ -146,3 +146,13 @@ def test_a_shard_refuses_report_values_beyond_the_mechanisms_bound(small_train):
     V = np.zeros((small_train.shape[1], 4))
     with pytest.raises(DprecError, match="exceeds the mechanism's bound"):
         adapter.fold_round(clients, [(0, 0, 100)], 0, 1, V)
+
+
+@pytest.mark.parametrize("batch_senders", [None, 400])
+def test_the_sharded_log_is_the_engines_for_the_same_batches(small_train, batch_senders):
+    # 1,500 senders: one shuffle of 1,500, or batches of 400 x 3 and 300 (the smallest)
+    engine = batched_log(small_train, None, batch_senders)
+    sharded = batched_log(small_train, LocalBackend(3, block_size=512), batch_senders)
+    assert sharded.to_json() == engine.to_json()
+    (event, _), = engine.keys()
+    assert event.n == (1500 if batch_senders is None else 300)

@@ -5,6 +5,7 @@ no client token or id in its store or logs."""
 
 from __future__ import annotations
 
+import functools
 import json
 import struct
 import threading
@@ -18,11 +19,13 @@ from dprec.cli import app
 from dprec.client.http import ProxyAPI, keepalive_client
 from dprec.data.synthetic import synthetic
 from dprec.protocol.deployed import generator_to_json
+from dprec.protocol.engine import ShufflingProxy
 from dprec.protocol.messages import GradientReports
 from dprec.random import derive_generator
 from dprec.services.auth import client_token
 from dprec.services.launch import Loopback, LoopbackTransport
 from dprec.services.transport import HttpTransport
+from dprec.systems.fmf import system as fmf_system
 from dprec.systems.registry import make_system
 
 OPENAPI = Path(__import__("dprec.services", fromlist=["x"]).__file__).parent / "openapi"
@@ -39,8 +42,13 @@ def _fit(system: str, params: dict[str, str], train, transport=None):
     ("fmf-ldp", {"epochs": "2", "k": "20", "shuffle_threshold": "50"}),
     ("dplcf-sp", {"neighbours": "10"}),
 ])
-def test_http_gives_the_in_process_model_bit_for_bit(tmp_path, system, params):
+def test_http_gives_the_in_process_model_bit_for_bit(tmp_path, system, params, monkeypatch):
     train = synthetic(300, 120, 6000, rng=0).binary()
+    one_batch = _fit(system, params, train)
+    # the same batches in process as the services' proxy forwards: 300 senders, threshold
+    # 50, batch_senders 100 -> three shuffles of 100 senders
+    monkeypatch.setattr(fmf_system, "ShufflingProxy",
+                        functools.partial(ShufflingProxy, batch_senders=100))
     here = _fit(system, params, train)
     with Loopback(tmp_path) as lb:
         net = LoopbackTransport(lb, system, params, batch_senders=100)
@@ -57,6 +65,38 @@ def test_http_gives_the_in_process_model_bit_for_bit(tmp_path, system, params):
         assert here.broadcast == there.broadcast
         assert here.diagnostics()["clipped_pairs"] == there.diagnostics()["clipped_pairs"]
     assert here.privacy_report().to_json() == there.privacy_report().to_json()
+    if system == "fmf-ldp":  # charged a shuffle of 100, not of the round's 300 senders
+        np.testing.assert_array_equal(one_batch.V, there.V)
+        assert [e.n for e, _ in there.events.keys()] == [100]
+        assert [e.n for e, _ in one_batch.events.keys()] == [300]
+        assert there.privacy_report().true.epsilon > one_batch.privacy_report().true.epsilon
+
+
+@pytest.mark.slow
+def test_simulate_reports_the_enforced_threshold_and_the_servers_batches(tmp_path):
+    # 300 senders, threshold 20, batches of 70: the server stores 70 x 4 and 20
+    args = ["simulate", "fmf-ldp", "--transport", "http", "--dataset", "synthetic-300x200",
+            "--param", "epochs=1", "--param", "k=10", "--threshold", "20",
+            "--batch-senders", "70", "--seeds", "1", "--json", "--out", str(tmp_path)]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output[-3000:]
+    doc = json.loads(res.stdout.strip().splitlines()[-1])
+    assert doc["parameters"]["shuffle_threshold"] == 20
+    privacy = doc["privacy"]
+    assert privacy["rounds"]["shuffle_threshold_senders"] == 20
+    assert [e["event"]["n"] for e in privacy["events"]["events"]] == [20]
+    assert privacy["true"]["mechanism"] == "10 x ShuffledReportDpEvent(epsilon0=2.5, n=20)"
+
+
+def test_a_running_proxy_states_the_threshold_the_report_uses(running, capsys):
+    from dprec.cli_serve import _enforced_threshold
+
+    _, srv, prx = running  # the protocol publishes 100 (FMFConfig's default); the proxy runs 5
+    assert _enforced_threshold({"k": "5"}, 100, None, srv.url, prx.url) == {
+        "k": "5", "shuffle_threshold": 5}
+    warning = " ".join(capsys.readouterr().err.split())  # the console wraps lines
+    assert "enforces a threshold of 5 senders, below the 100 the protocol publishes" in warning
+    assert "below the 100 senders the protocol publishes" in prx.log_tail(20_000)
 
 
 @pytest.mark.slow
@@ -77,9 +117,12 @@ def test_simulate_prints_the_same_result_over_both_transports(tmp_path):
 
 
 @pytest.mark.slow
-def test_sigkill_and_restart_mid_round_lose_nothing_and_count_nothing_twice(tmp_path):
+def test_sigkill_and_restart_mid_round_lose_nothing_and_count_nothing_twice(tmp_path,
+                                                                            monkeypatch):
     system, params = "fmf-ldp", {"epochs": "3", "k": "10", "shuffle_threshold": "20"}
     train = synthetic(400, 60, 8000, rng=1).binary()
+    monkeypatch.setattr(fmf_system, "ShufflingProxy",  # the proxy's batches, in process
+                        functools.partial(ShufflingProxy, batch_senders=50))
     expected = _fit(system, params, train)
     with Loopback(tmp_path) as lb:
         srv = lb.server(system, 60, params, wait=False)
@@ -113,6 +156,7 @@ def test_sigkill_and_restart_mid_round_lose_nothing_and_count_nothing_twice(tmp_
     model = out["model"]
     np.testing.assert_array_equal(model.V, expected.V)
     assert model.privacy_report().to_json() == expected.privacy_report().to_json()
+    assert [e.n for e, _ in model.events.keys()] == [50]  # 8 batches of 50 per round
 
 
 @pytest.fixture(scope="module")

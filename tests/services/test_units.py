@@ -64,8 +64,9 @@ def test_server_store_closes_a_round_once_and_rolls_back_a_failed_close(tmp_path
     with pytest.raises(RuntimeError):
         st.close(0, 2, boom)
     assert st.round == 0 and st.outcomes() == []  # nothing half-written
-    out = st.close(0, 2, lambda: (b"v1", "d1", {}))
+    out = st.close(0, 2, lambda: (b"v1", "d1", {}), senders_of=lambda reports: reports // 3)
     assert out.updated and out.version == 1 and st.round == 1
+    assert out.batch_senders == (1,) and st.outcomes()[0]["batch_senders"] == [1]
     assert st.close(0, 2, boom) == out  # idempotent: the compute is not run again
     st.close_db()
     again = ServerStore(tmp_path / "s.db", "fp")
@@ -84,8 +85,10 @@ def test_proxy_store_holds_a_bag(tmp_path):
     seen: list[list[bytes]] = []
     assert st.form_batch(0, 3, lambda rows: seen.append(rows) or b"batch") == 3
     assert st.held(0) == 2 and st.forwarded_senders(0) == 3 and len(st.outbox()) == 1
-    key = st.outbox()[0][0]
-    st.delivered(key)
+    assert st.form_batch(0, None, lambda rows: b"rest") == 2
+    assert st.forwarded_batches(0) == [3, 2]  # what the proxy states with the round
+    for key, *_ in st.outbox():
+        st.delivered(key)
     st.finish_round(0, {"round": 0}, 1)
     assert st.held(0) == 0 and st.senders(0) == 0 and st.outcome(0) == {"round": 0}
     assert os.path.getsize(tmp_path / "p.db-wal") == 0  # checkpointed and truncated

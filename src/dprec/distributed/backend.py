@@ -8,7 +8,9 @@ shards' integer partial sums, applies the proxy's threshold to the number of dis
 senders, lets the server finish the round from the sums, and appends the forwarded senders'
 events to the log: what :func:`~dprec.protocol.engine.run_protocol` does with a
 :class:`~dprec.protocol.engine.ShufflingProxy`, without the shuffle (sums have no order; see
-:mod:`dprec.distributed.partials`).
+:mod:`dprec.distributed.partials`). The events are the engine's: a shuffle over all of the
+round's senders (the one sum the server step reads), or over the proxy's smallest batch
+when it forwards in batches.
 
 Randomness (:mod:`dprec.distributed.layout`): the server's start and the proxy's start draw
 from the run's generator as in the engine; each round's clients draw from per-block streams
@@ -42,6 +44,7 @@ from dprec.protocol.engine import (
     RoundRecord,
     Server,
     ShufflingProxy,
+    forwarded_batch_sizes,
 )
 
 log = logging.getLogger(__name__)
@@ -192,7 +195,6 @@ class ShardedBackend(Backend):
         adapter = adapter_for(server, population.n_users, proxy, population.k,
                               self.max_piece_bytes)
         proxy = proxy or PassThrough()
-        threshold = proxy.threshold if isinstance(proxy, ShufflingProxy) else 1
         layout = BlockLayout(population.n_users, self.block_size)
         blocks = layout.shard_blocks(self.shards or self.default_shards())
         users = [layout.users(b) for b in blocks]
@@ -214,19 +216,21 @@ class ShardedBackend(Backend):
                 self.last_round = total
                 upload += total.upload_bytes
                 new = None
-                if total.senders >= threshold:
+                batches = _batches(proxy, total.senders)
+                if batches:
                     t = time.perf_counter()
                     new = adapter.finish(server, sums, total, r)
                     seconds["server"] += time.perf_counter() - t
                 else:
-                    log.info("round %d: %d senders, below the proxy's threshold %d", r,
-                             total.senders, threshold)
+                    log.info("round %d: %d senders, below the proxy's threshold", r,
+                             total.senders)
                 del sums
                 if new is None:
                     run.rounds.append(RoundRecord(r, False, total.senders))
                     continue
                 if isinstance(proxy, ShufflingProxy):
                     proxy.senders = total.senders  # what the shuffler counted
+                    proxy.batches = batches
                     proxy.forwarded = True
                 for (event, count, unit), parts in total.sent.items():
                     log_.record(r, proxy.account(event), np.sort(np.concatenate(parts)),
@@ -240,6 +244,20 @@ class ShardedBackend(Backend):
         finally:
             pool.close()
         return run
+
+
+def _batches(proxy: Proxy, senders: int) -> list[int]:
+    """Senders per batch the proxy forwards this round ([] when it refuses the round).
+
+    The driver's server step sees one sum of every forwarded report, a post-processing of
+    one shuffle of all ``senders``; a :class:`ShufflingProxy` that forwards in batches
+    (``batch_senders``) is accounted for over its batches, as in the engine
+    (:func:`~dprec.protocol.engine.forwarded_batch_sizes`), so that a sharded run states
+    the deployment's guarantee, not a stronger one.
+    """
+    if isinstance(proxy, ShufflingProxy):
+        return forwarded_batch_sizes(senders, proxy.threshold, proxy.batch_senders)
+    return [senders] if senders >= 1 else []
 
 
 class LocalBackend(ShardedBackend):

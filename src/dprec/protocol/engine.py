@@ -6,7 +6,8 @@ Roles (DESIGN.md "Three roles"), after Flower's strategy/client split:
   raw histories and each user's ledger; ``step(broadcast, round, rng)`` yields the messages
   the clients send this round and ``sent()`` says which users sent which privacy events.
 - :class:`Proxy`: :class:`PassThrough` (no proxy: DPLCF) or :class:`ShufflingProxy` (the
-  shuffler of FMF-LDP: strips identities, forwards a shuffled batch or nothing).
+  shuffler of FMF-LDP: strips identities, forwards shuffled batches or nothing; each
+  forwarded user is charged the round's smallest batch).
 - :class:`Server`: ``start(rng)`` gives the first broadcast (or None), ``aggregate(batches,
   round)`` consumes the forwarded batches of one round and returns the next broadcast, or
   None when nothing reached it (the round is then recorded as skipped).
@@ -51,6 +52,7 @@ __all__ = [
     "ShufflingProxy",
     "Transport",
     "client_ids",
+    "forwarded_batch_sizes",
     "run_protocol",
 ]
 
@@ -184,19 +186,66 @@ class PassThrough(Proxy):
             yield m
 
 
-class ShufflingProxy(Proxy):
-    """The shuffler (FMF-LDP step 4): one shuffled batch per round, or nothing.
+def forwarded_batch_sizes(senders: int, threshold: int, batch_senders: int | None
+                          ) -> list[int]:
+    """Senders per batch a proxy forwards for a round of ``senders`` distinct senders.
 
-    A fresh :class:`~dprec.protocol.shuffler.Shuffler` per round, all drawing from the
-    proxy's own generator; reports held in a refused round are dropped, never carried over.
-    Its events become :class:`~dprec.privacy.events.ShuffledReportDpEvent` over the number
-    of clients whose messages were forwarded together.
+    The services' proxy (:mod:`dprec.services.proxy`) queues a batch of ``batch_senders``
+    whenever it holds ``batch_senders + threshold`` submissions, and at close forwards the
+    rest if they number ``threshold`` or more: ``m = (senders - threshold) // batch_senders``
+    full batches, then one of ``senders - m * batch_senders`` (in ``[threshold,
+    batch_senders + threshold)``), whatever the arrival order. Below ``threshold``: nothing
+    (a refused round). ``batch_senders`` None: one batch of every sender.
+    """
+    for name, v in (("senders", senders), ("threshold", threshold)):
+        if isinstance(v, bool) or int(v) != v or v < (0 if name == "senders" else 1):
+            raise DprecError(f"{name} must be an integer >= {0 if name == 'senders' else 1}, "
+                             f"got {v!r}")
+    if batch_senders is not None and (isinstance(batch_senders, bool)
+                                      or int(batch_senders) != batch_senders
+                                      or batch_senders < threshold):
+        raise DprecError(f"batch_senders must be an integer >= threshold ({threshold}), got "
+                         f"{batch_senders!r}")
+    if senders < threshold:
+        return []
+    if batch_senders is None:
+        return [int(senders)]
+    full = (int(senders) - int(threshold)) // int(batch_senders)
+    return [int(batch_senders)] * full + [int(senders) - full * int(batch_senders)]
+
+
+def _stack(parts: list[Any], name: str) -> np.ndarray | None:
+    arrays = [getattr(m, name) for m in parts]
+    return None if arrays[0] is None else np.concatenate(arrays)
+
+
+class ShufflingProxy(Proxy):
+    """The shuffler (FMF-LDP step 4): shuffled batches of at least ``threshold`` senders
+    per round, or nothing.
+
+    ``batch_senders`` None: one batch per round (the paper's proxy). Otherwise the batches
+    of the services' proxy (:func:`forwarded_batch_sizes`), each a uniformly random subset
+    of the round's senders shuffled on its own, so a simulation can state the deployment's
+    batch structure. Shufflers draw from the proxy's own generator; reports held in a
+    refused round are dropped, never carried over.
+
+    Accounting (:meth:`account`): each report lies in exactly one batch and the batches are
+    disjoint, so what the server sees of one user's report is the shuffle of its batch
+    (parallel composition; the other batches do not depend on it). Which batch holds which
+    user is not kept (the services' proxy keeps no such mapping), so every forwarded user
+    of the round is charged :class:`~dprec.privacy.events.ShuffledReportDpEvent` over the
+    round's smallest batch, ``n = min(batches)`` (Feldman, McMillan, Talwar, FOCS 2021).
     """
 
-    def __init__(self, threshold: int, rng: np.random.Generator | None = None) -> None:
-        self.threshold = threshold
+    def __init__(self, threshold: int, rng: np.random.Generator | None = None,
+                 batch_senders: int | None = None) -> None:
+        forwarded_batch_sizes(0, threshold, batch_senders)  # validates both
+        self.threshold = int(threshold)
+        self.batch_senders = None if batch_senders is None else int(batch_senders)
         self._rng = rng
         self.senders = 0
+        self.batches: list[int] = []
+        """Senders in each batch forwarded in the last round (what the server received)."""
         self.last: Shuffler | None = None
 
     def start(self, rng: np.random.Generator) -> None:
@@ -207,10 +256,14 @@ class ShufflingProxy(Proxy):
     def forward(self, messages: Iterable[Any]) -> Iterator[Any]:
         if self._rng is None:
             raise DprecError("start the shuffling proxy before forwarding")
-        shuffler = Shuffler(self.threshold, self._rng)
-        self.last = shuffler
         self.forwarded = False
         self.senders = 0
+        self.batches = []
+        if self.batch_senders is not None:
+            yield from self._forward_batches(list(messages))
+            return
+        shuffler = Shuffler(self.threshold, self._rng)
+        self.last = shuffler
         for m in messages:
             shuffler.submit_batch(m.items, m.factors, m.bits, m.client_ids, values=m.values)
         self.senders = shuffler.senders
@@ -220,13 +273,45 @@ class ShufflingProxy(Proxy):
             log.info("shuffler refused the round: %s", e)
             return
         self.forwarded = True
+        self.batches = [self.senders]
         yield batch
+
+    def _forward_batches(self, parts: list[Any]) -> Iterator[Any]:
+        """The services' batches: the round's senders in a random order, cut into
+        :func:`forwarded_batch_sizes`, each batch shuffled by its own :class:`Shuffler`."""
+        assert self._rng is not None
+        n = int(sum(m.n_clients for m in parts))
+        self.senders = n
+        sizes = forwarded_batch_sizes(n, self.threshold, self.batch_senders)
+        if not sizes:
+            log.info("shuffler refused the round: %d senders, below the threshold %d", n,
+                     self.threshold)
+            return
+        ids, items, factors = (_stack(parts, a) for a in ("client_ids", "items", "factors"))
+        bits, values = _stack(parts, "bits"), _stack(parts, "values")
+        order = self._rng.permutation(n)
+        self.forwarded = True
+        self.batches = sizes
+        at = 0
+        for size in sizes:
+            rows = order[at:at + size]
+            at += size
+            shuffler = Shuffler(self.threshold, self._rng)
+            self.last = shuffler
+            shuffler.submit_batch(items[rows], factors[rows],  # type: ignore[index]
+                                  None if bits is None else bits[rows],
+                                  ids[rows],  # type: ignore[index]
+                                  values=None if values is None else values[rows])
+            yield shuffler.flush()
 
     def account(self, event: Any) -> Any:
         eps = getattr(event, "epsilon", None)
         if eps is None:
             raise DprecError(f"the shuffler can only account pure LDP report events, got {event}")
-        return ShuffledReportDpEvent(float(eps), int(self.senders))
+        if not self.batches:
+            raise DprecError("the shuffling proxy forwarded no batch this round: nothing to "
+                             "account")
+        return ShuffledReportDpEvent(float(eps), int(min(self.batches)))
 
 
 class RoleTimer:

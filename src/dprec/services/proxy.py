@@ -17,6 +17,11 @@ the simulation's own :class:`~dprec.protocol.shuffler.Shuffler` (canonical order
 uniform permutation) on a CSPRNG (:func:`~dprec.random.secure_generator`), sent to the server
 under a random idempotency key, and deleted once the server acknowledges it. After a crash,
 queued batches are sent again under the same key and the server counts each once.
+
+What it enforced: a round's outcome states the ``threshold`` and the senders of every batch
+formed (``batch_senders``; :func:`~dprec.protocol.engine.forwarded_batch_sizes` of the
+round's senders), beside the server's own record of the batches it accepted. A proxy started
+with a threshold below the protocol's published ``shuffle_threshold`` logs a warning.
 """
 
 from __future__ import annotations
@@ -163,6 +168,12 @@ class _Proxy:
                 raise DprecError("the proxy's state belongs to another protocol; give it "
                                  "its own --state directory")
             self.info = info
+            published = published_threshold(info)
+            if published is not None and self.settings.threshold < published:
+                log.warning("this proxy enforces --threshold %d, below the %d senders the "
+                            "protocol publishes (shuffle_threshold): its batches may be "
+                            "smaller than the protocol states", self.settings.threshold,
+                            published)
         state = await self._get("/v1/round")
         self.server_state = state
         if state["started"] and state["round"] > self.round:
@@ -336,7 +347,8 @@ class _Proxy:
         forwarded = self.store.forwarded_senders(round)
         return {"round": round, "senders": self.store.senders(round),
                 "forwarded_senders": forwarded, "forwarded": forwarded > 0,
-                "server": server}
+                "threshold": self.settings.threshold,
+                "batch_senders": self.store.forwarded_batches(round), "server": server}
 
     async def close(self, round: int) -> dict[str, Any]:
         async with self._close_lock:
@@ -397,6 +409,13 @@ class _Proxy:
                 log.warning("could not close the round on the timer: %s", e)
 
 
+def published_threshold(info: ProtocolInfo) -> int | None:
+    """The anonymity threshold the protocol publishes (FMF-LDP's ``shuffle_threshold``;
+    None for a protocol that states none)."""
+    value = info.config.get("shuffle_threshold")
+    return None if value is None else int(value)
+
+
 def _strip(message: GradientReports | ValueReports) -> bytes:
     """The client's reports without its id (what the proxy holds)."""
     if isinstance(message, GradientReports):
@@ -443,7 +462,9 @@ def create_proxy_app(settings: ProxySettings) -> FastAPI:
         info = await state.ensure_synced()
         return {"round": state.round, "rounds": info.rounds,
                 "started": bool(state.server_state.get("started")),
-                "finished": state.round >= info.rounds, "threshold": settings.threshold}
+                "finished": state.round >= info.rounds, "threshold": settings.threshold,
+                "batch_senders": settings.batch_senders,
+                "published_threshold": published_threshold(info)}
 
     @app.post("/v1/rounds/{round}/reports", summary="Submit one client's message",
               status_code=202, openapi_extra=BINARY_BODY,

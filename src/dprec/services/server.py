@@ -7,6 +7,11 @@ persists every accepted batch with its idempotency key before acknowledging it
 (:class:`~dprec.services.store.ServerStore`), and closes rounds idempotently, so a server
 killed at any moment and restarted loses no acknowledged batch and counts none twice.
 
+Each closed round records the senders of every batch it accepted (``batch_senders``; a batch
+holds whole submissions: FMF-LDP's k reports each, DPLCF's one upload each): the shuffles
+this server saw, from which a run's privacy is accounted
+(:class:`~dprec.services.transport.RemoteProxy`).
+
 Endpoints (see ``openapi/server.json``):
 
 =======  ================================  =====================================================
@@ -155,13 +160,21 @@ class _Server:
         reports = getattr(message, "k", None)
         if reports is None:
             reports = message.n_clients  # type: ignore[attr-defined]
+        if self.info.k is not None and reports % self.info.k:
+            raise ApiError(422, f"batch refused: {reports} reports are not whole submissions "
+                                f"of k = {self.info.k}")
         digest = hashlib.sha256(body).hexdigest()
         try:
             new = self.store.accept(key, round, digest, int(reports), body, self.info.rounds)
         except StoreConflict as e:
             raise ApiError(409, str(e)) from None
         return (201 if new else 200), {"accepted": True, "duplicate": not new,
-                                       "round": round, "reports": int(reports)}
+                                       "round": round, "reports": int(reports),
+                                       "senders": self.senders_of(int(reports))}
+
+    def senders_of(self, reports: int) -> int:
+        """Senders of a batch of ``reports`` (a submission is k reports, or one DPLCF upload)."""
+        return reports // self.info.k if self.info.k is not None else reports
 
     def close(self, round: int) -> dict[str, Any]:
         def compute() -> tuple[bytes | None, str | None, dict[str, Any]]:
@@ -177,7 +190,7 @@ class _Server:
             return body, hashlib.sha256(body).hexdigest(), diag
 
         try:
-            outcome = self.store.close(round, self.info.rounds, compute)
+            outcome = self.store.close(round, self.info.rounds, compute, self.senders_of)
         except StoreConflict as e:
             raise ApiError(409, str(e)) from None
         log.info("round %d closed: updated=%s, %d reports in %d batches", round,

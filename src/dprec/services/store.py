@@ -96,11 +96,14 @@ class RoundOutcome:
     reports: int
     batches: int
     diagnostics: dict[str, Any]
+    batch_senders: tuple[int, ...] = ()
+    """Senders in each accepted batch, largest first: the shuffles the server saw (what the
+    privacy accounting reads). Empty in outcomes stored before it was recorded."""
 
     def to_json(self) -> dict[str, Any]:
         return {"round": self.round, "updated": self.updated, "version": self.version,
                 "reports": self.reports, "batches": self.batches,
-                "diagnostics": self.diagnostics}
+                "batch_senders": list(self.batch_senders), "diagnostics": self.diagnostics}
 
 
 _SERVER_SCHEMA = """
@@ -176,6 +179,11 @@ class ServerStore:
                                        (round,)):
             yield bytes(body)
 
+    def batch_reports(self, round: int) -> list[int]:
+        """Reports in each accepted batch of ``round``, largest first."""
+        return sorted((int(r) for (r,) in self.db.execute(
+            "SELECT reports FROM batches WHERE round = ?", (round,))), reverse=True)
+
     def batch_count(self, round: int) -> tuple[int, int]:
         row = self.db.execute("SELECT COUNT(*), COALESCE(SUM(reports), 0) FROM batches "
                               "WHERE round = ?", (round,)).fetchone()
@@ -213,17 +221,18 @@ class ServerStore:
         return True
 
     def close(self, round: int, rounds: int,
-              compute: Callable[[], tuple[bytes | None, str | None, dict[str, Any]]]
-              ) -> RoundOutcome:
+              compute: Callable[[], tuple[bytes | None, str | None, dict[str, Any]]],
+              senders_of: Callable[[int], int] = int) -> RoundOutcome:
         """Close ``round`` once: ``compute()`` gives the new broadcast (None: no update),
-        its digest and diagnostics; all of it, and the next round number, in one
-        transaction. Closing a closed round returns what it did (idempotent)."""
+        its digest and diagnostics; all of it, the senders of each accepted batch
+        (``senders_of(reports)``) and the next round number, in one transaction. Closing a
+        closed round returns what it did (idempotent)."""
         with _transaction(self.db):
             done = self.db.execute("SELECT outcome FROM rounds WHERE round = ?",
                                    (round,)).fetchone()
             if done is not None:
                 o = json.loads(done[0])
-                return RoundOutcome(**o)
+                return RoundOutcome(**{**o, "batch_senders": tuple(o.get("batch_senders", ()))})
             _check_open(self.db, round, rounds)
             batches, reports = self.batch_count(round)
             body, digest, diag = compute()
@@ -234,7 +243,8 @@ class ServerStore:
                                 (version, body, digest))
                 _set_meta(self.db, "version", version)
             outcome = RoundOutcome(round, body is not None, -1 if version is None else version,
-                                   reports, batches, diag)
+                                   reports, batches, diag,
+                                   tuple(senders_of(r) for r in self.batch_reports(round)))
             self.db.execute("INSERT INTO rounds VALUES(?, ?)",
                             (round, json.dumps(outcome.to_json())))
             _set_meta(self.db, "round", round + 1)
@@ -314,6 +324,8 @@ class ProxyStore:
             moved = len(rows)
             _set_meta(self.db, f"forwarded:{round}",
                       int(_meta(self.db, f"forwarded:{round}", 0)) + moved)
+            _set_meta(self.db, f"batches:{round}",
+                      [*_meta(self.db, f"batches:{round}", []), moved])
             del rows
         return moved
 
@@ -340,6 +352,10 @@ class ProxyStore:
     def forwarded_senders(self, round: int) -> int:
         """Senders of ``round`` whose submissions left ``held`` for a batch."""
         return int(_meta(self.db, f"forwarded:{round}", 0))
+
+    def forwarded_batches(self, round: int) -> list[int]:
+        """Senders in each batch formed for ``round``, largest first."""
+        return sorted((int(n) for n in _meta(self.db, f"batches:{round}", [])), reverse=True)
 
     def outcome(self, round: int) -> dict[str, Any] | None:
         row = self.db.execute("SELECT outcome FROM rounds WHERE round = ?", (round,)).fetchone()

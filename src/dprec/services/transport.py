@@ -20,6 +20,12 @@ Why the model is the in-process model, bit for bit:
   proxy puts reports in canonical order before permuting them, and the server's aggregate
   depends only on the multiset of a round's reports, not on their order or batching
   (:mod:`dprec.protocol.aggregation`).
+
+The privacy is not the in-process one unless the batching is: the server sees each
+forwarded batch as its own shuffle, so :class:`RemoteProxy` accounts for the batches the
+server recorded (its round outcome's ``batch_senders``), charging every forwarded user the
+round's smallest batch, as :class:`~dprec.protocol.engine.ShufflingProxy` does with the same
+``batch_senders``.
 - The broadcast travels losslessly (FMF-LDP's V as float64, :class:`ItemMatrix64`).
 """
 
@@ -209,6 +215,10 @@ class RemoteProxy(Proxy):
         """How the clients' requests travel (a light pool of kept-alive connections)."""
         self.round = 0
         self.senders = 0
+        self.batches: list[int] = []
+        """Senders in each batch the server accepted in the last round (its own record)."""
+        self.threshold: int | None = None
+        """The anonymity threshold the proxy service enforces (it states it)."""
         self.requests = 0
         """Submission requests sent (retries included)."""
         self._count = threading.Lock()
@@ -216,6 +226,19 @@ class RemoteProxy(Proxy):
     def start(self, rng: np.random.Generator) -> None:
         # the in-process proxy draws its generator from the simulation stream: so do we
         self.local.start(rng)
+        self._enforced(retrying(self.api.round, self.retry_for).get("threshold"))
+
+    def _enforced(self, threshold: Any) -> None:
+        """Note the threshold the proxy states; warn if it is below the simulated proxy's
+        (the protocol's ``shuffle_threshold``)."""
+        if threshold is None:
+            raise DprecError(f"the proxy at {self.api.url} does not state its threshold")
+        self.threshold = int(threshold)
+        planned = getattr(self.local, "threshold", None)
+        if planned is not None and self.threshold < planned:
+            log.warning("the proxy at %s enforces a threshold of %d senders, below the "
+                        "protocol's %d; the privacy report reads the batches the server "
+                        "received", self.api.url, self.threshold, planned)
 
     def _submit(self, round: int, client_id: int, body: bytes) -> None:
         token = client_token(self.token_key, client_id)
@@ -252,15 +275,30 @@ class RemoteProxy(Proxy):
                     next_id += m.n_clients
         outcome = retrying(lambda: _call(lambda: self.admin.post(
             f"/v1/rounds/{r}/close")).json(), self.retry_for)
+        self._enforced(outcome.get("threshold"))
+        seen = (outcome.get("server") or {}).get("batch_senders")
+        if seen is None:
+            raise DprecError(f"the server's outcome of round {r} does not state the batches "
+                             "it accepted (batch_senders): its privacy cannot be accounted")
+        self.batches = sorted((int(n) for n in seen), reverse=True)
+        stated = sorted((int(n) for n in outcome.get("batch_senders", [])), reverse=True)
+        if stated != self.batches:
+            log.warning("round %d: the proxy formed batches of %s senders, the server "
+                        "accepted %s; accounting for what the server accepted", r, stated,
+                        self.batches)
         self.senders = int(outcome["senders"])
-        self.forwarded = bool(outcome["forwarded"])
-        if hasattr(self.local, "senders"):
-            self.local.senders = self.senders
+        self.forwarded = bool(outcome["forwarded"]) and bool(self.batches)
+        for name in ("senders", "batches"):
+            if hasattr(self.local, name):
+                setattr(self.local, name, getattr(self, name))
         self.round += 1
         return
         yield  # a generator that yields nothing: the proxy process forwards
 
     def account(self, event: Any) -> Any:
+        """The event as the server saw it: the simulated proxy's accounting
+        (:meth:`ShufflingProxy.account <dprec.protocol.engine.ShufflingProxy.account>`)
+        over the batches the server recorded, not over the round's senders."""
         return self.local.account(event)
 
 
