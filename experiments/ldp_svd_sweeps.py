@@ -65,7 +65,8 @@ def run(exp: Experiment, system: str, params: dict[str, object]) -> dict[str, An
             "claimed_per_rating": (p.get("claimed") or {}).get("epsilon"),
             "per_user_pld": levels["user"]["epsilon"],
             "per_user_basic": (levels.get("user_basic") or {}).get("epsilon"),
-            "item_membership_per_item": p["item_membership"]["levels"]["event"]["epsilon"],
+            "per_user_values_pld": levels["user_values"]["epsilon"],
+            "per_rating_presence_and_value": levels["event"]["epsilon"],
         },
         "wall_time_s": r.wall_time_s,
     }

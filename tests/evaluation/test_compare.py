@@ -4,6 +4,7 @@ import math
 import pytest
 
 from dprec.data.synthetic import synthetic
+from dprec.evaluation import plots
 from dprec.evaluation.compare import (
     comparison_rows,
     eps_sweep,
@@ -12,8 +13,11 @@ from dprec.evaluation.compare import (
     run_systems,
     save_comparison,
 )
+from dprec.evaluation.plots import unbounded_points
 from dprec.evaluation.ranking import RankingEvaluator
+from dprec.evaluation.rating import RatingEvaluator
 from dprec.evaluation.runner import Experiment
+from dprec.evaluation.split import KFoldSplit
 from dprec.systems.registry import make_config
 
 
@@ -76,3 +80,43 @@ def test_saved_files(results, tmp_path):
     assert doc["eps_sweep"]["dplcf-sp"][1]["epsilon"] == 2.0
     header = (tmp_path / "results.csv").read_text().splitlines()[0]
     assert "eps event" in header and "eps user" in header
+
+
+@pytest.fixture(scope="module")
+def rating_results():
+    """laplace-svd (no finite whole-profile eps) and ldp-svd with hide_items, 2 folds."""
+    exp = Experiment(synthetic(120, 60, 2_500, rng=4), [0], KFoldSplit(2), RatingEvaluator())
+    small = {"epochs": 1, "factors": 2}
+    configs = {"laplace-svd": make_config("laplace-svd", small),
+               "ldp-svd": make_config("ldp-svd", {**small, "hide_items": True})}
+    res = run_systems(exp, list(configs), configs)
+    sweep = eps_sweep(exp, list(configs), configs, [1.0], metric="RMSE", protocol="rating")
+    return res, sweep
+
+
+def test_rating_rows_and_sweep_read_the_whole_profile(rating_results):
+    res, sweep = rating_results
+    rows = {r["system"]: r for r in comparison_rows(res)}
+    whole = 60 * (math.log(1 / 0.0625) + 1.0)  # N items x (ln 1/q + eps), one-sided
+    assert rows["ldp-svd"]["eps user"] == pytest.approx(whole, rel=1e-6)
+    assert rows["ldp-svd"]["sides"] == "one"
+    assert rows["laplace-svd"]["eps user"] == "inf" and rows["laplace-svd"]["sides"] == "none"
+    for name in rows:  # the values-only numbers stay visible beside, never as "eps user"
+        assert 1.0 <= rows[name]["eps user_values"] <= 60.0
+    assert sweep["laplace-svd"][0]["user_epsilon"] == math.inf
+    assert sweep["ldp-svd"][0]["user_epsilon"] == pytest.approx(whole, rel=1e-6)
+
+
+def test_per_user_plot_names_the_systems_it_cannot_place(rating_results, tmp_path,
+                                                         monkeypatch):
+    _, sweep = rating_results
+    sweep = {**sweep, "half": [{**sweep["ldp-svd"][0], "epsilon": 2.0},
+                               {**sweep["laplace-svd"][0], "epsilon": 3.0}]}
+    assert unbounded_points(sweep, "user_epsilon") == {"laplace-svd": 1, "half": 1}
+    figures = []
+    monkeypatch.setattr(plots.plt, "close", figures.append)
+    plots.plot_metric_vs_eps(sweep, tmp_path / "u.png", "t", x="user_epsilon", log_x=True)
+    texts = [t.get_text() for t in figures[0].axes[0].texts]
+    note = next(t for t in texts if t.startswith("ε = ∞"))
+    assert "laplace-svd" in note and "half (1 of 2 points)" in note
+    assert "ldp-svd" not in note.replace("laplace-svd", "")

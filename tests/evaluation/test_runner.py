@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -74,3 +76,39 @@ def test_bad_experiments():
         Experiment(ds, [0], KFoldSplit(3)).run(lambda: make_system("random"))
     with pytest.raises(DprecError, match="negatives must be an integer >= 1"):
         RankingEvaluator(0)
+
+
+def test_privacy_is_the_worst_over_every_fold_not_the_last_one():
+    """dpsgd-mf's per-user eps is eps x the largest training profile, which differs between
+    folds: the run reports the largest (issue 20: the last fold's was reported)."""
+    data = synthetic(200, 150, 6_000, rng=7)
+    exp = Experiment(data, [0], KFoldSplit(2), RatingEvaluator((1.0, 5.0)))
+    res = exp.run(lambda: make_system("dpsgd-mf", {"epochs": 1, "factors": 4}))
+    most = [int(f.train.getnnz(1).max()) for f, _ in exp.folds(0)]
+    assert most[-1] < max(most)  # the last fold is not the worst: old code under-reported
+    lv = res.privacy["levels"]
+    assert lv["user_basic"]["epsilon"] == pytest.approx(max(most))
+    per_fit = res.privacy["per_fit"]
+    assert [(f["seed"], f["fold"]) for f in per_fit] == [(0, 0), (0, 1)]
+    basic = [f["guarantees"]["levels.user_basic"]["epsilon"] for f in per_fit]
+    assert basic == pytest.approx(most)
+    users = [f["guarantees"]["levels.user"]["epsilon"] for f in per_fit]
+    assert lv["user"]["epsilon"] == pytest.approx(max(users)) and users[0] != users[1]
+
+
+def test_a_data_independent_guarantee_is_unchanged_by_the_merge(ds):
+    res = Experiment(ds, [0, 1]).run(lambda: make_system("dplcf-sp", {"neighbours": 5}))
+    assert "per_fit" not in res.privacy
+    assert res.privacy["levels"]["user_basic"]["epsilon"] == pytest.approx(200.0)
+
+
+def test_the_declared_rating_scale_reaches_the_system():
+    data = synthetic(120, 60, 2_500, rng=4)
+    small = {"epochs": 2, "factors": 4}
+    exp = Experiment(data, [0], KFoldSplit(2), RatingEvaluator((1.0, 5.0)))
+    res = exp.run(lambda: make_system("ldp-svd", small))
+    assert all(d["rating_scale"] == [1.0, 5.0] for d in res.diagnostics)
+    bare = Experiment(replace(data, rating_scale=None), [0], KFoldSplit(2),
+                      RatingEvaluator((1.0, 5.0)))
+    with pytest.raises(DprecError, match="rating scale is unknown"):
+        bare.run(lambda: make_system("ldp-svd", small))

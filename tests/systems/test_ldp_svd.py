@@ -21,7 +21,8 @@ from dprec.systems.ldp_svd.messages import RatingReports, Scale
 from dprec.systems.registry import SYSTEMS, make_system
 
 P_FLOOR = 1e-4
-FAST = {"epochs": 5, "factors": 10}
+SCALE = {"rating_min": 1, "rating_max": 5}
+FAST = {"epochs": 5, "factors": 10, **SCALE}
 
 
 def _ratings(n_users=300, n_items=120, n=9_000, seed=0) -> sp.csr_matrix:
@@ -151,7 +152,7 @@ def test_batches_expand_to_wire_messages_and_back(train):
 # ---------------------------------------------------------------- privacy reports
 
 
-def test_laplace_svd_report_eps1_per_rating_and_n_u_eps1_per_user(train):
+def test_laplace_svd_report_eps1_per_rating_value_and_no_bound_on_the_whole_profile(train):
     eps = 1.5
     model = make_system("laplace-svd", {**FAST, "epsilon": eps}).fit(
         train, np.random.default_rng(0))
@@ -159,12 +160,16 @@ def test_laplace_svd_report_eps1_per_rating_and_n_u_eps1_per_user(train):
     lv = rep.extra["levels"]
     n_max = int(train.getnnz(1).max())
     assert (rep.true.epsilon, rep.true.sides) == (eps, "two")
-    assert lv["event"]["epsilon"] == pytest.approx(eps, abs=1e-4)
-    assert lv["user_basic"]["epsilon"] == pytest.approx(n_max * eps, rel=1e-12)
-    assert lv["user"]["epsilon"] <= n_max * eps + 1e-9  # PLD, worst-case user
+    assert "value of one rating" in rep.true.notes[0]
+    assert lv["event_values"]["epsilon"] == pytest.approx(eps, abs=1e-4)
+    assert lv["user_values_basic"]["epsilon"] == pytest.approx(n_max * eps, rel=1e-12)
+    assert lv["user_values"]["epsilon"] <= n_max * eps + 1e-9  # PLD, worst-case user
+    assert "which items were rated held fixed" in lv["user_values"]["notes"][0]
     assert rep.claimed.epsilon == eps
-    member = rep.extra["item_membership"]["levels"]
-    assert member["event"]["epsilon"] == "inf" and member["event"]["sides"] == "none"
+    # the whole profile: the server sees exactly which items were rated, so no finite eps
+    for level in ("event", "user", "user_basic"):
+        assert (lv[level]["epsilon"], lv[level]["sides"]) == ("inf", "none"), level
+    assert "whole profile" in lv["user"]["notes"][0]
     # the events are per rating: every user n_u copies, unit "interaction"
     counts = model.events.counts(model.mechanism.dp_event(), "interaction")
     assert np.array_equal(counts, train.getnnz(1))
@@ -176,7 +181,7 @@ def test_laplace_rr_svd_report_is_none_with_the_claim_beside(train):
     rep = model.privacy_report()
     assert math.isinf(rep.true.epsilon) and rep.true.sides == "none"
     assert rep.claimed.epsilon == 3.0 and rep.claimed.sides == "two"
-    for level in ("event", "user"):
+    for level in ("event", "user", "event_values", "user_values"):
         assert rep.extra["levels"][level]["epsilon"] == "inf"
         assert rep.extra["levels"][level]["sides"] == "none"
     assert rep.mechanisms[0]["true_epsilon"] == "none"
@@ -190,8 +195,9 @@ def test_ldp_svd_report(train, mechanism):
     rep = model.privacy_report()
     lv = rep.extra["levels"]
     assert rep.claimed is None and rep.true.epsilon == 2.0
-    assert lv["event"]["epsilon"] == pytest.approx(2.0, abs=1e-4)
-    assert lv["user_basic"]["epsilon"] == pytest.approx(2.0 * train.getnnz(1).max())
+    assert lv["event_values"]["epsilon"] == pytest.approx(2.0, abs=1e-4)
+    assert lv["user_values_basic"]["epsilon"] == pytest.approx(2.0 * train.getnnz(1).max())
+    assert lv["user"]["epsilon"] == "inf"
 
 
 # ---------------------------------------------------------------- hide_items
@@ -225,18 +231,29 @@ def test_hide_items_membership_is_one_sided_ln_1_over_q_plus_eps(train):
     model = make_system("ldp-svd", {**FAST, "hide_items": True, "fake_rate": q,
                                     "epsilon": eps}).fit(train, np.random.default_rng(0))
     rep = model.privacy_report()
-    member = rep.extra["item_membership"]["levels"]
-    assert member["event"]["epsilon"] == pytest.approx(math.log(1 / q) + eps, abs=1e-3)
-    assert member["event"]["sides"] == "one"
-    assert rep.extra["levels"]["event"]["epsilon"] == pytest.approx(eps, abs=1e-4)  # unchanged
+    lv = rep.extra["levels"]
+    n_items = train.shape[1]
+    # one rating, presence and value: ln(1/q) + eps, one-sided
+    assert lv["event"]["epsilon"] == pytest.approx(math.log(1 / q) + eps, abs=1e-3)
+    assert lv["event"]["sides"] == "one"
+    # the whole profile: N items, each a bit flip with p = 1 whose privacy loss is the
+    # constant ln(1/q') (every report is the same "1"): N (ln(1/q) + eps) at any delta
+    for level in ("user", "user_basic"):
+        assert lv[level]["epsilon"] == pytest.approx(n_items * (math.log(1 / q) + eps),
+                                                     rel=1e-6), level
+        assert lv[level]["sides"] == "one"
+    assert lv["event_values"]["epsilon"] == pytest.approx(eps, abs=1e-4)  # values: unchanged
+    assert lv["user_values_basic"]["epsilon"] == pytest.approx(eps * train.getnnz(1).max())
     d = model.diagnostics()
     assert d["fake_reports"] > 0 and d["reports"] == train.nnz + d["fake_reports"]
     # q = 1: every item is reported, so membership is a value change: eps, two-sided
     every = make_system("ldp-svd", {**FAST, "hide_items": True, "fake_rate": 1,
                                     "epsilon": eps}).fit(train[:40], np.random.default_rng(0))
-    member = every.privacy_report().extra["item_membership"]["levels"]
-    assert member["event"]["sides"] == "two"
-    assert member["event"]["epsilon"] == pytest.approx(eps, abs=1e-3)
+    lv = every.privacy_report().extra["levels"]
+    assert lv["event"]["sides"] == "two" and lv["user"]["sides"] == "two"
+    assert lv["event"]["epsilon"] == pytest.approx(eps, abs=1e-3)
+    assert lv["user_basic"]["epsilon"] == pytest.approx(n_items * eps, rel=1e-9)
+    assert lv["user"]["epsilon"] <= n_items * eps
     assert every.diagnostics()["reports"] == 40 * train.shape[1]
 
 
@@ -262,6 +279,7 @@ def test_large_eps_approaches_nondp_and_small_eps_is_worse():
     params = {"factors": 10, "epochs": 20}
     rng = np.random.default_rng
     ref = _rmse(make_system("nondp-svd", params).fit(tr, rng(0)), users, items, truth)
+    params = {**params, **SCALE}
     for mech in ("laplace", "duchi", "piecewise"):
         hi = _rmse(make_system("ldp-svd", {**params, "mechanism": mech, "epsilon": 30.0}
                                ).fit(tr, rng(0)), users, items, truth)
@@ -284,10 +302,11 @@ def test_noise_weighting_keeps_sgd_stable_at_small_eps(train):
     assert w[1] == pytest.approx(1 / (1 + 16 * 2 * 10.0**2))
     assert w[0].lr == pytest.approx(0.005 * w[1]) and w[0].reg == pytest.approx(0.02 / w[1])
     assert server.weighted_config(ldp_system.FunkSVDConfig(), None, True)[1] == 1.0
-    model = make_system("laplace-svd", {"epsilon": 0.1}).fit(train, np.random.default_rng(0))
+    model = make_system("laplace-svd", {"epsilon": 0.1, **SCALE}).fit(
+        train, np.random.default_rng(0))
     assert np.all(np.isfinite(model.model.user_factors))
     with pytest.raises(DprecError, match="diverged"):
-        make_system("laplace-svd", {"epsilon": 0.1, "noise_weighting": False}).fit(
+        make_system("laplace-svd", {"epsilon": 0.1, "noise_weighting": False, **SCALE}).fit(
             train, np.random.default_rng(0))
 
 
@@ -322,12 +341,22 @@ def test_bad_configs_name_the_field(name, params, msg):
         make_system(name, params)
 
 
-def test_public_scale_from_config_or_the_training_matrix(train):
-    m = make_system("laplace-svd", {**FAST, "rating_min": 0, "rating_max": 10}).fit(
-        train, np.random.default_rng(0))
+def test_public_scale_from_config_or_the_declared_scale_never_the_training_ratings(train):
+    m = make_system("laplace-svd", {**FAST, "rating_min": 0, "rating_max": 10})
+    m.set_rating_scale((1.0, 5.0))  # the config wins over the declared scale
+    m.fit(train, np.random.default_rng(0))
     assert (m.scale.low, m.scale.high) == (0.0, 10.0)
-    m = make_system("laplace-svd", FAST).fit(train, np.random.default_rng(0))
+    inner = train.copy()
+    inner.data = np.clip(inner.data, 2, 4)  # the training ratings span only 2..4
+    m = make_system("laplace-svd", {"epochs": 5, "factors": 10})
+    m.set_rating_scale((1.0, 5.0))
+    m.fit(inner, np.random.default_rng(0))
     assert (m.scale.low, m.scale.high) == (1.0, 5.0)
-    with pytest.raises(DprecError, match="give the public scale"):
-        make_system("laplace-svd", FAST).fit(sp.csr_matrix(np.full((3, 3), 4.0)),
-                                             np.random.default_rng(0))
+    assert m.diagnostics()["rating_scale"] == [1.0, 5.0]
+    # nothing declared, nothing set: an error saying what to pass, not the data's min/max
+    for declared in (False, True):
+        m = make_system("ldp-svd", {"epochs": 5, "factors": 10})
+        if declared:
+            m.set_rating_scale(None)
+        with pytest.raises(DprecError, match="rating scale is unknown.*rating_min=1"):
+            m.fit(inner, np.random.default_rng(0))

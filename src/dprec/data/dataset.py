@@ -21,6 +21,9 @@ class Dataset:
     ``matrix.data``: ``timestamps[k]`` is the time of the interaction stored at ``data[k]``.
     ``user_ids``/``item_ids`` map internal indices back to the raw ids of the source.
     ``history`` records every transformation applied (filters, binarisation) in order.
+    ``rating_scale`` is the declared, public (low, high) range of the ratings (e.g. 1..5
+    stars), None when none is declared (implicit feedback, a file with no stated scale):
+    a local-DP mechanism normalises ratings on it, so it must never be read off the data.
     """
 
     name: str
@@ -31,11 +34,14 @@ class Dataset:
     user_features: pd.DataFrame | None = None
     item_features: pd.DataFrame | None = None
     history: tuple[str, ...] = field(default_factory=tuple)
+    rating_scale: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         m = self.matrix
         if not sp.issparse(m) or m.format != "csr":
             raise DataError("Dataset.matrix must be a scipy.sparse CSR matrix")
+        if self.rating_scale is not None:
+            object.__setattr__(self, "rating_scale", check_rating_scale(self.rating_scale, m))
         if self.timestamps is not None and len(self.timestamps) != m.nnz:
             raise DataError(
                 f"timestamps must align with matrix.data: {len(self.timestamps)} != {m.nnz}"
@@ -84,6 +90,7 @@ class Dataset:
         item_features: pd.DataFrame | None = None,
         all_user_ids: np.ndarray | None = None,
         all_item_ids: np.ndarray | None = None,
+        rating_scale: tuple[float, float] | None = None,
     ) -> Dataset:
         """Build from raw (user, item, rating, timestamp) arrays of any id type.
 
@@ -91,7 +98,8 @@ class Dataset:
         silently count as a positive. Raw ids are mapped to 0..n-1 in sorted order
         (``all_*_ids`` may add ids with no interactions). Duplicate (user, item) pairs keep
         the latest record. Side-feature frames, if given, are indexed by raw id and
-        reordered to the internal order.
+        reordered to the internal order. ``rating_scale``: the declared (low, high) scale,
+        which every rating must lie in.
         """
         users = np.asarray(users)
         items = np.asarray(items)
@@ -138,6 +146,7 @@ class Dataset:
             item_ids=iid,
             user_features=uf,
             item_features=itf,
+            rating_scale=rating_scale,
         )
 
     def content_sha256(self) -> str:
@@ -191,4 +200,27 @@ class Dataset:
             r = self.matrix.data
             out["rating_min"] = float(r.min())
             out["rating_max"] = float(r.max())
+        if self.rating_scale is not None:
+            out["rating_scale"] = "{:g}..{:g}".format(*self.rating_scale)
         return out
+
+
+def check_rating_scale(scale: object, matrix: sp.csr_matrix | None = None
+                       ) -> tuple[float, float]:
+    """``scale`` as a (low, high) pair of finite floats with low < high, holding every rating
+    of ``matrix``; :class:`DataError` otherwise."""
+    try:
+        low, high = (float(v) for v in scale)  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        raise DataError(f"rating_scale must be a (low, high) pair of numbers, got "
+                        f"{scale!r}") from None
+    if not (np.isfinite(low) and np.isfinite(high) and low < high):
+        raise DataError(f"rating_scale must be finite with low < high, got ({low}, {high})")
+    if matrix is not None and matrix.nnz:
+        r = matrix.data
+        if r.min() < low or r.max() > high:
+            bad = r[(r < low) | (r > high)]
+            raise DataError(f"{bad.size:,} ratings lie outside the declared scale "
+                            f"[{low:g}, {high:g}] (e.g. {bad[0]:g}); declare the scale the "
+                            "data use")
+    return low, high

@@ -8,6 +8,7 @@ run records exactly which data it used.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -91,7 +92,8 @@ def min_interactions(ds: Dataset, min_user: int = 0, min_item: int = 0, *,
 def binarise(ds: Dataset, threshold: float | None = None) -> Dataset:
     """Implicit feedback: ratings ``> threshold`` become 1, the others are dropped;
     ``threshold=None`` keeps every interaction as 1. Users and items are kept (some may be
-    left empty: apply :func:`min_interactions` afterwards if that matters)."""
+    left empty: apply :func:`min_interactions` afterwards if that matters). The result has
+    no rating scale."""
     m = ds.matrix
     if threshold is None:
         keep = np.ones(m.nnz, bool)
@@ -103,7 +105,7 @@ def binarise(ds: Dataset, threshold: float | None = None) -> Dataset:
         step = f"binarise(rating>{threshold:g})"
     out = _subset(ds, keep, np.ones(ds.n_users, bool), np.ones(ds.n_items, bool), step)
     out.matrix.data[:] = 1.0
-    return out
+    return replace(out, rating_scale=None)
 
 
 def cap_per_user(ds: Dataset, max_items: int, rng: np.random.Generator) -> Dataset:

@@ -65,6 +65,10 @@ _INTEGER_TEXT = r"[+-]?\d+(?:\.0*)?"  # an integer, possibly written 12.0
 _CANONICAL_INT = r"-?(?:0|[1-9]\d*)"  # an integer written the one way int() prints it
 _STARS = np.arange(1.0, 6.0)
 _HALF_STARS = np.arange(1.0, 11.0) / 2
+STAR_SCALE = (1.0, 5.0)
+"""The declared rating scale of ML-100K and ML-1M (whole stars)."""
+HALF_STAR_SCALE = (0.5, 5.0)
+"""The declared rating scale of ML-10M, ML-20M and ML-25M (half stars)."""
 _MAGIC = (
     (b"\x1f\x8b", "gzip", "gunzip"), (b"PK\x03\x04", "zip", "unzip"),
     (b"\xfd7zXZ\x00", "xz", "unxz"), (b"\x28\xb5\x2f\xfd", "zstd", "unzstd"),
@@ -425,7 +429,8 @@ def _load_ml100k_grouplens(folder: Path) -> Dataset:
         index=pd.Index(it.ids("item_id"), name="item_id"),
     )
     return Dataset.from_triples("ml-100k", users, items, ratings, ts,
-                                user_features=user_features, item_features=item_features)
+                                user_features=user_features, item_features=item_features,
+                                rating_scale=STAR_SCALE if ratings is not None else None)
 
 
 def _ml100k_genres(path: Path) -> tuple[str, ...]:
@@ -496,7 +501,8 @@ def _load_ml100k_atomic(folder: Path) -> Dataset:
         index=pd.Index(it.ids("item_id"), name="item_id"),
     )
     return Dataset.from_triples("ml-100k", users, items, ratings, ts,
-                                user_features=user_features, item_features=item_features)
+                                user_features=user_features, item_features=item_features,
+                                rating_scale=STAR_SCALE if ratings is not None else None)
 
 
 # --------------------------------------------------------------------------- ML-1M, ML-10M
@@ -524,7 +530,8 @@ def load_ml1m(path: str | Path, *, source: str | None = None) -> Dataset:
         log.warning("%s not found: loading ML-1M without user features", user_path)
     item_features = _dat_movies(folder / "movies.dat")
     ds = Dataset.from_triples("ml-1m", users, items, ratings, ts,
-                              user_features=user_features, item_features=item_features)
+                              user_features=user_features, item_features=item_features,
+                              rating_scale=STAR_SCALE)
     return _with_source(ds, folder, source)
 
 
@@ -536,7 +543,8 @@ def load_ml10m(path: str | Path, *, source: str | None = None) -> Dataset:
     _check_scale(t, 4, ratings, _HALF_STARS, "MovieLens-10M")
     _check_release("ml-10m", t, ts, 6)
     item_features = _dat_movies(folder / "movies.dat")
-    ds = Dataset.from_triples("ml-10m", users, items, ratings, ts, item_features=item_features)
+    ds = Dataset.from_triples("ml-10m", users, items, ratings, ts, item_features=item_features,
+                              rating_scale=HALF_STAR_SCALE)
     return _with_source(ds, folder, source)
 
 
@@ -576,7 +584,8 @@ def load_movielens_csv(path: str | Path, *, name: str | None = None,
         item_features = _movies_features(_Table(mpath, movies, 1), "movieId")
     else:
         log.warning("%s not found: loading without item features", mpath)
-    ds = Dataset.from_triples(name, users, items, ratings, ts, item_features=item_features)
+    ds = Dataset.from_triples(name, users, items, ratings, ts, item_features=item_features,
+                              rating_scale=HALF_STAR_SCALE)
     return _with_source(ds, folder, source)
 
 
@@ -820,6 +829,7 @@ def load_csv(
     names: Mapping[str, str | int | None] | None = None,
     threshold: float | None = None,
     name: str | None = None,
+    rating_scale: tuple[float, float] | None = None,
 ) -> Dataset:
     """Interactions ``user,item[,rating][,timestamp]`` from a delimited text file.
 
@@ -838,6 +848,9 @@ def load_csv(
     must be > 0 unless ``threshold`` is given: then ratings > threshold become 1 and the
     others are dropped (their users and items are kept), recorded in the history as
     ``binarise(rating>T)``. Timestamps may be numbers or date strings (to Unix seconds).
+    ``rating_scale`` declares the public (low, high) scale of explicit ratings, which every
+    rating must lie in (local-DP rating systems need it); a file says nothing of its scale,
+    so none is declared without it.
 
     The name is ``csv#`` and the first 16 hex digits of :meth:`Dataset.content_sha256`, so
     the same data at two paths give the same name, hence the same random streams; the
@@ -880,6 +893,10 @@ def load_csv(
     users, items = _csv_ids(t, "user"), _csv_ids(t, "item")
     ratings = t.numbers("rating") if "rating" in df.columns else None
     ts = _timestamps(t) if "timestamp" in df.columns else None
+    if rating_scale is not None and (ratings is None or threshold is not None):
+        why = "threshold is given" if ratings is not None else "it has no rating column"
+        raise DataError(f"{p}: rating_min and rating_max declare the scale of explicit "
+                        f"ratings, but the file is read as implicit feedback ({why}): drop them")
     steps: list[str] = []
     all_users = all_items = None
     if threshold is not None:
@@ -903,7 +920,7 @@ def load_csv(
             "with rating= (empty), or fix the file"
         )
     ds = Dataset.from_triples("csv", users, items, ratings, ts, all_user_ids=all_users,
-                              all_item_ids=all_items)
+                              all_item_ids=all_items, rating_scale=rating_scale)
     ds = replace(ds, name=name or f"csv#{ds.content_sha256()[:16]}")
     ds = _with_source(ds, p, "file")
     for step in steps:

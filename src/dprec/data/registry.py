@@ -69,7 +69,8 @@ _LOCAL: dict[str, _Local] = {
 
 _SEPARATORS = {"tab": "\t", "comma": ",", "semicolon": ";", "pipe": "|", "space": r"\s+",
                "whitespace": r"\s+"}
-_CSV_OPTIONS = ("user", "item", "rating", "timestamp", "sep", "header", "threshold")
+_CSV_OPTIONS = ("user", "item", "rating", "timestamp", "sep", "header", "threshold",
+                "rating_min", "rating_max")
 
 
 def load_dataset(name: str, *, data_dir: str | Path | None = None, seed: int = 0) -> Dataset:
@@ -87,8 +88,10 @@ def load_dataset(name: str, *, data_dir: str | Path | None = None, seed: int = 0
     name or a 1-based position; ``rating=`` with no column ignores ratings);
     ``sep=tab|comma|semicolon|pipe|space|<char>``; ``header=yes|no``; ``threshold=T`` keeps
     ratings > T as implicit feedback (1) and drops the rest (ratings <= 0 are an error
-    without it). Example (quoted in a shell, for the ``&``):
-    ``"csv:data/r.csv?user=uid&item=iid&rating=stars&timestamp=ts"``.
+    without it); ``rating_min=LOW&rating_max=HIGH`` declare the public rating scale (both or
+    neither; a file does not state it, and local-DP rating systems such as ldp-svd need
+    it). Example (quoted in a shell, for the ``&``):
+    ``"csv:data/r.csv?user=uid&item=iid&rating=stars&timestamp=ts&rating_min=1&rating_max=5"``.
 
     Synthetic data ``synthetic-<users>x<items>[-<interactions>]`` defaults to ML-100K's
     density (6.3%) and is drawn from a stream derived from ``(seed, name)``.
@@ -147,12 +150,22 @@ def _csv_spec(spec: str) -> tuple[str, dict[str, object]]:
             raise DataError(f"csv:{spec}: header={flag!r} must be yes or no")
         kwargs["header"] = flag in ("yes", "true", "1")
     if "threshold" in options:
-        text = options.pop("threshold")
-        try:
-            kwargs["threshold"] = float(text)
-        except ValueError:
-            raise DataError(f"csv:{spec}: threshold={text!r} must be a number") from None
+        kwargs["threshold"] = _number(spec, options, "threshold")
+    if ("rating_min" in options) != ("rating_max" in options):
+        raise DataError(f"csv:{spec}: give rating_min and rating_max together (the public "
+                        "rating scale), e.g. rating_min=1&rating_max=5")
+    if "rating_min" in options:
+        kwargs["rating_scale"] = (_number(spec, options, "rating_min"),
+                                  _number(spec, options, "rating_max"))
     return path, kwargs
+
+
+def _number(spec: str, options: dict[str, str], key: str) -> float:
+    text = options.pop(key)
+    try:
+        return float(text)
+    except ValueError:
+        raise DataError(f"csv:{spec}: {key}={text!r} must be a number") from None
 
 
 def _load_local(name: str, data_dir: str | Path | None) -> Dataset:

@@ -242,6 +242,7 @@ def synthetic(
         item_ids=np.arange(n_items, dtype=np.int64),
         user_features=user_features,
         item_features=item_features,
+        rating_scale=(1.0, 5.0),
     )
 
 

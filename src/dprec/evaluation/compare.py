@@ -35,6 +35,9 @@ DEFAULT_PRIVREC_COMPARISON = (
 )
 """Seed 002's table (PrivRec, its baselines, DP-PrivRec at z = 1, M = 30) on its protocol."""
 DEFAULT_EPS_GRID = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
+NARROW_LEVELS = ("event_values", "user_values")
+"""Levels of a narrower unit some systems report beside the whole-data ones (ldp-svd's
+rating values, with which items were rated held fixed); never read as the per-user eps."""
 
 
 def table_metrics(names: Sequence[str]) -> tuple[str, ...]:
@@ -116,7 +119,12 @@ def _sides(privacy: dict[str, Any] | None) -> str:
 
 
 def comparison_rows(results: dict[str, RunResult]) -> list[dict[str, object]]:
-    """One row per system: sampled/full metrics (mean, std), both privacy levels, the paper."""
+    """One row per system: sampled/full metrics (mean, std), the privacy levels, the paper.
+
+    ``eps user`` is always the whole of a user's data (for the LDP rating systems: which
+    items were rated and the values); a system that also reports a narrower unit adds its
+    ``eps event_values``/``eps user_values`` columns (values only, the item set fixed).
+    """
     rows = []
     for name, r in results.items():
         row: dict[str, object] = {"system": name}
@@ -133,6 +141,9 @@ def comparison_rows(results: dict[str, RunResult]) -> list[dict[str, object]]:
             g = levels.get(level)
             row[f"eps {level}"] = g["epsilon"] if g else ""
             row[f"delta {level}"] = g["delta"] if g else ""
+        for level in NARROW_LEVELS:
+            if levels.get(level):
+                row[f"eps {level}"] = levels[level]["epsilon"]
         row["sides"] = levels["user"]["sides"] if levels else ""
         row["model"] = levels["user"]["model"] if levels else ""
         rows.append(row)

@@ -38,6 +38,16 @@ def plot_hr_at_k(results: dict[str, dict], ks: list[int], path: Path, title: str
     return path
 
 
+def unbounded_points(sweep: dict[str, list[dict[str, float]]], x: str) -> dict[str, int]:
+    """Per system, how many of its points have no finite ``x`` (e.g. per-user eps = inf)."""
+    out = {}
+    for name, pts in sweep.items():
+        n = sum(1 for p in pts if not math.isfinite(p[x]))
+        if n:
+            out[name] = n
+    return out
+
+
 def plot_metric_vs_eps(sweep: dict[str, list[dict[str, float]]], path: Path,
                        title: str, ylabel: str = "HR@10 (sampled)",
                        references: dict[str, float] | None = None,
@@ -45,8 +55,10 @@ def plot_metric_vs_eps(sweep: dict[str, list[dict[str, float]]], path: Path,
                        x: str = "epsilon", log_x: bool = False) -> Path:
     """A metric against ``x`` (a sweep point's key) for each private system.
 
-    ``references`` are drawn as horizontal lines; points with a non-finite x are left out;
-    systems whose guarantee protects presence only are dashed and labelled one-sided.
+    ``references`` are drawn as horizontal lines; systems whose guarantee protects presence
+    only are dashed and labelled one-sided. A point with no finite ``x`` (no finite
+    guarantee) cannot be placed: it is left out and its system named in a note on the plot
+    ("ε = ∞"), never dropped silently.
     """
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, (name, pts) in enumerate(sweep.items()):
@@ -63,11 +75,19 @@ def plot_metric_vs_eps(sweep: dict[str, list[dict[str, float]]], path: Path,
     for name, y in (references or {}).items():
         ax.axhline(y, ls="--", lw=1, color="grey")
         ax.text(ax.get_xlim()[0], y, f" {name}", va="bottom", fontsize=8, color="grey")
+    unbounded = unbounded_points(sweep, x)
+    if unbounded:
+        lines = [name if n == len(sweep[name]) else f"{name} ({n} of {len(sweep[name])} points)"
+                 for name, n in unbounded.items()]
+        ax.text(0.99, 0.01, "ε = ∞, not plotted:\n" + "\n".join(lines), transform=ax.transAxes,
+                ha="right", va="bottom", fontsize=7, color="dimgrey",
+                bbox={"boxstyle": "round", "fc": "white", "ec": "lightgrey", "alpha": 0.9})
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, ncol=2)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -14,6 +14,7 @@ import dprec
 from dprec.data.dataset import Dataset
 from dprec.errors import DprecError
 from dprec.evaluation.evaluator import Evaluator, Metrics
+from dprec.evaluation.fit_privacy import merge_fit_reports
 from dprec.evaluation.ranking import RankingEvaluator
 from dprec.evaluation.split import LeaveOneOutSplit, Split
 from dprec.random import derive_generator
@@ -86,7 +87,8 @@ class Experiment:
     systems run or in what order. A system is fitted on ``evaluator.train_matrix(fold, model)``
     with the stream (s, "system", name); ties use (s, "ties", name). A system with
     ``uses_side_features`` gets the dataset's side features (computed once per experiment)
-    through ``set_side_features`` before every ``fit``.
+    through ``set_side_features`` before every ``fit``, and one with ``uses_rating_scale``
+    the dataset's declared rating scale through ``set_rating_scale``.
     """
 
     def __init__(self, dataset: Dataset, seeds: Sequence[int], split: Split | None = None,
@@ -136,8 +138,11 @@ class Experiment:
         """Fit and evaluate a fresh system per seed and fold.
 
         ``per_seed`` holds one entry per (seed, fold), and every metric is the mean and std
-        over those entries (leave-one-out: one fold per seed). ``curve_every``: also evaluate after
-        every that many rounds of a multi-round protocol (learning curves, in ``curves``).
+        over those entries (leave-one-out: one fold per seed). ``privacy`` accounts every
+        fitted model: each number is the worst over the fits, with every fit's guarantees in
+        ``privacy.per_fit`` when they differ (:mod:`dprec.evaluation.fit_privacy`).
+        ``curve_every``: also evaluate after every that many rounds of a multi-round
+        protocol (learning curves, in ``curves``).
         """
         if curve_every is not None and (int(curve_every) != curve_every or curve_every < 1):
             raise DprecError(f"curve_every must be an integer >= 1, got {curve_every}")
@@ -145,10 +150,12 @@ class Experiment:
         per_seed: list[Metrics] = []
         diags: list[dict[str, object]] = []
         curves: list[list[dict[str, object]]] = []
+        reports: list[dict[str, object] | None] = []
+        fits: list[tuple[int, int]] = []
         model: Recommender | None = None
         for seed in self.seeds:
             fold_metrics: list[Metrics] = []
-            for fold, prepared in self.folds(seed):
+            for k, (fold, prepared) in enumerate(self.folds(seed)):
                 model = make()
                 hook = None
                 curve: list[dict[str, object]] = []
@@ -156,11 +163,16 @@ class Experiment:
                     hook = self._curve_hook(model, fold, prepared, seed, curve, curve_every)
                 if model.uses_side_features:
                     model.set_side_features(self.side_features())
+                if model.uses_rating_scale:
+                    model.set_rating_scale(self.dataset.rating_scale)
                 model.fit(self.evaluator.train_matrix(fold, model),
                           derive_generator(seed, "system", model.name), on_round=hook)
                 fold_metrics.append(self.evaluator.evaluate(
                     model, fold, prepared, derive_generator(seed, "ties", model.name)))
                 diags.append(model.diagnostics())
+                report = model.privacy_report()
+                reports.append(None if report is None else report.to_json())
+                fits.append((seed, k))
                 if curve_every is not None:
                     curves.append(curve)
             per_seed.extend(fold_metrics)
@@ -168,7 +180,6 @@ class Experiment:
             if on_seed is not None:
                 on_seed(seed)
         assert model is not None
-        report = model.privacy_report()
         return RunResult(
             system=model.name,
             dataset={**self.dataset.summary(), "filters": list(self.dataset.history)},
@@ -176,7 +187,7 @@ class Experiment:
             parameters=model.parameters(),
             seeds=self.seeds,
             per_seed=per_seed,
-            privacy=None if report is None else report.to_json(),
+            privacy=merge_fit_reports(reports, fits),
             diagnostics=diags,
             wall_time_s=time.perf_counter() - start,
             curves=curves or None,

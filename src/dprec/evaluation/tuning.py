@@ -29,9 +29,9 @@ LOWER_IS_BETTER = ("RMSE", "MAE")
 
 
 def training_part(dataset: Dataset, fold: Any) -> Dataset:
-    """The fold's training interactions as a dataset (timestamps, ids and side features kept;
-    a user split's training part holds the train users and the test users' fine-tune
-    halves, never a test half)."""
+    """The fold's training interactions as a dataset (timestamps, ids, side features and the
+    declared rating scale kept; a user split's training part holds the train users and the
+    test users' fine-tune halves, never a test half)."""
     if isinstance(fold, LeaveOneOut):
         if fold.kept is None or fold.train_ratings is None:
             raise DprecError("this leave-one-out fold does not record its training entries")
@@ -44,7 +44,8 @@ def training_part(dataset: Dataset, fold: Any) -> Dataset:
     return Dataset(name=f"{dataset.name}/validation", matrix=matrix.tocsr(), timestamps=ts,
                    user_ids=dataset.user_ids, item_ids=dataset.item_ids,
                    user_features=dataset.user_features, item_features=dataset.item_features,
-                   history=(*dataset.history, "validation: training part of an outer fold"))
+                   history=(*dataset.history, "validation: training part of an outer fold"),
+                   rating_scale=dataset.rating_scale)
 
 
 def grid_points(grid: Mapping[str, Sequence[object]]) -> list[dict[str, object]]:

@@ -47,6 +47,9 @@ class Recommender(ABC):
     uses_side_features: ClassVar[bool] = False
     """The model needs the dataset's user and item side features: the experiment calls
     :meth:`set_side_features` before ``fit``."""
+    uses_rating_scale: ClassVar[bool] = False
+    """The model needs the dataset's declared (public) rating scale: the experiment calls
+    :meth:`set_rating_scale` before ``fit``."""
 
     @abstractmethod
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
@@ -63,6 +66,12 @@ class Recommender(ABC):
         """
         raise DprecError(f"{self.name} does not use side features "
                          "(uses_side_features is False)")
+
+    def set_rating_scale(self, scale: tuple[float, float] | None) -> None:
+        """Hand the model the dataset's declared rating scale, None if it declares none
+        (called before ``fit``). Only models with ``uses_rating_scale = True`` accept it."""
+        raise DprecError(f"{self.name} does not use a rating scale "
+                         "(uses_rating_scale is False)")
 
     def privacy_report(self) -> PrivacyReport | None:
         """What the untrusted party can learn; None for non-private systems."""

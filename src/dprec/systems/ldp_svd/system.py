@@ -10,22 +10,26 @@ predictions are made on the server with the trained model, as in the paper.
 | laplace-rr-svd  | x w.p. e^eps2/(1+e^eps2), else x + Lap(1/eps1) | none (claimed eps1+eps2) |
 | ldp-svd         | Laplace, Duchi or piecewise at eps        | eps, two-sided            |
 
-Privacy is accounted from the event log in two parts. Rating values: each rating is one
-report of the mechanism (unit "interaction"), so per rating eps and per user the composition
-over the user's n_u ratings (basic n_u eps; PLD for the worst-case user). Which items were
-rated ("item membership"): without hide_items the server sees it exactly (no guarantee,
-``NonPrivateDpEvent`` per item). With hide_items every unrated item is reported with
-probability q, its value the mechanism applied to the scale midpoint; then for one item,
-rated (value r) versus unrated, a report's likelihood ratio is at most e^eps / q (the
-mechanism's ratio between r and the midpoint is <= e^eps), while "no report" proves the item
-unrated: one-sided, dominated by a bit flip with p = 1, q' = q e^-eps
-(``BitFlipDpEvent``), composed over the N items of a user at user level.
+Privacy is accounted from two event logs. Rating values (``levels.*_values``, seed 001's
+unit, with the items a user rated held fixed): each rating is one report of the mechanism
+(unit "interaction"), so per rating eps and per user the composition over the user's n_u
+ratings (basic n_u eps; PLD for the worst-case user). The whole profile (``levels.event``,
+``levels.user``, ``levels.user_basic``: what the server learns, which items were rated
+included): each of the N items gives one channel, a report or none. Without hide_items
+the server sees exactly which items were rated (no guarantee, ``NonPrivateDpEvent`` per
+item: eps = inf). With hide_items every unrated item is reported with probability q, its
+value the mechanism applied to the scale midpoint; then for one item, rated (value r)
+versus unrated, a report's likelihood ratio is at most e^eps / q (the mechanism's ratio
+between r and the midpoint is <= e^eps), while "no report" proves the item unrated:
+one-sided, dominated by a bit flip with p = 1, q' = q e^-eps (``BitFlipDpEvent``). That
+event also dominates a change of value (eps two-sided <= ln(1/q) + eps, one presence
+direction), so it bounds the item's whole channel; composed over the N items per user.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Literal
 
 import dp_accounting
@@ -43,7 +47,6 @@ from dprec.protocol.engine import run_protocol
 from dprec.systems.base import NotFittedError, RatingPredictor, RoundHook
 from dprec.systems.ldp_svd import client, server
 from dprec.systems.ldp_svd.messages import Scale
-from dprec.systems.reporting import privacy_report_from_log
 
 Mechanism = Literal["laplace", "duchi", "piecewise"]
 RatingMechanism = LaplaceMechanism | LaplaceRR | BinaryMechanism | PiecewiseMechanism
@@ -84,9 +87,10 @@ class SVDFields:
     """Server weights every report by w = 1/(1 + 16 s^2), s^2 = the mechanism's noise variance
     on [0, 1] (lr w, reg / w; server.py); False = Funk SVD exactly as set (the paper)."""
     rating_min: float | None = None
-    """Public rating scale, low end (None: the smallest rating in the training matrix)."""
+    """Public rating scale, low end (None: the data set's declared scale; never the
+    training ratings' minimum, which is private)."""
     rating_max: float | None = None
-    """Public rating scale, high end (None: the largest rating in the training matrix)."""
+    """Public rating scale, high end (None: the data set's declared scale)."""
     batch_size: int = 1024
     """Clients simulated per vectorised batch."""
 
@@ -202,8 +206,12 @@ class LocalRatingSVD(RatingPredictor):
 
     One round of the engine: :class:`client.RatingClients` upload, :class:`server.SVDServer`
     trains. ``predict`` uses the server's model, clipped to the public rating scale; users
-    and items unknown to it get the global mean plus the known biases.
+    and items unknown to it get the global mean plus the known biases. The scale is public:
+    ``rating_min``/``rating_max`` if set, else the data set's declared scale (handed over by
+    :meth:`set_rating_scale`); it is never read off the training ratings.
     """
+
+    uses_rating_scale = True
 
     def __init__(self, name: str, config: SVDConfig) -> None:
         self.name = name
@@ -212,20 +220,25 @@ class LocalRatingSVD(RatingPredictor):
         self.events: EventLog | None = None
         self.membership: EventLog | None = None
         self.scale: Scale | None = None
+        self.declared_scale: Scale | None = None
         self._model: FunkSVD | None = None
         self._diag: dict[str, object] = {}
 
-    def _scale(self, train: sp.csr_matrix) -> Scale:
+    def set_rating_scale(self, scale: tuple[float, float] | None) -> None:
+        """The data set's declared rating scale (None: it declares none)."""
+        self.declared_scale = None if scale is None else Scale(*scale)
+
+    def _scale(self) -> Scale:
         cfg = self.config
         if cfg.rating_min is not None and cfg.rating_max is not None:
             return Scale(cfg.rating_min, cfg.rating_max)
-        if train.nnz == 0:
-            raise DprecError(f"{self.name}: train must hold at least one rating, got 0")
-        lo, hi = float(train.data.min()), float(train.data.max())
-        if not lo < hi:
-            raise DprecError(f"{self.name}: every training rating is {lo}; give the public "
-                             "scale as rating_min and rating_max")
-        return Scale(lo, hi)
+        if self.declared_scale is not None:
+            return self.declared_scale
+        raise DprecError(
+            f"{self.name}: the public rating scale is unknown: the data set declares none and "
+            "rating_min/rating_max are not set. Set them (--param rating_min=1 --param "
+            "rating_max=5), or declare a csv: file's scale (csv:PATH?rating_min=1&"
+            "rating_max=5); the training ratings' own min and max are private and never used")
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
             on_round: RoundHook | None = None) -> LocalRatingSVD:
@@ -237,7 +250,7 @@ class LocalRatingSVD(RatingPredictor):
             raise DprecError(f"{self.name}: train ratings contain NaN or infinite values")
         cfg = self.config
         n_users, n_items = train.shape
-        scale = self._scale(train)
+        scale = self._scale()
         fake_rate = float(cfg.fake_rate) if cfg.hide_items else 0.0
         clients = client.RatingClients(train, scale, self.mechanism, cfg.batch_size, fake_rate)
         srv = server.SVDServer(n_users, n_items, scale, self.mechanism, cfg.svd_config(),
@@ -277,21 +290,62 @@ class LocalRatingSVD(RatingPredictor):
         return dict(self._diag)
 
     def privacy_report(self, delta: float = 1e-6) -> PrivacyReport | None:
+        """``levels``: the whole profile (module docstring); ``*_values``: values only."""
         if self.events is None or self.membership is None:
             return None
         cfg = self.config
         mech = self.mechanism
-        membership = account(self.membership, delta)
+        profile = account(self.membership, delta)
+        values = account(self.events, delta)
         rule = (f"each unrated item reported with probability q = {cfg.fake_rate:g}, true "
                 "value = scale midpoint" if cfg.hide_items else "only rated items reported")
-        extra = {
-            "value_unit": "the value of one rating (item set fixed); per user: all values",
-            "item_membership": {"rule": rule, "levels": membership.to_json()},
+        bound = _PROFILE_BOUND[bool(cfg.hide_items)]
+        levels = {
+            "event": (profile.event, f"{PROFILE_SCOPE['event']}; {bound}"),
+            "user": (profile.user, f"{PROFILE_SCOPE['user']}; {bound}"),
+            "user_basic": (profile.user_basic, f"{PROFILE_SCOPE['user']}; {bound}"),
+            "event_values": (values.event, VALUES_SCOPE["event"]),
+            "user_values": (values.user, VALUES_SCOPE["user"]),
+            "user_values_basic": (values.user_basic, VALUES_SCOPE["user"]),
+        }
+        as_json = {k: None if g is None else _scoped(g, scope).to_json()
+                   for k, (g, scope) in levels.items()}
+        body: dict[str, object] = {
+            "levels": as_json,
+            "scope": {"event, user, user_basic": PROFILE_SCOPE["user"],
+                      "event_values, user_values, user_values_basic": VALUES_SCOPE["user"]},
+            "events": self.events.to_json(),
+            "item_membership": {"rule": rule, "events": self.membership.to_json()},
         }
         threat = THREAT_MODEL + (
             f"; hide_items: each unrated item is also reported with probability "
             f"{cfg.fake_rate:g} (fake value = the scale midpoint, perturbed alike)"
             if cfg.hide_items else "")
-        return privacy_report_from_log(self.name, threat, self.events, cfg.claimed(),
-                                       (mech.event(),), true=mech.guarantee(), delta=delta,
-                                       extra=extra)
+        return PrivacyReport(self.name, threat, _scoped(mech.guarantee(), VALUES_SCOPE["event"]),
+                             cfg.claimed(), (mech.event(),), body)
+
+
+PROFILE_SCOPE = {
+    "event": "scope: one rating, its presence and its value (rated with any value vs unrated): "
+             "the item's report or its absence",
+    "user": "scope: the user's whole profile, which items were rated and the values: one "
+            "channel per item (a report or none), composed over all N items",
+}
+"""What ``levels.event``/``user``/``user_basic`` cover (the untrusted server's whole view)."""
+_PROFILE_BOUND = {
+    False: "only rated items are reported: the server sees which items were rated, so no "
+           "finite eps",
+    True: "each item's channel is dominated by the event below, a change of value included "
+          "(its eps <= ln(1/q) + eps)",
+}
+VALUES_SCOPE = {
+    "event": "scope: the value of one rating, which items were rated held fixed (the server "
+             "sees them); with the item set: levels.event",
+    "user": "scope: the values of all of a user's ratings, which items were rated held fixed "
+            "(the server sees them); the whole profile: levels.user",
+}
+"""What ``levels.*_values`` and ``true`` cover: rating values only (seed 001's unit)."""
+
+
+def _scoped(g: Guarantee, scope: str) -> Guarantee:
+    return replace(g, notes=(scope, *g.notes))
