@@ -680,8 +680,10 @@ def privacy_table(
         sys.stdout.write(json.dumps(rows) + "\n")
         return
     t = Table(title="DP-PrivRec Table 3 (z = 1, 1000 rounds, N = 4,800): eps")
-    for col in ("q", "delta", "paper", "reproduced (1000 x M steps, classic)",
-                "correct: RDP without replacement", "PLD, Poisson sampling"):
+    for col in ("q", "delta", "paper (replace-one)",
+                "reproduced (1000 x M steps, classic; replace-one)",
+                "correct: RDP without replacement (replace-one)",
+                "PLD, Poisson sampling (add/remove-one)"):
         t.add_column(col, justify="right")
     for r in rows:
         t.add_row(f"{round(r['q'] * 4800)}/4800", f"{r['delta']:.0e}", f"{r['paper']:.4f}",
@@ -728,10 +730,12 @@ def privacy_gaussian(
         _fail(e)
     t = Table(title=f"sampled Gaussian: z={noise_multiplier:g}, q={sampling_rate:g}, "
                     f"{steps} steps, delta={delta:g}")
+    from dprec.privacy.gaussian import ADJACENCY
     t.add_column("accountant")
+    t.add_column("adjacency")
     t.add_column("eps", justify="right")
     for k, v in eps.items():
-        t.add_row(k, "n/a" if math.isnan(v) else f"{v:.4f}")
+        t.add_row(k, ADJACENCY[k], "n/a" if math.isnan(v) else f"{v:.4f}")
     out.print(t)
 
 

@@ -22,6 +22,7 @@ from dprec.models.dp_mf import (
 )
 from dprec.models.funk_svd import FunkSVD, FunkSVDConfig
 from dprec.privacy.accountant import BasicAccountant
+from dprec.privacy.posterior import posterior_sample_epsilon
 
 
 def low_rank_ratings(rng, n_users=300, n_items=120, n=9_000, noise=0.4):
@@ -257,6 +258,7 @@ def test_paper_calibration_and_true_epsilon():
     assert cfg.bound == 16 * 200
     assert cfg.scale == pytest.approx(2.0 / (4 * 3200), rel=1e-15)
     assert cfg.true_epsilon == pytest.approx(2.0 / (2 * 1e-3), rel=1e-12)
+    assert cfg.true_epsilon == posterior_sample_epsilon(cfg.target_scale, cfg.bound)
     exact = DPPSMFConfig(epsilon=2.0, temperature=1e-3, calibration="exact")
     assert exact.true_epsilon == pytest.approx(2.0, rel=1e-12)
     assert exact.scale == pytest.approx(1e-3 * 2.0 / (2 * 3200), rel=1e-15)
@@ -265,7 +267,7 @@ def test_paper_calibration_and_true_epsilon():
 def _log_ratio_sup(cfg, ratings_a, ratings_b, others, grid):
     """sup over a 1-parameter model (every prediction = theta) of log pi_a / pi_b, where the
     data sets differ in one user's ratings; pi ~ exp(-(c / rho) E) on the grid."""
-    k = cfg.scale / cfg.temperature
+    k = cfg.target_scale
     lo, hi = cfg.rating_min, cfg.rating_max
 
     def energy(user):

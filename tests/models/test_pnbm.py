@@ -31,6 +31,7 @@ from dprec.models.pnbm import (
     item_means,
     pair_inclusion_probability,
 )
+from dprec.privacy.posterior import posterior_sample_epsilon
 
 KS_PASS = 1e-3  # a correct sampler fails with probability 1e-3
 KS_FAIL = 1e-8  # a wrong scale must be rejected far below this
@@ -411,3 +412,58 @@ def test_fit_refuses_bad_ratings_and_predict_before_fit():
         PNBM().predict(np.array([0]), np.array([0]))
     with pytest.raises(DprecError, match="strictly increasing"):
         PNBM.from_weights(tiny(), np.array([[1, 1, 2]] * 4), np.ones((4, 3)))
+
+
+# -- DPPS-PNBM's target and guarantee (one convention with DPPS-MF) ----------------------------
+
+
+def _one_step_drift(cfg: DPPSPNBMConfig, R: sp.csr_matrix,
+                    seed: int) -> tuple[np.ndarray, np.ndarray, DPPSPNBM]:
+    """(S0, drift) of one SGLD step: two runs on one seed differ only in rho, so their
+    difference isolates the noise N(0, rho eta_1) and the rest is the drift."""
+    runs = []
+    for rho in (cfg.temperature, 4.0 * cfg.temperature):
+        m = DPPSPNBM(DPPSPNBMConfig(**{**cfg.__dict__, "temperature": rho}))
+        m.fit(R, np.random.default_rng(seed))
+        runs.append(m)
+    s0 = runs[0].initial_weights
+    np.testing.assert_array_equal(s0, runs[1].initial_weights)
+    sd = math.sqrt(cfg.temperature * cfg.lr)
+    z = (runs[1].weights - runs[0].weights) / sd  # (2 sd - sd) z
+    return s0, s0 + sd * z - runs[0].weights, runs[0]
+
+
+def test_dpps_sampler_targets_beta_times_the_squared_errors():
+    """The drift over the noise variance is the gradient of the log target: with one rating
+    per batch (L = 1 of n = 4) it must equal beta (n / L) d(e_k^2)/dS for the drawn rating k,
+    beta = eps / (8 B rho) = target_scale, not twice that (the eps / rho reading)."""
+    R = sp.csr_matrix(np.array([[5.0, 1.0], [1.0, 3.0]]))
+    cfg = DPPSPNBMConfig(epsilon=500.0, temperature=0.01, lr=1.0, reg=0.0, iterations=1,
+                         batch_fraction=0.25, min_norm=1.0, neighbours=1)
+    assert cfg.target_scale == pytest.approx(500.0 / (8 * 16 * 200 * 0.01))
+    hits = 0
+    for seed in range(6):
+        s0, drift, model = _one_step_drift(cfg, R, seed)
+        grad_log_target = 2.0 * drift / (cfg.temperature * cfg.lr)
+        users, items = R.nonzero()
+        found = []
+        for u, i in zip(users, items, strict=True):
+            def sq_error(W, u=u, i=i, nbr=model.neighbours):
+                m = DPPSPNBM.from_weights(R, nbr, W, cfg)
+                return (R[u, i] - m.predict(np.array([u]), np.array([i]))[0]) ** 2
+            grad = np.zeros_like(s0)
+            for idx in np.ndindex(s0.shape):
+                h = np.zeros_like(s0)
+                h[idx] = 1e-6
+                grad[idx] = (sq_error(s0 + h) - sq_error(s0 - h)) / 2e-6
+            found.append(np.allclose(grad_log_target, cfg.target_scale * 4 * grad, rtol=1e-5,
+                                     atol=1e-9))
+            assert not np.allclose(grad_log_target, 2 * cfg.target_scale * 4 * grad, rtol=1e-3)
+        hits += any(found)
+    assert hits == 6
+
+
+def test_dpps_true_epsilon_is_the_shared_posterior_rule():
+    cfg = DPPSPNBMConfig(epsilon=1.0, temperature=0.006, tau=200)
+    assert cfg.true_epsilon == pytest.approx(1.0 / (4 * 0.006), rel=1e-12)  # 41.67, not 166.7
+    assert cfg.true_epsilon == posterior_sample_epsilon(cfg.target_scale, cfg.loglik_bound)

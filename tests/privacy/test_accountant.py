@@ -214,14 +214,17 @@ def _mixed_direction_epsilon(p: float, q: float, n: int, j: int, delta: float) -
 
 @pytest.mark.parametrize("eps, n", [(1.0, 6), (2.0, 5), (0.5, 12)])
 def test_oue_two_sided_bound_covers_every_mix_of_directions(eps, n):
-    """A user's bits may flip both ways: the symmetrised pair bounds every mix."""
+    """A user's bits may flip both ways: the accountant gives the worst mix exactly (the
+    symmetrised pair, which bounds every mix, is only a fallback)."""
     flip = BitFlip.oue(eps)
     delta = 1e-3
     ours = PldAccountant().compose([(flip.dp_event(), n)], delta).epsilon
     worst = max(_mixed_direction_epsilon(flip.p, flip.q, n, j, delta) for j in range(n + 1))
-    assert worst - 1e-9 <= ours <= n * flip.epsilon + n * 1e-4
+    assert ours == pytest.approx(worst, rel=1e-9, abs=1e-9)
+    symmetrised = PldAccountant()._compose_pld({flip.dp_event(): n}, delta, "two", "two")
+    assert worst - 1e-9 <= symmetrised.epsilon <= n * flip.epsilon + n * 1e-4
     one = PldAccountant().compose([(flip.dp_event(), 1)], 1e-12).epsilon
-    assert flip.epsilon <= one <= flip.epsilon + 1e-4  # the largest loss, rounded up
+    assert flip.epsilon - 1e-9 <= one <= flip.epsilon  # the largest loss, less ~delta / p
     # and for symmetric flips the bound is tight: both directions are the same
     sym = BitFlip.symmetric(eps)
     tight = PldAccountant().compose([(sym.dp_event(), n)], delta).epsilon
@@ -357,3 +360,21 @@ def test_large_eps_laplace_events_compose_as_pure_and_quickly():
     levels = account(log, 1e-6)
     assert levels.user.epsilon == pytest.approx(1e6, rel=1e-9)
     assert levels.event.epsilon == pytest.approx(1e5, rel=1e-9)
+
+
+def test_basic_level_names_the_non_private_event_when_eps_is_infinite():
+    """A one-sided flip is infinite in the two-sided direction that a non-private event
+    forces; the basic level must still name the user whose event has no finite eps."""
+    log = EventLog(3)
+    log.record(0, BitFlipDpEvent(1.0, 0.3), [0, 1], count=30, unit="interaction")
+    log.record(0, dp_accounting.NonPrivateDpEvent(), [2], count=1, unit="interaction")
+    levels = account(log, 1e-6)
+    assert levels.user_basic is not None and math.isinf(levels.user_basic.epsilon)
+    assert levels.user_basic.sides == "none"
+    assert levels.user_basic.mechanism == levels.user.mechanism == "1 x NonPrivateDpEvent()"
+    # finite epsilons still pick the largest, whatever the sides
+    log = EventLog(2)
+    log.record(0, BitFlipDpEvent(1.0, 0.3), [0], count=2, unit="interaction")
+    log.record(0, LocalReportDpEvent(5.0), [1], count=1, unit="user")
+    basic = account(log, 1e-6).user_basic
+    assert basic is not None and basic.epsilon == pytest.approx(5.0)

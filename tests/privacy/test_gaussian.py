@@ -9,9 +9,11 @@ from typer.testing import CliRunner
 from dprec.cli import app
 from dprec.errors import DprecError
 from dprec.privacy.gaussian import (
+    ADJACENCY,
     PRIVREC_PAPER_TABLE,
     gaussian_epsilons,
     noise_multiplier_for,
+    pld_poisson_epsilon,
     privrec_table,
 )
 
@@ -63,10 +65,14 @@ def test_cli_table_json_and_gaussian():
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
     assert set(doc[0]) == {"q", "delta", "paper", "reproduced", "rdp_without_replacement",
-                           "pld_poisson"}
+                           "pld_poisson", "adjacency"}
+    assert doc[0]["adjacency"] == {"paper": "replace_one", "reproduced": "replace_one",
+                                   "rdp_without_replacement": "replace_one",
+                                   "pld_poisson": "add_remove_one"}
     res = runner.invoke(app, ["privacy", "gaussian", "--noise-multiplier", "1",
                               "--sampling-rate", "0.01", "--steps", "100"])
     assert res.exit_code == 0 and "pld_poisson" in res.output
+    assert "add_remove_one" in res.output and "replace_one" in res.output
     res = runner.invoke(app, ["privacy", "gaussian", "--target-epsilon", "2",
                               "--sampling-rate", "0.01", "--steps", "100"])
     assert res.exit_code == 0 and "noise multiplier" in res.output
@@ -83,3 +89,11 @@ def test_privrec_two_queries():
     assert z == pytest.approx(1 / np.sqrt(0.3 + 0.7 / 4))
     with pytest.raises(DprecError, match="h must be in"):
         privrec_effective_noise(1.0, 1.0)
+
+
+def test_pld_poisson_grid_is_fine_enough():
+    """The 1e-3 grid overstated eps by 4% here; the default must be within 0.1% of 2e-5."""
+    fine = pld_poisson_epsilon(1.0, 5 / 4800, 1000, 1e-4, value_discretization_interval=2e-5)
+    ours = pld_poisson_epsilon(1.0, 5 / 4800, 1000, 1e-4)
+    assert fine <= ours <= fine * 1.001
+    assert ADJACENCY["pld_poisson"] == "add_remove_one"

@@ -11,6 +11,7 @@ from scipy import stats
 from dprec.errors import DprecError
 from dprec.privacy.shuffle import (
     MAX_CLONE_EPS0,
+    attack_lower_bound,
     clone_pair_pld,
     closed_form_epsilon,
     condition_holds,
@@ -276,3 +277,51 @@ def test_numerical_epsilon_no_false_amplification_at_large_eps0():
     so eps0 = 50 with 2e-20 expected clones came out as 37.3."""
     assert numerical_epsilon(50.0, 100, 1e-6) > 50.0 - 1e-5
     assert numerical_delta(40.0, 50.0, 100) == pytest.approx(1.0 - math.exp(-10.0), rel=1e-9)
+
+
+def test_clone_pld_keeps_the_mass_it_cuts_at_infinity():
+    """A large tail_mass cuts visible mass from the clone and count windows; it must come
+    back as loss +inf (delta above eps0, where no finite loss reaches, is that mass)."""
+    eps0, n, tail = 2.0, 50, 5e-4
+    one = clone_pair_pld(eps0, n, 1e-3, tail_mass=tail)
+    cut = one.get_delta_for_epsilon(eps0 + 1.0)
+    assert 1e-6 < cut <= tail
+    assert math.isinf(one.get_epsilon_for_delta(cut / 2))
+    assert clone_pair_pld(eps0, n, 1e-3).get_delta_for_epsilon(eps0 + 1.0) < 1e-14
+
+
+def _exact_pair_epsilon(eps0, k, n, rounds, delta):
+    """eps of the attack's pair by brute force: the joint law of the per-round counts."""
+    up, dn = math.exp(eps0) / (1 + math.exp(eps0)), 1 / (1 + math.exp(eps0))
+    others = stats.binom.pmf(np.arange((n - 1) * k + 1), (n - 1) * k, dn)
+    p1 = np.convolve(stats.binom.pmf(np.arange(k + 1), k, up), others)
+    p0 = np.convolve(stats.binom.pmf(np.arange(k + 1), k, dn), others)
+    a, b = p1, p0
+    for _ in range(rounds - 1):
+        a, b = np.outer(a, p1).ravel(), np.outer(b, p0).ravel()
+
+    def hockey(e):
+        return max(float(np.maximum(a - math.exp(e) * b, 0).sum()),
+                   float(np.maximum(b - math.exp(e) * a, 0).sum()))
+
+    lo, hi = 0.0, rounds * k * eps0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if hockey(mid) > delta else (lo, mid)
+    return hi
+
+
+@pytest.mark.parametrize("eps0, k, n, rounds", [(1.0, 2, 3, 3), (2.5, 3, 5, 2), (0.5, 1, 8, 4)])
+def test_attack_lower_bound_is_the_pairs_exact_epsilon_rounded_down(eps0, k, n, rounds):
+    exact = _exact_pair_epsilon(eps0, k, n, rounds, 1e-3)
+    ours = attack_lower_bound(eps0, k, n, rounds, 1e-3)
+    assert exact - rounds * 1e-4 - 1e-9 <= ours <= exact + 1e-9
+
+
+def test_attack_lower_bound_at_the_audited_setting():
+    """FMF-LDP on ML-100K (943 users, k = 100, 20 epochs, eps0 = 2.5, delta = 1e-6): the
+    attack certifies 32.6; the clone bound says 78.04."""
+    lower = attack_lower_bound(2.5, 100, 943, 20, 1e-6)
+    assert lower == pytest.approx(32.615, abs=2e-3)
+    with pytest.raises(DprecError, match="rounds"):
+        attack_lower_bound(2.5, 100, 943, 0, 1e-6)

@@ -88,7 +88,8 @@ def test_dpsgd_report_rating_and_user_level(ratings):
     assert any("basic composition" in n for n in true["notes"])
     levels = doc["levels"]
     assert set(levels) == {"event", "user", "user_basic"}
-    assert all(g["model"] == "central" for g in (*levels.values(), doc["user_level"]))
+    assert all(g["model"] == "central" for g in levels.values())
+    assert "user_level" not in doc  # the basic bound lives in levels.user_basic only
     assert levels["event"]["epsilon"] <= eps + 1e-9  # PLD is never looser than basic
     n_max = int(np.diff(ratings.indptr).max())
     assert doc["max_reads_per_user"] == n_max * epochs
@@ -110,7 +111,7 @@ def test_dpps_report_states_the_sampler_assumption(ratings):
     assert true["delta"] is None and claimed["delta"] is None
     assert "delta -> 0" in true["delta_reason"] and "(1 + e^eps) delta" in true["delta_reason"]
     assert any("ASSUMPTION" in n and "exact posterior sample" in n for n in true["notes"])
-    accounted = [*doc["levels"].values(), doc["user_level"]]
+    accounted = list(doc["levels"].values())
     assert all(g["delta"] is None and g["model"] == "central" for g in accounted)
     assert all(any("exact posterior sample" in n for n in g["notes"]) for g in accounted)
     assert json.loads(json.dumps(report.to_json())) == doc  # to_json is idempotent

@@ -105,7 +105,10 @@ def test_dpps_report_states_the_unknown_delta():
     assert any("delta -> 0" in n for n in rep["true"]["notes"])
     assert "not measured" in rep["true"]["delta_reason"]
     assert rep["claimed"]["epsilon"] == 20.0 and rep["claimed"]["level"] == "user"
-    assert rep["true"]["epsilon"] == pytest.approx(20.0 / 0.09)
+    assert rep["true"]["epsilon"] == pytest.approx(20.0 / (4 * 0.09))  # 2 beta B, replace-one
+    assert rep["epsilon_add_remove_one"] == pytest.approx(20.0 / (8 * 0.09))
+    assert rep["target_scale"] == pytest.approx(20.0 / (8 * 16 * 15 * 0.09))
+    assert rep["adjacency"] == "replace_one"
     assert set(rep["levels"]) == {"event", "user", "user_basic"}
     assert all(rep["levels"][k]["delta"] is None for k in rep["levels"])
     assert rep["per_rating_reading"]["x"] == pytest.approx(20.0 / 15)

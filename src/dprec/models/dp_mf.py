@@ -50,14 +50,17 @@ The gradient of clip(r_hat) is 0 outside [r_min, r_max]. The prior term is exact
 parameter is updated and noised at every step), so the H^-1 de-biasing of seed Eq. 12 is not
 needed. One sample, the last iterate, is released.
 
-Privacy (user level: neighbours replace one user's ratings, <= tau of them). An exact sample
-of pi is the exponential mechanism with score -(c / rho) E, whose per-user sensitivity is
-(c / rho) B, so it is (2 c B / rho)-DP: eps / (2 rho) under the paper's calibration (the paper
-claims eps; its sup |log p| <= B bound counts the one-sided squared error twice, and a
-temperature rho < 1 sharpens the target by 1 / rho). ``calibration="exact"`` sets
-c = rho eps / (2 B) so that the sample is eps-DP. Either holds only for an exact sample:
-a sample delta-far from pi in total variation gives (eps, (1 + e^eps) delta) (seed Thm 2), and
-the sampler's delta is unknown (the paper assumes delta -> 0).
+Privacy (user level: neighbours replace one user's ratings, <= tau of them). The convention
+shared with DPPS-PNBM (:mod:`dprec.privacy.posterior`): a target exp(-beta sum_u l_u) with
+0 <= l_u <= B is 2 beta B-DP per user. Here beta = c / rho on the squared errors, so the
+sample is (2 c B / rho)-DP: eps / (2 rho) under the paper's calibration (the paper claims eps;
+its sup |log p| <= B bound counts the one-sided squared error twice, and a temperature
+rho < 1 sharpens the target by 1 / rho). DPPS-PNBM follows Algorithm 2 literally (its
+gradient is that of (1/2) sum e^2), so the same rule gives eps / (4 rho) there.
+``calibration="exact"`` sets c = rho eps / (2 B) so that the sample is eps-DP. Either holds
+only for an exact sample: a sample delta-far from pi in total variation gives
+(eps, (1 + e^eps) delta) (seed Thm 2), and the sampler's delta is unknown (the paper assumes
+delta -> 0).
 
 Noise comes from the caller's Generator: seeded noise is for simulation; a deployment needs a
 cryptographically seeded generator and a floating-point-safe Laplace sampler (Mironov 2012).
@@ -80,6 +83,7 @@ from dprec.errors import DprecError
 from dprec.models.als import _check_int
 from dprec.models.funk_svd import _check_real
 from dprec.privacy.events import EventLog, LocalReportDpEvent
+from dprec.privacy.posterior import posterior_sample_epsilon
 
 logger = logging.getLogger(__name__)
 
@@ -218,9 +222,15 @@ class DPPSMFConfig:
         return self.epsilon / (4.0 * self.bound)
 
     @property
+    def target_scale(self) -> float:
+        """beta = c / rho: the sampler targets exp(-beta sum (r - clip(r_hat))^2 - ...)."""
+        return self.scale / self.temperature
+
+    @property
     def true_epsilon(self) -> float:
-        """eps of one exact sample, replace-one-user: 2 (c / rho) B (exponential mechanism)."""
-        return 2.0 * self.scale * self.bound / self.temperature
+        """eps of one exact sample, replace-one user: 2 beta B = 2 (c / rho) B
+        (:func:`~dprec.privacy.posterior.posterior_sample_epsilon`)."""
+        return posterior_sample_epsilon(self.target_scale, self.bound)
 
 
 @dataclass(frozen=True)

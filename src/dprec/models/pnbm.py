@@ -40,6 +40,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dprec.errors import DprecError
+from dprec.privacy.posterior import posterior_sample_epsilon
 
 logger = logging.getLogger(__name__)
 
@@ -226,6 +227,21 @@ class DPPSPNBMConfig:
     def loglik_bound(self) -> float:
         """B = (r_max - r_min)^2 tau, the bound on one user's squared errors."""
         return (self.rating_max - self.rating_min) ** 2 * self.tau
+
+    @property
+    def target_scale(self) -> float:
+        """beta = eps / (8 B rho): the sampler targets exp(-beta sum e^2 - ...).
+
+        Algorithm 2's drift is eps/(4B) eta/2 times the gradient of (1/2) sum e^2 (g_ui =
+        e_ui dr_hat/dS, seed Eq. 9) and its noise is N(0, rho eta), so the target is
+        exp(-(eps / (4 B rho)) (1/2) sum e^2)."""
+        return float(self.epsilon) / (8.0 * self.loglik_bound * float(self.temperature))
+
+    @property
+    def true_epsilon(self) -> float:
+        """eps of one exact sample, replace-one user: 2 beta B = eps / (4 rho)
+        (:func:`~dprec.privacy.posterior.posterior_sample_epsilon`)."""
+        return posterior_sample_epsilon(self.target_scale, self.loglik_bound)
 
 
 # -- data preparation --------------------------------------------------------------------------

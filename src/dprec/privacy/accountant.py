@@ -28,6 +28,11 @@ Dominating pairs per event:
   ``max(ln(p/q), ln((1-q)/(1-p)))``.
 - ``BitFlipDpEvent`` one-sided (``p = 1``): only the presence direction, ``(Ber p, Ber q)``
   (bit 1 vs bit 0), loss ``ln(p/q)``.
+- A composition of nothing but ``count`` two-sided flips of one ``(p, q)`` (DPLCF's upload:
+  the bits of one vector, flipped at once): the symmetrised pair dominates every bit in both
+  directions at once and so overstates the vector's loss when ``p != 1 - q``; the exact worst
+  case over pairs of vectors (:func:`~dprec.privacy.bit_vector.bit_vector_epsilon`) is used
+  where it is smaller.
 - :class:`~dprec.privacy.events.LocalReportDpEvent` ``eps``: binary randomized response
   with ``eps``, which dominates every pure ``eps``-DP mechanism (Kairouz, Oh, Viswanath 2015),
   so composing it is the optimal composition of pure DP.
@@ -65,6 +70,7 @@ from dp_accounting.pld import privacy_loss_distribution as pld
 from scipy.special import expit
 
 from dprec.errors import DprecError, check_positive
+from dprec.privacy.bit_vector import MAX_EXACT_BITS, bit_vector_epsilon
 from dprec.privacy.events import (
     BitFlipDpEvent,
     EventLog,
@@ -114,6 +120,18 @@ class Composition:
 _MAX_LAPLACE_PLD_EPS = 20.0
 """Above this per-event eps a Laplace event is composed as pure eps-DP: dp_accounting's
 Laplace PLD spans 2 eps / interval bins, and the gain over pure composition is negligible."""
+
+
+def _one_bit_vector(leaves: dict[DpEvent, int]) -> tuple[tuple[float, float], int] | None:
+    """((p, q), count) when the composition is ``count`` two-sided flips of one (p, q) (plus
+    no-ops): the bits of one vector, flipped at once (:mod:`dprec.privacy.bit_vector`)."""
+    flips = [(e, c) for e, c in leaves.items() if not _is_noop(e)]
+    if len(flips) != 1 or not isinstance(flips[0][0], BitFlipDpEvent):
+        return None
+    event, count = flips[0]
+    if not 0.0 < event.q < event.p < 1.0 or not 1 <= count <= MAX_EXACT_BITS:
+        return None
+    return (float(event.p), float(event.q)), int(count)
 
 
 def _weakest(sides: Iterable[Sides]) -> Sides:
@@ -416,6 +434,24 @@ class PldAccountant(Accountant):
             bad = [describe_event(e) for e in leaves if event_sides(e) == "none"]
             return Composition(math.inf, delta, "none", (f"no finite eps: {', '.join(bad)}",))
         direction: Direction = "presence" if sides == "one" else "two"
+        pld_result = self._compose_pld(leaves, delta, sides, direction)
+        vector = _one_bit_vector(leaves) if direction == "two" else None
+        if vector is None:
+            return pld_result
+        (p, q), bits = vector
+        exact = bit_vector_epsilon(p, q, bits, delta)
+        if not exact < pld_result.epsilon:
+            return pld_result
+        return Composition(exact, delta, sides, (
+            f"exact worst case over pairs of {bits}-bit vectors flipped at once (p={p:.6g}, "
+            f"q={q:.6g}): max over the split of the differing bits into presence (1 vs 0) "
+            "and absence (0 vs 1) flips of the exact hockey-stick divergence "
+            "(dprec.privacy.bit_vector; binomial tails counted in full)",
+            f"the per-bit symmetrised PLD gives eps={pld_result.epsilon:.6g}",
+        ))
+
+    def _compose_pld(self, leaves: dict[DpEvent, int], delta: float, sides: Sides,
+                     direction: Direction) -> Composition:
         atoms = {e: self._event_atoms(e, direction) for e in leaves}
         lattice = 0
         for a in atoms.values():
@@ -607,7 +643,12 @@ def _basic_level(
     delta_vec = np.array([p[1] for p in pairs])
     with np.errstate(invalid="ignore"):  # inf x 0 counts
         spent = np.where(matrix > 0, matrix * eps_vec, 0.0).sum(axis=1)
-    worst = int(np.argmax(spent))
+    # among users with eps = inf, the worst is one whose events include a "none" one (not one
+    # whose one-sided events are only infinite in the two-sided direction)
+    side_rank = np.array([_SIDE_RANK[_weakest(event_sides(x) for x in _flatten([(e, 1)]))]
+                          for e in events])
+    row_rank = np.where(matrix > 0, side_rank, 0).max(axis=1)
+    worst = int(np.lexsort((np.where(np.isinf(spent), row_rank, 0), spent))[-1])
     dlt = float((matrix * delta_vec).sum(axis=1).max())
     return Guarantee(
         epsilon=float(spent[worst]),

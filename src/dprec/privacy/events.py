@@ -51,7 +51,9 @@ class BitFlipDpEvent(dp_accounting.DpEvent):
     (DPLCF, Gao et al. SIGIR 2020, Eq. 3), ``0 <= q < p <= 1``.
 
     Symmetric flipping has ``p = 1 - q``, DPLCF's asymmetric variant ``p = 1`` (presence
-    protected only), optimised unary encoding ``p = 1/2, q = 1/(e^eps + 1)``.
+    protected only), optimised unary encoding ``p = 1/2, q = 1/(e^eps + 1)``. The copies a
+    user undergoes are bits of one fixed vector flipped independently (non-adaptively), which
+    the accountant may analyse as a whole vector.
     """
 
     p: float

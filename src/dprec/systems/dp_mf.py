@@ -37,10 +37,7 @@ _DELTA_NULL = (
 
 def _accounted(report: PrivacyReport) -> list[dict[str, object]]:
     """The guarantee dicts the accountant wrote into ``report.extra``."""
-    out = [g for g in report.extra["levels"].values() if g is not None]  # type: ignore
-    if report.extra.get("user_level") is not None:
-        out.append(report.extra["user_level"])  # type: ignore[arg-type]
-    return out
+    return [g for g in report.extra["levels"].values() if g is not None]  # type: ignore
 
 
 def _central(report: PrivacyReport) -> PrivacyReport:

@@ -33,6 +33,7 @@ from dprec.models.pnbm import (
 from dprec.privacy.accountant import BasicAccountant, PrivacyLevels, account
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
+from dprec.privacy.posterior import posterior_sample_epsilon
 from dprec.systems.base import RatingPredictor, RoundHook
 from dprec.systems.rating_baselines import ModelPredictor
 from dprec.systems.spec import SystemSpec
@@ -224,16 +225,21 @@ DELTA_REASON = (
 
 
 def dpps_report(system: str, cfg: DPPSPNBMConfig) -> PrivacyReport:
-    """DPPS-PNBM's report: claimed (eps, (1 + e^eps) delta) per user (Theorem 2); true eps/rho.
+    """DPPS-PNBM's report: claimed (eps, (1 + e^eps) delta) per user (Theorem 2); true
+    eps / (4 rho).
 
-    With noise N(0, rho eta_t) the SGLD chain targets the scaled posterior to the power
-    1/rho, i.e. the log-likelihood scaled by eps / (4 B rho): by Wang, Fienberg and Smola
-    (ICML 2015, Thm 1) one exact sample is eps/rho-DP per user. A rating's value enters the
-    predictions of its user's other ratings, so one rating is only covered at the same
-    eps/rho, not at the "x = eps / tau" per-rating reading.
+    Algorithm 2's drift is eps/(4B) eta_t/2 times the gradient of (1/2) sum e^2 (seed Eq. 9:
+    g_ui = e_ui dr_hat/dS) and its noise N(0, rho eta_t), so the chain targets
+    exp(-beta sum e^2) with beta = eps / (8 B rho) (:attr:`DPPSPNBMConfig.target_scale`).
+    One user's sum of squared errors lies in [0, B], so one exact sample is 2 beta B =
+    eps / (4 rho)-DP per user, replace-one (:func:`~dprec.privacy.posterior.
+    posterior_sample_epsilon`, the rule DPPS-MF uses too); beta B = eps / (8 rho) under
+    add/remove-one. A rating's value enters the predictions of its user's other ratings, so
+    one rating is only covered at the same eps, not at the "x = eps / tau" per-rating reading.
     """
     eps, rho, tau = float(cfg.epsilon), float(cfg.temperature), int(cfg.tau)
     B = cfg.loglik_bound
+    beta = cfg.target_scale
     mechanism = (f"one SGLD sample of the posterior scaled by eps/(4B), B = (r_max - r_min)^2 "
                  f"tau = {B:g}, K={cfg.iterations}, rho={rho:g} (Algorithm 2)")
     assumption = ("the paper assumes the SGLD sample is exactly from the target (delta -> 0); "
@@ -242,17 +248,22 @@ def dpps_report(system: str, cfg: DPPSPNBMConfig) -> PrivacyReport:
         epsilon=eps, delta=1.0, level="user", sides="two", model="central",
         mechanism=mechanism, delta_reason=DELTA_REASON,
         notes=("Theorem 2: (eps, (1 + e^eps) delta)-DP per user, delta -> 0 assumed",))
-    true_eps = eps / rho
+    true_eps = cfg.true_epsilon
+    add_remove = posterior_sample_epsilon(beta, B, "add_remove_one")
     notes = (
         assumption,
-        f"the injected noise is N(0, rho eta_t) with rho = {rho:g}, so the chain targets the "
-        f"scaled posterior to the power 1/rho: the log-likelihood is scaled by "
-        f"eps / (4 B rho) and one exact sample is eps/rho = {true_eps:.6g}-DP per user "
-        "(Wang, Fienberg, Smola 2015, Thm 1), not eps",
+        f"the drift is eps/(4B) eta/2 times the gradient of (1/2) sum e^2 (g_ui = e_ui "
+        f"dr_hat/dS, Eq. 9) and the noise N(0, rho eta) with rho = {rho:g}: the chain targets "
+        f"exp(-beta sum e^2), beta = eps / (8 B rho) = {beta:.6g}",
+        f"one user's sum of squared errors lies in [0, B]: one exact sample is 2 beta B = "
+        f"eps / (4 rho) = {true_eps:.6g}-DP per user, replace-one (exponential mechanism; "
+        f"Wang, Fienberg, Smola 2015, Thm 1), not eps; add/remove-one: beta B = "
+        f"{add_remove:.6g}",
         f"a user's log-likelihood is bounded by B because r_hat is clipped to r_min..r_max "
         f"and the profile capped at tau = {tau} ratings (seeded uniform removal)",
-        "neighbouring data: one user's ratings replaced; the neighbour lists (most co-rated "
-        "items) and the item means r_bar are computed without noise and treated as public",
+        "neighbouring data: one user's ratings replaced (replace-one); the neighbour lists "
+        "(most co-rated items) and the item means r_bar are computed without noise and "
+        "treated as public",
         f"the paper's per-rating reading eps = x tau (x = {eps / tau:.6g}) does not hold per "
         "rating: a rating's value enters the predictions of its user's other ratings, so "
         "one rating is covered at the user-level eps only",
@@ -275,6 +286,9 @@ def dpps_report(system: str, cfg: DPPSPNBMConfig) -> PrivacyReport:
         },
         "loglik_bound": B,
         "temperature": rho,
+        "target_scale": beta,
+        "adjacency": "replace_one",
+        "epsilon_add_remove_one": add_remove,
     }
     return PrivacyReport(system=system, threat_model=THREAT_MODEL, true=true, claimed=claimed,
                          mechanisms=({"name": "sgld-posterior-sample", "epsilon": eps,

@@ -29,8 +29,6 @@ def privacy_report_from_log(
     """
     levels = account(log, delta, accountant, model=model)
     body: dict[str, object] = {"levels": levels.to_json(), "events": log.to_json()}
-    if levels.user_basic is not None:
-        body["user_level"] = levels.user_basic.to_json()  # schema 1 field, = levels.user_basic
     body.update(extra or {})
     return PrivacyReport(
         system=system,

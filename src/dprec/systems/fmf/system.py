@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -20,9 +20,10 @@ import scipy.sparse as sp
 from dprec.errors import DprecError, check_positive
 from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism
 from dprec.privacy.accounting import local_guarantee
-from dprec.privacy.events import EventLog
+from dprec.privacy.events import EventLog, ShuffledReportDpEvent
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
 from dprec.privacy.ledger import PrivacyLedger
+from dprec.privacy.shuffle import attack_lower_bound
 from dprec.protocol.engine import Clients, ShufflingProxy, Transport, run_protocol
 from dprec.protocol.messages import GradientReports, ItemMatrix, ValueReports
 from dprec.protocol.shuffler import DEFAULT_MAX_REPORTS_PER_SENDER, DEFAULT_THRESHOLD
@@ -215,7 +216,7 @@ class FederatedMF(Ranker):
         claimed = Guarantee(c.k * c.epsilon, level="user", sides="two", model="local",
                             mechanism=f"k={c.k} reports of eps={c.epsilon}",
                             notes=("as published: k x eps; the epochs are left out",))
-        return privacy_report_from_log(
+        report = privacy_report_from_log(
             self.name, THREAT_MODEL, self.events, claimed, (mech.event(),), delta=c.delta,
             extra={"local": {
                 "epsilon_per_report": c.epsilon,
@@ -227,3 +228,36 @@ class FederatedMF(Ranker):
                 "senders_per_round": [r.senders for r in self._rounds],
                 "shuffle_threshold_senders": c.shuffle_threshold,
             }})
+        return self._with_interval(report) if isinstance(mech, BinaryMechanism) else report
+
+    def _with_interval(self, report: PrivacyReport) -> PrivacyReport:
+        """Add ``bounds.user`` = {lower, upper, ...}: the attack lower bound beside the
+        accountant's upper bound (``levels.user`` and ``true``, unchanged).
+
+        Lower: :func:`~dprec.privacy.shuffle.attack_lower_bound` for the user who reported in
+        the most rounds, hidden among the largest round's senders (more rounds or fewer
+        senders could only raise it, so this pair is one the run really allows)."""
+        c = self.config
+        assert self.events is not None
+        keys, counts = self.events.count_matrix("user")
+        shuffled = [j for j, (e, _) in enumerate(keys) if isinstance(e, ShuffledReportDpEvent)]
+        rounds = int(counts[:, shuffled].sum(axis=1).max()) // c.k if shuffled else 0
+        senders = max((r.senders for r in self._rounds if r.updated), default=0)
+        upper = report.true.epsilon
+        if rounds < 1 or senders < 1:
+            return report
+        lower = attack_lower_bound(c.epsilon, c.k, senders, rounds, c.delta)
+        how = (f"exact PLD of one neighbouring pair, composed over {rounds} rounds: every other "
+               f"user's clipped gradient entries -1, the target's all +1 vs all -1; the server "
+               f"sees the number of +1 reports of a round, Bin(k, P(+1|x)) + "
+               f"Bin((n - 1) k, P(+1|-1)), k={c.k}, n={senders} senders (worst-case clipped "
+               "gradients, as the upper bound assumes)")
+        interval: dict[str, object] = {
+            "lower": lower, "upper": upper, "delta": c.delta, "level": "user",
+            "adjacency": "replace_one (one user's data replaced)",
+            "summary": f"the true user-level eps at delta={c.delta:g} lies in "
+                       f"[{lower:.4g}, {upper:.4g}]",
+            "lower_from": how,
+            "upper_from": "; ".join((report.true.mechanism, *report.true.notes)),
+        }
+        return replace(report, extra={**report.extra, "bounds": {"user": interval}})
