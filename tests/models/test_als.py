@@ -308,3 +308,22 @@ def test_cg_fit_finds_the_held_back_items_and_approaches_the_exact_loss():
     exact = ImplicitALS(ALSConfig(factors=6, iterations=15, alpha=10.0, regularization=0.01))
     exact.fit(R, np.random.default_rng(7), track_loss=True)
     assert model.loss_history[-1] == pytest.approx(exact.loss_history[-1], rel=0.05)
+
+
+@pytest.mark.parametrize("f,n", [(32, 128), (13, 19), (9, 1), (3, 8)])
+def test_gram_block_is_two_ordered_chains_per_product(f, n):
+    # every entry must be (even-q chain) + (odd-q chain), each summed in order of q: the
+    # fixed order that makes the numbers the same for any SIMD width
+    from dprec.models.als import _add_gram_upper
+
+    Bt = np.random.default_rng(f * n).standard_normal((128, f))
+    A = np.ones((f, f))
+    _add_gram_upper(Bt, n, A, np.empty((2, f, f)))
+    for a in range(f):
+        for c in range(a, f):
+            even = odd = 0.0
+            for q in range(0, n, 2):
+                even += Bt[q, a] * Bt[q, c]
+            for q in range(1, n, 2):
+                odd += Bt[q, a] * Bt[q, c]
+            assert A[a, c] == 1.0 + (even + odd)
