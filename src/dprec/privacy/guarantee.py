@@ -8,6 +8,31 @@ from typing import Literal, get_args
 
 from dprec.errors import DprecError
 
+REPORTED_DIGITS = 6
+"""Significant digits of a reported epsilon. The accountants' numerics (dp-accounting's PLD
+and RDP, binomial laws) go through numpy's SIMD exp/log, whose last bits differ between CPUs
+(AVX-512 or not); their discretisation error (1e-4 relative and more) is far above 1e-6, so
+rounding to 6 digits loses nothing real and gives the same number on every CPU."""
+
+
+def reported_epsilon(epsilon: float, *, upper: bool = True) -> float:
+    """``epsilon`` rounded outward to :data:`REPORTED_DIGITS` significant digits: up for an
+    upper bound (the rounded value is still a sound bound), down for a lower bound. A value
+    within 1e-9 (relative) of a 6-digit number is that number (2.5 computed as 2.5 + 4e-16
+    stays 2.5 on every CPU)."""
+    eps = float(epsilon)
+    if not math.isfinite(eps) or eps <= 0.0:
+        return eps
+    step = 10.0 ** (math.floor(math.log10(eps)) - REPORTED_DIGITS + 1)
+    units = eps / step
+    near = round(units)
+    if abs(units - near) <= 1e-9 * max(1.0, abs(units)):
+        units = near  # already on the grid: no spurious step outward
+    else:
+        units = math.ceil(units) if upper else math.floor(units)
+    return float(f"{units * step:.{REPORTED_DIGITS}g}")
+
+
 Level = Literal["event", "user"]
 Sides = Literal["two", "one", "none"]
 Model = Literal["local", "central", "shuffled"]
@@ -58,11 +83,11 @@ class Guarantee:
         object.__setattr__(self, "notes", tuple(self.notes))
 
     def to_json(self) -> dict[str, object]:
-        """JSON-safe dict (infinite epsilon becomes the string "inf")."""
+        """JSON-safe dict: epsilon rounded up by :func:`reported_epsilon` (the same number on
+        every CPU), an infinite one as the string "inf"."""
         d = asdict(self)
         d["notes"] = list(self.notes)
-        if math.isinf(self.epsilon):
-            d["epsilon"] = "inf"
+        d["epsilon"] = "inf" if math.isinf(self.epsilon) else reported_epsilon(self.epsilon)
         return d
 
     def describe(self) -> str:

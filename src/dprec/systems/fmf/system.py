@@ -21,7 +21,7 @@ from dprec.errors import DprecError, check_positive
 from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism
 from dprec.privacy.accounting import local_guarantee
 from dprec.privacy.events import EventLog, ShuffledReportDpEvent
-from dprec.privacy.guarantee import Guarantee, PrivacyReport
+from dprec.privacy.guarantee import Guarantee, PrivacyReport, reported_epsilon
 from dprec.privacy.ledger import PrivacyLedger
 from dprec.privacy.shuffle import attack_lower_bound
 from dprec.protocol.engine import Clients, ShufflingProxy, Transport, run_protocol
@@ -253,7 +253,8 @@ class FederatedMF(Ranker):
                f"Bin((n - 1) k, P(+1|-1)), k={c.k}, n={senders} senders (worst-case clipped "
                "gradients, as the upper bound assumes)")
         interval: dict[str, object] = {
-            "lower": lower, "upper": upper, "delta": c.delta, "level": "user",
+            "lower": reported_epsilon(lower, upper=False), "upper": reported_epsilon(upper),
+            "delta": c.delta, "level": "user",
             "adjacency": "replace_one (one user's data replaced)",
             "summary": f"the true user-level eps at delta={c.delta:g} lies in "
                        f"[{lower:.4g}, {upper:.4g}]",
