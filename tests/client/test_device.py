@@ -70,10 +70,11 @@ def test_the_ledger_refuses_before_anything_is_sent(fmf, tmp_path):
 def test_a_restarted_device_resends_the_same_bytes(fmf, tmp_path):
     d = _device(fmf, tmp_path, 9, budget=100.0, source=SeededSource(1))
     d.report(_history(30, [2, 3]))
-    stored = (tmp_path / "device-9" / "pending-0.msg").read_bytes()
+    (sent,) = (tmp_path / "device-9" / "sent").glob("*-0.msg")
+    stored = sent.read_bytes()
     again = _device(fmf, tmp_path, 9, budget=100.0, source=SeededSource(2))
     assert again.report(_history(30, [2, 3]))  # 409 on the re-send = it had arrived
-    assert (tmp_path / "device-9" / "pending-0.msg").read_bytes() == stored
+    assert sent.read_bytes() == stored
     assert again.ledger.spent == d.ledger.spent
     forged = _device(fmf, tmp_path / "other", 9, budget=100.0)
     with pytest.raises(ServiceError) as e:  # a fresh device with the same id: refused

@@ -1,16 +1,25 @@
 """The client SDK: one user's device in a deployed protocol.
 
-:class:`DeviceClient` fetches the server's artefacts (conditionally, by ETag), runs the
+:class:`DeviceClient` reads the server's protocol description under its own
+:class:`~dprec.client.policy.DevicePolicy` (never the server's), fetches the server's
+artefacts (conditionally, by ETag, each of the exact size N and the config imply), runs the
 protocol's client step on the user's history with a cryptographically secure generator,
 keeps the user's privacy ledger on disk (:class:`~dprec.client.ledger.DiskLedger`), submits
 through the proxy with its token, and ranks items on the device. The client step is the
 simulation's own (:class:`~dprec.systems.fmf.client.FederatedClients`,
 :func:`~dprec.systems.dplcf.client.obfuscate`) on a population of one.
 
-Order of a report, so that crashes never under-charge the ledger and never send two
-different reports for one round: charge the round in the ledger (on disk), build the
-message, write it to disk, submit. A restarted device re-sends the stored message (the same
-bytes, no new charge); a 409 on such a re-send means the first one had arrived.
+Order of a report, so that no message is ever sent uncharged, a crash never under-charges
+the ledger, and no round of a run ever gets two different messages:
+
+1. read the description under the policy (mechanism, noise, sizes) and pin its run
+   (:mod:`dprec.client.runs`): refusals here happen before anything is computed;
+2. if a message for (run, round) is stored, that message is the report (a re-send, bit for
+   bit: after a crash, a timeout, or a server that restarted the round);
+3. else check the budget, build the message and store it on disk;
+4. charge (run, round) in the ledger (on disk; once per key), then submit.
+
+A 409 on a re-send means the first one had arrived.
 """
 
 from __future__ import annotations
@@ -21,11 +30,13 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from dprec.client.errors import BadReply
 from dprec.client.http import ProxyAPI, ServerAPI, ServiceError
-from dprec.client.ledger import BudgetExceededError, DiskLedger, atomic_write
+from dprec.client.ledger import BudgetExceededError, DiskLedger
+from dprec.client.policy import DevicePolicy, ProtocolTerms
 from dprec.client.randomness import RandomSource, SecureSource
+from dprec.client.runs import SentMessages, report_key
 from dprec.errors import DprecError
-from dprec.privacy.ledger import PrivacyLedger
 from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.messages import (
     GradientReports,
@@ -45,75 +56,113 @@ __all__ = ["DeviceClient"]
 
 class DeviceClient:
     """One user: ``client_id`` and its ``token`` (from the operator), the two services, a
-    folder for its ledger and pending message, and its budget (epsilon per user)."""
+    folder for its ledger, pinned run and sent messages, its budget (epsilon per user) and
+    its policy (a :class:`DevicePolicy`, a .toml/.json file, or None for the defaults)."""
 
     def __init__(self, client_id: int, token: str, server: ServerAPI | str,
                  proxy: ProxyAPI | str, state_dir: Path | str, budget: float,
-                 source: RandomSource | None = None) -> None:
+                 source: RandomSource | None = None,
+                 policy: DevicePolicy | Path | str | None = None) -> None:
         self.client_id = int(client_id)
         self.token = token
+        if policy is None:
+            policy = DevicePolicy()
+        self.policy = policy if isinstance(policy, DevicePolicy) else DevicePolicy.load(policy)
         self.server = server if isinstance(server, ServerAPI) else ServerAPI(server)
         self.proxy = proxy if isinstance(proxy, ProxyAPI) else ProxyAPI(proxy)
         self.state_dir = Path(state_dir)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.ledger = DiskLedger(self.state_dir / "ledger.json", budget)
+        self.sent = SentMessages(self.state_dir)
         self.source = source or SecureSource()
         self._info: ProtocolInfo | None = None
+        self._terms: ProtocolTerms | None = None
+
+    def describe(self) -> ProtocolTerms:
+        """Fetch the server's description and read it under the policy (refreshing
+        :attr:`info` and :attr:`terms`); :class:`BadReply` or :class:`PolicyViolation`."""
+        info = self.server.protocol()
+        terms = self.policy.read(info)
+        self._info, self._terms = info, terms
+        return terms
 
     @property
     def info(self) -> ProtocolInfo:
-        """The protocol's public description (fetched once)."""
+        """The protocol's public description (fetched once, read under the policy)."""
         if self._info is None:
-            self._info = self.server.protocol()
+            self.describe()
+        assert self._info is not None
         return self._info
 
+    @property
+    def terms(self) -> ProtocolTerms:
+        """The description's typed values, within the policy."""
+        if self._terms is None:
+            self.describe()
+        assert self._terms is not None
+        return self._terms
+
     def _history(self, history: object) -> sp.csr_matrix:
+        n = self.terms.n_items
         h = sp.csr_matrix(history) if sp.issparse(history) else sp.csr_matrix(
             np.atleast_2d(np.asarray(history, dtype=np.float64)))
-        if h.shape != (1, self.info.n_items):
-            raise DprecError(f"history must be one row of {self.info.n_items} items, got "
-                             f"shape {h.shape}")
+        if h.shape != (1, n):
+            raise DprecError(f"history must be one row of {n} items, got shape {h.shape}")
         return h
 
     # -- artefacts ----------------------------------------------------------------------------
 
+    def _artefact(self, name: str) -> bytes:
+        t = self.terms
+        if t.artefact != name:
+            raise DprecError(f"{t.system} publishes {t.artefact}, not {name}")
+        return self.server.artefact(name, expected=t.artefact_bytes,
+                                    expected_what=t.artefact_what).data
+
     def item_matrix(self) -> np.ndarray:
         """FMF-LDP's V (float32 on the wire, float64 here), refetched only when changed."""
-        art = self.server.artefact("item-matrix")
-        m = ItemMatrix.from_bytes(art.data).check_for(self.info.n_items,
-                                                       int(self.info.n_factors or 0))
+        t = self.terms
+        m = ItemMatrix.from_bytes(self._artefact("item-matrix")).check_for(t.n_items, t.factors)
         return m.matrix.astype(np.float64)
 
     def neighbours(self) -> NeighbourLists:
         """DPLCF's neighbour lists, refetched only when changed."""
-        art = self.server.artefact("neighbours")
-        need_full = self.info.config.get("neighbourhood") == "user"
-        return NeighbourLists.from_bytes(art.data).check_for(self.info.n_items,
-                                                              need_full=need_full)
+        t = self.terms
+        return NeighbourLists.from_bytes(self._artefact("neighbours")).check_for(
+            t.n_items, need_full=t.neighbourhood == "user")
 
     # -- reporting ----------------------------------------------------------------------------
 
-    def _cost(self) -> float:
-        info = self.info
-        mech = info.mechanism()
-        if mech is None:
-            return 0.0
-        count = info.k if info.family == "fmf" else info.n_items
-        return PrivacyLedger.cost(mech.dp_event(), int(count or 0))
+    def join_new_run(self) -> str:
+        """Pin the run the server describes now (after :class:`RunChanged`), if the policy
+        accepts it; the ledger keeps every charge, so the budget spans the runs."""
+        terms = self.describe()
+        self.policy.cost(terms)
+        return self.sent.pin(self.info)
 
-    def _message(self, history: sp.csr_matrix, round: int) -> bytes:
-        info = self.info
+    def _open_round(self, terms: ProtocolTerms) -> int | None:
+        """The proxy's open round, None if none is open; :class:`BadReply` if malformed."""
+        state = self.proxy.round()
+        started, finished, r = state.get("started"), state.get("finished"), state.get("round")
+        if not isinstance(started, bool) or not isinstance(finished, bool):
+            raise BadReply(f"the proxy's round state must have booleans started and finished, "
+                           f"got {started!r}, {finished!r}")
+        if finished or not started:
+            return None
+        if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r < terms.rounds:
+            raise BadReply(f"the proxy's open round must be an integer in [0, {terms.rounds}) "
+                           f"for {terms.system}, got {r!r}")
+        return r
+
+    def _message(self, history: sp.csr_matrix, round: int, terms: ProtocolTerms) -> bytes:
+        mechanism = terms.build_mechanism()
         rng = self.source.generator()
-        if info.family == "dplcf":
-            if round != 0:
-                raise DprecError(f"DPLCF has one round; the open round is {round}")
-            return obfuscate(history, info.mechanism(), rng).to_bytes()  # type: ignore[arg-type]
-        c = info.config
-        V = check_item_matrix(self.item_matrix(), info.n_items, int(c["factors"]))
-        role = FederatedClients(history, factors=int(c["factors"]), alpha=float(c["alpha"]),
-                                reg=float(c["regularization"]), k=int(c["k"]),
-                                clip=float(c["clip"]), exact=False,
-                                mechanism=info.mechanism(),  # type: ignore[arg-type]
+        if terms.family == "dplcf":
+            return obfuscate(history, mechanism, rng).to_bytes()  # type: ignore[arg-type]
+        V = check_item_matrix(self.item_matrix(), terms.n_items, terms.factors)
+        role = FederatedClients(history, factors=terms.factors, alpha=terms.alpha,
+                                reg=terms.regularization, k=terms.k, clip=terms.clip,
+                                exact=False, mechanism=mechanism,  # type: ignore[arg-type]
                                 ledger=None, batch_size=1)
         (batch,) = list(role.step(V, round, rng))
         m = batch.to_messages()[0]
@@ -123,33 +172,49 @@ class DeviceClient:
 
     def report(self, history: object) -> bool:
         """Take part in the open round with ``history`` (1 x N, 0/1 or ratings): True once
-        the proxy has the report, False if the ledger refuses (budget) or the protocol has
-        no open round. Safe to call again (after a crash, a timeout): never charges twice,
-        never sends a second, different report for a round."""
+        the proxy has the report, False if the ledger refuses (budget), the protocol has no
+        open round, or this round's message was charged but lost. Safe to call again (after
+        a crash, a timeout, a server restart): never charges a message twice, never sends a
+        second, different message for a round of a run.
+
+        Raises :class:`PolicyViolation` (a mechanism, noise or size the policy refuses),
+        :class:`RunChanged` (another run than the pinned one) or :class:`BadReply` before
+        anything is computed."""
+        terms = self.describe()
+        cost = self.policy.cost(terms)
+        run = self.sent.check(self.info)
         h = self._history(history)
-        state = self.proxy.round()
-        if state["finished"] or not state["started"]:
+        r = self._open_round(terms)
+        if r is None:
             return False
-        r = int(state["round"])
-        pending = self.state_dir / f"pending-{r}.msg"
-        resend = pending.exists()
-        if not resend:
-            try:
-                self.ledger.charge(f"round-{r}", self._cost())
-            except BudgetExceededError as e:
-                log.info("not reporting in round %d: %s", r, e)
+        key = report_key(run, r)
+        body = self.sent.message(run, r)
+        resend = body is not None and self.ledger.charged(key)
+        if body is None:
+            if self.ledger.charged(key):
+                log.warning("round %d of run %.16s was charged but its message is lost; not "
+                            "reporting in it again", r, run)
                 return False
-            atomic_write(pending, self._message(h, r))
-        body = pending.read_bytes()
+            if not self.ledger.can_charge(cost):
+                log.info("not reporting in round %d: %.6g would pass the budget (%.6g of "
+                         "%.6g spent)", r, cost, self.ledger.spent, self.ledger.budget)
+                return False
+            body = self._message(h, r, terms)
+            if len(body) != terms.message_bytes:
+                raise DprecError(f"built a {len(body)}-byte message, expected "
+                                 f"{terms.message_bytes}")
+            self.sent.store(run, r, body)
+        try:
+            self.ledger.charge(key, cost)  # False for a re-send: charged when first stored
+        except BudgetExceededError as e:
+            log.info("not reporting in round %d: %s", r, e)
+            return False
         Message.from_bytes(body)  # our own file: refuse to send anything torn
         try:
             self.proxy.submit(r, self.client_id, self.token, body)
         except ServiceError as e:
             if not (e.status == 409 and resend and "already submitted" in e.message):
                 raise
-        for old in self.state_dir.glob("pending-*.msg"):
-            if old != pending:
-                old.unlink(missing_ok=True)
         return True
 
     # -- on-device ranking -------------------------------------------------------------------
@@ -157,19 +222,21 @@ class DeviceClient:
     def scores(self, history: object) -> np.ndarray:
         """Every item's score for this user, computed here from the broadcast."""
         h = self._history(history)
-        info = self.info
-        if info.family == "fmf":
+        t = self.terms
+        if t.family == "fmf":
             V = self.item_matrix()
-            x = user_vectors(V, h, float(info.config["alpha"]),
-                             float(info.config["regularization"]))
+            x = user_vectors(V, h, t.alpha, t.regularization)
             return (x @ V.T)[0]
-        c = info.config
-        return np.asarray(local_scores(h, self.neighbours(), c["neighbourhood"],
-                                       int(c["neighbours"]))[0]).ravel()
+        lists = self.neighbours()
+        if lists.k == 0:  # a one-item catalogue has no neighbours
+            return np.zeros(t.n_items)
+        return np.asarray(local_scores(h, lists, t.neighbourhood, t.neighbours)[0]).ravel()
 
     def recommend(self, history: object, n: int = 10, exclude_seen: bool = True) -> np.ndarray:
         """The ``n`` best items for this user (best first, ties by the smaller item id), never
         leaving the device."""
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise DprecError(f"n must be an integer >= 0, got {n!r}")
         h = self._history(history)
         s = self.scores(h).astype(np.float64)
         if exclude_seen:

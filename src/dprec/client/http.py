@@ -3,10 +3,18 @@
 Needs only httpx (``pip install 'dprec[client]'``). One :class:`httpx.Client` per service
 keeps its connection alive across requests (a simulated population submits through one
 connection, one request per client).
+
+The services are untrusted, so every reply is read as hostile: bodies are streamed with a
+cap (JSON :data:`MAX_JSON_BYTES`, artefacts their exact expected size when the caller knows
+it, else :data:`MAX_ARTEFACT_BYTES`), a declared ``Content-Length`` above the cap or unequal
+to the expected size is refused before a byte of the body is read, compressed bodies are
+refused (the SDK asks for ``identity``), and a reply that is not the JSON object, header or
+size it must be raises :class:`~dprec.client.errors.BadReply` naming the endpoint.
 """
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 from collections.abc import Callable
@@ -15,11 +23,20 @@ from typing import Any, TypeVar
 
 import httpx
 
+from dprec.client.errors import BadReply
 from dprec.errors import DprecError
 from dprec.protocol.deployed import ProtocolInfo
 
-__all__ = ["Artefact", "ProxyAPI", "ServerAPI", "ServiceError", "Unreachable", "keepalive_client",
-           "retrying"]
+__all__ = ["MAX_ARTEFACT_BYTES", "MAX_JSON_BYTES", "Artefact", "ProxyAPI", "Reply", "ServerAPI",
+           "ServiceError", "Unreachable", "keepalive_client", "retrying"]
+
+MAX_JSON_BYTES = 8 << 20
+"""Largest JSON reply read (a round's history included)."""
+MAX_ARTEFACT_BYTES = 1 << 30
+"""Largest artefact read when the caller does not know its exact size."""
+_MAX_ERROR_BYTES = 64 << 10
+"""Bytes of an error reply read for its message (the rest is dropped)."""
+_MAX_ETAG = 256
 
 T = TypeVar("T")
 
@@ -51,18 +68,29 @@ def keepalive_client(url: str, timeout: float = 60.0, **kwargs: Any) -> httpx.Cl
     return httpx.Client(base_url=url, timeout=timeout, transport=transport, **kwargs)
 
 
+def _error_message(body: bytes) -> str:
+    """The ``{"error": ...}`` message of an error body, else its first 200 characters."""
+    text = body.decode("utf-8", errors="replace")
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return text[:200]
+    if isinstance(doc, dict) and isinstance(doc.get("error"), str):
+        return doc["error"][:2000]
+    return text[:200]
+
+
+def _refuse(status: int, message: str, retry_after: str | None) -> None:
+    if status >= 500 and status not in (502, 503, 504):
+        raise Unreachable(f"{status}: {message}")
+    after = retry_after.strip() if retry_after else ""
+    raise ServiceError(status, message, float(after) if after.isdigit() else None)
+
+
 def _raise_for(r: httpx.Response) -> None:
     if r.status_code < 400:
         return
-    try:
-        message = str(r.json().get("error", r.text))
-    except ValueError:
-        message = r.text[:200]
-    if r.status_code >= 500 and r.status_code not in (502, 503, 504):
-        raise Unreachable(f"{r.status_code}: {message}")
-    after = r.headers.get("Retry-After")
-    raise ServiceError(r.status_code, message,
-                       float(after) if after and after.isdigit() else None)
+    _refuse(r.status_code, _error_message(r.content), r.headers.get("Retry-After"))
 
 
 def _call(fn: Callable[[], httpx.Response]) -> httpx.Response:
@@ -72,6 +100,89 @@ def _call(fn: Callable[[], httpx.Response]) -> httpx.Response:
         raise Unreachable(f"{type(e).__name__}: {e}") from None
     _raise_for(r)
     return r
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A reply read under a cap: status, headers and body; ``what`` names the request."""
+
+    status: int
+    headers: httpx.Headers
+    body: bytes
+    what: str
+
+    def json(self) -> dict[str, Any]:
+        """The body as a JSON object; :class:`BadReply` if it is anything else."""
+        if not 200 <= self.status < 300:
+            raise BadReply(f"{self.what}: expected a 2xx reply, got {self.status}")
+        try:
+            doc = json.loads(self.body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            raise BadReply(f"{self.what}: the reply is not JSON ({e})") from None
+        if not isinstance(doc, dict):
+            raise BadReply(f"{self.what}: the reply must be a JSON object, got "
+                           f"{type(doc).__name__}")
+        return doc
+
+
+def _declared(r: httpx.Response, what: str) -> int | None:
+    value = r.headers.get("Content-Length")
+    if value is None:
+        return None
+    if not value.strip().isdigit():
+        raise BadReply(f"{what}: Content-Length must be a byte count, got {value[:40]!r}")
+    return int(value)
+
+
+def _fetch(client: httpx.Client, method: str, path: str, *, limit: int,
+           expected: int | None = None, expected_what: str = "", **kwargs: Any) -> Reply:
+    """Send a request and read its reply under a cap, refusing (:class:`BadReply`) a body
+    declared or found larger than ``limit`` or, on a 200 with ``expected``, of any other size
+    than ``expected`` (``expected_what`` says what that size is for). A refusal reads no more
+    of the body and drops the connection. Error replies are read up to 64 KiB and raised as
+    :class:`ServiceError` / :class:`Unreachable`."""
+    what = f"{method} {path}"
+    headers = {"Accept-Encoding": "identity", **kwargs.pop("headers", {})}
+    request = client.build_request(method, path, headers=headers, **kwargs)
+    try:
+        r = client.send(request, stream=True)
+    except httpx.HTTPError as e:
+        raise Unreachable(f"{type(e).__name__}: {e}") from None
+    try:
+        failed = r.status_code >= 400
+        cap = _MAX_ERROR_BYTES if failed else limit
+        encoding = r.headers.get("Content-Encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            raise BadReply(f"{what}: the body is encoded ({encoding[:40]}), which was not "
+                           "asked for")
+        exact = expected if r.status_code == 200 else None
+        declared = _declared(r, what)
+        if declared is not None and not failed:
+            if exact is not None and declared != exact:
+                raise BadReply(f"{what}: the reply declares {declared} bytes, but "
+                               f"{expected_what or 'the reply'} is {exact} bytes")
+            if declared > cap:
+                raise BadReply(f"{what}: the reply declares {declared} bytes, more than the "
+                               f"{cap} this request accepts")
+        body = bytearray()
+        for chunk in r.iter_raw():
+            body += chunk
+            if len(body) > cap:
+                if failed:
+                    del body[cap:]
+                    break
+                raise BadReply(f"{what}: the reply is larger than the {cap} bytes this request "
+                               "accepts")
+    except httpx.HTTPError as e:
+        raise Unreachable(f"{type(e).__name__}: {e}") from None
+    finally:
+        r.close()
+    if failed:
+        _refuse(r.status_code, _error_message(bytes(body)), r.headers.get("Retry-After"))
+    if exact is not None and len(body) != exact:
+        raise BadReply(f"{what}: the reply holds {len(body)} bytes, but "
+                       f"{expected_what or 'the reply'} is {exact} bytes")
+    return Reply(r.status_code, r.headers, bytes(body), what)
 
 
 def retrying(fn: Callable[[], T], deadline_s: float = 60.0) -> T:
@@ -115,24 +226,43 @@ class ServerAPI:
         """Conditional fetches answered 304 (counter)."""
 
     def protocol(self) -> ProtocolInfo:
-        doc = _call(lambda: self.client.get("/v1/protocol")).json()
-        return ProtocolInfo.from_json(doc)
+        """The published description, parsed (:class:`DprecError` if malformed)."""
+        return ProtocolInfo.from_json(self.protocol_doc())
 
     def protocol_doc(self) -> dict[str, Any]:
-        return _call(lambda: self.client.get("/v1/protocol")).json()
+        return _fetch(self.client, "GET", "/v1/protocol", limit=MAX_JSON_BYTES).json()
 
     def round(self) -> dict[str, Any]:
-        return _call(lambda: self.client.get("/v1/round")).json()
+        return _fetch(self.client, "GET", "/v1/round", limit=MAX_JSON_BYTES).json()
 
-    def artefact(self, name: str) -> Artefact:
-        """Artefact ``name``, fetched only if it changed since the cached copy (ETag)."""
+    def artefact(self, name: str, expected: int | None = None, expected_what: str = "",
+                 limit: int = MAX_ARTEFACT_BYTES) -> Artefact:
+        """Artefact ``name``, fetched only if it changed since the cached copy (ETag).
+
+        ``expected``: its exact size in bytes (what N and the config imply), checked
+        against the declared ``Content-Length`` before the body is read and against the
+        bytes read; else at most ``limit`` bytes are read. :class:`BadReply` otherwise.
+        """
         cached = self._cache.get(name)
+        if cached is not None and expected is not None and len(cached.data) != expected:
+            cached = None
         headers = {"If-None-Match": cached.etag} if cached else {}
-        r = _call(lambda: self.client.get(f"/v1/artefacts/{name}", headers=headers))
-        if r.status_code == 304 and cached is not None:
+        path = f"/v1/artefacts/{name}"
+        r = _fetch(self.client, "GET", path, limit=limit if expected is None else expected,
+                   expected=expected, expected_what=expected_what, headers=headers)
+        if r.status == 304 and cached is not None:
             self.not_modified += 1
             return cached
-        art = Artefact(r.content, int(r.headers["X-Dprec-Version"]), r.headers["ETag"])
+        if r.status != 200:
+            raise BadReply(f"{r.what}: expected 200 or 304, got {r.status}")
+        version, etag = r.headers.get("X-Dprec-Version", ""), r.headers.get("ETag", "")
+        if not version.strip().isdigit():
+            raise BadReply(f"{r.what}: X-Dprec-Version must be a version number, got "
+                           f"{version[:40]!r}")
+        if not 0 < len(etag) <= _MAX_ETAG:
+            raise BadReply(f"{r.what}: ETag must be 1-{_MAX_ETAG} characters, got "
+                           f"{len(etag)}")
+        art = Artefact(r.body, int(version), etag)
         self._cache[name] = art
         return art
 
@@ -152,7 +282,7 @@ class ProxyAPI:
         self.client = client or keepalive_client(self.url, timeout)
 
     def round(self) -> dict[str, Any]:
-        return _call(lambda: self.client.get("/v1/round")).json()
+        return _fetch(self.client, "GET", "/v1/round", limit=MAX_JSON_BYTES).json()
 
     def submit(self, round: int, client_id: int, token: str, body: bytes) -> dict[str, Any]:
         """Submit ``body`` (one client's message) for ``round``; :class:`ServiceError` on a
@@ -161,9 +291,8 @@ class ProxyAPI:
         bytes again, and read a 409 on that retry as accepted)."""
         headers = {"Authorization": f"Bearer {token}", "X-Dprec-Client": str(int(client_id)),
                    "Content-Type": "application/octet-stream"}
-        r = _call(lambda: self.client.post(f"/v1/rounds/{round}/reports", content=body,
-                                           headers=headers))
-        return r.json()
+        return _fetch(self.client, "POST", f"/v1/rounds/{int(round)}/reports",
+                      limit=MAX_JSON_BYTES, content=body, headers=headers).json()
 
     def close(self) -> None:
         self.client.close()

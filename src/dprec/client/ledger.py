@@ -2,10 +2,11 @@
 
 The ledger holds the user's budget (epsilon, basic composition as
 :class:`~dprec.privacy.ledger.PrivacyLedger`, with the same tolerance, so a device and the
-simulation refuse the same spends) and one charge per key (a protocol round). A charge that
-would pass the budget raises :class:`~dprec.privacy.ledger.BudgetExceededError` and changes
-nothing; a key charged before is not charged again (a report re-sent after a crash, the same
-bytes, costs nothing more).
+simulation refuse the same spends) and one charge per key: the (pinned run, round) of a
+message the device stored to send (:func:`dprec.client.runs.report_key`), never the server's
+round number alone. A charge that would pass the budget raises
+:class:`~dprec.privacy.ledger.BudgetExceededError` and changes nothing; a key charged before
+is not charged again (the stored message re-sent, the same bytes, costs nothing more).
 
 Writes are atomic: a temporary file in the same folder, flushed and fsynced, then
 ``os.replace`` over the ledger and an fsync of the folder. A crash at any point leaves the

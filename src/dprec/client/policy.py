@@ -1,0 +1,312 @@
+"""The device's own policy: which protocols, mechanisms, noise levels and sizes it accepts.
+
+The server is untrusted, so what leaves a device is decided on the device. A
+:class:`DevicePolicy` is the user's (a constructor argument or a TOML/JSON file, never read
+from a server) and is checked against the server's published description before a byte is
+computed:
+
+- :meth:`DevicePolicy.read` turns the description into :class:`ProtocolTerms`, the typed
+  values the device computes with. It refuses (:class:`~dprec.client.errors.BadReply`) a
+  config field of the wrong type or range, and (:class:`~dprec.client.errors.PolicyViolation`)
+  a protocol larger than the policy allows: N items, FMF-LDP's k reports and F factors,
+  DPLCF's K neighbours, the message one report sends and the artefact the device downloads.
+  These bound the device's memory, compute and upload whatever the server says.
+- :meth:`DevicePolicy.cost` is asked before a report: the mechanism must be one the policy
+  accepts for the family (never ``none``: that uploads the raw history), one randomised value
+  (a DPLCF bit, one of FMF-LDP's k reports) must cost at most ``max_epsilon_per_report``
+  and the whole message at most ``max_epsilon_per_round``. It returns the message's epsilon,
+  what the ledger charges: ``count x eps`` by basic composition (N bits or k reports; pure
+  epsilon, user level, replace-one: any history against any other). For DPLCF-SP and OUE this
+  is exact for pure epsilon: the worst pair of N-bit vectors differs in every bit, each in
+  the direction of the larger per-bit ratio.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from dprec.client.errors import BadReply, PolicyViolation
+from dprec.errors import DprecError
+from dprec.mechanisms.bitflip import BitFlip
+from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism
+from dprec.privacy.ledger import PrivacyLedger
+from dprec.protocol.deployed import ProtocolInfo
+from dprec.protocol.messages import MAX_ITEMS, ItemMatrix, NeighbourLists
+
+__all__ = ["DEFAULT_MECHANISMS", "DevicePolicy", "ProtocolTerms"]
+
+NOISY = MappingProxyType({"dplcf": ("symmetric", "asymmetric", "oue"),
+                          "fmf": ("binary", "piecewise")})
+"""The mechanisms that add noise, per family (``none`` is the only other value)."""
+DEFAULT_MECHANISMS = MappingProxyType({"dplcf": frozenset({"symmetric", "oue"}),
+                                       "fmf": frozenset({"binary", "piecewise"})})
+"""Accepted by default: the two-sided ones. DPLCF's asymmetric flip (p = 1) protects presence
+only (an uploaded 0 proves an absence), so a policy must name it to accept it."""
+_NEIGHBOURS_BASE = NeighbourLists(np.zeros((0, 0), np.int32), np.zeros((0, 0), np.float32)).nbytes
+_MAX_WIRE_FACTORS = 255
+
+
+@dataclass(frozen=True)
+class ProtocolTerms:
+    """A published protocol as the device reads it: typed, checked, within the policy."""
+
+    system: str
+    family: str
+    """``dplcf`` or ``fmf``."""
+    n_items: int
+    rounds: int
+    mechanism: str
+    """The mechanism's name (``none``, ``symmetric``, ``oue``, ``binary``, ...)."""
+    epsilon: float | None
+    """The config's epsilon (None with no mechanism)."""
+    count: int
+    """Randomised values in one message: N bits (DPLCF) or k reports (FMF-LDP)."""
+    message_bytes: int
+    """Bytes of the one message a report sends."""
+    artefact: str
+    """The artefact the device ranks with (``neighbours`` or ``item-matrix``)."""
+    artefact_bytes: int
+    """Its exact size, implied by N and the config."""
+    artefact_what: str
+    factors: int = 0
+    k: int = 0
+    alpha: float = 0.0
+    regularization: float = 0.0
+    clip: float = 0.0
+    neighbours: int = 0
+    neighbourhood: str = ""
+
+    def build_mechanism(self) -> BitFlip | BinaryMechanism | PiecewiseMechanism | None:
+        """The local mechanism (None for ``none``); :class:`BadReply` if its epsilon is
+        unusable (the mechanism's own check)."""
+        if self.mechanism == "none":
+            return None
+        try:
+            if self.family == "dplcf":
+                return getattr(BitFlip, self.mechanism)(self.epsilon)  # type: ignore[no-any-return]
+            if self.mechanism == "binary":
+                return BinaryMechanism(self.epsilon)  # type: ignore[arg-type]
+            return PiecewiseMechanism(self.epsilon)  # type: ignore[arg-type]
+        except DprecError as e:
+            raise BadReply(f"the protocol's {self.mechanism} mechanism: {e}") from None
+
+
+def _real(config: Mapping[str, Any], name: str, *, positive: bool) -> float:
+    value = config.get(name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value < 0 or (positive and value == 0):
+        rule = "> 0" if positive else ">= 0"
+        raise BadReply(f"the protocol's config.{name} must be a finite number {rule}, got "
+                       f"{value!r}")
+    return float(value)
+
+
+def _integer(config: Mapping[str, Any], name: str, high: int, limit: str | None) -> int:
+    """config[name], an integer in [1, high]: above ``high`` a :class:`PolicyViolation` of
+    the policy field ``limit`` (a :class:`BadReply` without one)."""
+    value = config.get(name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1 \
+            or (limit is None and value > high):
+        rule = ">= 1" if limit is not None else f"in [1, {high}]"
+        raise BadReply(f"the protocol's config.{name} must be an integer {rule}, got {value!r}")
+    if value > high:
+        raise PolicyViolation(f"the protocol's config.{name} = {value} is more than the device "
+                              f"policy's {limit} = {high}")
+    return value
+
+
+def _choice(config: Mapping[str, Any], name: str, allowed: tuple[str, ...]) -> str:
+    value = config.get(name)
+    if value not in allowed:
+        raise BadReply(f"the protocol's config.{name} must be one of {', '.join(allowed)}, got "
+                       f"{value!r}")
+    return str(value)
+
+
+@dataclass(frozen=True)
+class DevicePolicy:
+    """What this device accepts; the defaults are safe. Never read from a server."""
+
+    mechanisms: Mapping[str, frozenset[str]] = field(
+        default_factory=lambda: dict(DEFAULT_MECHANISMS), hash=False)
+    """Accepted mechanisms per family: ``dplcf`` (symmetric, asymmetric, oue) and ``fmf``
+    (binary, piecewise). A family left out is refused; ``none`` can never be accepted."""
+    max_epsilon_per_report: float = 5.0
+    """Largest epsilon of one randomised value (a DPLCF bit, one FMF-LDP report): the least
+    noise the device adds."""
+    max_epsilon_per_round: float = math.inf
+    """Largest epsilon of one round's message (count x eps); inf: only the budget bounds it."""
+    max_items: int = 100_000
+    """Largest N (a DPLCF message is N bits; FMF-LDP's V has N rows)."""
+    max_k: int = 1_000
+    """Largest k, FMF-LDP's reports per round."""
+    max_factors: int = 64
+    """Largest F, FMF-LDP's latent factors."""
+    max_neighbours: int = 1_000
+    """Largest K, DPLCF's neighbour-list length."""
+    max_message_bytes: int = 1 << 20
+    """Largest message one report sends."""
+    max_artefact_bytes: int = 64 << 20
+    """Largest artefact the device downloads (FMF-LDP's V, DPLCF's neighbour lists)."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.mechanisms, Mapping):
+            raise DprecError(f"mechanisms must map a family to mechanism names, got "
+                             f"{type(self.mechanisms).__name__}")
+        accepted: dict[str, frozenset[str]] = {}
+        for family, names in self.mechanisms.items():
+            if family not in NOISY:
+                raise DprecError(f"mechanisms: unknown family {family!r}; known: "
+                                 f"{', '.join(NOISY)}")
+            if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+                raise DprecError(f"mechanisms.{family} must be a list of names, got {names!r}")
+            bad = sorted(set(names) - set(NOISY[family]))
+            if bad:
+                raise DprecError(f"mechanisms.{family}: {', '.join(map(repr, bad))} refused; a "
+                                 f"device accepts only mechanisms that add noise: "
+                                 f"{', '.join(NOISY[family])} (none uploads the raw data)")
+            accepted[family] = frozenset(names)
+        object.__setattr__(self, "mechanisms", MappingProxyType(accepted))
+        for name in ("max_epsilon_per_report", "max_epsilon_per_round"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not value > 0 or math.isnan(value):
+                raise DprecError(f"{name} must be a number > 0, got {value!r}")
+        if not math.isfinite(self.max_epsilon_per_report):
+            raise DprecError("max_epsilon_per_report must be finite (it is the least noise "
+                             "the device adds)")
+        for name, high in (("max_items", MAX_ITEMS), ("max_k", 1 << 32),
+                           ("max_factors", _MAX_WIRE_FACTORS), ("max_neighbours", MAX_ITEMS),
+                           ("max_message_bytes", 1 << 40), ("max_artefact_bytes", 1 << 40)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+                raise DprecError(f"{name} must be an integer in [1, {high}], got {value!r}")
+
+    # -- files ------------------------------------------------------------------------------
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> DevicePolicy:
+        """A policy from a mapping of its fields (unknown fields refused; a missing one takes
+        its default; ``max_epsilon_per_round = null`` is inf)."""
+        if not isinstance(doc, Mapping):
+            raise DprecError(f"a device policy must be a table/object, got {type(doc).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(doc) - known)
+        if unknown:
+            raise DprecError(f"unknown device policy field(s) {', '.join(unknown)}; known: "
+                             f"{', '.join(sorted(known))}")
+        kwargs = dict(doc)
+        if kwargs.get("max_epsilon_per_round", 0) is None:
+            kwargs["max_epsilon_per_round"] = math.inf
+        return cls(**kwargs)
+
+    @classmethod
+    def load(cls, path: Path | str) -> DevicePolicy:
+        """A policy from a ``.toml`` or ``.json`` file."""
+        path = Path(path)
+        try:
+            text = path.read_text()
+            if path.suffix == ".toml":
+                doc = tomllib.loads(text)
+            elif path.suffix == ".json":
+                doc = json.loads(text, parse_constant=_no_constant)
+            else:
+                raise DprecError(f"a device policy file must be .toml or .json, got {path.name}")
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            if isinstance(e, DprecError):
+                raise
+            raise DprecError(f"cannot read the device policy {path}: {e}") from None
+        return cls.from_dict(doc)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The policy as strict JSON (inf as null)."""
+        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["mechanisms"] = {k: sorted(v) for k, v in self.mechanisms.items()}
+        if math.isinf(self.max_epsilon_per_round):
+            out["max_epsilon_per_round"] = None
+        return out
+
+    # -- checks -----------------------------------------------------------------------------
+
+    def read(self, info: ProtocolInfo) -> ProtocolTerms:
+        """The typed terms of ``info``; :class:`BadReply` for a malformed config,
+        :class:`PolicyViolation` for a protocol beyond this policy's sizes. Computes
+        nothing else."""
+        c = info.config
+        n = info.n_items
+        if n > self.max_items:
+            raise PolicyViolation(f"the protocol has n_items = {n}, more than the device "
+                                  f"policy's max_items = {self.max_items}")
+        if info.family == "dplcf":
+            flip = _choice(c, "flip", ("none", *NOISY["dplcf"]))
+            eps = None if flip == "none" else _real(c, "epsilon", positive=True)
+            k = _integer(c, "neighbours", self.max_neighbours, "max_neighbours")
+            hood = _choice(c, "neighbourhood", ("item", "user"))
+            wire_k = min(k, n - 1)
+            size = _NEIGHBOURS_BASE + 8 * n * wire_k + (4 * n * n if hood == "user" else 0)
+            what = (f"{n} neighbour lists of {wire_k}"
+                    + (f" and the {n} x {n} similarity matrix" if hood == "user" else ""))
+            terms = ProtocolTerms(info.system, "dplcf", n, 1, flip, eps, n, info.upload_size(),
+                                  "neighbours", size, what, neighbours=k, neighbourhood=hood)
+        else:
+            mech = _choice(c, "mechanism", ("none", *NOISY["fmf"]))
+            eps = None if mech == "none" else _real(c, "epsilon", positive=True)
+            k = _integer(c, "k", self.max_k, "max_k")
+            f = _integer(c, "factors", min(self.max_factors, _MAX_WIRE_FACTORS), "max_factors")
+            rounds = _integer(c, "epochs", 1 << 31, None)
+            terms = ProtocolTerms(info.system, "fmf", n, rounds, mech, eps, k,
+                                  info.upload.serialized_size(k),  # type: ignore[attr-defined]
+                                  "item-matrix", ItemMatrix.serialized_size(n, f),
+                                  f"a {n} x {f} item matrix", factors=f, k=k,
+                                  alpha=_real(c, "alpha", positive=False),
+                                  regularization=_real(c, "regularization", positive=True),
+                                  clip=_real(c, "clip", positive=True))
+        if terms.message_bytes > self.max_message_bytes:
+            raise PolicyViolation(f"one report of {info.system} sends {terms.message_bytes} "
+                                  f"bytes, more than the device policy's max_message_bytes = "
+                                  f"{self.max_message_bytes}")
+        if terms.artefact_bytes > self.max_artefact_bytes:
+            raise PolicyViolation(f"{info.system}'s {terms.artefact} artefact "
+                                  f"({terms.artefact_what}) is {terms.artefact_bytes} bytes, "
+                                  "more than the device policy's max_artefact_bytes = "
+                                  f"{self.max_artefact_bytes}")
+        return terms
+
+    def cost(self, terms: ProtocolTerms) -> float:
+        """The epsilon one message of ``terms`` costs, if the policy accepts its mechanism
+        and noise; :class:`PolicyViolation` otherwise (before anything is computed)."""
+        accepted = self.mechanisms.get(terms.family, frozenset())
+        if terms.mechanism not in accepted:
+            allowed = ", ".join(sorted(accepted)) or "nothing"
+            raise PolicyViolation(f"{terms.system} uses the {terms.family} mechanism "
+                                  f"{terms.mechanism!r}; the device policy accepts {allowed} "
+                                  f"for {terms.family}" + (" (none uploads the raw data)"
+                                                           if terms.mechanism == "none" else ""))
+        mechanism = terms.build_mechanism()
+        assert mechanism is not None
+        event = mechanism.dp_event()
+        one = PrivacyLedger.cost(event, 1)
+        if not one <= self.max_epsilon_per_report:
+            raise PolicyViolation(f"one randomised value of {terms.system} costs epsilon "
+                                  f"{one:.6g}, more than the device policy's "
+                                  f"max_epsilon_per_report = {self.max_epsilon_per_report:g}")
+        total = PrivacyLedger.cost(event, terms.count)
+        if not 0 < total <= self.max_epsilon_per_round:
+            raise PolicyViolation(f"one message of {terms.system} ({terms.count} values) costs "
+                                  f"epsilon {total:.6g}, outside the device policy's "
+                                  f"(0, max_epsilon_per_round = "
+                                  f"{self.max_epsilon_per_round:g}]")
+        return total
+
+
+def _no_constant(name: str) -> float:
+    raise DprecError(f"a device policy must be strict JSON, got {name}")
