@@ -34,11 +34,21 @@ PortFile = Annotated[Path | None, typer.Option(
 Sync = Annotated[str, typer.Option(
     "--sync", help="SQLite durability: full (fsync before acknowledging) or normal.")]
 LogLevel = Annotated[str, typer.Option("--log-level", help="debug, info, warning, error.")]
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
 
 def _fail(e: Exception) -> None:
     from dprec.cli import _fail as fail
     fail(e)
+
+
+def _check_options(port: int, log_level: str) -> None:
+    """One-line errors for options that would otherwise fail deep inside."""
+    if not 0 <= port <= 65535:
+        raise DprecError(f"--port must be in 0..65535 (0: any free port), got {port}")
+    if log_level.lower() not in LOG_LEVELS:
+        raise DprecError(f"--log-level must be one of {', '.join(LOG_LEVELS)}, got "
+                         f"{log_level!r}")
 
 
 def _bind(host: str, port: int, port_file: Path | None) -> Any:
@@ -55,23 +65,69 @@ def _bind(host: str, port: int, port_file: Path | None) -> Any:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
-    except OSError as e:
+    except (OSError, OverflowError) as e:
         sock.close()
-        raise DprecError(f"cannot listen on {host}:{port}: {e.strerror}") from None
+        why = getattr(e, "strerror", None) or str(e)
+        raise DprecError(f"cannot listen on {host}:{port}: {why}") from None
     sock.listen(2048)
     if port_file is not None:
         atomic_write(port_file, f"{sock.getsockname()[1]}\n".encode())
     return sock
 
 
-def _serve(app: FastAPI, sock: Any, log_level: str, access_log: bool) -> None:
-    """Serve ``app`` on the bound socket until stopped."""
+def _serve(app: FastAPI, sock: Any, log_level: str, access_log: bool,
+           state: Path | None = None) -> None:
+    """Serve ``app`` on the bound socket until stopped (or until the launcher dies:
+    :data:`~dprec.services.EXIT_WITH_PARENT`)."""
     import uvicorn
+
+    from dprec.services import EXIT_WITH_PARENT
 
     logging.getLogger("dprec").setLevel(log_level.upper())
     config = uvicorn.Config(app, log_level=log_level.lower(), access_log=access_log,
                             timeout_keep_alive=60)
-    uvicorn.Server(config).run(sockets=[sock])
+    server = uvicorn.Server(config)
+    watch = os.environ.get(EXIT_WITH_PARENT)
+    orphaned = _watch_parent(server) if watch else None
+    server.run(sockets=[sock])
+    if orphaned is not None and orphaned.is_set() and watch not in (None, "1"):
+        _remove_launch_folder(Path(watch), state)
+
+
+def _watch_parent(server: Any) -> Any:
+    """Stop ``server`` once stdin ends (the launcher holds its other end: it died)."""
+    import threading
+    import time
+
+    orphaned = threading.Event()
+
+    def wait() -> None:
+        try:
+            while sys.stdin.buffer.read(4096):
+                pass
+        except (OSError, ValueError):
+            pass
+        orphaned.set()
+        server.should_exit = True
+        time.sleep(10)  # then stop waiting for requests in flight
+        server.force_exit = True
+
+    threading.Thread(target=wait, name="dprec-parent-watch", daemon=True).start()
+    return orphaned
+
+
+def _remove_launch_folder(root: Path, state: Path | None) -> None:
+    """Remove this service's state folder if it lies in the launcher's folder ``root``,
+    then ``root`` itself once empty (the last service to go removes it)."""
+    import shutil
+
+    if state is None or root.resolve() not in state.resolve().parents:
+        return
+    shutil.rmtree(state, ignore_errors=True)
+    try:
+        root.rmdir()
+    except OSError:
+        pass
 
 
 def _protocol_info(protocol: str, n_items: int | None, dataset: str | None,
@@ -122,6 +178,9 @@ def serve_server(
 ) -> None:
     """The untrusted server: publishes artefacts, takes the proxy's batches, runs rounds."""
     try:
+        _check_options(port, log_level)
+        if max_batch_mb < 1:
+            raise DprecError(f"--max-batch-mb must be >= 1 (MiB), got {max_batch_mb}")
         sock = _bind(host, port, port_file)
         from dprec.services.auth import read_secret
         from dprec.services.server import ServerSettings, create_server_app
@@ -131,7 +190,7 @@ def serve_server(
                                                            "shared secret"),
                                   sync=sync, max_batch_bytes=max_batch_mb << 20,  # type: ignore[arg-type]
                                   autostart=autostart)
-        _serve(create_server_app(settings), sock, log_level, True)
+        _serve(create_server_app(settings), sock, log_level, True, state)
     except DprecError as e:
         _fail(e)
 
@@ -163,6 +222,9 @@ def serve_proxy(
 ) -> None:
     """The shuffling proxy: one message per client and round, shuffled batches forwarded."""
     try:
+        _check_options(port, log_level)
+        from dprec.services.proxy import check_url
+        check_url(server, "--server")
         sock = _bind(host, port, port_file)
         from dprec.services.auth import read_secret
         from dprec.services.proxy import ProxySettings, create_proxy_app
@@ -172,7 +234,7 @@ def serve_proxy(
             batch_senders=batch_senders, max_body=max_body, rate=rate, burst=burst,
             sync=sync, round_seconds=round_seconds)  # type: ignore[arg-type]
         # no access log: the proxy keeps no transport metadata
-        _serve(create_proxy_app(settings), sock, log_level, False)
+        _serve(create_proxy_app(settings), sock, log_level, False, state)
     except DprecError as e:
         _fail(e)
 
@@ -198,6 +260,9 @@ def serve_token(
     """Print a client's token (HMAC of its id under the token key)."""
     from dprec.services.auth import client_token, read_secret
     try:
+        if not -(1 << 63) <= client_id < (1 << 63):
+            raise DprecError(f"a client id is a 64-bit signed integer (what the proxy takes), "
+                             f"got {client_id}")
         typer.echo(client_token(read_secret(token_key_file, "DPREC_TOKEN_KEY", "token key"),
                                 client_id))
     except DprecError as e:
@@ -255,8 +320,9 @@ def simulate(
     threshold: Annotated[int | None, typer.Option(
         help="Proxy threshold of started services (default: the system's shuffle_threshold, "
              "100 for DPLCF); it becomes the simulated system's shuffle_threshold.")] = None,
-    batch_senders: Annotated[int, typer.Option(
-        "--batch-senders", help="Senders per batch of started proxies.")] = 1000,
+    batch_senders: Annotated[int | None, typer.Option(
+        "--batch-senders", help="Senders per batch of started proxies (default: 1000, or "
+                                "the threshold if larger).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")
                        ] = False,
     data_dir: Annotated[Path | None, typer.Option("--data-dir", envvar="DPREC_DATA")] = None,
@@ -273,6 +339,7 @@ def simulate(
     try:
         if transport not in ("inproc", "http"):
             raise DprecError(f"--transport must be inproc or http, got {transport!r}")
+        _check_proxy_options(threshold, batch_senders)
         check_output_base(out_dir)
         base, cf = cli._load_config(config, system)
         params = cli._system_params(system, epsilon, cli._pairs(param))
@@ -284,6 +351,9 @@ def simulate(
         exp = cli._experiment(cli._task_of(system, split), ds, seeds, split, negatives, 1)
         net = None
         if transport == "http":
+            if server is not None and proxy is not None:
+                from dprec.services.transport import check_reachable
+                check_reachable({"server": server, "proxy": proxy})
             if hasattr(getattr(probe, "config", None), "shuffle_threshold"):
                 params = _enforced_threshold(params, probe.config.shuffle_threshold,
                                              threshold, server, proxy)
@@ -314,6 +384,18 @@ def simulate(
     cli._print_tables(f"{system} on {dataset} ({seeds} seeds, {transport})", {system: doc})
     cli._print_privacy(doc)
     cli.out.print(f"saved {path}")
+
+
+def _check_proxy_options(threshold: int | None, batch_senders: int | None) -> None:
+    """Refuse a proxy option that would otherwise be replaced by another value."""
+    if threshold is not None and threshold < 1:
+        raise DprecError(f"--threshold must be >= 1 (senders), got {threshold}")
+    if batch_senders is not None:
+        if batch_senders < 1:
+            raise DprecError(f"--batch-senders must be >= 1, got {batch_senders}")
+        if threshold is not None and batch_senders < threshold:
+            raise DprecError(f"--batch-senders must be >= --threshold ({threshold}), got "
+                             f"{batch_senders}")
 
 
 def _enforced_threshold(params: dict[str, Any], planned: int, threshold: int | None,
@@ -349,7 +431,8 @@ def _enforced_threshold(params: dict[str, Any], planned: int, threshold: int | N
 
 def _http_transport(system: str, params: dict[str, Any], config: Path | None,
                     server: str | None, proxy: str | None, secret_file: Path | None,
-                    token_key_file: Path | None, threshold: int | None, batch_senders: int,
+                    token_key_file: Path | None, threshold: int | None,
+                    batch_senders: int | None,
                     seeds: int, closers: list[Any]) -> Any:
     if (server is None) != (proxy is None):
         raise DprecError("give both --server and --proxy, or neither (then both start here)")
@@ -358,6 +441,9 @@ def _http_transport(system: str, params: dict[str, Any], config: Path | None,
         from dprec.services.transport import HttpTransport
         if seeds != 1:
             raise DprecError("a running server runs one protocol: use --seeds 1 with --server")
+        if batch_senders is not None:
+            raise DprecError("--batch-senders sets the batches of the proxy started here; a "
+                             "running proxy (--proxy) forms its own")
         net = HttpTransport(server, proxy,  # type: ignore[arg-type]
                             read_secret(secret_file, "DPREC_SHARED_SECRET", "shared secret"),
                             read_secret(token_key_file, "DPREC_TOKEN_KEY", "token key"))

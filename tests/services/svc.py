@@ -41,11 +41,12 @@ def headers(client_id: int, key: bytes = TOKEN_KEY) -> dict[str, str]:
 class Stack:
     """A server and a proxy app in this process; the proxy reaches the server by ASGI."""
 
-    def __init__(self, root: Path, info: ProtocolInfo, **proxy: object) -> None:
+    def __init__(self, root: Path, info: ProtocolInfo, server: dict | None = None,
+                 **proxy: object) -> None:
         import httpx
         self.info = info
-        self.server_app = create_server_app(ServerSettings(info, root / "server", SECRET,
-                                                           max_batch_bytes=1 << 20))
+        self.server_app = create_server_app(ServerSettings(
+            info, root / "server", SECRET, **{"max_batch_bytes": 1 << 20, **(server or {})}))
         self.server = TestClient(self.server_app, base_url="http://server")
         settings = ProxySettings("http://server", root / "proxy", SECRET, TOKEN_KEY,
                                  server_transport=httpx.ASGITransport(self.server_app),

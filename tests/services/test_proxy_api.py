@@ -229,4 +229,7 @@ def test_a_proxy_that_died_after_the_server_closed_the_round_catches_up(tmp_path
         out = again.close(0).json()
         assert out["senders"] == 6 and out["forwarded_senders"] == 3
         assert out["server"]["reports"] == 12
+        # the 3 it still held were acknowledged: lost, and said so (issue 21 §2)
+        assert out["lost_senders"] == 3 and out["forwarded"] is False
+        assert out["batch_senders"] == out["server"]["batch_senders"] == [3]
         assert again.proxy.get("/v1/round").json()["round"] == 1

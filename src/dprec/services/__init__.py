@@ -11,3 +11,11 @@
 The services need the ``serve`` extra (``pip install 'dprec[serve]'``); the device side is
 :mod:`dprec.client`, which needs only ``dprec[client]``.
 """
+
+__all__ = ["EXIT_WITH_PARENT"]
+
+EXIT_WITH_PARENT = "DPREC_EXIT_WITH_PARENT"
+"""Set by a launcher (:class:`~dprec.services.launch.ServiceProcess`): the service stops
+when its stdin reaches end of file, i.e. when the launcher has died, however it died; the
+value, if not ``1``, is the launcher's temporary folder, from which the service then removes
+its state folder (and the folder itself once empty)."""

@@ -1,10 +1,14 @@
 """Start the services as processes on loopback (``dprec simulate --transport http``, tests).
 
-:class:`Loopback` writes a fresh shared secret and token key (mode 0600) into its folder and
-starts ``dprec serve server`` / ``dprec serve proxy`` as subprocesses on free ports (bound by
-the services themselves: ``--port 0 --port-file``), waits until they answer, and stops every
-process it started when it exits (also on errors). A :class:`ServiceProcess` can be killed
-(SIGKILL) and restarted on the same port and state, for the crash tests.
+:class:`Loopback` draws a fresh shared secret and token key, kept in memory and handed to the
+services in their environment (never written to disk), and starts ``dprec serve server`` /
+``dprec serve proxy`` as subprocesses on free ports (bound by the services themselves:
+``--port 0 --port-file``), waits until they answer, and stops every process it started when
+it exits (also on errors). The services die with the launcher however it dies (SIGKILL
+included): each holds a pipe from it on stdin and stops at its end of file
+(:data:`~dprec.services.EXIT_WITH_PARENT`), and then removes its state from a temporary
+folder the launcher made (the last one removes the folder). A :class:`ServiceProcess` can be
+killed (SIGKILL) and restarted on the same port and state, for the crash tests.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import httpx
 from dprec.errors import DprecError
 from dprec.protocol.engine import Proxy, Server
 from dprec.protocol.shuffler import DEFAULT_THRESHOLD
+from dprec.services import EXIT_WITH_PARENT
 from dprec.services.transport import HttpTransport
 
 __all__ = ["Loopback", "LoopbackTransport", "ServiceProcess", "write_key"]
@@ -42,9 +47,12 @@ def write_key(path: Path, nbytes: int = 32) -> Path:
 class ServiceProcess:
     """One service process: ``dprec serve KIND ARGS`` with its own state folder and log."""
 
-    def __init__(self, kind: str, args: Sequence[str], state_dir: Path) -> None:
+    def __init__(self, kind: str, args: Sequence[str], state_dir: Path,
+                 env: Mapping[str, str] | None = None) -> None:
         self.kind = kind
         self.args = list(args)
+        self.env = dict(env or {})
+        """Added to the service's environment (the launcher's secrets)."""
         self.state_dir = state_dir
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = state_dir / f"{kind}.log"
@@ -69,9 +77,11 @@ class ServiceProcess:
             where = ["--port", str(self.port)]
         cmd = [sys.executable, "-m", "dprec.cli", "serve", self.kind, *self.args,
                "--host", "127.0.0.1", *where]
+        env = {**os.environ, EXIT_WITH_PARENT: "1", **self.env}
         with open(self.log_path, "ab") as log:
+            # stdin: a pipe this process never writes to; the service stops at its end
             self.process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL)
+                                            stdin=subprocess.PIPE, env=env)
         self.starts += 1
         deadline = time.monotonic() + timeout
         while self.port is None and time.monotonic() < deadline:
@@ -112,10 +122,19 @@ class ServiceProcess:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(sig)
             self.process.wait(timeout=30)
+        self._close_pipe()
+
+    def _close_pipe(self) -> None:
+        if self.process is not None and self.process.stdin is not None:
+            try:
+                self.process.stdin.close()
+            except OSError:
+                pass
 
     def stop(self) -> None:
         """Terminate (then kill) the process if it runs."""
         if self.process is None or self.process.poll() is not None:
+            self._close_pipe()
             return
         self.process.terminate()
         try:
@@ -123,6 +142,7 @@ class ServiceProcess:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait(timeout=10)
+        self._close_pipe()
 
     def log_tail(self, n: int = 2000) -> str:
         try:
@@ -132,27 +152,24 @@ class ServiceProcess:
 
 
 class Loopback:
-    """Services on 127.0.0.1 with fresh keys, all stopped on exit."""
+    """Services on 127.0.0.1 with fresh keys, all stopped on exit.
+
+    With no ``root``, the services' state goes to a new temporary folder, removed on exit
+    (and by the services themselves if this process dies first)."""
 
     def __init__(self, root: Path | None = None) -> None:
         self._tmp = None if root is not None else tempfile.mkdtemp(prefix="dprec-services-")
         self.root = Path(root if root is not None else self._tmp)  # type: ignore[arg-type]
         self.root.mkdir(parents=True, exist_ok=True)
-        self.secret_file = self.root / "shared.secret"
-        self.token_key_file = self.root / "token.key"
-        for f in (self.secret_file, self.token_key_file):
-            if not f.exists():
-                write_key(f)
+        self.secret = secrets.token_hex(32).encode()
+        """The proxy-server shared secret (also the operator's)."""
+        self.token_key = secrets.token_hex(32).encode()
+        """The key of the clients' tokens."""
+        self.env = {"DPREC_SHARED_SECRET": self.secret.decode(),
+                    "DPREC_TOKEN_KEY": self.token_key.decode(),
+                    EXIT_WITH_PARENT: str(self.root) if self._tmp is not None else "1"}
         self.processes: list[ServiceProcess] = []
         self._n = 0
-
-    @property
-    def secret(self) -> bytes:
-        return self.secret_file.read_bytes().strip()
-
-    @property
-    def token_key(self) -> bytes:
-        return self.token_key_file.read_bytes().strip()
 
     def _dir(self, kind: str) -> Path:
         self._n += 1
@@ -163,12 +180,12 @@ class Loopback:
                extra: Sequence[str] = (), wait: bool = True) -> ServiceProcess:
         state = self._dir("server")
         args = ["--protocol", protocol, "--n-items", str(n_items), "--state", str(state),
-                "--secret-file", str(self.secret_file), "--aggregator", aggregator]
+                "--aggregator", aggregator]
         for k, v in (params or {}).items():
             args += ["--param", f"{k}={v}"]
         if config is not None:
             args += ["--config", str(config)]
-        p = ServiceProcess("server", [*args, *extra], state)
+        p = ServiceProcess("server", [*args, *extra], state, self.env)
         self.processes.append(p)
         return p.start(wait=wait)
 
@@ -176,11 +193,8 @@ class Loopback:
               extra: Sequence[str] = (), wait: bool = True) -> ServiceProcess:
         state = self._dir("proxy")
         args = ["--server", server_url, "--state", str(state),
-                "--secret-file", str(self.secret_file),
-                "--token-key-file", str(self.token_key_file),
-                "--threshold", str(threshold), "--batch-senders", str(max(batch_senders,
-                                                                          threshold))]
-        p = ServiceProcess("proxy", [*args, *extra], state)
+                "--threshold", str(threshold), "--batch-senders", str(batch_senders)]
+        p = ServiceProcess("proxy", [*args, *extra], state, self.env)
         self.processes.append(p)
         return p.start(wait=wait)
 
@@ -204,12 +218,13 @@ class LoopbackTransport(HttpTransport):
 
     The server gets the simulated system's name and parameters, so it builds the same
     configuration; the proxy's threshold is the simulated proxy's (FMF-LDP's
-    ``shuffle_threshold``; 100 for DPLCF, which has none in process) unless given.
+    ``shuffle_threshold``; 100 for DPLCF, which has none in process) unless given, and
+    its batches hold ``batch_senders`` senders (default: 1000, or the threshold if more).
     """
 
     def __init__(self, loopback: Loopback, protocol: str, params: Mapping[str, str],
                  config: Path | None = None, threshold: int | None = None,
-                 batch_senders: int = 1000) -> None:
+                 batch_senders: int | None = None) -> None:
         super().__init__("", "", loopback.secret, loopback.token_key)
         self.loopback = loopback
         self.protocol = protocol
@@ -226,7 +241,8 @@ class LoopbackTransport(HttpTransport):
         srv = self.loopback.server(self.protocol, int(server.n_items),  # type: ignore[attr-defined]
                                    self.params, self.config, wait=False)
         threshold = self.threshold or int(getattr(proxy, "threshold", DEFAULT_THRESHOLD))
-        prx = self.loopback.proxy(srv.url, threshold, self.batch_senders, wait=False)
+        batch = self.batch_senders if self.batch_senders is not None else max(1000, threshold)
+        prx = self.loopback.proxy(srv.url, threshold, batch, wait=False)
         srv.wait_ready()
         prx.wait_ready()
         self.pair = (srv, prx)

@@ -1,14 +1,27 @@
-"""Rate limits: a token bucket per key (the proxy keys them by remote address)."""
+"""Limits of the services: rate limits (a token bucket per key; the proxy keys them by
+remote address) and the size of a forwarded batch (what the server's batch limit is
+checked against)."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 
 from dprec.errors import DprecError
+from dprec.protocol.deployed import ProtocolInfo
 
-__all__ = ["RateLimiter", "TokenBucket"]
+__all__ = ["RateLimiter", "TokenBucket", "batch_bytes"]
+
+
+def batch_bytes(info: ProtocolInfo, senders: int) -> int:
+    """Bytes of a forwarded batch of ``senders`` whole submissions (FMF-LDP: k reports
+    each; DPLCF: one packed row of N bits each)."""
+    if info.family == "dplcf":
+        return 6 + 8 + senders * ((info.n_items + 7) // 8)
+    assert info.k is not None
+    return int(info.forward.serialized_size(info.k * senders))  # type: ignore[attr-defined]
 
 
 class TokenBucket:
@@ -16,8 +29,9 @@ class TokenBucket:
 
     def __init__(self, rate: float, burst: float, clock: Callable[[], float] = time.monotonic
                  ) -> None:
-        if not rate > 0 or not burst >= 1:
-            raise DprecError(f"rate must be > 0 and burst >= 1, got {rate}, {burst}")
+        if not (math.isfinite(rate) and rate > 0) or not (math.isfinite(burst) and burst >= 1):
+            raise DprecError(f"rate must be a finite number > 0 and burst a finite number "
+                             f">= 1, got {rate}, {burst}")
         self.rate = float(rate)
         self.burst = float(burst)
         self._clock = clock

@@ -11,17 +11,46 @@ nothing else about the request (address, headers, time) is kept or logged.
 Forwarding: once the bag holds ``batch_senders + threshold`` submissions of the open round,
 ``batch_senders`` of them are shuffled and queued as one batch (so at least ``threshold``
 stay behind); closing the round (``POST /v1/rounds/{round}/close``, operator or
-``--round-seconds``) queues the rest if they number ``threshold`` or more, and drops them
-otherwise (a refused round, as the simulation's shuffler refuses it). A batch is shuffled by
-the simulation's own :class:`~dprec.protocol.shuffler.Shuffler` (canonical order, then a
-uniform permutation) on a CSPRNG (:func:`~dprec.random.secure_generator`), sent to the server
-under a random idempotency key, and deleted once the server acknowledges it. After a crash,
-queued batches are sent again under the same key and the server counts each once.
+``--round-seconds``) queues the rest if they number ``threshold`` or more, and refuses them
+otherwise (``below_threshold``, as the simulation's shuffler refuses a round). A batch is
+shuffled by the simulation's own :class:`~dprec.protocol.shuffler.Shuffler` (canonical
+order, then a uniform permutation) on a CSPRNG (:func:`~dprec.random.secure_generator`), sent
+to the server under a random idempotency key, and deleted once the server acknowledges it.
+After a crash, queued batches are sent again under the same key and the server counts each
+once.
 
-What it enforced: a round's outcome states the ``threshold`` and the senders of every batch
-formed (``batch_senders``; :func:`~dprec.protocol.engine.forwarded_batch_sizes` of the
-round's senders), beside the server's own record of the batches it accepted. A proxy started
-with a threshold below the protocol's published ``shuffle_threshold`` logs a warning.
+What a 202 promises: the submission is held on disk and the round's outcome accounts for it,
+as forwarded (the server took its batch), below the threshold, or lost; the proxy never
+drops one silently. Hence:
+
+- A batch the server refuses (any 4xx but 429) is kept in the outbox with the refusal, sent
+  again on every close and every 30 s, and never counted as forwarded. While the server
+  refuses the proxy's batches the proxy takes no submission (503, naming the refusal), and
+  a close answers 409 without closing the round (it stays closing: fix the server, close
+  again). The server publishes its batch limit (``limits.max_batch_bytes`` in
+  ``/v1/protocol``); a proxy whose largest batch (``batch_senders + threshold - 1``
+  submissions) would not fit takes no submission at all (503, naming both sizes).
+- The server's own close (``POST /v1/rounds/{round}/close`` on the server, an operator
+  action that bypasses the proxy) ends the round for good: a batch the server refuses
+  (409) for a round it has closed, and whatever the proxy still holds of that round, are
+  lost, counted in the round's outcome (``lost_senders``, ``forwarded: false``). The proxy
+  learns of such a close from that refusal, from any close or status request, and from a
+  submission when it last asked the server more than ``watch_seconds`` ago; from then on
+  it refuses the round's submissions (409). Submissions acknowledged between the server's
+  close and the proxy learning of it can only be counted as lost: close rounds through the
+  proxy, which forwards everything it holds first.
+
+A round's outcome: ``senders`` (acknowledged), ``forwarded_senders`` and ``batch_senders``
+(what the server accepted, batch by batch), ``below_threshold``, ``lost_senders`` (and
+``lost_reason``), ``forwarded`` (true when the server took every acknowledged submission
+that was not below the threshold, and at least one), the ``threshold``, and the server's
+own record of the round (``server``). ``GET /v1/round`` states whether the proxy takes
+submissions (``accepting``) and why not (``problem``).
+
+What it enforced: the ``threshold`` and the senders of every batch the server accepted
+(:func:`~dprec.protocol.engine.forwarded_batch_sizes` of the round's senders), beside the
+server's own record of the batches it accepted. A proxy started with a threshold below the
+protocol's published ``shuffle_threshold`` logs a warning.
 """
 
 from __future__ import annotations
@@ -31,6 +60,8 @@ import hashlib
 import hmac
 import logging
 import math
+import numbers
+import urllib.parse
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,12 +89,12 @@ from dprec.protocol.shuffler import Shuffler
 from dprec.random import secure_generator
 from dprec.services.auth import bearer, client_token, same_secret
 from dprec.services.http import ApiError, error_responses, install_error_handlers, read_body
-from dprec.services.limits import RateLimiter
+from dprec.services.limits import RateLimiter, batch_bytes
 from dprec.services.store import Duplicate, ProxyStore, Sync
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ProxySettings", "create_proxy_app"]
+__all__ = ["ProxySettings", "check_url", "create_proxy_app"]
 
 ROUND = Annotated[int, PathParam(ge=0, le=2**31 - 1, description="Round (epoch) number.")]
 BINARY_BODY = {"requestBody": {"required": True, "content": {"application/octet-stream": {
@@ -100,19 +131,48 @@ class ProxySettings:
     """Close the open round every this many seconds (None: only on request)."""
     retry_for: float = 60.0
     """Seconds to keep retrying the server when closing a round (then 503)."""
+    watch_seconds: float = 1.0
+    """A submission first asks the server for its round when the proxy last asked longer
+    ago than this (0: every submission), so a round the server closed is refused."""
     server_transport: httpx.AsyncBaseTransport | None = None
     """For tests: reach the server through this transport (e.g. in-process ASGI)."""
 
     def __post_init__(self) -> None:
         for name in ("threshold", "batch_senders"):
             v = getattr(self, name)
-            if isinstance(v, bool) or int(v) != v or v < 1:
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
                 raise DprecError(f"{name} must be an integer >= 1, got {v}")
         if self.batch_senders < self.threshold:
             raise DprecError(f"batch_senders must be >= threshold ({self.threshold}), got "
                              f"{self.batch_senders}")
-        if self.max_body is not None and self.max_body < 1:
-            raise DprecError(f"max_body must be >= 1, got {self.max_body}")
+        if self.max_body is not None and (isinstance(self.max_body, bool)
+                                          or not isinstance(self.max_body, numbers.Integral)
+                                          or self.max_body < 1):
+            raise DprecError(f"max_body must be an integer >= 1 (bytes), got {self.max_body}")
+        check_url(self.server_url, "the server's URL")
+        if self.round_seconds is not None and not (math.isfinite(self.round_seconds)
+                                                   and self.round_seconds > 0):
+            raise DprecError(f"round_seconds must be a finite number > 0, got "
+                             f"{self.round_seconds}")
+        if not (math.isfinite(self.retry_for) and self.retry_for > 0):
+            raise DprecError(f"retry_for must be a finite number > 0, got {self.retry_for}")
+        if not (math.isfinite(self.watch_seconds) and self.watch_seconds >= 0):
+            raise DprecError(f"watch_seconds must be a finite number >= 0, got "
+                             f"{self.watch_seconds}")
+        RateLimiter(self.rate, self.burst)  # validates both
+
+
+def check_url(url: str, what: str) -> str:
+    """``url`` if it is ``http(s)://host[:port][/path]``, else :class:`DprecError`."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range
+    except ValueError as e:
+        raise DprecError(f"{what} must be http(s)://host[:port], got {url!r}: {e}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query \
+            or parts.fragment:
+        raise DprecError(f"{what} must be http(s)://host[:port], got {url!r}")
+    return url
 
 
 class _Unreachable(Exception):
@@ -135,6 +195,12 @@ class _Proxy:
         self._tasks: list[asyncio.Task[None]] = []
         self._round = int(self.store.meta("round", 0))
         self._closing: int | None = self.store.meta("closing")
+        self._unfit: str | None = None
+        """Why no batch of this proxy fits the server's limit (None: they fit)."""
+        self._behind = False
+        """The server refused a batch for a round it has closed: catch up."""
+        self._synced_at = -math.inf
+        self._sync_lock = asyncio.Lock()
 
     def _client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(base_url=self.settings.server_url.rstrip("/"),
@@ -159,8 +225,13 @@ class _Proxy:
 
     async def sync(self) -> None:
         """Learn the protocol and the server's round; catch up if the server moved on."""
+        async with self._sync_lock:
+            await self._sync()
+
+    async def _sync(self) -> None:
         if self.info is None:
-            info = ProtocolInfo.from_json(await self._get("/v1/protocol"))
+            doc = await self._get("/v1/protocol")
+            info = ProtocolInfo.from_json(doc)
             held = self.store.meta("protocol")
             if held is None:
                 self.store.set_meta("protocol", info.fingerprint())
@@ -168,6 +239,9 @@ class _Proxy:
                 raise DprecError("the proxy's state belongs to another protocol; give it "
                                  "its own --state directory")
             self.info = info
+            self._unfit = self._check_fit(info, doc)
+            if self._unfit:
+                log.error("%s", self._unfit)
             published = published_threshold(info)
             if published is not None and self.settings.threshold < published:
                 log.warning("this proxy enforces --threshold %d, below the %d senders the "
@@ -176,14 +250,60 @@ class _Proxy:
                             published)
         state = await self._get("/v1/round")
         self.server_state = state
+        self._synced_at = asyncio.get_running_loop().time()
         if state["started"] and state["round"] > self.round:
-            mine = self.round
-            done = {o["round"]: o for o in state["history"]}
-            if mine in done:  # closed by us, but we died before recording it
-                self.store.finish_round(mine, self._outcome(mine, done[mine]), state["round"])
-            self.store.skip_to(state["round"])
-            self._round = int(state["round"])
+            await self._catch_up(state)
         self._held = {self.round: self.store.held(self.round)}
+
+    def _check_fit(self, info: ProtocolInfo, doc: dict[str, Any]) -> str | None:
+        """Why the largest batch this proxy forms exceeds the server's published limit."""
+        limit = (doc.get("limits") or {}).get("max_batch_bytes")
+        if not isinstance(limit, int) or isinstance(limit, bool):
+            return None  # a server that publishes no limit: learnt from its refusals
+        s = self.settings
+        senders = s.batch_senders + s.threshold - 1
+        largest = batch_bytes(info, senders)
+        if largest <= limit:
+            return None
+        return (f"the server takes batches of at most {limit} bytes, and this proxy forms "
+                f"batches of up to {largest} bytes ({senders} submissions: --batch-senders "
+                f"{s.batch_senders} + --threshold {s.threshold} - 1); lower --batch-senders "
+                "or raise the server's --max-batch-mb. No submission is taken")
+
+    async def _catch_up(self, state: dict[str, Any]) -> None:
+        """The server closed our open round without us: what it took counts as forwarded
+        (a batch it took before we could record it answers as a duplicate), the rest as
+        lost; record the round's outcome and move on."""
+        mine, theirs = self.round, int(state["round"])
+        if self.store.outbox_count(mine):
+            await self.send_outbox()
+        lost = self.store.lose(mine)
+        done = {o["round"]: o for o in state["history"]}
+        outcome = self._outcome(mine, done.get(mine))
+        self.store.finish_round(mine, outcome, theirs)
+        self.store.skip_to(theirs)
+        self._round = theirs
+        self._held = {theirs: 0}
+        self._behind = False
+        if lost:
+            log.error("round %d was closed on the server before %d acknowledged submissions "
+                      "reached it: they are lost (the round's outcome counts them)", mine, lost)
+
+    async def refresh(self) -> None:
+        """Ask the server for its round if the last answer is older than ``watch_seconds``
+        (an unreachable server is not an error here: the outbox waits for it)."""
+        if asyncio.get_running_loop().time() - self._synced_at < self.settings.watch_seconds \
+                and not self._behind:
+            return
+        async with self._sync_lock:
+            if asyncio.get_running_loop().time() - self._synced_at \
+                    < self.settings.watch_seconds and not self._behind:
+                return
+            try:
+                await self._sync()
+            except _Unreachable as e:
+                self._synced_at = asyncio.get_running_loop().time()  # ask again later
+                log.warning("the server is unreachable (%s); holding submissions", e)
 
     async def ensure_synced(self) -> ProtocolInfo:
         if self.info is None or not self.server_state.get("started"):
@@ -200,12 +320,28 @@ class _Proxy:
         if not self.server_state.get("started"):
             raise ApiError(409, "the protocol has not started")
         assert self.info is not None
+        if round < self.round and self.store.outcome(round) is not None:
+            raise ApiError(409, f"round {round} is closed; the open round is {self.round}")
         if self.round >= self.info.rounds:
             raise ApiError(409, f"the protocol has finished ({self.info.rounds} rounds)")
         if round != self.round:
             raise ApiError(409, f"round {round} is not open; the open round is {self.round}")
         if self._closing == round:
             raise ApiError(409, f"round {round} is closing; submit in the next round")
+
+    def problem(self) -> str | None:
+        """Why the proxy takes no submission now (None: it takes them)."""
+        if self._unfit:
+            return self._unfit
+        refused = self.store.refusals()
+        if refused:
+            round, _, status, error = refused[0]
+            senders = sum(r[1] for r in refused)
+            return (f"the server refused {len(refused)} batch(es) of {senders} senders "
+                    f"(round {round}: {status} {error}); they are kept and sent again on the "
+                    "next close and every 30 s, and no submission is taken until the server "
+                    "takes them")
+        return None
 
     # -- submissions ------------------------------------------------------------------------
 
@@ -237,7 +373,11 @@ class _Proxy:
 
     async def submit(self, round: int, client_id: int, request: Request) -> dict[str, Any]:
         info = await self.ensure_synced()
+        await self.refresh()
         self._open_round(round)
+        problem = self.problem()
+        if problem:
+            raise ApiError(503, problem)
         body = await read_body(request, self.settings.max_body or info.upload_size())
         try:
             message = Message.from_bytes(body)
@@ -298,9 +438,18 @@ class _Proxy:
         return shuffler.flush().to_bytes()
 
     async def send_outbox(self) -> None:
-        """Send every queued batch once; :class:`_Unreachable` if the server does not answer."""
+        """Send every queued batch once; :class:`_Unreachable` if the server does not answer.
+
+        Accepted (200/201): delivered. Refused with 409 for a round the server has closed:
+        that round's held and queued submissions are lost (:meth:`ProxyStore.lose`).
+        Any other refusal: the batch stays queued, with the refusal (:meth:`problem`).
+        """
         async with self._send_lock:
+            server_round: int | None = None
+            gone: set[int] = set()
             for key, round, senders, body in self.store.outbox():
+                if round in gone:
+                    continue
                 try:
                     r = await self.http.post(
                         f"/v1/rounds/{round}/batches", content=body,
@@ -310,25 +459,59 @@ class _Proxy:
                     raise _Unreachable(type(e).__name__) from None
                 if r.status_code >= 500 or r.status_code == 429:
                     raise _Unreachable(f"status {r.status_code}")
-                if r.status_code not in (200, 201):
+                if r.status_code in (200, 201):
+                    self.store.delivered(key)
+                    continue
+                if r.status_code == 409:
+                    if server_round is None:
+                        server_round = await self._server_round()
+                    if server_round > round:  # closed on the server: never deliverable
+                        gone.add(round)
+                        self._behind = True
+                        continue
+                error = _error_text(r)
+                known = {(st, er) for _, _, st, er in self.store.refusals(round)}
+                if (r.status_code, error) not in known:
                     log.error("the server refused a batch of %d senders in round %d (%d: %s); "
-                              "dropped", senders, round, r.status_code, r.text[:200])
-                self.store.delivered(key)
+                              "kept, sent again later; submissions paused", senders, round,
+                              r.status_code, error)
+                self.store.refused(key, r.status_code, error)
+            for round in gone:
+                lost = self.store.lose(round)
+                log.error("the server closed round %d before it took %d acknowledged "
+                          "submissions: they are lost (the round's outcome counts them)",
+                          round, lost)
+
+    async def _server_round(self) -> int:
+        """The server's open round (-1 before its start)."""
+        state = await self._get("/v1/round")
+        return int(state["round"]) if state.get("started") else -1
 
     async def pump(self) -> None:
-        """Background: send queued batches whenever some are formed, retrying with backoff."""
+        """Background: send queued batches whenever some are formed, retrying with backoff
+        while the server is unreachable, and refused batches every 30 s."""
         backoff = 0.1
         while True:
-            await self._wake.wait()
+            if self.store.refusals():
+                try:
+                    await asyncio.wait_for(self._wake.wait(), 30.0)
+                except TimeoutError:
+                    pass
+            else:
+                await self._wake.wait()
             self._wake.clear()
             try:
                 await self.send_outbox()
+                if self._behind:
+                    await self.sync()
                 backoff = 0.1
             except _Unreachable as e:
                 log.warning("the server is unreachable (%s); retrying in %.1f s", e, backoff)
                 await asyncio.sleep(backoff)
                 backoff = min(5.0, 2 * backoff)
                 self._wake.set()
+            except DprecError as e:
+                log.error("could not follow the server: %s", e)
 
     async def _retrying(self, what: str, fn: Any) -> Any:
         deadline = asyncio.get_running_loop().time() + self.settings.retry_for
@@ -343,16 +526,29 @@ class _Proxy:
                 await asyncio.sleep(delay)
                 delay = min(1.0, 2 * delay)
 
-    def _outcome(self, round: int, server: dict[str, Any]) -> dict[str, Any]:
-        forwarded = self.store.forwarded_senders(round)
-        return {"round": round, "senders": self.store.senders(round),
-                "forwarded_senders": forwarded, "forwarded": forwarded > 0,
-                "threshold": self.settings.threshold,
-                "batch_senders": self.store.forwarded_batches(round), "server": server}
+    def _outcome(self, round: int, server: dict[str, Any] | None) -> dict[str, Any]:
+        """What became of the round's acknowledged submissions (see the module docstring)."""
+        delivered = self.store.delivered_senders(round)
+        lost = self.store.lost_senders(round)
+        out: dict[str, Any] = {
+            "round": round, "senders": self.store.senders(round),
+            "forwarded_senders": delivered, "forwarded": delivered > 0 and lost == 0,
+            "below_threshold": self.store.below_threshold(round), "lost_senders": lost,
+            "threshold": self.settings.threshold,
+            "batch_senders": self.store.delivered_batches(round), "server": server}
+        if lost:
+            why = self.store.lost_reason(round)
+            out["lost_reason"] = (f"the server closed round {round} before it took them"
+                                  + (f"; it had refused their batch ({why})" if why else ""))
+        return out
 
     async def close(self, round: int) -> dict[str, Any]:
         async with self._close_lock:
             info = await self.ensure_synced()
+            try:
+                await self.sync()  # learn a close on the server before anything else
+            except _Unreachable:
+                pass
             if round < self.round:
                 done = self.store.outcome(round)
                 if done is None:
@@ -372,6 +568,15 @@ class _Proxy:
                          dropped, self.settings.threshold)
             self._held[round] = 0
             await self._retrying("forwarding", self.send_outbox)
+            if self._behind:  # the server closed the round meanwhile
+                await self._retrying("following the server", self.sync)
+                done = self.store.outcome(round)
+                assert done is not None
+                return done
+            refused = self.store.refusals(round)
+            if refused:
+                raise ApiError(409, f"round {round} is not closed: {self.problem()}; fix the "
+                                    "server, then close again")
 
             async def close_on_server() -> dict[str, Any]:
                 try:
@@ -382,7 +587,7 @@ class _Proxy:
                     raise _Unreachable(f"status {r.status_code}")
                 if r.status_code != 200:
                     raise ApiError(502, f"the server refused to close round {round}: "
-                                        f"{r.text[:200]}")
+                                        f"{_error_text(r)}")
                 return r.json()
 
             server = await self._retrying("closing the round", close_on_server)
@@ -407,6 +612,17 @@ class _Proxy:
                     await self.close(self.round)
             except (ApiError, DprecError) as e:
                 log.warning("could not close the round on the timer: %s", e)
+
+
+def _error_text(r: httpx.Response) -> str:
+    """The ``error`` of a service's JSON refusal, else the start of its body."""
+    try:
+        doc = r.json()
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict) and isinstance(doc.get("error"), str):
+        return doc["error"][:300]
+    return r.text[:300]
 
 
 def published_threshold(info: ProtocolInfo) -> int | None:
@@ -460,9 +676,15 @@ def create_proxy_app(settings: ProxySettings) -> FastAPI:
              responses=error_responses(503))
     async def round_state() -> dict[str, Any]:
         info = await state.ensure_synced()
-        return {"round": state.round, "rounds": info.rounds,
-                "started": bool(state.server_state.get("started")),
-                "finished": state.round >= info.rounds, "threshold": settings.threshold,
+        await state.refresh()
+        problem = state.problem()
+        started = bool(state.server_state.get("started"))
+        finished = state.round >= info.rounds
+        return {"round": state.round, "rounds": info.rounds, "started": started,
+                "finished": finished,
+                "accepting": started and not finished and problem is None
+                and state._closing != state.round,
+                "problem": problem, "threshold": settings.threshold,
                 "batch_senders": settings.batch_senders,
                 "published_threshold": published_threshold(info)}
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from dprec.errors import DprecError
 from dprec.protocol.aggregation import Aggregator
 from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.engine import Server
@@ -25,8 +26,10 @@ from dprec.protocol.messages import ItemMatrix, ItemMatrix64, Message, Neighbour
 from dprec.systems.dplcf.server import SimilarityServer
 from dprec.systems.fmf.server import FactorServer
 
-__all__ = ["decode_broadcast", "describe_role", "diagnostics", "encode_broadcast",
-           "published_artefacts", "restore", "server_role"]
+__all__ = ["check_role_memory", "decode_broadcast", "describe_role", "diagnostics",
+           "encode_broadcast", "published_artefacts", "restore", "role_memory", "server_role"]
+
+_GIB = float(1 << 30)
 
 _PUBLIC = ("n_items", "factors", "lr", "reg", "steps", "clip", "init_scale", "estimator",
            "neighbours", "include_full", "count_method")
@@ -45,6 +48,33 @@ def server_role(info: ProtocolInfo, aggregator: Aggregator) -> Server:
     return SimilarityServer(info.n_items, mechanism, c["estimator"],  # type: ignore[arg-type]
                             int(c["neighbours"]), c["neighbourhood"] == "user", aggregator,
                             **extra)
+
+
+def role_memory(info: ProtocolInfo) -> tuple[int, int, str]:
+    """(bytes of the role's state, bytes it needs at its peak, what the state is), from the
+    description alone.
+
+    FMF-LDP: V, N x F float64; starting draws it and scales the draw, and a round holds V,
+    the round's sum, the new V and its encoded broadcast: 4 copies. DPLCF: the pair counts
+    (N x N int32) and the similarities (N x N float32) of its round: 2 N^2 x 4 bytes.
+    """
+    n = info.n_items
+    if info.family == "fmf":
+        assert info.n_factors is not None
+        state = 8 * n * info.n_factors
+        return state, 4 * state, f"V ({n:,} x {info.n_factors:,} float64)"
+    state = 4 * n * n
+    return state, 2 * state, f"the pair counts ({n:,} x {n:,} int32)"
+
+
+def check_role_memory(info: ProtocolInfo, available: int | None) -> None:
+    """:class:`DprecError`, up front, if the role cannot fit in ``available`` bytes."""
+    state, peak, what = role_memory(info)
+    if available is not None and peak > available:
+        raise DprecError(f"this server cannot run {info.system} with N = {info.n_items:,}: "
+                         f"{what} takes {state / _GIB:,.1f} GiB and a round about "
+                         f"{peak / _GIB:,.1f} GiB; {available / _GIB:,.1f} GiB are available. "
+                         "Choose fewer items or factors")
 
 
 def describe_role(role: Any) -> dict[str, Any]:

@@ -12,11 +12,20 @@ holds whole submissions: FMF-LDP's k reports each, DPLCF's one upload each): the
 this server saw, from which a run's privacy is accounted
 (:class:`~dprec.services.transport.RemoteProxy`).
 
+Closing a round here directly (the operator, bypassing the proxy) ends it for whatever the
+proxy has not forwarded yet: the proxy refuses that round from then on and counts those
+submissions as lost in its outcome (:mod:`dprec.services.proxy`); close rounds through the
+proxy. Up front, the server refuses a batch limit below one submission and a protocol whose
+role cannot fit in this machine's memory (:func:`~dprec.services.roles.role_memory`), and
+publishes its batch limit with the protocol (``limits.max_batch_bytes``) for the proxy to
+check its batches against.
+
 Endpoints (see ``openapi/server.json``):
 
 =======  ================================  =====================================================
 GET      /healthz                          liveness
-GET      /v1/protocol                      the public description (system, N, config, role)
+GET      /v1/protocol                      the public description (system, N, config, role,
+                                           limits: the largest batch it takes)
 GET      /v1/round                         open round, rounds, history of closed rounds
 GET      /v1/artefacts/{name}              a broadcast (``If-None-Match`` -> 304)
 POST     /v1/start                         start the protocol (operator; shared secret)
@@ -31,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import numbers
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +51,7 @@ from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse
 
 import dprec
+from dprec.data.synthetic import machine_memory
 from dprec.errors import DprecError
 from dprec.protocol.aggregation import make_aggregator
 from dprec.protocol.deployed import (
@@ -53,6 +64,7 @@ from dprec.protocol.messages import Message, MessageError
 from dprec.services import roles
 from dprec.services.auth import bearer, same_secret
 from dprec.services.http import ApiError, error_responses, install_error_handlers, read_body
+from dprec.services.limits import batch_bytes
 from dprec.services.store import ServerStore, StoreConflict, Sync
 
 log = logging.getLogger(__name__)
@@ -79,6 +91,19 @@ class ServerSettings:
     """Largest forwarded batch accepted (checked before reading the body)."""
     autostart: bool = False
     """Start the protocol at launch with a CSPRNG (else on ``POST /v1/start``)."""
+    memory: int | None = -1
+    """Bytes the role may use (checked up front, :func:`~dprec.services.roles.role_memory`);
+    -1: this machine's memory or cgroup limit; None: unchecked."""
+
+    def __post_init__(self) -> None:
+        smallest = batch_bytes(self.info, 1)
+        b = self.max_batch_bytes
+        if isinstance(b, bool) or not isinstance(b, numbers.Integral) or b < smallest:
+            raise DprecError(f"the batch limit must be an integer >= {smallest} bytes (one "
+                             f"client's submission), got {b}")
+        if self.memory == -1:
+            self.memory = machine_memory()
+        roles.check_role_memory(self.info, self.memory)
 
 
 class _Server:
@@ -91,7 +116,8 @@ class _Server:
         self.store = ServerStore(settings.state_dir / "server.sqlite3", self.info.fingerprint(),
                                  settings.sync)
         self.description = {**self.info.to_json(),
-                            "role": roles.describe_role(self._fresh_role())}
+                            "role": roles.describe_role(self._fresh_role()),
+                            "limits": {"max_batch_bytes": settings.max_batch_bytes}}
         self._artefacts: dict[str, tuple[int, bytes, str]] = {}
 
     def _fresh_role(self) -> Any:
@@ -264,7 +290,7 @@ def create_server_app(settings: ServerSettings) -> FastAPI:
         return Response(data, media_type="application/octet-stream", headers=headers)
 
     @app.post("/v1/start", summary="Start the protocol (operator)",
-              responses={**auth_errors, **error_responses(409, 422)})
+              responses={**auth_errors, **error_responses(400, 409, 422)})
     async def start(
         authorization: Annotated[str | None, Header()] = None,
         body: Annotated[dict[str, Any] | None, Body()] = None,

@@ -13,7 +13,14 @@ Proxy (:class:`ProxyStore`): what it holds is a bag, never a mapping from sender
   proxy's token key (enough to refuse a second submission, not the id itself);
 - ``held``: the submissions waiting to be forwarded, stripped of the sender's id and keyed
   by a random 128-bit key (so the table's order is random, not the arrival order);
-- ``outbox``: shuffled batches formed but not yet acknowledged by the server.
+- ``outbox``: shuffled batches formed but not yet acknowledged by the server;
+- ``refusals``: why the server refused an outbox batch it may still take (its status and
+  message), until it takes it.
+
+Per round, the ``meta`` table counts what became of the acknowledged submissions: formed
+into batches (``forwarded``), accepted by the server (``delivered``, with each accepted
+batch's senders), refused at the close for being fewer than the threshold
+(``below_threshold``) and lost (``lost``: the server closed the round before it took them).
 
 A submission writes its ``seen`` tag and its ``held`` row in one transaction. Forming a
 batch moves rows from ``held`` to ``outbox`` in one transaction; deleted rows are
@@ -45,9 +52,16 @@ def open_db(path: Path, sync: Sync = "full", secure_delete: bool = False) -> sql
     """A connection in autocommit mode (explicit BEGIN IMMEDIATE ... COMMIT), WAL journal."""
     if sync not in ("full", "normal"):
         raise DprecError(f"sync must be full or normal, got {sync!r}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
-    mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.parent.is_dir():
+            raise NotADirectoryError(20, "not a directory")
+        db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+    except (OSError, sqlite3.Error) as e:
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise DprecError(f"cannot keep the state in {path.parent} (it must be a folder this "
+                         f"process can write): {why}") from None
     if str(mode).lower() != "wal":
         raise DprecError(f"{path}: SQLite refused WAL mode (got {mode})")
     db.execute(f"PRAGMA synchronous={sync.upper()}")
@@ -265,7 +279,13 @@ CREATE TABLE IF NOT EXISTS held(round INTEGER NOT NULL, key BLOB NOT NULL, body 
 CREATE TABLE IF NOT EXISTS outbox(key TEXT PRIMARY KEY, round INTEGER NOT NULL,
                                   senders INTEGER NOT NULL, body BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS rounds(round INTEGER PRIMARY KEY, outcome TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS refusals(key TEXT PRIMARY KEY, status INTEGER NOT NULL,
+                                    error TEXT NOT NULL);
 """
+
+
+def _add(db: sqlite3.Connection, key: str, n: int) -> None:
+    _set_meta(db, key, int(_meta(db, key, 0)) + int(n))
 
 
 class Duplicate(DprecError):
@@ -330,10 +350,35 @@ class ProxyStore:
         return moved
 
     def drop_held(self, round: int) -> int:
-        """Forget every held submission of ``round`` (a refused round)."""
+        """Forget every held submission of ``round`` (a round below the threshold); counted
+        as ``below_threshold``."""
         with _transaction(self.db):
-            n = self.db.execute("DELETE FROM held WHERE round = ?", (round,)).rowcount
-        return int(n)
+            n = int(self.db.execute("DELETE FROM held WHERE round = ?", (round,)).rowcount)
+            _add(self.db, f"below_threshold:{round}", n)
+        return n
+
+    def lose(self, round: int) -> int:
+        """Count every submission of ``round`` still held or in the outbox as lost (the
+        server closed the round before taking them) and forget them; the number lost. The
+        server's last refusal of those batches, if any, is kept as :meth:`lost_reason`."""
+        with _transaction(self.db):
+            held = self.db.execute("DELETE FROM held WHERE round = ?", (round,)).rowcount
+            queued = self.db.execute("SELECT key, senders FROM outbox WHERE round = ?",
+                                     (round,)).fetchall()
+            why = self.db.execute(
+                "SELECT r.status, r.error FROM refusals r JOIN outbox o ON o.key = r.key "
+                "WHERE o.round = ? ORDER BY o.key LIMIT 1", (round,)).fetchone()
+            if why is not None:
+                _set_meta(self.db, f"lost_refusal:{round}", f"{why[0]}: {why[1]}")
+            self.db.executemany("DELETE FROM outbox WHERE key = ?", [(k,) for k, _ in queued])
+            self.db.executemany("DELETE FROM refusals WHERE key = ?", [(k,) for k, _ in queued])
+            n = int(held) + sum(int(s) for _, s in queued)
+            _add(self.db, f"lost:{round}", n)
+        return n
+
+    def lost_reason(self, round: int) -> str | None:
+        """The server's refusal of ``round``'s lost batches (None if it refused none)."""
+        return _meta(self.db, f"lost_refusal:{round}")
 
     def outbox(self) -> list[tuple[str, int, int, bytes]]:
         return [(str(k), int(r), int(s), bytes(b)) for k, r, s, b in self.db.execute(
@@ -346,8 +391,33 @@ class ProxyStore:
                                    (round,)).fetchone()[0])
 
     def delivered(self, key: str) -> None:
+        """The server took batch ``key``: count its senders as delivered, forget it."""
         with _transaction(self.db):
+            row = self.db.execute("SELECT round, senders FROM outbox WHERE key = ?",
+                                  (key,)).fetchone()
+            if row is None:
+                return
+            round, senders = int(row[0]), int(row[1])
             self.db.execute("DELETE FROM outbox WHERE key = ?", (key,))
+            self.db.execute("DELETE FROM refusals WHERE key = ?", (key,))
+            _add(self.db, f"delivered:{round}", senders)
+            _set_meta(self.db, f"delivered_batches:{round}",
+                      [*_meta(self.db, f"delivered_batches:{round}", []), senders])
+
+    def refused(self, key: str, status: int, error: str) -> None:
+        """The server refused batch ``key`` (kept in the outbox, sent again later)."""
+        with _transaction(self.db):
+            self.db.execute("INSERT INTO refusals VALUES(?, ?, ?) ON CONFLICT(key) DO UPDATE "
+                            "SET status = excluded.status, error = excluded.error",
+                            (key, int(status), error))
+
+    def refusals(self, round: int | None = None) -> list[tuple[int, int, int, str]]:
+        """(round, senders, status, error) of every refused batch still in the outbox."""
+        rows = self.db.execute(
+            "SELECT o.round, o.senders, r.status, r.error FROM refusals r JOIN outbox o "
+            "ON o.key = r.key ORDER BY o.round, o.key").fetchall()
+        return [(int(a), int(b), int(c), str(d)) for a, b, c, d in rows
+                if round is None or a == round]
 
     def forwarded_senders(self, round: int) -> int:
         """Senders of ``round`` whose submissions left ``held`` for a batch."""
@@ -356,6 +426,23 @@ class ProxyStore:
     def forwarded_batches(self, round: int) -> list[int]:
         """Senders in each batch formed for ``round``, largest first."""
         return sorted((int(n) for n in _meta(self.db, f"batches:{round}", [])), reverse=True)
+
+    def delivered_senders(self, round: int) -> int:
+        """Senders of ``round`` in batches the server accepted."""
+        return int(_meta(self.db, f"delivered:{round}", 0))
+
+    def delivered_batches(self, round: int) -> list[int]:
+        """Senders in each batch of ``round`` the server accepted, largest first."""
+        return sorted((int(n) for n in _meta(self.db, f"delivered_batches:{round}", [])),
+                      reverse=True)
+
+    def below_threshold(self, round: int) -> int:
+        """Senders of ``round`` refused at its close for being fewer than the threshold."""
+        return int(_meta(self.db, f"below_threshold:{round}", 0))
+
+    def lost_senders(self, round: int) -> int:
+        """Acknowledged senders of ``round`` that never reached the server."""
+        return int(_meta(self.db, f"lost:{round}", 0))
 
     def outcome(self, round: int) -> dict[str, Any] | None:
         row = self.db.execute("SELECT outcome FROM rounds WHERE round = ?", (round,)).fetchone()
@@ -372,10 +459,15 @@ class ProxyStore:
         self.checkpoint()
 
     def skip_to(self, next_round: int) -> None:
-        """The server is past our open round (it was closed without us): drop what is left."""
+        """The server is past our open round (it was closed without us): count what is
+        left of the earlier rounds as lost (:meth:`lose`), move on."""
+        rounds = {int(r) for (r,) in self.db.execute(
+            "SELECT round FROM held WHERE round < ? UNION SELECT round FROM outbox "
+            "WHERE round < ?", (next_round, next_round))}
+        for r in sorted(rounds):
+            self.lose(r)
         with _transaction(self.db):
             self.db.execute("DELETE FROM seen WHERE round < ?", (next_round,))
-            self.db.execute("DELETE FROM held WHERE round < ?", (next_round,))
             _set_meta(self.db, "round", next_round)
         self.checkpoint()
 

@@ -37,6 +37,7 @@ import logging
 import queue
 import socket
 import threading
+import time
 import urllib.parse
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -64,7 +65,31 @@ from dprec.services.auth import client_token
 
 log = logging.getLogger(__name__)
 
-__all__ = ["HttpTransport", "RemoteProxy", "RemoteServer"]
+__all__ = ["HttpTransport", "RemoteProxy", "RemoteServer", "check_reachable"]
+
+
+def check_reachable(services: dict[str, str], within: float = 5.0) -> None:
+    """:class:`DprecError` unless every service (name: URL) answers ``/healthz`` within
+    ``within`` seconds (a run against a dead service fails at once, not after the retries
+    of its first round)."""
+    from dprec.services.proxy import check_url
+
+    for name, url in services.items():
+        check_url(url, f"the {name}'s URL")
+    for name, url in services.items():
+        end = time.monotonic() + within
+        while True:
+            try:
+                r = httpx.get(url.rstrip("/") + "/healthz", timeout=max(0.5, within / 4))
+                if r.status_code == 200:
+                    break
+                why = f"status {r.status_code}"
+            except httpx.HTTPError as e:
+                why = f"{type(e).__name__}: {e}"
+            if time.monotonic() > end:
+                raise DprecError(f"the {name} at {url} does not answer ({why}) after "
+                                 f"{within:.0f} s: is it running?")
+            time.sleep(0.2)
 
 
 class RemoteServer(Server):
@@ -286,6 +311,12 @@ class RemoteProxy(Proxy):
             log.warning("round %d: the proxy formed batches of %s senders, the server "
                         "accepted %s; accounting for what the server accepted", r, stated,
                         self.batches)
+        lost = int(outcome.get("lost_senders", 0))
+        if lost:
+            raise DprecError(f"round {r}: {lost} of the {outcome['senders']} submissions the "
+                             f"proxy acknowledged never reached the server "
+                             f"({outcome.get('lost_reason', 'lost')}); the run is not the "
+                             "protocol's")
         self.senders = int(outcome["senders"])
         self.forwarded = bool(outcome["forwarded"]) and bool(self.batches)
         for name in ("senders", "batches"):
