@@ -5,19 +5,33 @@ from __future__ import annotations
 import json
 import logging
 import math
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from dprec.cli_audit import register as register_audit_commands
+from dprec.cli_common import err, out
+from dprec.cli_common import fail as _fail
+from dprec.cli_common import load_config as _load_config
+from dprec.cli_common import load_dataset as _load
+from dprec.cli_common import pairs as _pairs
+from dprec.cli_common import system_params as _system_params
 from dprec.cli_serve import register as register_serve_commands
 from dprec.errors import DprecError, check_positive
+
+__all__ = [
+    "DataDir", "Epsilon", "Params", "ResultsDir", "Seeds", "Split", "Terminated", "app", "compare",
+    "data_app", "data_fetch", "data_info", "main", "privacy_app", "privacy_gaussian",
+    "privacy_table", "run", "systems", "tune_cmd",
+]
 
 app = typer.Typer(help="dprec: recommendation under differential privacy with an untrusted server.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -28,8 +42,6 @@ app.add_typer(privacy_app, name="privacy")
 register_serve_commands(app)  # dprec serve ..., dprec simulate (cli_serve.py)
 register_audit_commands(app)  # dprec audit (cli_audit.py)
 
-err = Console(stderr=True)
-out = Console(width=None if sys.stdout.isatty() else 160)
 
 DataDir = Annotated[Path | None, typer.Option(
     "--data-dir", envvar="DPREC_DATA", help="Folder holding a data set's files (else cache).")]
@@ -46,14 +58,25 @@ Split = Annotated[str | None, typer.Option(
          "kfold or user. Default: latest for ranking, kfold for rating, user for the "
          "side-feature systems (privrec, ...).")]
 
-def _fail(e: Exception) -> None:
-    err.print(f"[bold red]error:[/] {escape(str(e))}")
-    raise typer.Exit(2)
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, so that it stops the way Ctrl-C does."""
 
 
-def _load(name: str, data_dir: Path | None):
-    from dprec.data.registry import load_dataset
-    return load_dataset(name, data_dir=data_dir)
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """While the block runs (in the main thread), SIGTERM raises :class:`Terminated`."""
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave SIGTERM as it is
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _progress() -> Progress:
@@ -175,33 +198,27 @@ def _print_tables(title: str, docs: dict[str, dict]) -> None:
             out.print(_metrics_table(f"{title} — {proto}", docs, proto))
 
 
-def _pairs(params: list[str] | None) -> dict[str, str]:
-    pairs: dict[str, str] = {}
-    for p in params or []:
-        key, sep, value = p.partition("=")
-        if not sep or not key.strip():
-            raise DprecError(f"--param must look like KEY=VALUE, got {p!r}")
-        pairs[key.strip()] = value.strip()
-    return pairs
+def _check_folds(task: str, split: str | None, folds: int | None) -> None:
+    """--folds sets k of k-fold, so it is an error anywhere else (leave-one-out ranking,
+    the user split), rather than silently ignored."""
+    if folds is None:
+        return
+    if task != "rating" or (split or "kfold") != "kfold":
+        how = ("the PrivRec user split" if task == "privrec" else "leave-one-out (one fold "
+               "per seed)" if task == "ranking" else "the user split")
+        raise DprecError(f"--folds sets k of k-fold rating runs; this run uses {how}: drop "
+                         "--folds")
+    if folds < 2:
+        raise DprecError(f"--folds must be >= 2, got {folds}")
 
 
-def _system_params(name: str, epsilon: float | None, params: dict[str, object]) -> dict:
-    """--epsilon and --param for one system (the registry checks the keys)."""
-    from dprec.systems.registry import spec
-    out_: dict[str, object] = dict(params)
-    if epsilon is not None:
-        check_positive("epsilon", epsilon)
-        s = spec(name)
-        if "epsilon" not in s.settable():
-            budget = [k for k in s.settable() if k.startswith("eps")]
-            raise DprecError(f"{name} has no epsilon; set " + " and ".join(
-                f"--param {k}=..." for k in budget) if budget and s.private else
-                f"{name} is not private: it has no epsilon (drop --epsilon)")
-        out_["epsilon"] = epsilon
-    return out_
+def _check_seeds(seeds: int) -> None:
+    from dprec.evaluation.runner import check_seed_count
+    check_seed_count(seeds)
 
 
-def _experiment(task: str, ds, seeds: int, split: str | None, negatives: int, folds: int):
+def _experiment(task: str, ds, seeds: int, split: str | None, negatives: int,
+                folds: int | None):
     """The experiment of a task: leave-one-out ranking, k-fold / user-split rating, or the
     PrivRec protocol ("privrec": 80/20 user split, fine-tune half on the device)."""
     from dprec.evaluation.ranking import RankingEvaluator
@@ -223,7 +240,7 @@ def _experiment(task: str, ds, seeds: int, split: str | None, negatives: int, fo
     from dprec.evaluation.split import KFoldSplit, UserSplit
     kind = split or "kfold"
     if kind == "kfold":
-        return Experiment(ds, range(seeds), KFoldSplit(folds), RatingEvaluator())
+        return Experiment(ds, range(seeds), KFoldSplit(folds or 5), RatingEvaluator())
     if kind == "user":
         return Experiment(ds, range(seeds), UserSplit(), RatingEvaluator())
     raise DprecError(f"--split for a rating system must be kfold or user, got {kind}")
@@ -237,16 +254,6 @@ def _task_of(system: str, split: str | None) -> str:
     if s.protocol == "user-split" or (s.task == "ranking" and split == "user"):
         return "privrec"
     return s.task
-
-
-def _load_config(path: Path | None, system: str):
-    from dprec.systems.registry import make_config, read_config
-    if path is None:
-        return None, None
-    cf = read_config(path)
-    if cf.system != system:
-        raise DprecError(f"config file {path} is for {cf.system}, not {system}")
-    return make_config(system, cf.params), cf
 
 
 @app.command("run")
@@ -264,7 +271,8 @@ def run(
     seeds: Seeds = 5,
     split: Split = None,
     negatives: Annotated[int, typer.Option(help="Sampled negatives per test user.")] = 99,
-    folds: Annotated[int, typer.Option(help="k of k-fold (rating systems).")] = 5,
+    folds: Annotated[int | None, typer.Option(
+        help="k of k-fold (rating systems, default 5).")] = None,
     curve_every: Annotated[int | None, typer.Option(
         help="Also evaluate every N rounds (learning curves, in the JSON).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")
@@ -283,12 +291,19 @@ def run(
         min=1, help="Shards for --backend (default: 1 local, one per CPU on Ray).")] = None,
 ) -> None:
     """Run one system on a data set over several seeds; print metrics and the privacy report."""
-    from dprec.evaluation.results import check_output_base, new_result_file, write_json
-    from dprec.systems.registry import make_system, spec
+    from dprec.evaluation.results import (
+        check_output_base,
+        new_result_file,
+        strict_json_text,
+        write_json,
+    )
+    from dprec.systems.registry import check_model_memory, make_config, make_system, spec
     runner = None
     try:
         check_output_base(out_dir)
         s = spec(system)
+        _check_seeds(seeds)
+        _check_folds(_task_of(system, split), split, folds)
         base, cf = _load_config(config, system)
         if preset not in ("default", "paper"):
             raise DprecError(f"--preset must be default or paper, got {preset!r}")
@@ -298,6 +313,8 @@ def run(
             base = s.paper_config()
         params = _system_params(system, epsilon, _pairs(param))
         probe = make_system(system, params, base)
+        cfg = make_config(system, params, base)
+        check_model_memory(system, cfg)
         if backend is not None:
             from dprec.distributed import make_backend
             if not hasattr(probe, "transport"):
@@ -308,7 +325,9 @@ def run(
         elif ray_address is not None or shards is not None:
             raise DprecError("--ray-address and --shards need --backend")
         ds = _load(dataset, data_dir)
+        check_model_memory(system, cfg, ds.n_users, ds.n_items)
         exp = _experiment(_task_of(system, split), ds, seeds, split, negatives, folds)
+        exp.check_memory()
 
         def make():  # type: ignore[no-untyped-def]
             model = make_system(system, params, base)
@@ -331,7 +350,7 @@ def run(
         doc["backend"] = {"name": backend, "shards": shards, "ray_address": ray_address}
     path = write_json(new_result_file(out_dir, dataset, system), doc)
     if as_json:
-        sys.stdout.write(json.dumps(doc, default=float) + "\n")
+        sys.stdout.write(strict_json_text(doc) + "\n")
         err.print(f"saved {path}")
         return
     _print_tables(f"{system} on {dataset} ({seeds} seeds, mean±std)", {system: doc})
@@ -447,7 +466,8 @@ def compare(
         help="ranking (leave-one-out, HR/NDCG), rating (k-fold RMSE/MAE) or privrec (80/20 "
              "user split, on-device fine-tuning, HR/NDCG@5..30 against all unseen items)."
     )] = "ranking",
-    folds: Annotated[int, typer.Option(help="k of k-fold (rating).")] = 5,
+    folds: Annotated[int | None, typer.Option(help="k of k-fold (rating, default 5).")
+                     ] = None,
     preset: Annotated[str | None, typer.Option(
         help="default: every system's defaults (the papers' settings except documented "
              "improvements); paper: the papers' own settings for everything; tuned: read "
@@ -468,17 +488,16 @@ def compare(
         DEFAULT_COMPARISON,
         DEFAULT_PRIVREC_COMPARISON,
         DEFAULT_RATING_COMPARISON,
-        eps_sweep,
         private_names,
-        run_systems,
-        save_comparison,
     )
-    from dprec.evaluation.results import ResultsFolder, check_output_base
-    from dprec.systems.registry import make_config, parse_label, spec
+    from dprec.evaluation.results import check_output_base
+    from dprec.systems.registry import check_model_memory, make_config, parse_label, spec
     try:
         check_output_base(out_dir)
         if task not in ("ranking", "rating", "privrec"):
             raise DprecError(f"--task must be ranking, rating or privrec, got {task!r}")
+        _check_seeds(max(seeds, sweep_seeds))
+        _check_folds(task, None, folds)
         default = {"ranking": DEFAULT_COMPARISON, "rating": DEFAULT_RATING_COMPARISON,
                    "privrec": DEFAULT_PRIVREC_COMPARISON}[task]
         names = _split_labels(systems_) if systems_ else list(default)
@@ -514,12 +533,29 @@ def compare(
         for n in private:
             for e in grid:
                 make_config(parse_label(n)[0], {"epsilon": e}, configs[n])
+        for n in names:
+            check_model_memory(n, configs[n])
         ds = _load(dataset, data_dir)
+        for n in names:
+            check_model_memory(n, configs[n], ds.n_users, ds.n_items)
         exp = _experiment(task, ds, seeds, None, 99, folds)
         sweep_exp = _experiment(task, ds, sweep_seeds, None, 99, folds)
-        exp.folds(0)
+        exp.check_memory()
+        sweep_exp.check_memory()
     except DprecError as e:
         _fail(e)
+    with _terminate_as_interrupt():
+        _compare_into_folder(out_dir, dataset, epsilon, seeds, sweep_seeds, names, configs,
+                             files, private, grid, exp, sweep_exp, task)
+
+
+def _compare_into_folder(out_dir: Path, dataset: str, epsilon: float | None, seeds: int,
+                         sweep_seeds: int, names: list[str], configs: dict, files: dict,
+                         private: list[str], grid: list[float], exp, sweep_exp,  # noqa: ANN001
+                         task: str) -> None:
+    """Run the comparison into its results folder (kept as ``-incomplete`` if stopped)."""
+    from dprec.evaluation.compare import eps_sweep, run_systems, save_comparison
+    from dprec.evaluation.results import ResultsFolder
     folder = ResultsFolder(out_dir, dataset, "compare")
 
     def failed(name: str, e: Exception) -> None:
@@ -550,14 +586,18 @@ def compare(
         if not results:
             raise DprecError("every system failed; see the errors above")
         save_comparison(folder.path, dataset, results, sweep, list(exp.ks), folder.failed)
-    except KeyboardInterrupt:
-        kept = folder.abandon("interrupted")
-        err.print(f"interrupted: finished systems kept in {kept}")
-        raise typer.Exit(130) from None
+    except KeyboardInterrupt as e:
+        how = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
+        kept = folder.abandon(how)
+        err.print(f"{how}: finished systems kept in {kept}")
+        raise typer.Exit(143 if isinstance(e, Terminated) else 130) from None
     except (DprecError, OSError) as e:
         kept = folder.abandon(str(e))
         err.print(f"[bold red]error:[/] {e}; finished systems kept in {kept}")
         raise typer.Exit(2) from None
+    except Exception as e:
+        folder.abandon(f"{type(e).__name__}: {e}")
+        raise
     target = folder.complete()
     docs = {n: r.to_json() for n, r in results.items()}
     tuned = ", ".join(f"{n} ({f.path})" for n, f in files.items()) or "none"  # type: ignore[attr-defined]
@@ -609,7 +649,8 @@ def tune_cmd(
     seeds: Annotated[int, typer.Option("--seeds", min=1, help="Seeds (0..n-1).")] = 2,
     split: Split = None,
     negatives: Annotated[int, typer.Option(help="Sampled negatives per user.")] = 99,
-    folds: Annotated[int, typer.Option(help="k of k-fold (rating systems).")] = 5,
+    folds: Annotated[int | None, typer.Option(
+        help="k of k-fold (rating systems, default 5).")] = None,
     out_path: Annotated[Path | None, typer.Option(
         "--out", help="Config to write (default configs/<dataset>/<system>.toml).")] = None,
     force: Annotated[bool, typer.Option(help="Overwrite an existing config file.")] = False,
@@ -618,16 +659,20 @@ def tune_cmd(
     """Grid search on validation data carved out of each training fold; writes a TOML config
     that `dprec run SYSTEM --config FILE` and `dprec compare --configs DIR` reuse."""
     from dprec.evaluation.ranking import RankingEvaluator
+    from dprec.evaluation.results import check_output_base, write_new_text
     from dprec.evaluation.tuning import default_grid, grid_points, tune
-    from dprec.systems.registry import config_to_toml, make_config, spec
+    from dprec.systems.registry import check_model_memory, config_to_toml, make_config, spec
     try:
         s = spec(system)
+        _check_seeds(seeds)
         base = make_config(system, _system_params(system, epsilon, _pairs(param)))
         g = _read_grid(grid) if grid is not None else default_grid(system)
         points = grid_points(g)
-        for p in points:
-            make_config(system, p, base)
+        configs = [make_config(system, p, base, typed=True) for p in points]
+        for c in configs:
+            check_model_memory(system, c)
         kind = _task_of(system, split)
+        _check_folds(kind, split, folds)
         metric = metric or ("HR@10" if s.task == "ranking" else "RMSE")
         ks = (5, 10, 20, 30) if kind == "privrec" else RankingEvaluator(negatives).ks
         allowed = (["RMSE", "MAE"] if s.task == "rating" else
@@ -638,8 +683,14 @@ def tune_cmd(
         target = out_path or Path("configs") / dataset / f"{system}.toml"
         if target.exists() and not force:
             raise DprecError(f"{target} exists; pass --force to overwrite it or --out elsewhere")
+        if target.is_dir():
+            raise DprecError(f"--out {target} is a folder; name the config file to write")
+        check_output_base(target.parent)
         ds = _load(dataset, data_dir)
+        for c in configs:
+            check_model_memory(system, c, ds.n_users, ds.n_items)
         exp = _experiment(kind, ds, seeds, split, negatives, folds)
+        exp.check_memory()
         n_folds = len(exp.folds(exp.seeds[0]))
         command = "dprec tune " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else ""
         with _progress() as bar:
@@ -658,12 +709,17 @@ def tune_cmd(
         mark = " ◀" if all(row[k] == res.best[k] for k in g) else ""
         t.add_row(*[str(row[k]) for k in g], f"{row['score']:.4f}{mark}")
     out.print(t)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".toml.tmp")
-    tmp.write_text(config_to_toml(system, res.config, res.provenance))
-    tmp.replace(target)
-    out.print(f"best {res.best} ({metric} {res.best_score:.4f}); saved {target}")
-    out.print(f"reuse: dprec run {system} --config {target}")
+    try:
+        saved = write_new_text(target, config_to_toml(system, res.config, res.provenance),
+                               overwrite=force)
+    except (DprecError, OSError) as e:
+        _fail(DprecError(f"cannot write {target}: {e}"))
+    if saved != target:
+        err.print(f"[yellow]warning:[/] {escape(str(target))} was written by another run "
+                  f"while this one tuned; it is kept, and this config is saved as "
+                  f"{escape(str(saved))}")
+    out.print(f"best {res.best} ({metric} {res.best_score:.4f}); saved {saved}")
+    out.print(f"reuse: dprec run {system} --config {saved}")
 
 
 @privacy_app.command("table")

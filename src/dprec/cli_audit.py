@@ -55,7 +55,9 @@ def register(app: typer.Typer) -> None:
         ] = Path("results/audit"),
     ) -> None:
         """Audit a mechanism, protocol or system: a lower bound on eps from its outputs."""
-        from dprec.cli import _fail, _pairs, err, out
+        from dprec.cli_common import err, out
+        from dprec.cli_common import fail as _fail
+        from dprec.cli_common import pairs as _pairs
         try:
             from dprec.audit import TARGETS, AuditSettings, audit, auditable_systems
             if list_:

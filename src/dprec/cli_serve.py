@@ -21,6 +21,12 @@ from dprec.errors import DprecError
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
+__all__ = [
+    "Host", "LOG_LEVELS", "LogLevel", "PortFile", "SecretFile", "Sync", "TokenKeyFile",
+    "openapi_documents", "register", "serve_app", "serve_keys", "serve_openapi", "serve_proxy",
+    "serve_server", "serve_token", "simulate",
+]
+
 serve_app = typer.Typer(help="Run the protocol's server and shuffling proxy as HTTP services.",
                         no_args_is_help=True)
 
@@ -38,7 +44,7 @@ LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
 
 def _fail(e: Exception) -> None:
-    from dprec.cli import _fail as fail
+    from dprec.cli_common import fail
     fail(e)
 
 
@@ -133,7 +139,10 @@ def _remove_launch_folder(root: Path, state: Path | None) -> None:
 def _protocol_info(protocol: str, n_items: int | None, dataset: str | None,
                    data_dir: Path | None, epsilon: float | None, param: list[str] | None,
                    config: Path | None, aggregator: str) -> Any:
-    from dprec.cli import _load, _load_config, _pairs, _system_params
+    from dprec.cli_common import load_config as _load_config
+    from dprec.cli_common import load_dataset as _load
+    from dprec.cli_common import pairs as _pairs
+    from dprec.cli_common import system_params as _system_params
     from dprec.protocol.aggregation import make_aggregator
     from dprec.protocol.deployed import ProtocolInfo
     from dprec.systems.registry import make_system
@@ -422,7 +431,7 @@ def _enforced_threshold(params: dict[str, Any], planned: int, threshold: int | N
         proxy_api.close()
         server_api.close()
     if published is not None and enforced < int(published):
-        from dprec.cli import err
+        from dprec.cli_common import err
         err.print(f"[yellow]warning:[/] the proxy at {proxy} enforces a threshold of {enforced} "
                   f"senders, below the {published} the protocol publishes; the report states "
                   f"{enforced} and accounts for the batches the server received")

@@ -1,5 +1,7 @@
 """Errors that tell the user what to do."""
 
+__all__ = ["DataError", "DprecError", "check_positive"]
+
 
 class DprecError(ValueError):
     """Bad input: the message names the parameter, the rule and the value."""

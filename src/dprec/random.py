@@ -11,6 +11,8 @@ import zlib
 
 import numpy as np
 
+__all__ = ["SeedLike", "derive_generator", "random_generator", "secure_generator"]
+
 SeedLike = int | np.random.Generator | np.random.SeedSequence | None
 
 

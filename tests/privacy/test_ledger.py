@@ -55,6 +55,8 @@ def test_float_slack_lets_exact_budget_be_used():
 def test_infinite_budget_tracks_only():
     ledger = PrivacyLedger(math.inf, n_users=2)
     ledger.spend([0, 1], 1e6)
+    ledger.spend([1, 3], [2.5, math.inf])
+    np.testing.assert_array_equal(ledger.spent, [1e6, 1e6 + 2.5, 0.0, math.inf])
     assert ledger.can_spend([0], 1e9).all()
 
 

@@ -38,6 +38,11 @@ from dprec.data.dataset import Dataset
 from dprec.data.loaders import FRAPPE_CONTEXT
 from dprec.errors import DataError, DprecError
 
+__all__ = [
+    "DEFAULT_FIELDS", "FeatureBlock", "FieldSpec", "KINDS", "MAX_CATEGORIES",
+    "MAX_NUMERIC_AS_CATEGORICAL", "SideFeatures", "infer_fields", "side_features",
+]
+
 log = logging.getLogger(__name__)
 
 KINDS: tuple[str, ...] = ("categorical", "numeric", "multi_hot")

@@ -52,6 +52,12 @@ from dprec.data.loaders import (
 )
 from dprec.errors import DataError
 
+__all__ = [
+    "GROUPLENS_TIMEOUT_S", "MANIFEST", "ML100K_ATOMIC_SHA256", "ML100K_RATINGS_SHA256",
+    "ML100K_SHAPE", "ML100K_URL", "PIP_TIMEOUT_S", "RECBOLE_REQUIREMENT", "cache_dir",
+    "fetch_and_load_ml100k", "fetch_ml100k", "ml100k_cache_path", "verify_ml100k",
+]
+
 log = logging.getLogger(__name__)
 
 ML100K_URL = "https://files.grouplens.org/datasets/movielens/ml-100k.zip"

@@ -16,6 +16,8 @@ import scipy.sparse as sp
 from dprec.data.dataset import Dataset
 from dprec.errors import DprecError
 
+__all__ = ["binarise", "cap_per_user", "min_interactions"]
+
 log = logging.getLogger(__name__)
 
 

@@ -48,6 +48,13 @@ import pandas as pd
 from dprec.data.dataset import Dataset
 from dprec.errors import DataError
 
+__all__ = [
+    "ATOMIC_FILES", "FRAPPE_COLUMNS", "FRAPPE_CONTEXT", "GROUPLENS_FILES", "HALF_STAR_SCALE",
+    "Layout", "ML100K_GENRES", "RELEASES", "ROLE_ALIASES", "Release", "Role", "STAR_SCALE",
+    "find_ml100k", "load_csv", "load_frappe", "load_ml100k", "load_ml10m", "load_ml1m",
+    "load_movielens_csv", "ml100k_layout",
+]
+
 log = logging.getLogger(__name__)
 
 ML100K_GENRES = (
@@ -63,6 +70,7 @@ Layout = Literal["grouplens", "atomic"]
 _YEAR_IN_TITLE = re.compile(r"\((\d{4})\)\s*$")
 _INTEGER_TEXT = r"[+-]?\d+(?:\.0*)?"  # an integer, possibly written 12.0
 _CANONICAL_INT = r"-?(?:0|[1-9]\d*)"  # an integer written the one way int() prints it
+_CONTROL = r"[\x00-\x08\x0a-\x1f\x7f]"  # C0 controls but tab, and DEL: never in an id
 _STARS = np.arange(1.0, 6.0)
 _HALF_STARS = np.arange(1.0, 11.0) / 2
 STAR_SCALE = (1.0, 5.0)
@@ -148,7 +156,7 @@ def _read_table(path: Path, **kwargs: object) -> pd.DataFrame:
             last = e
         except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError,
                 OverflowError) as e:
-            raise DataError(f"{path}: cannot parse ({e})") from e
+            raise DataError(f"{path}: cannot parse ({str(e).strip()})") from e
         except OSError as e:
             raise DataError(f"{path}: cannot read ({e.strerror or e})") from e
     raise DataError(f"{path}: cannot decode text ({last}); save it as UTF-8")
@@ -806,18 +814,26 @@ def _csv_roles(p: Path, fields: list[str], header: bool, columns: Sequence[str |
 
 def _csv_ids(table: _Table, role: str) -> np.ndarray:
     """Ids as int64 when every one is an integer written plainly that fits, else as text
-    (so ``007`` and ``7`` stay two ids); never through a float."""
+    (so ``007`` and ``7`` stay two ids); never through a float. Text ids are Python strings
+    in an object array: a fixed-width numpy string would give every row the width of the
+    longest id (one 5,000-character id in a 1 MB file took 4 GB), and would drop trailing
+    NULs (``4\\0`` read as ``4``). An id holding a control character is an error."""
     s = table.text(role).str.strip()
     empty = (s == "").to_numpy(dtype=bool, na_value=True)
     if empty.any():
         row = int(np.flatnonzero(empty)[0])
         raise DataError(f"{table.at(row, role)}: empty {role} id")
+    control = s.str.contains(_CONTROL, regex=True).to_numpy(dtype=bool, na_value=False)
+    if control.any():
+        row = int(np.flatnonzero(control)[0])
+        raise DataError(f"{table.at(row, role)}: {role} id {s.iloc[row][:40]!r} holds a "
+                        "control character (NUL, ...): the file is corrupt or binary")
     if s.str.fullmatch(_CANONICAL_INT).all():
         try:
             return s.astype(np.int64).to_numpy()
         except (OverflowError, ValueError):
             log.info("%s: %s ids do not all fit in 64 bits; kept as text", table.path, role)
-    return s.to_numpy(dtype=str)
+    return s.to_numpy(dtype=object)
 
 
 def load_csv(
@@ -883,15 +899,18 @@ def load_csv(
                             f"csv:{p}?{required}=COLUMN (or columns=[...])")
 
     keep = [k for k, r in enumerate(roles) if r]
-    df = _read_table(p, sep=sep, header=None, skiprows=header_lines, usecols=keep,
+    # every column is read (no usecols): the parser then refuses a row with more fields
+    # than the first line, which usecols would silently cut
+    df = _read_table(p, sep=sep, header=None, skiprows=header_lines,
                      names=list(range(len(fields))), dtype=str, keep_default_na=False,
                      engine="python" if sep == r"\s+" else "c")
+    df = df[keep]
     df.columns = [roles[k] for k in keep]
     labels = {roles[k]: repr(_clean(fields[k])) if header else str(k + 1) for k in keep}
     t = _Table(p, df, header_lines, labels=labels)
     _check_nonempty(len(t), p)
     users, items = _csv_ids(t, "user"), _csv_ids(t, "item")
-    ratings = t.numbers("rating") if "rating" in df.columns else None
+    ratings = _ratings(t) if "rating" in df.columns else None
     ts = _timestamps(t) if "timestamp" in df.columns else None
     if rating_scale is not None and (ratings is None or threshold is not None):
         why = "threshold is given" if ratings is not None else "it has no rating column"
@@ -910,8 +929,8 @@ def load_csv(
         ts = None if ts is None else ts[keep_rows]
         ratings = None
         steps.append(f"binarise(rating>{threshold:g})")
-    elif ratings is not None and not ratings.min() > 0:
-        row = int(np.flatnonzero(ratings <= 0)[0])
+    elif ratings is not None and not ratings.astype(np.float32).min() > 0:
+        row = int(np.flatnonzero(ratings.astype(np.float32) <= 0)[0])  # 1e-50 stores as 0
         raise DataError(
             f"{t.at(row, 'rating')}: rating {t.text('rating').iloc[row].strip()} is not > 0; "
             "every stored rating counts as an interaction, so a 0 or negative one would be "
@@ -926,6 +945,20 @@ def load_csv(
     for step in steps:
         ds = ds.with_history(step)
     return ds
+
+
+def _ratings(table: _Table) -> np.ndarray:
+    """The rating column as finite numbers that float32 (how a Dataset stores ratings) holds;
+    DataError naming the first line whose rating does not fit (e.g. 1e308)."""
+    ratings = table.numbers("rating")
+    limit = float(np.finfo(np.float32).max)
+    bad = np.abs(ratings) > limit
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise DataError(f"{table.at(row, 'rating')}: rating "
+                        f"{table.text('rating').iloc[row].strip()} does not fit in a 32-bit "
+                        f"float (at most {limit:.4g}), how ratings are stored")
+    return ratings
 
 
 def _timestamps(table: _Table) -> np.ndarray:

@@ -24,6 +24,8 @@ from dprec.data.synthetic import default_interactions, synthetic
 from dprec.errors import DataError
 from dprec.random import derive_generator
 
+__all__ = ["KNOWN_DATASETS", "load_dataset"]
+
 log = logging.getLogger(__name__)
 
 KNOWN_DATASETS: tuple[str, ...] = (

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import resource
 import signal
+import socket
 from collections import deque
 from typing import Any
 
@@ -34,7 +35,7 @@ from dprec.distributed.partials import RoundPartial, add_pieces
 from dprec.distributed.shards import ClientsSource, Shard, SystemAdapter
 from dprec.errors import DprecError
 
-__all__ = ["RayBackend"]
+__all__ = ["CONNECT_TIMEOUT_S", "RayBackend", "probe_address"]
 
 
 def _ray() -> Any:
@@ -43,6 +44,37 @@ def _ray() -> Any:
     except ImportError as e:  # pragma: no cover - depends on the install
         raise DprecError("the ray backend needs ray: pip install 'dprec[ray]'") from e
     return ray
+
+
+CONNECT_TIMEOUT_S = 5.0
+"""How long the probe of a ``host:port`` Ray address waits for a TCP connection."""
+
+
+def probe_address(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """DprecError within ``timeout`` seconds when ``address`` (``host:port`` or
+    ``ray://host:port``) accepts no TCP connection: ``ray.init`` retries such an address
+    for minutes. Other forms (``auto``, ``local``) are left to Ray."""
+    rest = address.strip()
+    scheme, sep, after = rest.partition("://")
+    if sep:
+        if scheme != "ray":
+            return
+        rest = after
+    host, colon, port_text = rest.rpartition(":")
+    if not colon or not port_text.isdigit() or not host:
+        return
+    port = int(port_text)
+    hint = ("start one with `ray start --head` and pass --ray-address auto (or its "
+            "address), or leave --ray-address out for a local Ray")
+    if not 0 < port < 65536:
+        raise DprecError(f"--ray-address {address}: port {port} is not in 1..65535; {hint}")
+    try:
+        with socket.create_connection((host.strip("[]"), port), timeout=timeout):
+            pass
+    except OSError as e:
+        why = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
+        raise DprecError(f"no Ray cluster at --ray-address {address} (connecting "
+                         f"{why}); {hint}") from None
 
 
 class ShardWorker:
@@ -207,6 +239,8 @@ class RayBackend(ShardedBackend):
     def _connect(self) -> Any:
         ray = _ray()
         if not ray.is_initialized():
+            if self.address is not None:
+                probe_address(self.address)
             kwargs = {"include_dashboard": False, "log_to_driver": False, **self.init}
             try:
                 ray.init(address=self.address, **kwargs)

@@ -8,6 +8,8 @@ from dprec.errors import DprecError
 from dprec.evaluation.split import LeaveOneOut
 from dprec.selection import top_k
 
+__all__ = ["sample_negatives"]
+
 
 def sample_negatives(
     split: LeaveOneOut, n_negatives: int, rng: np.random.Generator, batch_size: int = 2048

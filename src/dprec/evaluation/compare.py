@@ -14,6 +14,13 @@ from dprec.evaluation.plots import plot_hr_at_k, plot_metric_vs_eps
 from dprec.evaluation.runner import Experiment, RunResult
 from dprec.systems.registry import make_config, make_system, parse_label, spec
 
+__all__ = [
+    "DEFAULT_COMPARISON", "DEFAULT_EPS_GRID", "DEFAULT_PRIVREC_COMPARISON",
+    "DEFAULT_RATING_COMPARISON", "NARROW_LEVELS", "SweepPoint", "TABLE_METRICS", "Tick",
+    "comparison_rows", "eps_sweep", "level_epsilon", "private_names", "run_systems",
+    "save_comparison", "table_metrics",
+]
+
 TABLE_METRICS = ("HR@2", "HR@5", "HR@10", "NDCG@10")
 
 DEFAULT_COMPARISON = (

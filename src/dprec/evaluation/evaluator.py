@@ -10,6 +10,8 @@ import numpy as np
 from dprec.data.dataset import Dataset
 from dprec.systems.base import Recommender, Task
 
+__all__ = ["Evaluator", "Metrics"]
+
 Metrics = dict[str, dict[str, float]]
 """{protocol: {metric: value}}, e.g. {"sampled": {"HR@10": ...}, "full": {...}}."""
 

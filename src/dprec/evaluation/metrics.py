@@ -13,6 +13,11 @@ import numpy as np
 
 from dprec.errors import DprecError
 
+__all__ = [
+    "group_mean", "grouped_ranking_metrics", "hit_rate", "hits", "ndcg", "ndcg_gains",
+    "rank_with_random_ties", "ranking_metrics",
+]
+
 
 def hits(ranks: np.ndarray, k: int) -> np.ndarray:
     """Per held-out item: 1[rank < K] (float64)."""

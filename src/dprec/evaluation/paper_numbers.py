@@ -8,6 +8,8 @@ DPLCF paper (Gao et al., SIGIR 2020), Table 3, MovieLens-20M (>= 60 interactions
 sampled negatives. Copied from ../shared/SYSTEMS.md §1.
 """
 
+__all__ = ["DPLCF_PAPER_DATASET", "DPLCF_PAPER_ML20M", "FMF_PAPER_ML20M", "PAPER_ML20M"]
+
 DPLCF_PAPER_DATASET = "ML-20M (paper)"
 
 DPLCF_PAPER_ML20M: dict[str, dict[str, float]] = {

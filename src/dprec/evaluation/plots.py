@@ -7,6 +7,8 @@ from pathlib import Path
 
 import matplotlib
 
+__all__ = ["plot_hr_at_k", "plot_metric_vs_eps", "unbounded_points"]
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 

@@ -16,6 +16,8 @@ from dprec.evaluation.split import LeaveOneOut
 from dprec.random import derive_generator
 from dprec.systems.base import Ranker, Recommender, Task
 
+__all__ = ["DEFAULT_KS", "RankingEvaluator", "evaluate_ranking"]
+
 DEFAULT_KS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20)
 
 

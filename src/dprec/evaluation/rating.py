@@ -15,6 +15,8 @@ from dprec.evaluation.outputs import checked_output
 from dprec.evaluation.split import RatingFold
 from dprec.systems.base import RatingPredictor, Recommender, Task
 
+__all__ = ["RatingEvaluator", "mae", "rmse"]
+
 
 def _pair(predicted: np.ndarray, actual: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     p = np.asarray(predicted, dtype=np.float64)

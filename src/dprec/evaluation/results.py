@@ -13,28 +13,46 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from dprec.errors import DprecError
+from dprec.privacy.events import strict_json
+
+__all__ = [
+    "ResultsFolder", "check_output_base", "new_result_file", "strict_json_text", "write_json",
+    "write_new_text",
+]
 
 
 def _safe(dataset: str) -> str:
     return "".join(c if c.isalnum() or c in "-_.+" else "_" for c in dataset)
 
 
-def check_output_base(base: Path) -> Path:
-    """Fail before any work if results cannot be written under ``base``."""
+def check_output_base(base: Path, option: str = "--out") -> Path:
+    """Fail before any work if results cannot be written under ``base``: the folder is
+    created and a file written and removed in it (``os.access`` is not enough: root passes
+    it on /sys and on read-only mounts)."""
     base = Path(base)
     for parent in (base, *base.parents):
         if parent.exists():
             if not parent.is_dir():
-                raise DprecError(f"--out {base}: {parent} is a file, not a folder; "
-                                 "choose another --out")
+                raise DprecError(f"{option} {base}: {parent} is a file, not a folder; "
+                                 f"choose another {option}")
             if not os.access(parent, os.W_OK | os.X_OK):
-                raise DprecError(f"--out {base}: cannot write in {parent}; choose another --out")
+                raise DprecError(f"{option} {base}: cannot write in {parent}; choose another "
+                                 f"{option}")
             break
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".dprec-write-check-", dir=base)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise DprecError(f"{option} {base}: cannot write there ({e.strerror or e}); choose "
+                         f"another {option}") from None
     return base
 
 
@@ -57,12 +75,63 @@ def new_result_file(base: Path, dataset: str, what: str) -> Path:
                     lambda p: p.touch(exist_ok=False))
 
 
+def strict_json_text(doc: object, indent: int | None = None) -> str:
+    """``doc`` as strict JSON text: numpy numbers as floats, a non-finite float as the text
+    "inf", "-inf" or "nan" (never a bare ``NaN`` token)."""
+    plain = json.loads(json.dumps(doc, default=float))
+    return json.dumps(strict_json(plain), indent=indent, allow_nan=False)
+
+
 def write_json(path: Path, doc: object) -> Path:
-    """Write ``doc`` to ``path`` atomically (temporary file, then rename)."""
+    """Write ``doc`` to ``path`` atomically (temporary file, then rename), as strict JSON:
+    a non-finite float is written as the text "inf", "-inf" or "nan", never a bare token."""
+    text = strict_json_text(doc, indent=2)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(doc, indent=2, default=float))
+    tmp.write_text(text)
     os.replace(tmp, path)
     return path
+
+
+def write_new_text(path: Path, text: str, *, overwrite: bool = False) -> Path:
+    """Write ``text`` to ``path`` atomically and return where it went.
+
+    The text goes to a unique temporary file beside ``path``, then into place in one step:
+    ``os.replace`` with ``overwrite``, else a hard link, which fails if ``path`` exists by
+    then (another run wrote it meanwhile): the text is then kept at the first free
+    ``<stem>-<n><suffix>`` instead, so neither run's file is lost.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        if overwrite:
+            os.replace(tmp, path)
+            return path
+        for i in range(10_000):
+            target = path if i == 0 else path.with_name(f"{path.stem}-{i}{path.suffix}")
+            try:
+                _link_or_create(tmp, target, text)
+                return target
+            except FileExistsError:
+                continue
+        raise DprecError(f"could not find a free name beside {path}")
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _link_or_create(tmp: str, target: Path, text: str) -> None:
+    """``target`` made from ``tmp`` only if it does not exist (FileExistsError otherwise):
+    a hard link, or an exclusive create where the file system has no hard links."""
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        raise
+    except OSError:
+        with open(target, "x", encoding="utf-8") as f:
+            f.write(text)
 
 
 class ResultsFolder:

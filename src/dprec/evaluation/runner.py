@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import scipy.sparse as sp
 
 import dprec
 from dprec.data.dataset import Dataset
+from dprec.data.synthetic import require_memory
 from dprec.errors import DprecError
 from dprec.evaluation.evaluator import Evaluator, Metrics
 from dprec.evaluation.fit_privacy import merge_fit_reports
@@ -23,9 +25,46 @@ from dprec.systems.base import Recommender
 if TYPE_CHECKING:
     from dprec.data.features import SideFeatures
 
+__all__ = [
+    "Experiment", "RESULT_BYTES_PER_FIT", "RESULT_SCHEMA", "RunResult", "array_bytes",
+    "check_seed_count", "mean_std",
+]
+
 log = logging.getLogger(__name__)
 
 RESULT_SCHEMA = 1
+RESULT_BYTES_PER_FIT = 16 << 10
+"""A floor on the bytes one (seed, fold) fit's results hold until the run ends (metrics,
+diagnostics, privacy report; measured 60-130 KiB per seed with its folds on a 200 x 100
+data set)."""
+
+
+def check_seed_count(n_seeds: int) -> None:
+    """DprecError, before anything is built, when ``n_seeds`` seeds' results alone
+    (:data:`RESULT_BYTES_PER_FIT` each) cannot fit in memory."""
+    require_memory(int(n_seeds) * RESULT_BYTES_PER_FIT, f"keeping the results of "
+                   f"{int(n_seeds):,} seeds", "pass fewer seeds (--seeds)")
+
+
+def array_bytes(obj: object, _seen: set[int] | None = None) -> int:
+    """Bytes of the numpy arrays and scipy sparse matrices reachable from ``obj`` (through
+    dataclass fields, attributes, dicts, lists and tuples), each counted once."""
+    seen = set() if _seen is None else _seen
+    if id(obj) in seen or obj is None or isinstance(obj, str | bytes | int | float):
+        return 0
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        return int(obj.nbytes) if obj.base is None or id(obj.base) not in seen else 0
+    if sp.issparse(obj):
+        return sum(array_bytes(getattr(obj, a, None), seen)
+                   for a in ("data", "indices", "indptr", "row", "col"))
+    if isinstance(obj, dict):
+        return sum(array_bytes(v, seen) for v in obj.values())
+    if isinstance(obj, list | tuple):
+        return sum(array_bytes(v, seen) for v in obj)
+    if hasattr(obj, "__dict__"):
+        return sum(array_bytes(v, seen) for v in vars(obj).values())
+    return 0
 
 
 def mean_std(values: Sequence[float]) -> dict[str, float]:
@@ -94,9 +133,10 @@ class Experiment:
     def __init__(self, dataset: Dataset, seeds: Sequence[int], split: Split | None = None,
                  evaluator: Evaluator | None = None) -> None:
         self.dataset = dataset
-        self.seeds = [int(s) for s in seeds]
-        if not self.seeds:
+        if not len(seeds):
             raise DprecError("seeds must name at least one seed")
+        check_seed_count(len(seeds))
+        self.seeds = [int(s) for s in seeds]
         self.split = split if split is not None else LeaveOneOutSplit("latest")
         self.evaluator = evaluator if evaluator is not None else RankingEvaluator()
         self._folds: dict[int, list[tuple[Any, Any]]] = {}
@@ -115,6 +155,20 @@ class Experiment:
                 (f, self.evaluator.prepare(self.dataset, f, seed, self.split.kind))
                 for f in folds]
         return self._folds[seed]
+
+    def memory_estimate(self) -> int:
+        """Bytes the run keeps until it ends: every seed's folds and shared evaluation state
+        (the arrays of the first seed's, drawn now, times the seeds) and every fit's
+        results (:data:`RESULT_BYTES_PER_FIT`)."""
+        first = self.folds(self.seeds[0])
+        per_seed = array_bytes(first) + len(first) * RESULT_BYTES_PER_FIT
+        return len(self.seeds) * per_seed
+
+    def check_memory(self) -> None:
+        """DprecError, before any fit, if the run's folds and results cannot fit in memory."""
+        require_memory(self.memory_estimate(), f"{len(self.seeds):,} seeds of "
+                       f"{self.dataset.name} (their folds, evaluation state and results)",
+                       "pass fewer seeds (--seeds)")
 
     def side_features(self) -> SideFeatures:
         """The dataset's side features, computed on first use and cached."""
@@ -146,6 +200,7 @@ class Experiment:
         """
         if curve_every is not None and (int(curve_every) != curve_every or curve_every < 1):
             raise DprecError(f"curve_every must be an integer >= 1, got {curve_every}")
+        self.check_memory()
         start = time.perf_counter()
         per_seed: list[Metrics] = []
         diags: list[dict[str, object]] = []
@@ -167,8 +222,10 @@ class Experiment:
                     model.set_rating_scale(self.dataset.rating_scale)
                 model.fit(self.evaluator.train_matrix(fold, model),
                           derive_generator(seed, "system", model.name), on_round=hook)
-                fold_metrics.append(self.evaluator.evaluate(
-                    model, fold, prepared, derive_generator(seed, "ties", model.name)))
+                metrics = self.evaluator.evaluate(model, fold, prepared,
+                                                  derive_generator(seed, "ties", model.name))
+                _check_degenerate(metrics, seed, k, self.dataset)
+                fold_metrics.append(metrics)
                 diags.append(model.diagnostics())
                 report = model.privacy_report()
                 reports.append(None if report is None else report.to_json())
@@ -201,3 +258,17 @@ class Experiment:
                                             derive_generator(seed, "ties", model.name))
                 curve.append({"round": round + 1, "metrics": m})
         return hook
+
+
+def _check_degenerate(metrics: Metrics, seed: int, fold: int, dataset: Dataset) -> None:
+    """DprecError when a fit's evaluation has a non-finite metric: no test case could be
+    scored (e.g. a one-item data set leaves nothing to rank), so the run measures nothing."""
+    bad = [f"{proto} {name}" for proto, values in metrics.items()
+           for name, v in values.items() if not np.isfinite(v)]
+    if bad:
+        raise DprecError(
+            f"degenerate run: seed {seed}, fold {fold} has no finite {', '.join(bad[:4])}"
+            f"{' ...' if len(bad) > 4 else ''}: no test case could be evaluated on "
+            f"{dataset.name} ({dataset.n_users:,} users, {dataset.n_items:,} items, "
+            f"{dataset.n_interactions:,} interactions); use a larger data set or another "
+            "split")

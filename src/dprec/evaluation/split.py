@@ -16,6 +16,11 @@ import scipy.sparse as sp
 from dprec.data.dataset import Dataset
 from dprec.errors import DprecError
 
+__all__ = [
+    "KFoldSplit", "LATEST_RULE_DOC", "LeaveOneOut", "LeaveOneOutSplit", "RatingFold", "Split",
+    "SplitRule", "UserFold", "UserSplit", "leave_one_out",
+]
+
 SplitRule = Literal["latest", "random"]
 
 LATEST_RULE_DOC = (

@@ -26,6 +26,11 @@ from dprec.evaluation.outputs import checked_output
 from dprec.evaluation.split import UserFold, _ratings_subset
 from dprec.systems.base import Ranker, Recommender, Task
 
+__all__ = [
+    "BATCH_USERS", "BLOCK_BYTES", "PROTOCOL", "UserRankingEvaluator", "UserTargets",
+    "evaluate_user_ranking", "user_targets",
+]
+
 log = logging.getLogger(__name__)
 
 PROTOCOL = ("user split; test users fine-tune on half of their ratings on the device; each "

@@ -13,6 +13,12 @@ import scipy.sparse as sp
 
 from dprec.selection import top_k
 
+__all__ = [
+    "Neighbourhood", "history_values", "jaccard_from_counts", "neighbour_matrix",
+    "score_item_candidates", "score_item_neighbourhood", "score_user_neighbourhood",
+    "top_k_neighbours",
+]
+
 Neighbourhood = Literal["item", "user"]
 
 

@@ -28,6 +28,11 @@ from torch.func import functional_call, grad, vmap
 from dprec.errors import DprecError
 from dprec.models.side_net import SideFeatureNet, UserRows
 
+__all__ = [
+    "ClientExamples", "LocalTrainer", "Params", "client_examples", "epoch_orders", "sample_unseen",
+    "split_examples", "torch_threads",
+]
+
 Params = dict[str, torch.Tensor]
 
 

@@ -25,6 +25,11 @@ from torch import nn
 from dprec.data.features import FeatureBlock, SideFeatures
 from dprec.errors import DprecError
 
+__all__ = [
+    "ItemInputs", "SideFeatureNet", "UserInputs", "UserRows", "from_vector", "parameters_of",
+    "to_matrix", "to_vector",
+]
+
 UserInputs = Literal["features", "none"]
 ItemInputs = Literal["features", "id"]
 

@@ -29,6 +29,12 @@ from dprec.systems.base import Recommender
 from dprec.systems.dplcf.system import LocalItemCFConfig
 from dprec.systems.spec import NoConfig, SystemSpec
 
+__all__ = [
+    "ConfigFile", "FlippedBPRConfig", "FlippedGMFConfig", "SPEC_MODULES", "SYSTEMS",
+    "check_model_memory", "config_fields", "config_to_toml", "make_config", "make_system",
+    "model_memory_estimate", "parse_label", "private_systems", "read_config", "spec",
+]
+
 
 @dataclass(frozen=True)
 class FlippedBPRConfig(BPRConfig):
@@ -201,16 +207,24 @@ def _field_type(cfg_cls: type, name: str) -> Any:
     return hints[name]
 
 
-def _coerce(system: str, key: str, value: object, tp: Any) -> object:
-    """``value`` (a TOML value or command-line text) as the field's type."""
+def _coerce(system: str, key: str, value: object, tp: Any, typed: bool = False) -> object:
+    """``value`` (command-line text, or with ``typed`` a TOML value that must already have
+    the field's type: ``neighbours = "20"`` is an error there) as the field's type."""
     args = typing.get_args(tp)
     origin = typing.get_origin(tp)
     text = value if isinstance(value, str) else None
     if origin in (typing.Union, types.UnionType) and type(None) in args:
-        if value is None or (text is not None and text.lower() == "none"):
+        if value is None or (text is not None and text.lower() == "none" and not typed):
             return None
         inner = [a for a in args if a is not type(None)]
-        return _coerce(system, key, value, inner[0])
+        return _coerce(system, key, value, inner[0], typed)
+    if typed and not _has_toml_type(value, tp, origin, args):
+        want = _type_name(tp, origin, args)
+        raise DprecError(f"{system}: {key} must be {want}, got {value!r} "
+                         f"({type(value).__name__}); write it without quotes"
+                         if isinstance(value, str) else
+                         f"{system}: {key} must be {want}, got {value!r} "
+                         f"({type(value).__name__})")
     try:
         if origin is typing.Literal:
             if value not in args:
@@ -238,14 +252,35 @@ def _coerce(system: str, key: str, value: object, tp: Any) -> object:
         pass
     else:
         return value
-    want = (" or ".join(repr(a) for a in args) if origin is typing.Literal
+    raise DprecError(f"{system}: {key} must be {_type_name(tp, origin, args)}, got {value!r}")
+
+
+def _type_name(tp: Any, origin: Any, args: tuple) -> str:
+    return (" or ".join(repr(a) for a in args) if origin is typing.Literal
             else getattr(tp, "__name__", str(tp)))
-    raise DprecError(f"{system}: {key} must be {want}, got {value!r}")
+
+
+def _has_toml_type(value: object, tp: Any, origin: Any, args: tuple) -> bool:
+    """Whether a typed (TOML) value already has the field's type: an integer for int, a
+    number for float, a boolean for bool, text for str and text literals."""
+    if origin is typing.Literal:
+        return any(type(value) is type(a) for a in args)
+    if tp is bool:
+        return isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if tp is str:
+        return isinstance(value, str)
+    return True
 
 
 def make_config(name: str, params: Mapping[str, object] | None = None,
-                base: Any | None = None) -> Any:
-    """The config of ``name`` with ``params`` applied (text or typed values), validated."""
+                base: Any | None = None, *, typed: bool = False) -> Any:
+    """The config of ``name`` with ``params`` applied, validated: command-line text is
+    converted to each field's type; with ``typed`` (values read from TOML) every value
+    must already have it."""
     s = spec(name)
     cfg = base if base is not None else s.default_config()
     params = dict(params or {})
@@ -261,11 +296,33 @@ def make_config(name: str, params: Mapping[str, object] | None = None,
         options = ", ".join(known) if known else "none"
         raise DprecError(f"{name} has no option {', '.join(unknown)}; its options: {options} "
                          f"(see `dprec systems {name}`)")
-    values = {k: _coerce(name, k, v, _field_type(s.config, k)) for k, v in params.items()}
+    values = {k: _coerce(name, k, v, _field_type(s.config, k), typed)
+              for k, v in params.items()}
     try:
         return replace(cfg, **values)
     except DprecError as e:
         raise DprecError(f"{name}: {e}") from None
+
+
+def model_memory_estimate(config: Any, n_users: int, n_items: int) -> int:
+    """Bytes of a factor model's main arrays: float64 user and item factors and one F x F
+    Gram matrix, 8 ((n_users + n_items) F + F^2), for a config with ``factors`` (0 for the
+    others). ALS holds these in float64; the float32 models need at least half of it."""
+    f = getattr(config, "factors", None)
+    if not isinstance(f, int) or isinstance(f, bool):
+        return 0
+    itemsize = 8 if isinstance(config, ALSConfig) else 4
+    return itemsize * (int(n_users) + int(n_items)) * f + 8 * f * f
+
+
+def check_model_memory(name: str, config: Any, n_users: int = 0, n_items: int = 0) -> None:
+    """DprecError, before any fit, when the system's factor arrays cannot fit in memory (with
+    0 users and items: the F x F part alone, checked before the data load)."""
+    from dprec.data.synthetic import require_memory
+    need = model_memory_estimate(config, n_users, n_items)
+    f = getattr(config, "factors", None)
+    require_memory(need, f"{name} with factors={f} on {n_users:,} users x {n_items:,} items",
+                   "pass fewer factors (--param factors=...)")
 
 
 def make_system(name: str, params: Mapping[str, object] | None = None,
@@ -365,5 +422,8 @@ def read_config(path: Path) -> ConfigFile:
     if extra:
         raise DprecError(f"config file {path}: unknown top-level key(s) {', '.join(extra)}")
     spec(system)
-    make_config(system, params)
+    try:
+        make_config(system, params, typed=True)
+    except DprecError as e:
+        raise DprecError(f"config file {path}: {e}") from None
     return ConfigFile(system, dict(params), dict(doc.get("provenance", {})), str(path))

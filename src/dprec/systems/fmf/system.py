@@ -32,6 +32,8 @@ from dprec.systems.central import factor_scores
 from dprec.systems.fmf import client, server
 from dprec.systems.reporting import privacy_report_from_log
 
+__all__ = ["FMFConfig", "FederatedMF", "MAX_REPORT_SCALE", "Mechanism", "THREAT_MODEL"]
+
 log = logging.getLogger(__name__)
 
 Mechanism = Literal["binary", "piecewise", "none"]
@@ -91,6 +93,7 @@ class FMFConfig:
         if not math.isfinite(self.epsilon) or self.epsilon > 50:
             raise DprecError(f"epsilon must be <= 50 per report (larger is no privacy and "
                              f"overflows the accounting), got {self.epsilon}")
+        self._check_report_scale()
         check_positive("lr", self.lr)
         if self.user_budget is not None:
             check_positive("user_budget", self.user_budget)
@@ -108,6 +111,33 @@ class FMFConfig:
                              f"the proxy holds per sender and round), got {self.k}")
         if self.factors > 255:
             raise DprecError(f"factors must be <= 255, got {self.factors}")
+
+
+    def _check_report_scale(self) -> None:
+        """An epsilon so small that a report's magnitude C (binary: 1/tanh(eps/2), piecewise
+        1 + 2/(e^(eps/2) - 1), about 2/eps and 4/eps) exceeds :data:`MAX_REPORT_SCALE` is an
+        error naming epsilon: the server's V and the clients' Gram matrices hold C^2-sized
+        numbers, which overflow float64 (the run ended in "not positive definite; increase
+        reg" at eps = 1e-300)."""
+        if self.exact or self.mechanism == "none":
+            return
+        binary = self.mechanism == "binary"
+        mech = BinaryMechanism(self.epsilon) if binary else PiecewiseMechanism(self.epsilon)
+        c = mech.scale
+        if not c <= MAX_REPORT_SCALE:
+            least = (2.0 * math.atanh(1.0 / MAX_REPORT_SCALE) if binary
+                     else 2.0 * math.log1p(2.0 / (MAX_REPORT_SCALE - 1.0)))
+            raise DprecError(
+                f"epsilon={self.epsilon:g} is too small for the {self.mechanism} mechanism: "
+                f"each report is +-{c:.3g} times the clipped gradient, and the server's and "
+                f"the clients' arithmetic on such numbers overflows float64; use epsilon >= "
+                f"{least:.3g}")
+
+
+MAX_REPORT_SCALE = 1e100
+"""The largest report magnitude C FMF-LDP accepts: V grows by at most lr C N F per server
+step and the clients square it, which stays finite in float64 for any realistic N, F and
+epochs below this (overflow was seen between eps = 1e-100 and 1e-200, C = 2e100..2e200)."""
 
 
 class FederatedMF(Ranker):
