@@ -18,7 +18,7 @@ from dprec.errors import DprecError
 from dprec.evaluation.runner import Experiment
 from dprec.evaluation.split import UserSplit
 from dprec.evaluation.user_ranking import UserRankingEvaluator
-from dprec.privacy.accountant import RdpAccountant
+from dprec.privacy.accountant import Adjacency, RdpAccountant
 from dprec.privacy.accounting import gaussian_rdp_epsilon
 from dprec.privacy.gaussian import privrec_effective_noise
 from dprec.privacy.guarantee import reported_epsilon
@@ -250,7 +250,7 @@ def test_rdp_accountant_reproduces_the_corrected_table_cells():
     with pytest.raises(DprecError):
         RdpAccountant().check(dp_accounting.PoissonSampledDpEvent(
             0.1, dp_accounting.GaussianDpEvent(1.0)))
-    poisson = RdpAccountant("add_remove_one")
+    poisson = RdpAccountant(Adjacency.ADD_REMOVE_ONE)
     assert poisson.compose([(dp_accounting.PoissonSampledDpEvent(
         0.01, dp_accounting.GaussianDpEvent(1.0)), 100)], 1e-5).epsilon == pytest.approx(
         gaussian_rdp_epsilon(1.0, 0.01, 100, 1e-5))

@@ -43,7 +43,7 @@ from dprec.audit.bounds import eps_lower_one_run
 from dprec.audit.result import AuditResult
 from dprec.data.features import SideFeatures
 from dprec.errors import DprecError
-from dprec.privacy.accountant import RdpAccountant, account
+from dprec.privacy.accountant import Adjacency, RdpAccountant, account
 from dprec.privacy.accounting import gaussian_rdp_epsilon
 from dprec.privacy.events import EventLog
 from dprec.protocol.engine import Clients, Sent, run_protocol
@@ -191,7 +191,7 @@ def audit_privrec_one_run(cfg: PrivRecConfig, train: sp.csr_matrix, features: Si
         per_r[str(r)] = {"correct": v, "eps_lower": eps_lower_one_run(m, r, v, cfg.delta, beta)}
     best = max(per_r, key=lambda k: per_r[k]["eps_lower"])
     t = sum(rec.updated for rec in run.rounds)
-    levels = account(log, cfg.delta, RdpAccountant("replace_one"), model="central")
+    levels = account(log, cfg.delta, RdpAccountant(Adjacency.REPLACE_ONE), model="central")
     claimed = gaussian_rdp_epsilon(cfg.noise_multiplier, cfg.clients_per_round / n_pop,
                                    t * cfg.clients_per_round, cfg.delta,
                                    "fixed_size_replace_one", dataset_size=n_pop,

@@ -70,6 +70,7 @@ from dp_accounting.pld import privacy_loss_distribution as pld
 from scipy.special import expit
 
 from dprec.errors import DprecError, check_positive
+from dprec.privacy.adjacency import Adjacency, as_adjacency
 from dprec.privacy.bit_vector import MAX_EXACT_BITS, bit_vector_epsilon
 from dprec.privacy.events import (
     BitFlipDpEvent,
@@ -83,6 +84,7 @@ from dprec.privacy.shuffle import clone_pair_pld
 
 __all__ = [
     "Accountant",
+    "Adjacency",
     "BasicAccountant",
     "Composition",
     "Direction",
@@ -198,9 +200,16 @@ def _flatten(events: Iterable[tuple[DpEvent, int]]) -> dict[DpEvent, int]:
 
 
 class Accountant(abc.ABC):
-    """Composes events into an epsilon at a delta; unknown events raise."""
+    """Composes events into an epsilon at a delta; unknown events raise.
+
+    ``adjacency``: the neighbouring relation the analysis holds under. The basic and PLD
+    accountants analyse every event under :attr:`Adjacency.REPLACE_ONE` (a local report's
+    dominating pair compares any two inputs; a Gaussian or Laplace event's sensitivity 1 is
+    measured under replacement); the RDP accountant takes either.
+    """
 
     name: ClassVar[str] = "accountant"
+    adjacency: Adjacency = Adjacency.REPLACE_ONE
 
     @abc.abstractmethod
     def _supports_leaf(self, event: DpEvent) -> bool: ...
@@ -483,30 +492,27 @@ class PldAccountant(Accountant):
 class RdpAccountant(Accountant):
     """Renyi-DP composition of (subsampled) Gaussian events (dp-accounting's RDP accountant).
 
-    ``neighboring_relation``: ``"replace_one"`` (fixed-size batches without replacement,
+    ``adjacency``: :attr:`Adjacency.REPLACE_ONE` (fixed-size batches without replacement,
     ``SampledWithoutReplacementDpEvent``; sensitivity measured under replacement) or
-    ``"add_remove_one"`` (Poisson sampling, ``PoissonSampledDpEvent``). An event that needs the
-    other relation raises :class:`UnsupportedEventError`. Epsilon uses the improved conversion
-    (dp-accounting's default); all supported events are two-sided.
+    :attr:`Adjacency.ADD_REMOVE_ONE` (Poisson sampling, ``PoissonSampledDpEvent``); a string
+    is refused. An event that needs the other relation raises
+    :class:`UnsupportedEventError`. Epsilon uses the improved conversion (dp-accounting's
+    default); all supported events are two-sided.
     """
 
     name: ClassVar[str] = "rdp"
 
-    def __init__(self, neighboring_relation: Literal["replace_one", "add_remove_one"]
-                 = "replace_one") -> None:
-        if neighboring_relation not in ("replace_one", "add_remove_one"):
-            raise DprecError("neighboring_relation must be 'replace_one' or 'add_remove_one', "
-                             f"got {neighboring_relation!r}")
-        self.neighboring_relation = neighboring_relation
+    def __init__(self, adjacency: Adjacency = Adjacency.REPLACE_ONE) -> None:
+        self.adjacency = as_adjacency(adjacency)
 
     def _supports_leaf(self, event: DpEvent) -> bool:
         if isinstance(event, dp_accounting.GaussianDpEvent | dp_accounting.NoOpDpEvent):
             return True
         if isinstance(event, dp_accounting.SampledWithoutReplacementDpEvent):
-            return (self.neighboring_relation == "replace_one"
+            return (self.adjacency is Adjacency.REPLACE_ONE
                     and isinstance(event.event, dp_accounting.GaussianDpEvent))
         if isinstance(event, dp_accounting.PoissonSampledDpEvent):
-            return (self.neighboring_relation == "add_remove_one"
+            return (self.adjacency is Adjacency.ADD_REMOVE_ONE
                     and isinstance(event.event, dp_accounting.GaussianDpEvent))
         return False
 
@@ -519,15 +525,13 @@ class RdpAccountant(Accountant):
         leaves = {e: c for e, c in self._leaves(events).items() if c > 0}
         if not leaves:
             return Composition(0.0, 0.0, "two", ("no events: eps = 0",))
-        rel = (dp_accounting.NeighboringRelation.REPLACE_ONE
-               if self.neighboring_relation == "replace_one"
-               else dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
-        acc = rdp_privacy_accountant.RdpAccountant(neighboring_relation=rel)
+        acc = rdp_privacy_accountant.RdpAccountant(
+            neighboring_relation=self.adjacency.to_dp_accounting())
         for event, count in leaves.items():
             acc.compose(event, int(count))
         eps = float(acc.get_epsilon(delta))
         return Composition(eps, delta, "two", (
-            f"RDP composition (dp-accounting, {self.neighboring_relation} adjacency, improved "
+            f"RDP composition (dp-accounting, {self.adjacency.value} adjacency, improved "
             "RDP-to-DP conversion)",))
 
 
@@ -669,6 +673,35 @@ def _basic_level(
     )
 
 
+def _single_pure_event(events: Sequence[DpEvent], matrix: np.ndarray) -> bool:
+    """Whether every user underwent at most one leaf event, each pure on its own: its basic
+    ``(eps, 0)`` is its exact pure epsilon (not a shuffled report, whose basic epsilon is the
+    local ``eps0`` and ignores amplification)."""
+    leaves = [_flatten([(e, 1)]) for e in events]
+    if any(isinstance(x, ShuffledReportDpEvent) for lv in leaves for x in lv):
+        return False
+    sizes = np.array([sum(lv.values()) for lv in leaves], dtype=np.int64)
+    return bool(matrix.size) and int((matrix @ sizes).max()) <= 1
+
+
+def _prefer_pure(tight: Guarantee, basic: Guarantee, single: bool) -> Guarantee:
+    """The pure ``(eps, 0)`` of basic composition in place of the PLD's ``(eps', delta)``
+    when it is finite and pure and either no larger (``eps <= eps'``) or the bound of a single
+    pure event (whose PLD differs only by the discretisation and an O(delta) shift: a pure
+    mechanism is reported as pure). Both are sound; otherwise the PLD's stays."""
+    if basic.delta != 0.0 or not math.isfinite(basic.epsilon):
+        return tight
+    if basic.epsilon <= tight.epsilon:
+        why = f"no larger than the PLD analysis (eps={tight.epsilon:.6g} at delta={tight.delta:g})"
+        return replace(basic, notes=(*basic.notes, why))
+    if single:
+        return replace(basic, notes=(
+            "a single pure event per user: its exact pure (eps, 0) (the worst-case user's)",
+            f"the PLD analysis gives eps={tight.epsilon:.6g} at delta={tight.delta:g}",
+        ))
+    return tight
+
+
 def account(
     log: EventLog,
     delta: float,
@@ -681,7 +714,8 @@ def account(
 
     ``user``: PLD composition (``accountant``, default :class:`PldAccountant`) of all of the
     worst-case user's events; replaced by basic composition where that is tighter (a pure
-    bound also holds at ``delta``). ``user_basic``: basic composition of the same events,
+    bound also holds at ``delta``), and by the pure ``(eps, 0)`` of a single pure event
+    (:func:`_prefer_pure`). ``user_basic``: basic composition of the same events,
     None when an event has no pure epsilon (e.g. Gaussian). ``event``: the same for one
     interaction (every ``unit="user"`` copy, one copy per ``unit="interaction"`` record).
     Users who never underwent an event have eps = 0. ``model``: "shuffled" if the log holds
@@ -706,11 +740,8 @@ def account(
     for level, matrix in (("user", user_matrix), ("event", event_matrix)):
         tight = _pld_level(acc, events, matrix, delta, level, model, int(max_groups))
         basic = _basic_level(events, matrix, level, model) if basic_ok else None
-        if basic is not None and basic.epsilon < tight.epsilon:
-            tight = replace(
-                basic,
-                notes=(*basic.notes, f"tighter than the PLD analysis (eps={tight.epsilon:.6g})"),
-            )
+        if basic is not None:
+            tight = _prefer_pure(tight, basic, _single_pure_event(events, matrix))
         levels[level] = (tight, basic)
     return PrivacyLevels(
         event=levels["event"][0], user=levels["user"][0], user_basic=levels["user"][1]

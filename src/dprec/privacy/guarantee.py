@@ -8,6 +8,10 @@ from typing import Literal, get_args
 
 from dprec.errors import DprecError
 
+__all__ = [
+    "Guarantee", "Level", "Model", "PrivacyReport", "REPORTED_DIGITS", "Sides", "reported_epsilon",
+]
+
 REPORTED_DIGITS = 6
 """Significant digits of a reported epsilon. The accountants' numerics (dp-accounting's PLD
 and RDP, binomial laws) go through numpy's SIMD exp/log, whose last bits differ between CPUs

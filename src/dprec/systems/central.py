@@ -26,6 +26,8 @@ from dprec.systems.base import (
 )
 from dprec.systems.reporting import privacy_report_from_log
 
+__all__ = ["TrainedOnObfuscated", "factor_scores"]
+
 
 class _FactorModel(Protocol):
     config: object
@@ -123,4 +125,4 @@ class TrainedOnObfuscated(Ranker):
         return privacy_report_from_log(
             self.name, "untrusted server trains on each user's obfuscated bit vector",
             self.events, Guarantee(float(self.epsilon or mech.epsilon), mechanism="bit flip"),
-            (mech.event(),), true=mech.guarantee())
+            (mech.event(),), true_level="event")

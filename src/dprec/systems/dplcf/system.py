@@ -32,6 +32,8 @@ from dprec.systems.dplcf import client, server
 from dprec.systems.dplcf.messages import NeighbourLists
 from dprec.systems.reporting import privacy_report_from_log
 
+__all__ = ["Flip", "LocalItemCF", "LocalItemCFConfig", "THREAT_MODEL"]
+
 Flip = Literal["none", "symmetric", "asymmetric", "oue"]
 
 THREAT_MODEL = (
@@ -155,4 +157,4 @@ class LocalItemCF(Ranker):
                             mechanism=mech.name,
                             notes=("as published: eps-LDP per interaction bit",))
         return privacy_report_from_log(self.name, THREAT_MODEL, self.events, claimed,
-                                       (mech.event(),), true=mech.guarantee())
+                                       (mech.event(),), true_level="event")

@@ -48,6 +48,11 @@ from dprec.systems.base import NotFittedError, RatingPredictor, RoundHook
 from dprec.systems.ldp_svd import client, server
 from dprec.systems.ldp_svd.messages import Scale
 
+__all__ = [
+    "LDPSVDConfig", "LaplaceRRSVDConfig", "LocalRatingSVD", "Mechanism", "PROFILE_SCOPE",
+    "RatingMechanism", "SVDConfig", "SVDFields", "THREAT_MODEL", "VALUES_SCOPE", "membership_event",
+]
+
 Mechanism = Literal["laplace", "duchi", "piecewise"]
 RatingMechanism = LaplaceMechanism | LaplaceRR | BinaryMechanism | PiecewiseMechanism
 
@@ -321,7 +326,7 @@ class LocalRatingSVD(RatingPredictor):
             f"; hide_items: each unrated item is also reported with probability "
             f"{cfg.fake_rate:g} (fake value = the scale midpoint, perturbed alike)"
             if cfg.hide_items else "")
-        return PrivacyReport(self.name, threat, _scoped(mech.guarantee(), VALUES_SCOPE["event"]),
+        return PrivacyReport(self.name, threat, _scoped(values.event, VALUES_SCOPE["event"]),
                              cfg.claimed(), (mech.event(),), body)
 
 

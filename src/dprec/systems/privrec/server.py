@@ -5,21 +5,28 @@ DP-PrivRec (Algorithm 2): every update is clipped to S (the server re-clips what
 so a client that ignores S cannot raise the sensitivity), then
 theta_0 <- theta_0 + alpha3 sum(Delta)/M + N(0, sigma_D^2 I), sigma_D = (2 S z / M)
 sqrt(1/(1-h)); beta~ = sum(b)/M + N(0, sigma_b^2), sigma_b = (2 z / M) sqrt(1/h), and S
-moves by :class:`AdaptiveClip`. Sums are divided by the fixed batch size M, not by the
-number of updates that arrived.
+moves by :class:`AdaptiveClip`. Both noises are :class:`~dprec.mechanisms.gaussian.Gaussian`
+mechanisms (:meth:`ReptileServer.mechanisms`), whose joint event
+(:meth:`ReptileServer.round_event`) is what a round's sampled batch undergoes. Sums are
+divided by the fixed batch size M, not by the number of updates that arrived.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+import dp_accounting
 import numpy as np
 
 from dprec.errors import DprecError
+from dprec.mechanisms.gaussian import Gaussian, joint_event
+from dprec.privacy.gaussian import privrec_noise_multipliers
 from dprec.protocol.engine import Server
 from dprec.protocol.messages import ModelBroadcast, ModelUpdates
 from dprec.systems.privrec.clipping import AdaptiveClip, clip_rows
 from dprec.systems.privrec.config import PrivRecConfig
+
+__all__ = ["ReptileServer"]
 
 
 class ReptileServer(Server):
@@ -40,6 +47,21 @@ class ReptileServer(Server):
         self.clip_history: list[float] = []
         self.unclipped_history: list[float] = []
         self._rng: np.random.Generator | None = None
+
+    def mechanisms(self, clip: float) -> tuple[Gaussian, Gaussian]:
+        """DP-PrivRec's two Gaussian queries of a round at clip bound ``clip``, replace-one
+        sensitivities (:func:`~dprec.privacy.gaussian.privrec_noise_multipliers`): the update
+        ``alpha3 sum(Delta)/M`` (``2 alpha3 S / M``, noise ``z_D``) and the clip count's mean
+        ``sum(b)/M`` (``1/M``, noise ``z_b``)."""
+        cfg, m = self.cfg, self.cfg.clients_per_round
+        z_d, z_b, _ = privrec_noise_multipliers(cfg.noise_multiplier, cfg.budget_balance,
+                                                cfg.server_lr)
+        return (Gaussian(z_d, 2.0 * cfg.server_lr * clip / m), Gaussian(z_b, 1.0 / m))
+
+    def round_event(self) -> dp_accounting.GaussianDpEvent:
+        """One round's release over the sampled batch: both queries as one Gaussian event
+        (:func:`~dprec.mechanisms.gaussian.joint_event`; independent of the clip bound)."""
+        return joint_event(self.mechanisms(1.0))
 
     def _broadcast(self, round: int) -> ModelBroadcast:
         assert self._rng is not None
@@ -72,16 +94,14 @@ class ReptileServer(Server):
             return self._broadcast(round + 1)
         s = self.clip.value
         d, _ = clip_rows(d, s)
-        z, h = cfg.noise_multiplier, cfg.budget_balance
-        sigma_d = 2.0 * s * z / m * np.sqrt(1.0 / (1.0 - h))
-        sigma_b = 2.0 * z / m * np.sqrt(1.0 / h)
-        noise = self._rng.normal(0.0, sigma_d, self.theta.size)
+        update, count = self.mechanisms(s)
+        noise = update.noise(self._rng, self.theta.size)
         self.theta = (self.theta + cfg.server_lr * d.sum(axis=0) / m + noise).astype(np.float32)
         if not np.all(np.isfinite(self.theta)):
             raise DprecError(f"the global model is no longer finite after round {round} "
-                             f"(noise sigma_D = {sigma_d:.3g} per parameter); lower "
+                             f"(noise sigma_D = {update.sigma:.3g} per parameter); lower "
                              "initial_clip or noise, or raise clients_per_round")
-        beta = float(np.concatenate(bits).sum()) / m + float(self._rng.normal(0.0, sigma_b))
+        beta = float(np.concatenate(bits).sum()) / m + float(count.noise(self._rng))
         self.unclipped_history.append(beta)
         self.clip_history.append(self.clip.update(beta))
         return self._broadcast(round + 1)

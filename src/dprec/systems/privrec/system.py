@@ -38,7 +38,7 @@ from dprec.models.side_net import (
     to_matrix,
     to_vector,
 )
-from dprec.privacy.accountant import RdpAccountant
+from dprec.privacy.accountant import Adjacency, RdpAccountant
 from dprec.privacy.accounting import gaussian_rdp_epsilon
 from dprec.privacy.events import EventLog
 from dprec.privacy.gaussian import pld_poisson_epsilon, privrec_noise_multipliers
@@ -49,6 +49,8 @@ from dprec.systems.privrec.client import SideNetClients
 from dprec.systems.privrec.config import PrivRecConfig
 from dprec.systems.privrec.server import ReptileServer
 from dprec.systems.reporting import privacy_report_from_log
+
+__all__ = ["SideNetRecommender", "THREAT_MODEL", "privrec_noise"]
 
 THREAT_MODEL = (
     "central DP with a trusted aggregator: the server that adds the noise receives each "
@@ -133,14 +135,13 @@ class SideNetRecommender(Ranker):
         cfg = self.config
         assert self._net is not None and self._users is not None and self.events is not None
         like = parameters_of(self._net)
+        server = ReptileServer(to_vector(like).numpy(), train_users, train.shape[0], cfg)
         if cfg.dp:
-            _, _, z_eff = privrec_noise(cfg)
             event: object = dp_accounting.SampledWithoutReplacementDpEvent(
-                len(train_users), cfg.clients_per_round, dp_accounting.GaussianDpEvent(z_eff))
+                len(train_users), cfg.clients_per_round, server.round_event())
             event_users: np.ndarray | None = train_users
         else:
             event, event_users = dp_accounting.NonPrivateDpEvent(), None
-        server = ReptileServer(to_vector(like).numpy(), train_users, train.shape[0], cfg)
         clients = SideNetClients(LocalTrainer(self._net), like, train, self._users, cfg,
                                  event, event_users)
         self._server = server
@@ -306,7 +307,7 @@ class SideNetRecommender(Ranker):
                     "the server re-clips every update it receives to S",
                 ],
             },
-            accountant=RdpAccountant("replace_one"),
+            accountant=RdpAccountant(Adjacency.REPLACE_ONE),
         )
         return report
 
