@@ -64,19 +64,94 @@ def _closure(name: str, prefix: str = "dprec") -> set[str]:
     return seen
 
 
-def _roles(role: str) -> list[str]:
-    return [_module_name(p) for p in ROOT.rglob(f"{role}.py")]
+# Modules that play several roles in one process by design (simulation, audit), so may
+# reach clients and servers; no role may reach them.
+DRIVERS = {
+    "dprec.protocol.engine": "the round loop and its in-process proxies",
+    "dprec.services.transport": "the engine's HTTP transport: stands in for server and proxy",
+    "dprec.audit.one_run": "runs canary clients against a system's server",
+}
+DRIVER_PACKAGES = ("dprec.distributed",)  # shards run clients and fold the server's sums
+ROLE_BASES = {"client": {"Clients"}, "server": {"Server"}, "proxy": {"Proxy"}}
+ROLE_MODULES = {"client": {"dprec.client"}, "server": {"dprec.services.roles"},
+                "proxy": {"dprec.services.proxy"}}
 
 
-def test_clients_and_servers_do_not_import_each_other_even_transitively():
-    clients, servers = _roles("client"), _roles("server")
-    assert clients and servers
-    for c in clients:
-        bad = {m for m in _closure(c) if m.rsplit(".", 1)[-1] == "server"}
-        assert not bad, f"{c} reaches {bad}"
-    for s in servers:
-        bad = {m for m in _closure(s) if m.rsplit(".", 1)[-1] == "client"}
-        assert not bad, f"{s} reaches {bad}"
+def _defines_subclass(path: Path, bases: set[str]) -> bool:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ClassDef) and any(
+                (getattr(b, "id", None) or getattr(b, "attr", None)) in bases
+                for b in node.bases):
+            return True
+    return False
+
+
+def _is_driver(name: str) -> bool:
+    return name in DRIVERS or name.startswith(DRIVER_PACKAGES)
+
+
+def _roles(role: str, root: Path = ROOT) -> list[str]:
+    """The modules of ``role`` wherever they live: named ``role.py``, in the role's package
+    (``dprec.client``: the device SDK), listed in ROLE_MODULES, or defining a subclass of the
+    engine's role class (``Clients``, ``Server``, ``Proxy``); drivers excepted."""
+    found = set()
+    for p in root.rglob("*.py"):
+        name = _module_name(p) if root == ROOT else ".".join(
+            (root.name, *p.relative_to(root).with_suffix("").parts))
+        name = name.removesuffix(".__init__")
+        if _is_driver(name):
+            continue
+        if p.stem == role or _defines_subclass(p, ROLE_BASES[role]) or any(
+                name == m or name.startswith(m + ".") for m in ROLE_MODULES[role]):
+            found.add(name)
+    return sorted(found)
+
+
+def _role_of(module: str) -> set[str]:
+    return {r for r in ROLE_BASES if module in _ROLES[r]}
+
+
+_ROLES = {r: set(_roles(r)) for r in ROLE_BASES}
+
+
+def test_roles_are_found_wherever_their_files_live():
+    assert {"dprec.client.device", "dprec.client.http", "dprec.systems.fmf.client",
+            "dprec.protocol.poisoning"} <= _ROLES["client"]
+    assert {"dprec.services.server", "dprec.services.roles", "dprec.systems.fmf.server",
+            "dprec.systems.privrec.server"} <= _ROLES["server"]
+    assert "dprec.services.proxy" in _ROLES["proxy"]
+    assert not any(_role_of(m) for m in DRIVERS)
+
+
+def test_the_role_finder_sees_a_role_class_in_any_file(tmp_path):
+    pkg = tmp_path / "probe"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "helpers.py").write_text("from dprec.protocol.engine import Clients\n"
+                                    "class Devices(Clients):\n    pass\n")
+    (pkg / "other.py").write_text("class Plain:\n    pass\n")
+    assert _roles("client", pkg) == ["probe.helpers"]
+
+
+def test_roles_do_not_import_each_other_even_transitively():
+    """A client reaches no server, proxy, driver or service; a server no client, proxy or
+    driver; the proxy (which sees opaque messages) no client, server or driver."""
+    assert all(_ROLES.values())
+    for role, members in _ROLES.items():
+        for m in members:
+            reached = _closure(m) - {m}
+            bad = {x for x in reached if _is_driver(x) and x != "dprec.protocol.engine"}
+            bad |= {x for x in reached if _role_of(x) - {role}}
+            if role == "client":
+                bad |= {x for x in reached if x.startswith("dprec.services")}
+            assert not bad, f"{role} {m} reaches {sorted(bad)}"
+
+
+def test_shards_never_reach_the_services_or_the_device_sdk():
+    for p in (ROOT / "distributed").glob("*.py"):
+        name = _module_name(p).removesuffix(".__init__")
+        bad = {x for x in _closure(name) if x.startswith(("dprec.services", "dprec.client"))}
+        assert not bad, f"{name} reaches {sorted(bad)}"
 
 
 def test_the_closure_check_sees_relative_and_transitive_imports(tmp_path, monkeypatch):

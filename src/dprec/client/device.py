@@ -3,10 +3,11 @@
 :class:`DeviceClient` reads the server's protocol description under its own
 :class:`~dprec.client.policy.DevicePolicy` (never the server's), fetches the server's
 artefacts (conditionally, by ETag, each of the exact size N and the config imply), runs the
-protocol's client step on the user's history with a cryptographically secure generator,
+protocol's client step (its system's descriptor, :mod:`dprec.protocol.deployment`) on the
+user's history with a cryptographically secure generator,
 keeps the user's privacy ledger on disk (:class:`~dprec.client.ledger.DiskLedger`), submits
 through the proxy with its token, and ranks items on the device. The client step is the
-simulation's own (:class:`~dprec.systems.fmf.client.FederatedClients`,
+simulation's own (FMF-LDP's :class:`~dprec.systems.fmf.client.FederatedClients`, DPLCF's
 :func:`~dprec.systems.dplcf.client.obfuscate`) on a population of one.
 
 Order of a report, so that no message is ever sent uncharged, a crash never under-charges
@@ -38,16 +39,8 @@ from dprec.client.randomness import RandomSource, SecureSource
 from dprec.client.runs import SentMessages, report_key
 from dprec.errors import DprecError
 from dprec.protocol.deployed import ProtocolInfo
-from dprec.protocol.messages import (
-    GradientReports,
-    ItemMatrix,
-    Message,
-    NeighbourLists,
-    ValueReports,
-)
+from dprec.protocol.messages import Message, NeighbourLists
 from dprec.selection import top_k_row
-from dprec.systems.dplcf.client import local_scores, obfuscate
-from dprec.systems.fmf.client import FederatedClients, check_item_matrix, user_vectors
 
 log = logging.getLogger(__name__)
 
@@ -119,17 +112,22 @@ class DeviceClient:
         return self.server.artefact(name, expected=t.artefact_bytes,
                                     expected_what=t.artefact_what).data
 
+    def artefact(self) -> object:
+        """The device's artefact of the protocol (FMF-LDP's V as float64, DPLCF's neighbour
+        lists), decoded and checked by the system's descriptor; refetched only when
+        changed."""
+        t = self.terms
+        return self.info.deployment.decode_artefact(t, self._artefact(t.artefact))
+
     def item_matrix(self) -> np.ndarray:
         """FMF-LDP's V (float32 on the wire, float64 here), refetched only when changed."""
         t = self.terms
-        m = ItemMatrix.from_bytes(self._artefact("item-matrix")).check_for(t.n_items, t.factors)
-        return m.matrix.astype(np.float64)
+        return self.info.deployment.decode_artefact(t, self._artefact("item-matrix"))  # type: ignore[no-any-return]
 
     def neighbours(self) -> NeighbourLists:
         """DPLCF's neighbour lists, refetched only when changed."""
         t = self.terms
-        return NeighbourLists.from_bytes(self._artefact("neighbours")).check_for(
-            t.n_items, need_full=t.neighbourhood == "user")
+        return self.info.deployment.decode_artefact(t, self._artefact("neighbours"))  # type: ignore[no-any-return]
 
     # -- reporting ----------------------------------------------------------------------------
 
@@ -155,20 +153,10 @@ class DeviceClient:
         return r
 
     def _message(self, history: sp.csr_matrix, round: int, terms: ProtocolTerms) -> bytes:
-        mechanism = terms.build_mechanism()
-        rng = self.source.generator()
-        if terms.family == "dplcf":
-            return obfuscate(history, mechanism, rng).to_bytes()  # type: ignore[arg-type]
-        V = check_item_matrix(self.item_matrix(), terms.n_items, terms.factors)
-        role = FederatedClients(history, factors=terms.factors, alpha=terms.alpha,
-                                reg=terms.regularization, k=terms.k, clip=terms.clip,
-                                exact=False, mechanism=mechanism,  # type: ignore[arg-type]
-                                ledger=None, batch_size=1)
-        (batch,) = list(role.step(V, round, rng))
-        m = batch.to_messages()[0]
-        cls = GradientReports if isinstance(m, GradientReports) else ValueReports
-        payload = m.bits if isinstance(m, GradientReports) else m.values
-        return cls(self.client_id, m.items, m.factors, payload).to_bytes()
+        """The system's client step (its descriptor's), on a fresh secure generator."""
+        return self.info.deployment.client_step(terms, history, round,
+                                                self.source.generator(), self.client_id,
+                                                self.artefact)
 
     def report(self, history: object) -> bool:
         """Take part in the open round with ``history`` (1 x N, 0/1 or ratings): True once
@@ -222,15 +210,7 @@ class DeviceClient:
     def scores(self, history: object) -> np.ndarray:
         """Every item's score for this user, computed here from the broadcast."""
         h = self._history(history)
-        t = self.terms
-        if t.family == "fmf":
-            V = self.item_matrix()
-            x = user_vectors(V, h, t.alpha, t.regularization)
-            return (x @ V.T)[0]
-        lists = self.neighbours()
-        if lists.k == 0:  # a one-item catalogue has no neighbours
-            return np.zeros(t.n_items)
-        return np.asarray(local_scores(h, lists, t.neighbourhood, t.neighbours)[0]).ravel()
+        return self.info.deployment.scores(self.terms, h, self.artefact())
 
     def recommend(self, history: object, n: int = 10, exclude_seen: bool = True) -> np.ndarray:
         """The ``n`` best items for this user (best first, ties by the smaller item id), never

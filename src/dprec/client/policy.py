@@ -32,26 +32,22 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import numpy as np
-
 from dprec.client.errors import BadReply, PolicyViolation
 from dprec.errors import DprecError
-from dprec.mechanisms.bitflip import BitFlip
-from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism
 from dprec.privacy.ledger import PrivacyLedger
 from dprec.protocol.deployed import ProtocolInfo
-from dprec.protocol.messages import MAX_ITEMS, ItemMatrix, NeighbourLists
+from dprec.protocol.deployment import Deployment, DeviceReader, deployments
+from dprec.protocol.messages import MAX_ITEMS
 
 __all__ = ["DEFAULT_MECHANISMS", "DevicePolicy", "ProtocolTerms"]
 
-NOISY = MappingProxyType({"dplcf": ("symmetric", "asymmetric", "oue"),
-                          "fmf": ("binary", "piecewise")})
-"""The mechanisms that add noise, per family (``none`` is the only other value)."""
-DEFAULT_MECHANISMS = MappingProxyType({"dplcf": frozenset({"symmetric", "oue"}),
-                                       "fmf": frozenset({"binary", "piecewise"})})
-"""Accepted by default: the two-sided ones. DPLCF's asymmetric flip (p = 1) protects presence
-only (an uploaded 0 proves an absence), so a policy must name it to accept it."""
-_NEIGHBOURS_BASE = NeighbourLists(np.zeros((0, 0), np.int32), np.zeros((0, 0), np.float32)).nbytes
+NOISY = MappingProxyType({d.name: d.noisy for d in deployments()})
+"""The mechanisms that add noise, per family (``none`` is the only other value), as each
+deployable system's descriptor declares them."""
+DEFAULT_MECHANISMS = MappingProxyType({d.name: d.default_mechanisms for d in deployments()})
+"""Accepted by default, per descriptor: the two-sided ones. DPLCF's asymmetric flip (p = 1)
+protects presence only (an uploaded 0 proves an absence), so a policy must name it to accept
+it."""
 _MAX_WIRE_FACTORS = 255
 
 
@@ -61,7 +57,7 @@ class ProtocolTerms:
 
     system: str
     family: str
-    """``dplcf`` or ``fmf``."""
+    """The descriptor's name (``dplcf``, ``fmf``)."""
     n_items: int
     rounds: int
     mechanism: str
@@ -85,17 +81,13 @@ class ProtocolTerms:
     neighbours: int = 0
     neighbourhood: str = ""
 
-    def build_mechanism(self) -> BitFlip | BinaryMechanism | PiecewiseMechanism | None:
+    def build_mechanism(self) -> Any:
         """The local mechanism (None for ``none``); :class:`BadReply` if its epsilon is
         unusable (the mechanism's own check)."""
         if self.mechanism == "none":
             return None
         try:
-            if self.family == "dplcf":
-                return getattr(BitFlip, self.mechanism)(self.epsilon)  # type: ignore[no-any-return]
-            if self.mechanism == "binary":
-                return BinaryMechanism(self.epsilon)  # type: ignore[arg-type]
-            return PiecewiseMechanism(self.epsilon)  # type: ignore[arg-type]
+            return deployment_named(self.family).build_mechanism(self.mechanism, self.epsilon)
         except DprecError as e:
             raise BadReply(f"the protocol's {self.mechanism} mechanism: {e}") from None
 
@@ -130,6 +122,38 @@ def _choice(config: Mapping[str, Any], name: str, allowed: tuple[str, ...]) -> s
         raise BadReply(f"the protocol's config.{name} must be one of {', '.join(allowed)}, got "
                        f"{value!r}")
     return str(value)
+
+
+def deployment_named(family: str) -> Deployment:
+    """The descriptor called ``family``."""
+    for d in deployments():
+        if d.name == family:
+            return d
+    raise DprecError(f"no deployable system is called {family!r}")
+
+
+class _Reader(DeviceReader):
+    """A config read by a device under ``policy``: malformed is a :class:`BadReply`, beyond
+    the policy a :class:`PolicyViolation`."""
+
+    def __init__(self, policy: DevicePolicy, config: Mapping[str, Any]) -> None:
+        self.policy, self.config = policy, config
+
+    def real(self, name: str, *, positive: bool) -> float:
+        return _real(self.config, name, positive=positive)
+
+    def integer(self, name: str, limit: str | None, high: int = 1 << 31) -> int:
+        if limit is not None:
+            high = min(self.limit(limit), high)
+        return _integer(self.config, name, high, limit)
+
+    def choice(self, name: str, allowed: tuple[str, ...]) -> str:
+        return _choice(self.config, name, allowed)
+
+    def limit(self, name: str) -> int:
+        value = getattr(self.policy, name)
+        assert isinstance(value, int)
+        return value
 
 
 @dataclass(frozen=True)
@@ -246,30 +270,8 @@ class DevicePolicy:
         if n > self.max_items:
             raise PolicyViolation(f"the protocol has n_items = {n}, more than the device "
                                   f"policy's max_items = {self.max_items}")
-        if info.family == "dplcf":
-            flip = _choice(c, "flip", ("none", *NOISY["dplcf"]))
-            eps = None if flip == "none" else _real(c, "epsilon", positive=True)
-            k = _integer(c, "neighbours", self.max_neighbours, "max_neighbours")
-            hood = _choice(c, "neighbourhood", ("item", "user"))
-            wire_k = min(k, n - 1)
-            size = _NEIGHBOURS_BASE + 8 * n * wire_k + (4 * n * n if hood == "user" else 0)
-            what = (f"{n} neighbour lists of {wire_k}"
-                    + (f" and the {n} x {n} similarity matrix" if hood == "user" else ""))
-            terms = ProtocolTerms(info.system, "dplcf", n, 1, flip, eps, n, info.upload_size(),
-                                  "neighbours", size, what, neighbours=k, neighbourhood=hood)
-        else:
-            mech = _choice(c, "mechanism", ("none", *NOISY["fmf"]))
-            eps = None if mech == "none" else _real(c, "epsilon", positive=True)
-            k = _integer(c, "k", self.max_k, "max_k")
-            f = _integer(c, "factors", min(self.max_factors, _MAX_WIRE_FACTORS), "max_factors")
-            rounds = _integer(c, "epochs", 1 << 31, None)
-            terms = ProtocolTerms(info.system, "fmf", n, rounds, mech, eps, k,
-                                  info.upload.serialized_size(k),  # type: ignore[attr-defined]
-                                  "item-matrix", ItemMatrix.serialized_size(n, f),
-                                  f"a {n} x {f} item matrix", factors=f, k=k,
-                                  alpha=_real(c, "alpha", positive=False),
-                                  regularization=_real(c, "regularization", positive=True),
-                                  clip=_real(c, "clip", positive=True))
+        fields_ = info.deployment.terms(_Reader(self, c), info)
+        terms = ProtocolTerms(info.system, info.family, n, **fields_)
         if terms.message_bytes > self.max_message_bytes:
             raise PolicyViolation(f"one report of {info.system} sends {terms.message_bytes} "
                                   f"bytes, more than the device policy's max_message_bytes = "

@@ -37,13 +37,14 @@ from dprec.mechanisms.numeric import BinaryMechanism
 from dprec.models.bitcount import BitGram
 from dprec.protocol.aggregation import CellSums, MeanAggregator, planned_unit
 from dprec.protocol.batches import ReportBatch
+from dprec.protocol.deployment import deployments
 from dprec.protocol.engine import Clients, PassThrough, Proxy, Sent, Server, ShufflingProxy
 from dprec.systems.dplcf.client import ObfuscatingClients
 from dprec.systems.dplcf.server import PairCounts, SimilarityServer
 from dprec.systems.fmf.client import FederatedClients, check_item_matrix
 from dprec.systems.fmf.server import FactorServer, descend
 
-__all__ = ["DplcfAdapter", "FmfAdapter", "Shard", "SystemAdapter", "adapter_for"]
+__all__ = ["ADAPTERS", "DplcfAdapter", "FmfAdapter", "Shard", "SystemAdapter", "adapter_for"]
 
 ClientsSource = Callable[[], Clients]
 """Builds a shard's clients where the shard runs (a ready subset, or a synthetic factory)."""
@@ -63,6 +64,12 @@ class SystemAdapter(ABC):
     def finish(self, server: Server, sums: dict[str, np.ndarray], total: RoundPartial,
                round: int) -> Any:
         """The server's next broadcast from the reduced sums (None: nothing came)."""
+
+    @classmethod
+    @abstractmethod
+    def for_server(cls, server: Any, n_users: int, proxy: Proxy | None, k: int | None,
+                   max_piece_bytes: int) -> SystemAdapter:
+        """The adapter of a run of ``server`` (a clear error for a run it cannot shard)."""
 
     def state(self, clients: Clients) -> Any:
         """The clients' state carried between rounds (None: none)."""
@@ -84,6 +91,14 @@ class DplcfAdapter(SystemAdapter):
         self.n_items = n_items
         self.pieces = Pieces((("m11", (n_items, n_items), "int32"), ("users", (1,), "int64")),
                              max_piece_bytes)
+
+    @classmethod
+    def for_server(cls, server: Any, n_users: int, proxy: Proxy | None, k: int | None,
+                   max_piece_bytes: int) -> DplcfAdapter:
+        """DPLCF runs without a proxy."""
+        if proxy is not None and not isinstance(proxy, PassThrough):
+            raise DprecError("DPLCF runs without a proxy")
+        return cls(server.n_items, max_piece_bytes)
 
     def fold_round(self, clients: Clients, spans: list[tuple[int, int, int]], round: int,
                    key: int, broadcast: Any) -> tuple[dict[str, np.ndarray], RoundPartial]:
@@ -128,6 +143,16 @@ class FmfAdapter(SystemAdapter):
         cells = n_items * factors
         self.pieces = Pieces((("reports", (cells,), "int64"), ("units", (cells,), "int64"),
                               ("magnitude", (1,), "int64")), max_piece_bytes)
+
+    @classmethod
+    def for_server(cls, server: Any, n_users: int, proxy: Proxy | None, k: int | None,
+                   max_piece_bytes: int) -> FmfAdapter:
+        """FMF-LDP's reports through a shuffling proxy (FCF has no integer sums)."""
+        if not isinstance(proxy, ShufflingProxy) or k is None:
+            raise DprecError("FCF (exact float gradient sums) has no integer partial sums: "
+                             "run it with the local engine (no --backend)")
+        return cls(n_users, server.n_items, server.factors, k, server.mechanism,
+                   max_piece_bytes)
 
     def fold_round(self, clients: Clients, spans: list[tuple[int, int, int]], round: int,
                    key: int, broadcast: Any) -> tuple[dict[str, np.ndarray], RoundPartial]:
@@ -187,23 +212,24 @@ class FmfAdapter(SystemAdapter):
 
 def adapter_for(server: Server, n_users: int, proxy: Proxy | None, k: int | None = None,
                 max_piece_bytes: int = 256 * 2**20) -> SystemAdapter:
-    """The adapter of ``server``'s system; a clear error for what cannot be sharded."""
+    """The adapter the server role's system declares (its
+    :class:`~dprec.protocol.deployment.Serving`); a clear error for what cannot be sharded."""
     aggregator = getattr(server, "aggregator", None)
     if aggregator is not None and type(aggregator) is not MeanAggregator:
         raise DprecError(f"a sharded backend sums every report (the plain mean); the "
                          f"{aggregator.name!r} aggregator needs the reports themselves")
-    if isinstance(server, SimilarityServer):
-        if proxy is not None and not isinstance(proxy, PassThrough):
-            raise DprecError("DPLCF runs without a proxy")
-        return DplcfAdapter(server.n_items, max_piece_bytes)
-    if isinstance(server, FactorServer):
-        if not isinstance(proxy, ShufflingProxy) or k is None:
-            raise DprecError("FCF (exact float gradient sums) has no integer partial sums: "
-                             "run it with the local engine (no --backend)")
-        return FmfAdapter(n_users, server.n_items, server.factors, k, server.mechanism,
-                          max_piece_bytes)
+    for deployment in deployments():
+        serving = deployment.serving()
+        if isinstance(server, serving.role_type) and serving.shard_adapter is not None:
+            adapter: type[SystemAdapter] = ADAPTERS[serving.shard_adapter]
+            return adapter.for_server(server, n_users, proxy, k, max_piece_bytes)
     raise DprecError(f"no sharded backend for {type(server).__name__}: the DPLCF family and "
                      "fmf-ldp run on one")
+
+
+ADAPTERS: dict[str, type[SystemAdapter]] = {"DplcfAdapter": DplcfAdapter,
+                                            "FmfAdapter": FmfAdapter}
+"""The adapters a :class:`~dprec.protocol.deployment.Serving` can name."""
 
 
 class Shard:

@@ -14,6 +14,8 @@ import numpy as np
 from dprec.errors import DprecError
 from dprec.protocol.messages import GradientReports, ValueReports
 
+__all__ = ["ReportBatch"]
+
 
 @dataclass(frozen=True)
 class ReportBatch:

@@ -16,41 +16,20 @@ The decoders (:mod:`dprec.protocol.messages`) already guarantee that a bit is a 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from dprec.errors import DprecError
-from dprec.mechanisms.bitflip import BitFlip
-from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism
-from dprec.protocol.messages import (
-    MAX_ITEMS,
-    GradientReports,
-    Message,
-    MessageError,
-    ObfuscatedBits,
-    ShuffledReports,
-    ShuffledValues,
-    ValueReports,
-)
+from dprec.protocol.deployment import Deployment, deployment_for
+from dprec.protocol.messages import MAX_ITEMS, Message, MessageError
 
 __all__ = ["ProtocolInfo", "check_forwarded", "check_upload"]
-
-FAMILIES = ("fmf", "dplcf")
-
-
-def _family(config: dict[str, Any]) -> str:
-    if "flip" in config and "estimator" in config:
-        return "dplcf"
-    if "k" in config and "mechanism" in config:
-        return "fmf"
-    raise DprecError("only the DPLCF family and FMF-LDP run as services; the config "
-                     f"has fields {sorted(config)}")
 
 
 @dataclass(frozen=True)
 class ProtocolInfo:
-    """The public description of a deployed protocol."""
+    """The public description of a deployed protocol; what differs between systems is
+    asked of its :attr:`deployment` (:mod:`dprec.protocol.deployment`)."""
 
     system: str
     """Registry name of the system, e.g. ``fmf-ldp`` or ``dplcf-sp``."""
@@ -60,8 +39,8 @@ class ProtocolInfo:
     """The system's config (its dataclass as a dict)."""
     aggregator: str = "mean"
     """The server's aggregator (:mod:`dprec.protocol.aggregation`)."""
-    family: str = field(init=False)
-    """``fmf`` or ``dplcf``."""
+    deployment: Deployment = field(init=False, repr=False, compare=False)
+    """The descriptor of the system the config belongs to."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.system, str) or not self.system:
@@ -72,73 +51,59 @@ class ProtocolInfo:
                              f"{self.n_items!r}")
         if not isinstance(self.config, dict):
             raise DprecError("config must be a mapping")
-        object.__setattr__(self, "family", _family(self.config))
-        if self.family == "fmf":
-            if self.config.get("exact"):
-                raise DprecError("FCF (exact=true) sends whole gradients, not wire messages: "
-                                 "it runs in process only")
-            if self.config.get("mechanism") not in ("binary", "piecewise", "none"):
-                raise DprecError(f"mechanism must be binary, piecewise or none, got "
-                                 f"{self.config.get('mechanism')!r}")
+        deployment = deployment_for(self.config)
+        deployment.validate(self.config)
+        object.__setattr__(self, "deployment", deployment)
+
+    @property
+    def family(self) -> str:
+        """The descriptor's name (``fmf``, ``dplcf``): what a device policy keys
+        mechanisms by."""
+        return self.deployment.name
 
     # -- what travels ---------------------------------------------------------------------
 
     @property
     def rounds(self) -> int:
         """Rounds (FMF-LDP epochs; DPLCF has one)."""
-        return int(self.config["epochs"]) if self.family == "fmf" else 1
+        return self.deployment.rounds(self.config)
 
     @property
     def k(self) -> int | None:
         """Reports per client and round (FMF-LDP)."""
-        return int(self.config["k"]) if self.family == "fmf" else None
+        return self.deployment.k(self.config)
 
     @property
     def n_factors(self) -> int | None:
         """F, latent factors (FMF-LDP)."""
-        return int(self.config["factors"]) if self.family == "fmf" else None
+        return self.deployment.n_factors(self.config)
 
     @property
     def upload(self) -> type[Message]:
         """The message a client sends."""
-        if self.family == "dplcf":
-            return ObfuscatedBits
-        return GradientReports if self.config["mechanism"] == "binary" else ValueReports
+        return self.deployment.upload(self.config)
 
     @property
     def forward(self) -> type[Message]:
         """The batch the proxy forwards to the server."""
-        if self.family == "dplcf":
-            return ObfuscatedBits
-        return ShuffledReports if self.config["mechanism"] == "binary" else ShuffledValues
+        return self.deployment.forward(self.config)
 
     @property
     def value_bound(self) -> float | None:
         """The largest |value| a real-valued report can take (None for one-bit reports)."""
-        mech = self.mechanism()
-        if isinstance(mech, PiecewiseMechanism):
-            return mech.scale
-        if self.family == "fmf" and mech is None:
-            return 1.0  # the clipped gradient entry scaled into [-1, 1]
-        return None
+        return self.deployment.value_bound(self.config)
 
-    def mechanism(self) -> BinaryMechanism | PiecewiseMechanism | BitFlip | None:
+    def mechanism(self) -> Any:
         """The client's local mechanism, built as the system builds it (None: no noise)."""
-        c = self.config
-        if self.family == "dplcf":
-            return None if c["flip"] == "none" else getattr(BitFlip, c["flip"])(c["epsilon"])
-        if c["mechanism"] == "binary":
-            return BinaryMechanism(c["epsilon"])
-        if c["mechanism"] == "piecewise":
-            return PiecewiseMechanism(c["epsilon"])
-        return None
+        return self.deployment.mechanism(self.config)
 
     def upload_size(self) -> int:
         """Bytes of one client's message: the proxy's body limit."""
-        if self.family == "dplcf":
-            return 6 + 8 + (self.n_items + 7) // 8
-        assert self.k is not None
-        return self.upload.serialized_size(self.k)  # type: ignore[attr-defined]
+        return self.deployment.upload_size(self)
+
+    def batch_bytes(self, senders: int) -> int:
+        """Bytes of a forwarded batch of ``senders`` whole submissions."""
+        return self.deployment.batch_bytes(self, senders)
 
     # -- JSON -----------------------------------------------------------------------------
 
@@ -165,39 +130,12 @@ class ProtocolInfo:
         return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
 
 
-def _check_reports(message: Any, info: ProtocolInfo, exact_k: bool) -> None:
-    assert info.n_factors is not None and info.k is not None
-    if exact_k and message.k != info.k:
-        raise MessageError(f"a client message must hold k = {info.k} reports, got {message.k}")
-    if message.k and int(message.items.max()) >= info.n_items:
-        raise MessageError(f"item indices must be < n_items = {info.n_items}, got "
-                           f"{int(message.items.max())}")
-    if message.k and int(message.factors.max()) >= info.n_factors:
-        raise MessageError(f"factor indices must be < factors = {info.n_factors}, got "
-                           f"{int(message.factors.max())}")
-    bound = info.value_bound
-    if bound is not None and message.k:
-        # float32 on the wire: allow the rounding of the bound itself
-        limit = float(bound) * (1.0 + 1e-6)
-        worst = float(abs(message.values).max())
-        if not worst <= limit or not math.isfinite(worst):
-            raise MessageError(f"report values must lie in [-{bound:.6g}, {bound:.6g}] (what "
-                               f"the mechanism outputs), got |value| = {worst:.6g}")
-
-
 def check_upload(message: Message, info: ProtocolInfo) -> Message:
     """Refuse (:class:`MessageError`) a client message this protocol's client cannot send."""
     if type(message) is not info.upload:
         raise MessageError(f"{info.system} clients send {info.upload.__name__} messages, "
                            f"got {type(message).__name__}")
-    if isinstance(message, ObfuscatedBits):
-        if message.n_clients != 1:
-            raise MessageError(f"a client uploads one vector, got {message.n_clients}")
-        if message.n_items != info.n_items:
-            raise MessageError(f"an upload must have n_items = {info.n_items}, got "
-                               f"{message.n_items}")
-        return message
-    _check_reports(message, info, exact_k=True)
+    info.deployment.check_upload(message, info)
     return message
 
 
@@ -206,16 +144,7 @@ def check_forwarded(message: Message, info: ProtocolInfo) -> Message:
     if type(message) is not info.forward:
         raise MessageError(f"{info.system}'s proxy forwards {info.forward.__name__} batches, "
                            f"got {type(message).__name__}")
-    if isinstance(message, ObfuscatedBits):
-        if message.n_items != info.n_items:
-            raise MessageError(f"a batch must have n_items = {info.n_items}, got "
-                               f"{message.n_items}")
-        if message.n_clients == 0:
-            raise MessageError("a batch must hold at least one upload")
-        return message
-    if message.k == 0:  # type: ignore[attr-defined]
-        raise MessageError("a batch must hold at least one report")
-    _check_reports(message, info, exact_k=False)
+    info.deployment.check_forwarded(message, info)
     return message
 
 

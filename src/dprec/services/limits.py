@@ -16,12 +16,10 @@ __all__ = ["RateLimiter", "TokenBucket", "batch_bytes"]
 
 
 def batch_bytes(info: ProtocolInfo, senders: int) -> int:
-    """Bytes of a forwarded batch of ``senders`` whole submissions (FMF-LDP: k reports
-    each; DPLCF: one packed row of N bits each)."""
-    if info.family == "dplcf":
-        return 6 + 8 + senders * ((info.n_items + 7) // 8)
-    assert info.k is not None
-    return int(info.forward.serialized_size(info.k * senders))  # type: ignore[attr-defined]
+    """Bytes of a forwarded batch of ``senders`` whole submissions (the system's
+    :meth:`~dprec.protocol.deployment.Deployment.batch_bytes`: FMF-LDP k reports each, DPLCF
+    one packed row of N bits each)."""
+    return info.batch_bytes(senders)
 
 
 class TokenBucket:

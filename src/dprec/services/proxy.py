@@ -68,7 +68,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import httpx
-import numpy as np
 from fastapi import FastAPI, Header, Request
 from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse
@@ -76,16 +75,7 @@ from fastapi.responses import JSONResponse
 import dprec
 from dprec.errors import DprecError
 from dprec.protocol.deployed import ProtocolInfo, check_upload
-from dprec.protocol.messages import (
-    GradientReports,
-    Message,
-    MessageError,
-    ObfuscatedBits,
-    ShuffledReports,
-    ShuffledValues,
-    ValueReports,
-)
-from dprec.protocol.shuffler import Shuffler
+from dprec.protocol.messages import Message, MessageError
 from dprec.random import secure_generator
 from dprec.services.auth import bearer, client_token, same_secret
 from dprec.services.http import ApiError, error_responses, install_error_handlers, read_body
@@ -387,12 +377,9 @@ class _Proxy:
             check_upload(message, info)
         except MessageError as e:
             raise ApiError(422, f"message refused: {e}") from None
-        if isinstance(message, (GradientReports, ValueReports)):
-            if message.client_id != client_id:
-                raise ApiError(422, "the message's client_id is not the authenticated client")
-            anonymous = _strip(message)
-        else:
-            anonymous = body  # an ObfuscatedBits upload names no one
+        if getattr(message, "client_id", client_id) != client_id:
+            raise ApiError(422, "the message's client_id is not the authenticated client")
+        anonymous = info.deployment.anonymous(message, body)
         self._open_round(round)  # the round may have closed while the body was read
         try:
             self.store.hold(round, self._tag(round, client_id), anonymous)
@@ -410,32 +397,14 @@ class _Proxy:
     # -- forwarding -------------------------------------------------------------------------
 
     def _shuffle(self, rows: list[bytes]) -> bytes:
-        """One batch of the held submissions, shuffled on a CSPRNG.
-
-        Reports go through the simulation's :class:`Shuffler` (canonical order, then a
-        uniform permutation drawn here from a fresh ChaCha20 key), uploads are sorted and
-        permuted the same way. The batch depends only on the multiset of submissions.
+        """One batch of the held submissions, shuffled on a CSPRNG (the system's
+        :meth:`~dprec.protocol.deployment.Deployment.shuffle`: canonical order, then a
+        uniform permutation drawn here from a fresh ChaCha20 key). The batch depends only
+        on the multiset of submissions.
         """
         info = self.info
         assert info is not None
-        rng = secure_generator()
-        if info.family == "dplcf":
-            packed = np.concatenate([ObfuscatedBits.from_bytes(r).packed for r in rows])
-            order = np.lexsort(packed.T[::-1]) if packed.shape[1] else np.arange(len(rows))
-            packed = packed[order][rng.permutation(len(rows))]
-            return ObfuscatedBits(packed, info.n_items).to_bytes()
-        msgs = [Message.from_bytes(r) for r in rows]
-        items = np.stack([m.items for m in msgs])  # type: ignore[attr-defined]
-        factors = np.stack([m.factors for m in msgs])  # type: ignore[attr-defined]
-        shuffler = Shuffler(min(self.settings.threshold, len(rows)), rng)
-        ids = np.arange(len(rows))
-        if isinstance(msgs[0], ShuffledReports):
-            bits = np.stack([m.bits for m in msgs])  # type: ignore[attr-defined]
-            shuffler.submit_batch(items, factors, bits, ids)
-        else:
-            values = np.stack([m.values for m in msgs])  # type: ignore[attr-defined]
-            shuffler.submit_batch(items, factors, client_ids=ids, values=values)
-        return shuffler.flush().to_bytes()
+        return info.deployment.shuffle(rows, info, secure_generator(), self.settings.threshold)
 
     async def send_outbox(self) -> None:
         """Send every queued batch once; :class:`_Unreachable` if the server does not answer.
@@ -630,13 +599,6 @@ def published_threshold(info: ProtocolInfo) -> int | None:
     None for a protocol that states none)."""
     value = info.config.get("shuffle_threshold")
     return None if value is None else int(value)
-
-
-def _strip(message: GradientReports | ValueReports) -> bytes:
-    """The client's reports without its id (what the proxy holds)."""
-    if isinstance(message, GradientReports):
-        return ShuffledReports(message.items, message.factors, message.bits).to_bytes()
-    return ShuffledValues(message.items, message.factors, message.values).to_bytes()
 
 
 def create_proxy_app(settings: ProxySettings) -> FastAPI:

@@ -56,10 +56,8 @@ from dprec.client.http import (
     retrying,
 )
 from dprec.errors import DprecError
-from dprec.protocol.batches import ReportBatch
 from dprec.protocol.deployed import ProtocolInfo, generator_from_json, generator_to_json
 from dprec.protocol.engine import Proxy, Server, Transport
-from dprec.protocol.messages import ItemMatrix64, NeighbourLists, ObfuscatedBits
 from dprec.services import roles
 from dprec.services.auth import client_token
 
@@ -119,11 +117,10 @@ class RemoteServer(Server):
 
     def _broadcast(self) -> Any:
         assert self.info is not None
-        if self.info.family == "fmf":
-            art = retrying(lambda: self.api.artefact("item-matrix-f64"), self.retry_for)
-            return ItemMatrix64.from_bytes(art.data).matrix.astype(np.float64)
-        art = retrying(lambda: self.api.artefact("neighbours"), self.retry_for)
-        return NeighbourLists.from_bytes(art.data)
+        info = self.info
+        art = retrying(lambda: self.api.artefact(info.deployment.broadcast_artefact),
+                       self.retry_for)
+        return roles.decode_broadcast(info, art.data)
 
     def aggregate(self, batches: Iterable[Any], round: int) -> Any:
         for _ in batches:  # drives RemoteProxy.forward, which yields nothing
@@ -133,22 +130,9 @@ class RemoteServer(Server):
         if round not in done:
             raise DprecError(f"round {round} is not closed on the server")
         outcome = done[round]
-        roles.mirror(self.local, outcome["diagnostics"])
+        assert self.info is not None
+        roles.mirror(self.info, self.local, outcome["diagnostics"])
         return self._broadcast() if outcome["updated"] else None
-
-
-def _client_messages(message: Any, first_id: int) -> Iterator[tuple[int, bytes]]:
-    """(client id, message bytes) of every client a simulation message stands for."""
-    if isinstance(message, ReportBatch):
-        for m in message.to_messages():
-            yield m.client_id, m.to_bytes()
-    elif isinstance(message, ObfuscatedBits):
-        for i in range(message.n_clients):
-            yield first_id + i, ObfuscatedBits(message.packed[i:i + 1], message.n_items
-                                               ).to_bytes()
-    else:
-        raise DprecError(f"{type(message).__name__} is not a wire message: this system runs "
-                         "in process only")
 
 
 class Submissions:
@@ -229,8 +213,11 @@ class RemoteProxy(Proxy):
     """The proxy role in the proxy process, seen from the simulation."""
 
     def __init__(self, local: Proxy, api: ProxyAPI, admin: httpx.Client, token_key: bytes,
-                 retry_for: float, concurrency: int = 4) -> None:
+                 retry_for: float, concurrency: int = 4, server: RemoteServer | None = None
+                 ) -> None:
         self.local = local
+        self.server = server
+        """The server's stub: its description says how a message splits into clients'."""
         self.api = api
         self.admin = admin
         self.token_key = token_key
@@ -289,15 +276,21 @@ class RemoteProxy(Proxy):
         self.forwarded = False
         self.senders = 0
         next_id = 0
+        deployment = None
         # a few requests in flight over kept-alive connections (the order is immaterial:
         # the proxy holds a bag); a failure after the retries ends the run
         with ThreadPoolExecutor(self.concurrency) as pool:
             for m in messages:
+                if deployment is None:
+                    if self.server is None or self.server.info is None:
+                        raise DprecError("the proxy's stub needs the server's description "
+                                         "to submit a message")
+                    deployment = self.server.info.deployment
+                sent = list(deployment.client_messages(m, next_id))
                 for f in [pool.submit(self._submit, r, client_id, body)
-                          for client_id, body in _client_messages(m, next_id)]:
+                          for client_id, body in sent]:
                     f.result()
-                if isinstance(m, ObfuscatedBits):
-                    next_id += m.n_clients
+                next_id += len(sent)
         outcome = retrying(lambda: _call(lambda: self.admin.post(
             f"/v1/rounds/{r}/close")).json(), self.retry_for)
         self._enforced(outcome.get("threshold"))
@@ -360,9 +353,10 @@ class HttpTransport(Transport):
         server_admin = keepalive_client(self.server_url, 300.0, headers=auth)
         proxy_admin = keepalive_client(self.proxy_url, 300.0, headers=auth)
         self._clients += [server_api, proxy_api, server_admin, proxy_admin]
-        self.remote = (RemoteServer(server, server_api, server_admin, self.retry_for),
+        remote_server = RemoteServer(server, server_api, server_admin, self.retry_for)
+        self.remote = (remote_server,
                        RemoteProxy(proxy, proxy_api, proxy_admin, self.token_key,
-                                   self.retry_for, self.concurrency))
+                                   self.retry_for, self.concurrency, remote_server))
         self._clients.append(self.remote[1].submissions)
         return self.remote
 

@@ -23,6 +23,11 @@ from dprec.privacy.guarantee import PrivacyReport
 if TYPE_CHECKING:
     from dprec.data.features import SideFeatures
 
+__all__ = [
+    "NotFittedError", "Ranker", "RatingPredictor", "Recommender", "RoundHook", "Task",
+    "UnknownUserError", "check_history", "gather",
+]
+
 Task = Literal["ranking", "rating"]
 RoundHook = Callable[[int], None]
 """Called with the round (epoch) number after every round that updated the model."""

@@ -7,6 +7,8 @@ import scipy.sparse as sp
 
 from dprec.systems.base import NotFittedError, Ranker, RoundHook, check_history
 
+__all__ = ["Popularity", "RandomScorer"]
+
 
 class RandomScorer(Ranker):
     """Every item gets the same score; the evaluation's random tie-breaking ranks uniformly.

@@ -12,6 +12,8 @@ import scipy.sparse as sp
 from dprec.errors import DprecError
 from dprec.systems.base import NotFittedError, RatingPredictor, RoundHook
 
+__all__ = ["BiasBaseline", "BiasConfig", "GlobalMean", "ModelPredictor", "check_pairs"]
+
 
 @dataclass(frozen=True)
 class BiasConfig:

@@ -12,6 +12,8 @@ from typing import Any
 
 from dprec.systems.base import Recommender, Task
 
+__all__ = ["NoConfig", "SystemSpec"]
+
 
 @dataclass(frozen=True)
 class NoConfig:

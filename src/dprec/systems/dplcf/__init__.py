@@ -4,3 +4,6 @@
 protocol, :class:`~dprec.systems.dplcf.system.LocalItemCF`). Nothing is imported here, so
 that importing the client never loads the server.
 """
+
+__all__: list[str] = []
+

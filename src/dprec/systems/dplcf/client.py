@@ -20,6 +20,8 @@ from dprec.models.itemknn import (
 from dprec.protocol.engine import Clients, Sent, client_ids
 from dprec.systems.dplcf.messages import NeighbourLists, ObfuscatedBits
 
+__all__ = ["ObfuscatingClients", "local_scores", "obfuscate"]
+
 
 def obfuscate(
     history: sp.csr_matrix, mechanism: BitFlip | None, rng: np.random.Generator

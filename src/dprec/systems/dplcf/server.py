@@ -22,6 +22,11 @@ from dprec.protocol.aggregation import Aggregator, MeanAggregator
 from dprec.protocol.engine import Server
 from dprec.systems.dplcf.messages import NeighbourLists, ObfuscatedBits
 
+__all__ = [
+    "CountMethod", "Estimator", "PairCounts", "SimilarityEstimate", "SimilarityServer",
+    "estimate_similarity", "publish",
+]
+
 Estimator = Literal["naive", "unbiased", "eb"]
 
 

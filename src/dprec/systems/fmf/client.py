@@ -20,6 +20,11 @@ from dprec.privacy.ledger import PrivacyLedger
 from dprec.protocol.batches import ReportBatch
 from dprec.protocol.engine import Clients, Sent, client_ids
 
+__all__ = [
+    "FederatedClients", "GradientSum", "check_item_matrix", "gradient_entries", "gradient_sum",
+    "sample_slots", "user_vectors",
+]
+
 
 def user_vectors(V: np.ndarray, history: sp.csr_matrix, alpha: float, reg: float,
                  gram: np.ndarray | None = None) -> np.ndarray:

@@ -15,6 +15,8 @@ from dprec.protocol.aggregation import Aggregator, MeanAggregator
 from dprec.protocol.engine import Server
 from dprec.protocol.messages import ShuffledReports, ShuffledValues
 
+__all__ = ["FactorServer", "descend", "estimate_mean_gradient"]
+
 
 def estimate_mean_gradient(items: np.ndarray, factors: np.ndarray, values: np.ndarray,
                            n_items: int, n_factors: int,

@@ -4,3 +4,6 @@
 them), ``system`` (the simulated protocol) and ``specs`` (registry entries). Nothing is
 imported here, so that importing the client never loads the server.
 """
+
+__all__: list[str] = []
+

@@ -26,6 +26,8 @@ from dprec.mechanisms.numeric import BinaryMechanism, LaplaceMechanism, Piecewis
 from dprec.protocol.engine import Clients, Sent
 from dprec.systems.ldp_svd.messages import RatingReports, Scale
 
+__all__ = ["FAKE_VALUE", "RatingClients", "RatingMechanism", "perturb", "upload"]
+
 RatingMechanism = LaplaceMechanism | LaplaceRR | BinaryMechanism | PiecewiseMechanism
 
 FAKE_VALUE = 0.5

@@ -37,6 +37,10 @@ from dprec.models.funk_svd import FunkSVD, FunkSVDConfig
 from dprec.protocol.engine import Server
 from dprec.systems.ldp_svd.messages import RatingReports, Scale
 
+__all__ = [
+    "RatingMechanism", "SVDServer", "decode", "noise_variance", "report_matrix", "weighted_config",
+]
+
 RatingMechanism = LaplaceMechanism | LaplaceRR | BinaryMechanism | PiecewiseMechanism
 
 

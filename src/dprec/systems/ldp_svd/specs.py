@@ -8,6 +8,8 @@ from dprec.systems.base import Recommender
 from dprec.systems.ldp_svd.system import LaplaceRRSVDConfig, LDPSVDConfig
 from dprec.systems.spec import SystemSpec
 
+__all__ = ["PAPER", "SPECS"]
+
 
 def _build(name: str, cfg: Any) -> Recommender:
     from dprec.systems.ldp_svd.system import LocalRatingSVD

@@ -30,6 +30,8 @@ from dprec.protocol.messages import ModelBroadcast, ModelUpdates
 from dprec.systems.privrec.clipping import clip_rows
 from dprec.systems.privrec.config import PrivRecConfig
 
+__all__ = ["SideNetClients"]
+
 
 class SideNetClients(Clients):
     """The population: each user's ratings and side features stay here.

@@ -19,6 +19,8 @@ import numpy as np
 
 from dprec.errors import DprecError
 
+__all__ = ["AdaptiveClip", "MIN_CLIP", "clip_rows"]
+
 MIN_CLIP = 1e-6
 """The linear rule can step below zero; the bound is floored here (a bound must be > 0)."""
 

@@ -8,6 +8,8 @@ from typing import Literal
 
 from dprec.errors import DprecError
 
+__all__ = ["Algorithm", "ClipUpdate", "Inputs", "PrivRecConfig"]
+
 Algorithm = Literal["reptile", "maml", "central"]
 Inputs = Literal["features", "ids"]
 ClipUpdate = Literal["linear", "geometric"]

@@ -12,6 +12,8 @@ from dprec.systems.base import Recommender
 from dprec.systems.privrec.config import PrivRecConfig
 from dprec.systems.spec import SystemSpec
 
+__all__ = ["SPECS"]
+
 
 def _build(name: str, cfg: PrivRecConfig) -> Recommender:
     try:

@@ -1,0 +1,239 @@
+"""What a system declares to run as services: one :class:`Deployment` per deployable system.
+
+The services, the proxy, the transport, the client SDK and the sharded backend know no
+system by name: they ask the descriptor of the protocol they run. A descriptor lives in its
+system's folder, in two halves so that a device never loads server code:
+
+- ``systems/<name>/deploy.py``, ``DEPLOYMENT``: a :class:`Deployment` (the device-safe half:
+  which configs it deploys, the upload and forward message types, the local mechanism, the
+  checks on what arrives, the proxy's shuffle of a batch, the artefacts, the device's
+  terms, client step, report cost and on-device scores). It imports only messages,
+  mechanisms and the system's ``client`` module.
+- ``systems/<name>/serve.py``, ``SERVING``: a :class:`Serving` (the server role, its memory,
+  the broadcast codec and the artefacts made from it, the state a restart restores).
+
+:data:`DEPLOYABLE` is the registry: one line, the system's package, per deployable system.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dprec.errors import DprecError
+from dprec.protocol.messages import Message
+
+if TYPE_CHECKING:
+    from dprec.protocol.aggregation import Aggregator
+    from dprec.protocol.deployed import ProtocolInfo
+    from dprec.protocol.engine import Server
+
+__all__ = ["DEPLOYABLE", "Deployment", "DeviceReader", "Serving", "deployment_for",
+           "deployments"]
+
+DEPLOYABLE = ("dprec.systems.dplcf", "dprec.systems.fmf")
+"""The packages of the deployable systems, each with ``deploy.py`` and ``serve.py``."""
+
+
+class DeviceReader(ABC):
+    """How the device reads a config field (its errors are the device's: a malformed field
+    is a bad reply, a size beyond the policy a policy violation)."""
+
+    @abstractmethod
+    def real(self, name: str, *, positive: bool) -> float:
+        """config[name], a finite number (> 0 with ``positive``, else >= 0)."""
+
+    @abstractmethod
+    def integer(self, name: str, limit: str | None, high: int = 1 << 31) -> int:
+        """config[name], an integer >= 1 and at most the policy field ``limit`` (or ``high``
+        when ``limit`` is None)."""
+
+    @abstractmethod
+    def choice(self, name: str, allowed: tuple[str, ...]) -> str:
+        """config[name], one of ``allowed``."""
+
+    @abstractmethod
+    def limit(self, name: str) -> int:
+        """The policy's value of the size limit ``name`` (``max_k``, ...)."""
+
+
+class Deployment(ABC):
+    """The device-safe half of a deployable system (see the module docstring)."""
+
+    name: str
+    """The family key (``dplcf``, ``fmf``): what a device policy names mechanisms under."""
+    package: str
+    """The system's package (its ``serve.py`` holds the :class:`Serving`)."""
+    noisy: tuple[str, ...]
+    """The config's mechanisms that add noise (``none`` is the only other value)."""
+    default_mechanisms: frozenset[str]
+    """The mechanisms a default device policy accepts."""
+    artefacts: tuple[str, ...]
+    """The artefacts the server publishes."""
+    broadcast_artefact: str
+    """The artefact that holds the broadcast losslessly (what a simulation reads back)."""
+
+    # -- the protocol -----------------------------------------------------------------------
+
+    @abstractmethod
+    def accepts(self, config: Mapping[str, Any]) -> bool:
+        """True if ``config`` is this system's."""
+
+    def validate(self, config: Mapping[str, Any]) -> None:  # noqa: B027 - optional
+        """:class:`DprecError` for a config of this system that cannot run as services."""
+
+    def rounds(self, config: Mapping[str, Any]) -> int:
+        """Rounds of the protocol."""
+        return 1
+
+    def k(self, config: Mapping[str, Any]) -> int | None:
+        """Reports per client and round (None: one whole message)."""
+        return None
+
+    def n_factors(self, config: Mapping[str, Any]) -> int | None:
+        """Latent factors of the broadcast (None: no factors)."""
+        return None
+
+    @abstractmethod
+    def upload(self, config: Mapping[str, Any]) -> type[Message]:
+        """The message a client sends."""
+
+    @abstractmethod
+    def forward(self, config: Mapping[str, Any]) -> type[Message]:
+        """The batch the proxy forwards."""
+
+    @abstractmethod
+    def mechanism(self, config: Mapping[str, Any]) -> Any:
+        """The client's local mechanism, built as the system builds it (None: no noise)."""
+
+    def value_bound(self, config: Mapping[str, Any]) -> float | None:
+        """The largest |value| of a real-valued report (None: no real values)."""
+        return None
+
+    @abstractmethod
+    def upload_size(self, info: ProtocolInfo) -> int:
+        """Bytes of one client's message."""
+
+    @abstractmethod
+    def batch_bytes(self, info: ProtocolInfo, senders: int) -> int:
+        """Bytes of a forwarded batch of ``senders`` whole submissions."""
+
+    @abstractmethod
+    def check_upload(self, message: Message, info: ProtocolInfo) -> None:
+        """:class:`MessageError` for a client message this protocol's client cannot send
+        (its type is already checked)."""
+
+    @abstractmethod
+    def check_forwarded(self, message: Message, info: ProtocolInfo) -> None:
+        """:class:`MessageError` for a batch this protocol's proxy cannot send (its type is
+        already checked)."""
+
+    @abstractmethod
+    def shuffle(self, rows: list[bytes], info: ProtocolInfo, rng: np.random.Generator,
+                threshold: int) -> bytes:
+        """One forwarded batch of the held submissions ``rows``, depending only on their
+        multiset (canonical order, then a uniform permutation from ``rng``)."""
+
+    def anonymous(self, message: Message, body: bytes) -> bytes:
+        """What the proxy holds of an accepted upload: the body without the sender."""
+        return body
+
+    @abstractmethod
+    def client_messages(self, message: Any, first_id: int) -> Iterator[tuple[int, bytes]]:
+        """(client id, wire bytes) of every client a simulation message stands for."""
+
+    # -- the device -------------------------------------------------------------------------
+
+    @abstractmethod
+    def terms(self, read: DeviceReader, info: ProtocolInfo) -> dict[str, Any]:
+        """The device's terms of ``info`` (the fields of
+        :class:`~dprec.client.policy.ProtocolTerms` but system, family and n_items)."""
+
+    @abstractmethod
+    def build_mechanism(self, mechanism: str, epsilon: float | None) -> Any:
+        """The local mechanism named in the device's terms (``none`` is never built)."""
+
+    @abstractmethod
+    def client_step(self, terms: Any, history: Any, round: int, rng: np.random.Generator,
+                    client_id: int, artefact: Callable[[], Any]) -> bytes:
+        """One client's message of ``round`` (``artefact()`` fetches the device's one)."""
+
+    @abstractmethod
+    def decode_artefact(self, terms: Any, body: bytes) -> Any:
+        """The device's artefact, checked against its terms."""
+
+    @abstractmethod
+    def scores(self, terms: Any, history: Any, artefact: Any) -> np.ndarray:
+        """Every item's score for one user, computed on the device."""
+
+    # -- the server half --------------------------------------------------------------------
+
+    def serving(self) -> Serving:
+        """The server half, ``SERVING`` of the system's ``serve.py`` (never on a device)."""
+        return _serving(self.package)
+
+
+class Serving(ABC):
+    """The server half of a deployable system: its role, memory and broadcast."""
+
+    role_type: type
+    """The class of its server role (what the sharded backend recognises a run by)."""
+    shard_adapter: str | None = None
+    """The name of its adapter in :mod:`dprec.distributed.shards` (None: no sharded run)."""
+
+    @abstractmethod
+    def server_role(self, info: ProtocolInfo, aggregator: Aggregator) -> Server:
+        """The server role, constructed as the system constructs it in ``fit``."""
+
+    @abstractmethod
+    def role_memory(self, info: ProtocolInfo) -> tuple[int, int, str]:
+        """(bytes of the state, bytes at the peak of a round, what the state is)."""
+
+    @abstractmethod
+    def encode_broadcast(self, info: ProtocolInfo, broadcast: Any, version: int) -> bytes:
+        """The role's broadcast as the bytes the store keeps (lossless)."""
+
+    @abstractmethod
+    def decode_broadcast(self, info: ProtocolInfo, body: bytes) -> Any:
+        """Inverse of :meth:`encode_broadcast`."""
+
+    def artefact_bytes(self, info: ProtocolInfo, name: str, body: bytes) -> bytes:
+        """Artefact ``name`` made from the stored broadcast ``body``."""
+        return body
+
+    def restore(self, info: ProtocolInfo, role: Any, body: bytes | None) -> None:  # noqa: B027
+        """Give a fresh role the state it had after publishing ``body``."""
+
+    def mirror(self, local: Any, diagnostics: dict[str, Any]) -> None:  # noqa: B027
+        """Give the simulation's own (unused) role what the remote role measured."""
+
+
+@cache
+def _load(package: str, module: str, name: str) -> Any:
+    return getattr(importlib.import_module(f"{package}.{module}"), name)
+
+
+def _serving(package: str) -> Serving:
+    serving = _load(package, "serve", "SERVING")
+    assert isinstance(serving, Serving)
+    return serving
+
+
+def deployments() -> tuple[Deployment, ...]:
+    """The registered descriptors, in :data:`DEPLOYABLE`'s order."""
+    return tuple(_load(p, "deploy", "DEPLOYMENT") for p in DEPLOYABLE)
+
+
+def deployment_for(config: Mapping[str, Any]) -> Deployment:
+    """The descriptor whose system ``config`` belongs to; :class:`DprecError` if none."""
+    for d in deployments():
+        if d.accepts(config):
+            return d
+    names = ", ".join(p.rsplit(".", 1)[-1] for p in DEPLOYABLE)
+    raise DprecError(f"only the deployable systems ({names}) run as services; the config "
+                     f"has fields {sorted(config)}")

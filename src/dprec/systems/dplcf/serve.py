@@ -1,0 +1,55 @@
+"""DPLCF as services, the server half: the :class:`SimilarityServer` role; it keeps nothing
+between rounds, its broadcast is the neighbour lists (:mod:`dprec.protocol.deployment`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dprec.protocol.aggregation import Aggregator
+from dprec.protocol.deployment import Serving
+from dprec.systems.dplcf.messages import NeighbourLists
+from dprec.systems.dplcf.server import SimilarityEstimate, SimilarityServer
+
+__all__ = ["SERVING", "DplcfServing"]
+
+
+class DplcfServing(Serving):
+    """The server half of every DPLCF variant."""
+
+    role_type = SimilarityServer
+    shard_adapter = "DplcfAdapter"
+
+    def server_role(self, info: Any, aggregator: Aggregator) -> SimilarityServer:
+        """As ``LocalItemCF.fit`` builds it."""
+        c = info.config
+        extra = {"count_method": c["count_method"]} if "count_method" in c else {}
+        return SimilarityServer(info.n_items, info.mechanism(), c["estimator"],
+                                int(c["neighbours"]), c["neighbourhood"] == "user",
+                                aggregator, **extra)
+
+    def role_memory(self, info: Any) -> tuple[int, int, str]:
+        """The pair counts (N x N int32) and the similarities (N x N float32) of a round:
+        2 N^2 x 4 bytes at the peak."""
+        n = info.n_items
+        state = 4 * n * n
+        return state, 2 * state, f"the pair counts ({n:,} x {n:,} int32)"
+
+    def encode_broadcast(self, info: Any, broadcast: Any, version: int) -> bytes:
+        assert isinstance(broadcast, NeighbourLists)
+        return broadcast.to_bytes()
+
+    def decode_broadcast(self, info: Any, body: bytes) -> NeighbourLists:
+        return NeighbourLists.from_bytes(body)
+
+    def mirror(self, local: Any, diagnostics: dict[str, Any]) -> None:
+        """The remote role's clipped pairs, shrinkage and upload count."""
+        if isinstance(local, SimilarityServer) and diagnostics:
+            local.estimate = SimilarityEstimate(np.empty((0, 0), np.float32),
+                                                int(diagnostics["clipped_pairs"]),
+                                                diagnostics["shrinkage_phi"])
+            local.users_received = int(diagnostics["users_received"])
+
+
+SERVING = DplcfServing()

@@ -1,0 +1,196 @@
+"""FMF-LDP as services, the device-safe half: k gradient reports per user and epoch through
+the shuffling proxy, the item matrix V as the broadcast (:mod:`dprec.protocol.deployment`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from dprec.errors import DprecError
+from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism
+from dprec.protocol.batches import ReportBatch
+from dprec.protocol.deployment import Deployment, DeviceReader
+from dprec.protocol.messages import (
+    GradientReports,
+    ItemMatrix,
+    Message,
+    MessageError,
+    ShuffledReports,
+    ShuffledValues,
+    ValueReports,
+)
+from dprec.protocol.shuffler import Shuffler
+from dprec.systems.fmf.client import FederatedClients, check_item_matrix, user_vectors
+
+__all__ = ["DEPLOYMENT", "FmfDeployment"]
+
+_MAX_WIRE_FACTORS = 255
+
+
+class FmfDeployment(Deployment):
+    """FMF-LDP (FCF, ``exact=true``, sends whole gradients and runs in process only)."""
+
+    name = "fmf"
+    package = "dprec.systems.fmf"
+    noisy = ("binary", "piecewise")
+    default_mechanisms = frozenset({"binary", "piecewise"})
+    artefacts = ("item-matrix", "item-matrix-f64")
+    broadcast_artefact = "item-matrix-f64"
+
+    def accepts(self, config: Mapping[str, Any]) -> bool:
+        return "k" in config and "mechanism" in config
+
+    def validate(self, config: Mapping[str, Any]) -> None:
+        if config.get("exact"):
+            raise DprecError("FCF (exact=true) sends whole gradients, not wire messages: "
+                             "it runs in process only")
+        if config.get("mechanism") not in ("binary", "piecewise", "none"):
+            raise DprecError(f"mechanism must be binary, piecewise or none, got "
+                             f"{config.get('mechanism')!r}")
+
+    def rounds(self, config: Mapping[str, Any]) -> int:
+        """The epochs."""
+        return int(config["epochs"])
+
+    def k(self, config: Mapping[str, Any]) -> int:
+        return int(config["k"])
+
+    def n_factors(self, config: Mapping[str, Any]) -> int:
+        return int(config["factors"])
+
+    def upload(self, config: Mapping[str, Any]) -> type[Message]:
+        return GradientReports if config["mechanism"] == "binary" else ValueReports
+
+    def forward(self, config: Mapping[str, Any]) -> type[Message]:
+        return ShuffledReports if config["mechanism"] == "binary" else ShuffledValues
+
+    def mechanism(self, config: Mapping[str, Any]) -> BinaryMechanism | PiecewiseMechanism | None:
+        if config["mechanism"] == "binary":
+            return BinaryMechanism(config["epsilon"])
+        if config["mechanism"] == "piecewise":
+            return PiecewiseMechanism(config["epsilon"])
+        return None
+
+    def value_bound(self, config: Mapping[str, Any]) -> float | None:
+        mech = self.mechanism(config)
+        if isinstance(mech, PiecewiseMechanism):
+            return mech.scale
+        if mech is None:
+            return 1.0  # the clipped gradient entry scaled into [-1, 1]
+        return None
+
+    def upload_size(self, info: Any) -> int:
+        return int(info.upload.serialized_size(info.k))
+
+    def batch_bytes(self, info: Any, senders: int) -> int:
+        """k reports per sender."""
+        return int(info.forward.serialized_size(info.k * senders))
+
+    def _check_reports(self, message: Any, info: Any, exact_k: bool) -> None:
+        if exact_k and message.k != info.k:
+            raise MessageError(f"a client message must hold k = {info.k} reports, got "
+                               f"{message.k}")
+        if message.k and int(message.items.max()) >= info.n_items:
+            raise MessageError(f"item indices must be < n_items = {info.n_items}, got "
+                               f"{int(message.items.max())}")
+        if message.k and int(message.factors.max()) >= info.n_factors:
+            raise MessageError(f"factor indices must be < factors = {info.n_factors}, got "
+                               f"{int(message.factors.max())}")
+        bound = info.value_bound
+        if bound is not None and message.k:
+            # float32 on the wire: allow the rounding of the bound itself
+            limit = float(bound) * (1.0 + 1e-6)
+            worst = float(abs(message.values).max())
+            if not worst <= limit or not math.isfinite(worst):
+                raise MessageError(f"report values must lie in [-{bound:.6g}, {bound:.6g}] "
+                                   f"(what the mechanism outputs), got |value| = {worst:.6g}")
+
+    def check_upload(self, message: Message, info: Any) -> None:
+        self._check_reports(message, info, exact_k=True)
+
+    def check_forwarded(self, message: Message, info: Any) -> None:
+        if message.k == 0:  # type: ignore[attr-defined]
+            raise MessageError("a batch must hold at least one report")
+        self._check_reports(message, info, exact_k=False)
+
+    def anonymous(self, message: Message, body: bytes) -> bytes:
+        """The client's reports without its id."""
+        if isinstance(message, GradientReports):
+            return ShuffledReports(message.items, message.factors, message.bits).to_bytes()
+        assert isinstance(message, ValueReports)
+        return ShuffledValues(message.items, message.factors, message.values).to_bytes()
+
+    def shuffle(self, rows: list[bytes], info: Any, rng: np.random.Generator,
+                threshold: int) -> bytes:
+        """The reports through the simulation's :class:`Shuffler`."""
+        msgs = [Message.from_bytes(r) for r in rows]
+        items = np.stack([m.items for m in msgs])  # type: ignore[attr-defined]
+        factors = np.stack([m.factors for m in msgs])  # type: ignore[attr-defined]
+        shuffler = Shuffler(min(threshold, len(rows)), rng)
+        ids = np.arange(len(rows))
+        if isinstance(msgs[0], ShuffledReports):
+            bits = np.stack([m.bits for m in msgs])  # type: ignore[attr-defined]
+            shuffler.submit_batch(items, factors, bits, ids)
+        else:
+            values = np.stack([m.values for m in msgs])  # type: ignore[attr-defined]
+            shuffler.submit_batch(items, factors, client_ids=ids, values=values)
+        return shuffler.flush().to_bytes()
+
+    def client_messages(self, message: Any, first_id: int) -> Iterator[tuple[int, bytes]]:
+        if not isinstance(message, ReportBatch):
+            raise DprecError(f"{type(message).__name__} is not a wire message: this system "
+                             "runs in process only")
+        for m in message.to_messages():
+            yield m.client_id, m.to_bytes()
+
+    # -- the device -------------------------------------------------------------------------
+
+    def terms(self, read: DeviceReader, info: Any) -> dict[str, Any]:
+        n = info.n_items
+        mech = read.choice("mechanism", ("none", *self.noisy))
+        eps = None if mech == "none" else read.real("epsilon", positive=True)
+        k = read.integer("k", "max_k")
+        f = read.integer("factors", "max_factors", _MAX_WIRE_FACTORS)
+        rounds = read.integer("epochs", None)
+        return {"rounds": rounds, "mechanism": mech, "epsilon": eps, "count": k,
+                "message_bytes": info.upload.serialized_size(k), "artefact": "item-matrix",
+                "artefact_bytes": ItemMatrix.serialized_size(n, f),
+                "artefact_what": f"a {n} x {f} item matrix", "factors": f, "k": k,
+                "alpha": read.real("alpha", positive=False),
+                "regularization": read.real("regularization", positive=True),
+                "clip": read.real("clip", positive=True)}
+
+    def build_mechanism(self, mechanism: str, epsilon: float | None
+                        ) -> BinaryMechanism | PiecewiseMechanism:
+        cls = BinaryMechanism if mechanism == "binary" else PiecewiseMechanism
+        return cls(epsilon)  # type: ignore[arg-type]
+
+    def client_step(self, terms: Any, history: Any, round: int, rng: np.random.Generator,
+                    client_id: int, artefact: Callable[[], Any]) -> bytes:
+        """FMF-LDP's client role on a population of one, with the device's id."""
+        V = check_item_matrix(artefact(), terms.n_items, terms.factors)
+        role = FederatedClients(history, factors=terms.factors, alpha=terms.alpha,
+                                reg=terms.regularization, k=terms.k, clip=terms.clip,
+                                exact=False, mechanism=terms.build_mechanism(),
+                                ledger=None, batch_size=1)
+        (batch,) = list(role.step(V, round, rng))
+        m = batch.to_messages()[0]
+        if isinstance(m, GradientReports):
+            return GradientReports(client_id, m.items, m.factors, m.bits).to_bytes()
+        return ValueReports(client_id, m.items, m.factors, m.values).to_bytes()
+
+    def decode_artefact(self, terms: Any, body: bytes) -> np.ndarray:
+        """V, float32 on the wire, float64 here."""
+        m = ItemMatrix.from_bytes(body).check_for(terms.n_items, terms.factors)
+        return m.matrix.astype(np.float64)
+
+    def scores(self, terms: Any, history: Any, artefact: Any) -> np.ndarray:
+        x = user_vectors(artefact, history, terms.alpha, terms.regularization)
+        return (x @ artefact.T)[0]
+
+
+DEPLOYMENT = FmfDeployment()
