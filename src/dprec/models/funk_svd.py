@@ -171,6 +171,28 @@ class FunkSVD:
     def is_fitted(self) -> bool:
         return self._U is not None
 
+    @property
+    def known(self) -> tuple[np.ndarray, np.ndarray]:
+        """(users, items) with a stored training entry, as boolean masks."""
+        return self._fitted(self._user_known), self._fitted(self._item_known)
+
+    @classmethod
+    def from_parameters(cls, config: FunkSVDConfig, mu: float, user_factors: np.ndarray,
+                        item_factors: np.ndarray, user_biases: np.ndarray,
+                        item_biases: np.ndarray, user_known: np.ndarray,
+                        item_known: np.ndarray) -> FunkSVD:
+        """A fitted model with these parameters (what :meth:`fit` leaves), e.g. one sent
+        over the wire; it predicts exactly as the model they were read from."""
+        model = cls(config)
+        model._U = np.asarray(user_factors, np.float64)
+        model._I = np.asarray(item_factors, np.float64)
+        model._bu = np.asarray(user_biases, np.float64)
+        model._bi = np.asarray(item_biases, np.float64)
+        model._mu = float(mu)
+        model._user_known = np.asarray(user_known, bool)
+        model._item_known = np.asarray(item_known, bool)
+        return model
+
     def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         """r_hat for the pairs (users[j], items[j]), float64; unknown sides fall back (above)."""
         U = self.user_factors

@@ -34,9 +34,9 @@ if TYPE_CHECKING:
     from dprec.protocol.engine import Server
 
 __all__ = ["DEPLOYABLE", "Deployment", "DeviceReader", "Serving", "deployment_for",
-           "deployments"]
+           "deployments", "serving_of"]
 
-DEPLOYABLE = ("dprec.systems.dplcf", "dprec.systems.fmf")
+DEPLOYABLE = ("dprec.systems.dplcf", "dprec.systems.fmf", "dprec.systems.ldp_svd")
 """The packages of the deployable systems, each with ``deploy.py`` and ``serve.py``."""
 
 
@@ -209,8 +209,17 @@ class Serving(ABC):
     def restore(self, info: ProtocolInfo, role: Any, body: bytes | None) -> None:  # noqa: B027
         """Give a fresh role the state it had after publishing ``body``."""
 
+    def diagnostics(self, role: Any) -> dict[str, Any]:
+        """What the role measured in its last round (published with the round; JSON)."""
+        return {}
+
     def mirror(self, local: Any, diagnostics: dict[str, Any]) -> None:  # noqa: B027
         """Give the simulation's own (unused) role what the remote role measured."""
+
+    def service_params(self, local: Any) -> dict[str, str]:
+        """Parameters a server started for a simulation needs beyond the simulation's own,
+        read off the simulation's role ``local`` (what the data fixes: sizes, a scale)."""
+        return {}
 
 
 @cache
@@ -222,6 +231,15 @@ def _serving(package: str) -> Serving:
     serving = _load(package, "serve", "SERVING")
     assert isinstance(serving, Serving)
     return serving
+
+
+def serving_of(role: Any) -> Serving | None:
+    """The server half whose role ``role`` is (None: no deployable system's)."""
+    for d in deployments():
+        serving = d.serving()
+        if isinstance(role, serving.role_type):
+            return serving
+    return None
 
 
 def deployments() -> tuple[Deployment, ...]:

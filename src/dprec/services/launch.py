@@ -28,6 +28,7 @@ from types import TracebackType
 import httpx
 
 from dprec.errors import DprecError
+from dprec.protocol.deployment import serving_of
 from dprec.protocol.engine import Proxy, Server
 from dprec.protocol.shuffler import DEFAULT_THRESHOLD
 from dprec.services import EXIT_WITH_PARENT
@@ -216,8 +217,9 @@ class LoopbackTransport(HttpTransport):
     """An :class:`~dprec.services.transport.HttpTransport` that starts a fresh server and
     proxy on loopback for every protocol run (every seed and fold of an experiment).
 
-    The server gets the simulated system's name and parameters, so it builds the same
-    configuration; the proxy's threshold is the simulated proxy's (FMF-LDP's
+    The server gets the simulated system's name and parameters, and what its server half
+    reads off the simulation's role (:meth:`~dprec.protocol.deployment.Serving.service_params`),
+    so it builds the same configuration; the proxy's threshold is the simulated proxy's (FMF-LDP's
     ``shuffle_threshold``; 100 for DPLCF, which has none in process) unless given, and
     its batches hold ``batch_senders`` senders (default: 1000, or the threshold if more).
     """
@@ -238,8 +240,10 @@ class LoopbackTransport(HttpTransport):
         if self.pair is not None:
             for p in self.pair:
                 p.stop()
+        serving = serving_of(server)
+        params = {**self.params, **(serving.service_params(server) if serving else {})}
         srv = self.loopback.server(self.protocol, int(server.n_items),  # type: ignore[attr-defined]
-                                   self.params, self.config, wait=False)
+                                   params, self.config, wait=False)
         threshold = self.threshold or int(getattr(proxy, "threshold", DEFAULT_THRESHOLD))
         batch = self.batch_senders if self.batch_senders is not None else max(1000, threshold)
         prx = self.loopback.proxy(srv.url, threshold, batch, wait=False)

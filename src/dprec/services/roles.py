@@ -31,7 +31,7 @@ __all__ = ["check_role_memory", "decode_broadcast", "describe_role", "diagnostic
 _GIB = float(1 << 30)
 
 _PUBLIC = ("n_items", "factors", "lr", "reg", "steps", "clip", "init_scale", "estimator",
-           "neighbours", "include_full", "count_method")
+           "neighbours", "include_full", "count_method", "n_users", "rating_scale")
 
 
 def server_role(info: ProtocolInfo, aggregator: Aggregator) -> Server:
@@ -93,13 +93,9 @@ def restore(info: ProtocolInfo, role: Any, body: bytes | None) -> None:
     info.deployment.serving().restore(info, role, body)
 
 
-def diagnostics(role: Any) -> dict[str, Any]:
+def diagnostics(info: ProtocolInfo, role: Any) -> dict[str, Any]:
     """What the role measured in its last round (published with the round)."""
-    est = getattr(role, "estimate", None)
-    if est is None:
-        return {}
-    return {"clipped_pairs": int(est.clipped), "shrinkage_phi": est.shrinkage_phi,
-            "users_received": int(getattr(role, "users_received", 0))}
+    return info.deployment.serving().diagnostics(role)
 
 
 def parse_forwarded(body: bytes) -> Message:

@@ -123,6 +123,21 @@ class _Server:
     def _fresh_role(self) -> Any:
         return roles.server_role(self.info, self.aggregator)
 
+    def _started_role(self) -> Any:
+        """A fresh role after its start, replayed from the recorded generator (a secure
+        start: from a new CSPRNG draw, the role's own randomness), so that what a role draws
+        at its start (LDP-SVD's training stream) is there; :func:`roles.restore` then gives
+        it what it published."""
+        role = self._fresh_role()
+        record = self.store.start_record()
+        if record is not None:
+            if record["input"] == "secure":
+                from dprec.random import secure_generator
+                role.start(secure_generator())
+            else:
+                role.start(generator_from_json(record["input"]))
+        return role
+
     def authenticate(self, authorization: str | None) -> None:
         if authorization is None:
             raise ApiError(401, "missing credential: send Authorization: Bearer <shared secret>")
@@ -204,12 +219,12 @@ class _Server:
 
     def close(self, round: int) -> dict[str, Any]:
         def compute() -> tuple[bytes | None, str | None, dict[str, Any]]:
-            role = self._fresh_role()
+            role = self._started_role()
             latest = self.store.broadcast()
             roles.restore(self.info, role, None if latest is None else latest[0])
             batches = (roles.parse_forwarded(b) for b in self.store.batches(round))
             new = role.aggregate(batches, round)
-            diag = roles.diagnostics(role)
+            diag = roles.diagnostics(self.info, role)
             if new is None:
                 return None, None, diag
             body = roles.encode_broadcast(self.info, new, round + 1)

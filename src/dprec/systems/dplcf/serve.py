@@ -43,6 +43,14 @@ class DplcfServing(Serving):
     def decode_broadcast(self, info: Any, body: bytes) -> NeighbourLists:
         return NeighbourLists.from_bytes(body)
 
+    def diagnostics(self, role: Any) -> dict[str, Any]:
+        """The round's clipped pairs, shrinkage and upload count."""
+        est = getattr(role, "estimate", None)
+        if est is None:
+            return {}
+        return {"clipped_pairs": int(est.clipped), "shrinkage_phi": est.shrinkage_phi,
+                "users_received": int(getattr(role, "users_received", 0))}
+
     def mirror(self, local: Any, diagnostics: dict[str, Any]) -> None:
         """The remote role's clipped pairs, shrinkage and upload count."""
         if isinstance(local, SimilarityServer) and diagnostics:

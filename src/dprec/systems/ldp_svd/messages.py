@@ -4,19 +4,38 @@ Seed 001 (SYSTEMS.md §3): each client uploads, once, one perturbed value per re
 :class:`RatingReports` is the simulation's batch of many clients' uploads; it expands to the
 wire messages of :mod:`dprec.protocol.messages` (one ``ValueReports`` per client, factor 0,
 values as float32) and back.
+
+Over the services (:mod:`dprec.systems.ldp_svd.deploy`) the reports travel losslessly, as
+float64: a client uploads one :class:`RatingUpload`, the proxy forwards a
+:class:`RatingBatch` (the user ids travel: seed 001 has no anonymising proxy, the server
+trains a factor per user) and the server publishes its model as a :class:`RatingModel`.
 """
 
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from dprec.errors import DprecError
-from dprec.protocol.messages import MAX_ITEMS, ValueReports
+from dprec.protocol.messages import (
+    _HEADER,
+    _I64,
+    MAX_ITEMS,
+    Message,
+    MessageError,
+    ValueReports,
+    _check_length,
+    _int_array,
+    _integer,
+    _real_array,
+    _unpack_fixed,
+)
 
-__all__ = ["RatingReports", "Scale"]
+__all__ = ["RatingBatch", "RatingModel", "RatingReports", "RatingUpload", "Scale"]
 
 
 @dataclass(frozen=True)
@@ -117,3 +136,195 @@ class RatingReports:
         values = np.concatenate([m.values.astype(np.float64) for m in order])
         sort = np.lexsort((items, users))
         return cls(users[sort], items[sort], values[sort])
+
+
+# -- the wire messages of the services (kinds 20-22: this system's own) -----------------------
+
+_UPLOAD = struct.Struct("<qI")  # client_id, k
+_BATCH = struct.Struct("<Q")  # m
+_MODEL = struct.Struct("<IIId")  # n_users, n_items, factors, mu
+
+
+@dataclass(frozen=True, eq=False)
+class RatingUpload(Message):
+    """One client's upload: ``k`` reports (item, value), items strictly increasing.
+
+    Wire: client_id i64, k u32, k i32 items, k f64 values (finite; lossless).
+    """
+
+    KIND: ClassVar[int] = 20
+
+    client_id: int
+    items: np.ndarray
+    values: np.ndarray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "client_id", _integer("client_id", self.client_id, *_I64))
+        items = _int_array("items", self.items, "<i4", 0, MAX_ITEMS - 1)
+        values = _real_array("values", self.values, 1, "<f8")
+        if items.size != values.size:
+            raise MessageError(f"items and values must have one length, got {items.size} "
+                               f"and {values.size}")
+        if items.size > 1 and not np.all(np.diff(items) > 0):
+            raise MessageError("items must be strictly increasing (one report per item)")
+        object.__setattr__(self, "items", items)
+        object.__setattr__(self, "values", values)
+
+    @property
+    def k(self) -> int:
+        return int(self.items.size)
+
+    @staticmethod
+    def serialized_size(k: int) -> int:
+        return _HEADER.size + _UPLOAD.size + 12 * k
+
+    @property
+    def nbytes(self) -> int:
+        return self.serialized_size(self.k)
+
+    def _parts(self) -> list[bytes | memoryview]:
+        return [_UPLOAD.pack(self.client_id, self.k), memoryview(self.items),
+                memoryview(self.values)]
+
+    @classmethod
+    def _parse(cls, payload: memoryview) -> RatingUpload:
+        (client_id, k), off = _unpack_fixed(cls.__name__, payload, _UPLOAD)
+        body = payload[off:]
+        _check_length(cls.__name__, body, 12 * k, f"{k} reports")
+        return cls(client_id, np.frombuffer(body, "<i4", k).copy(),
+                   np.frombuffer(body, "<f8", k, 4 * k).copy())
+
+
+@dataclass(frozen=True, eq=False)
+class RatingBatch(Message):
+    """A forwarded batch: report j is (``users[j]``, ``items[j]``, ``values[j]``), sorted by
+    (user, item), each (user, item) once: a :class:`RatingReports` on the wire.
+
+    Wire: m u64, m i64 users (>= 0), m i32 items, m f64 values (finite; lossless).
+    """
+
+    KIND: ClassVar[int] = 21
+
+    users: np.ndarray
+    items: np.ndarray
+    values: np.ndarray
+
+    def __post_init__(self) -> None:
+        users = _int_array("users", self.users, "<i8", 0, _I64[1])
+        items = _int_array("items", self.items, "<i4", 0, MAX_ITEMS - 1)
+        values = _real_array("values", self.values, 1, "<f8")
+        if not users.size == items.size == values.size:
+            raise MessageError(f"users, items and values must have one length, got "
+                               f"{users.size}, {items.size}, {values.size}")
+        if users.size > 1:
+            du, di = np.diff(users), np.diff(items.astype(np.int64))
+            if not np.all((du > 0) | ((du == 0) & (di > 0))):
+                raise MessageError("reports must be sorted by (user, item), each pair once")
+        for name, a in (("users", users), ("items", items), ("values", values)):
+            object.__setattr__(self, name, a)
+
+    def __len__(self) -> int:
+        return int(self.users.size)
+
+    @property
+    def n_clients(self) -> int:
+        """Distinct senders (what the server counts a batch in: whole submissions)."""
+        return int(np.unique(self.users).size)
+
+    @staticmethod
+    def serialized_size(m: int) -> int:
+        return _HEADER.size + _BATCH.size + 20 * m
+
+    @property
+    def nbytes(self) -> int:
+        return self.serialized_size(len(self))
+
+    def _parts(self) -> list[bytes | memoryview]:
+        return [_BATCH.pack(len(self)), memoryview(self.users), memoryview(self.items),
+                memoryview(self.values)]
+
+    @classmethod
+    def _parse(cls, payload: memoryview) -> RatingBatch:
+        (m,), off = _unpack_fixed(cls.__name__, payload, _BATCH)
+        body = payload[off:]
+        _check_length(cls.__name__, body, 20 * m, f"{m} reports")
+        return cls(np.frombuffer(body, "<i8", m).copy(),
+                   np.frombuffer(body, "<i4", m, 8 * m).copy(),
+                   np.frombuffer(body, "<f8", m, 12 * m).copy())
+
+    def reports(self) -> RatingReports:
+        """The batch as the server role reads it."""
+        return RatingReports(self.users, self.items, self.values)
+
+
+@dataclass(frozen=True, eq=False)
+class RatingModel(Message):
+    """The server's Funk SVD, float64 (lossless): global mean ``mu``, user and item factors
+    and biases, and which users and items had a report.
+
+    Wire: n_users u32, n_items u32, factors u32, mu f64; U (n_users x F f64), I (n_items x F
+    f64), b_u, b_i (f64), the known users and items (u8 0/1).
+    """
+
+    KIND: ClassVar[int] = 22
+
+    mu: float
+    user_factors: np.ndarray
+    item_factors: np.ndarray
+    user_biases: np.ndarray
+    item_biases: np.ndarray
+    user_known: np.ndarray
+    item_known: np.ndarray
+
+    def __post_init__(self) -> None:
+        mu = float(self.mu)
+        if not math.isfinite(mu):
+            raise MessageError(f"mu must be finite, got {mu}")
+        U = _real_array("user_factors", self.user_factors, 2, "<f8")
+        V = _real_array("item_factors", self.item_factors, 2, "<f8")
+        if U.shape[1] != V.shape[1]:
+            raise MessageError(f"user and item factors must have one width, got "
+                               f"{U.shape[1]} and {V.shape[1]}")
+        m, n = U.shape[0], V.shape[0]
+        parts = {"user_biases": (self.user_biases, m), "item_biases": (self.item_biases, n)}
+        for name, (a, size) in parts.items():
+            arr = _real_array(name, a, 1, "<f8")
+            if arr.size != size:
+                raise MessageError(f"{name} must have {size} entries, got {arr.size}")
+            object.__setattr__(self, name, arr)
+        for name, a, size in (("user_known", self.user_known, m),
+                              ("item_known", self.item_known, n)):
+            arr = _int_array(name, a, "u1", 0, 1)
+            if arr.size != size:
+                raise MessageError(f"{name} must have {size} entries, got {arr.size}")
+            object.__setattr__(self, name, arr)
+        object.__setattr__(self, "mu", mu)
+        object.__setattr__(self, "user_factors", U)
+        object.__setattr__(self, "item_factors", V)
+
+    @property
+    def nbytes(self) -> int:
+        (m, f), n = self.user_factors.shape, self.item_factors.shape[0]
+        return _HEADER.size + _MODEL.size + 8 * (m + n) * (f + 1) + m + n
+
+    def _parts(self) -> list[bytes | memoryview]:
+        (m, f), n = self.user_factors.shape, self.item_factors.shape[0]
+        return [_MODEL.pack(m, n, f, self.mu), memoryview(self.user_factors).cast("B"),
+                memoryview(self.item_factors).cast("B"), memoryview(self.user_biases),
+                memoryview(self.item_biases), memoryview(self.user_known),
+                memoryview(self.item_known)]
+
+    @classmethod
+    def _parse(cls, payload: memoryview) -> RatingModel:
+        (m, n, f, mu), off = _unpack_fixed(cls.__name__, payload, _MODEL)
+        body = payload[off:]
+        _check_length(cls.__name__, body, 8 * (m + n) * (f + 1) + m + n,
+                      f"{m} users, {n} items and {f} factors")
+        arrays, at = [], 0
+        for count, dtype, shape in ((m * f, "<f8", (m, f)), (n * f, "<f8", (n, f)),
+                                    (m, "<f8", (m,)), (n, "<f8", (n,)), (m, "u1", (m,)),
+                                    (n, "u1", (n,))):
+            a = np.frombuffer(body, dtype, count, at).reshape(shape).copy()
+            arrays.append(a)
+            at += a.nbytes
+        return cls(mu, *arrays)

@@ -35,7 +35,7 @@ from dprec.mechanisms.laplace_rr import LaplaceRR
 from dprec.mechanisms.numeric import BinaryMechanism, LaplaceMechanism, PiecewiseMechanism
 from dprec.models.funk_svd import FunkSVD, FunkSVDConfig
 from dprec.protocol.engine import Server
-from dprec.systems.ldp_svd.messages import RatingReports, Scale
+from dprec.systems.ldp_svd.messages import RatingBatch, RatingReports, Scale
 
 __all__ = [
     "RatingMechanism", "SVDServer", "decode", "noise_variance", "report_matrix", "weighted_config",
@@ -101,7 +101,8 @@ def report_matrix(reports: list[RatingReports], n_users: int, n_items: int,
 
 
 class SVDServer(Server):
-    """One round: collect every upload, decode, train Funk SVD (noise-weighted unless
+    """One round: collect every upload (a simulation's :class:`RatingReports` or the
+    services' :class:`RatingBatch`), decode, train Funk SVD (noise-weighted unless
     ``noise_weighting`` is False); the broadcast is the model.
 
     Holds only public parameters (scale, mechanism, SVD settings), what it received
@@ -121,15 +122,22 @@ class SVDServer(Server):
         self.senders = 0
         self._rng: np.random.Generator | None = None
 
+    @property
+    def rating_scale(self) -> list[float]:
+        """[low, high], the public scale the reports are decoded on."""
+        return [self.scale.low, self.scale.high]
+
     def start(self, rng: np.random.Generator) -> None:
         """Draw the server's own training stream; nothing is broadcast before the uploads."""
         self._rng = np.random.default_rng(rng.integers(2**63))
         return None
 
-    def aggregate(self, batches: Iterable[RatingReports], round: int) -> FunkSVD | None:
+    def aggregate(self, batches: Iterable[RatingReports | RatingBatch], round: int
+                  ) -> FunkSVD | None:
         if self._rng is None:
             raise DprecError("start the server before aggregating")
-        received = [b for b in batches if len(b)]
+        received = [b.reports() if isinstance(b, RatingBatch) else b for b in batches]
+        received = [b for b in received if len(b)]
         self.reports_received = sum(len(b) for b in received)
         if not received:
             return None

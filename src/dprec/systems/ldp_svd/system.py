@@ -43,7 +43,7 @@ from dprec.models.funk_svd import FunkSVD, FunkSVDConfig
 from dprec.privacy.accountant import account
 from dprec.privacy.events import BitFlipDpEvent, EventLog, LocalReportDpEvent
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
-from dprec.protocol.engine import run_protocol
+from dprec.protocol.engine import Transport, run_protocol
 from dprec.systems.base import NotFittedError, RatingPredictor, RoundHook
 from dprec.systems.ldp_svd import client, server
 from dprec.systems.ldp_svd.messages import Scale
@@ -98,6 +98,10 @@ class SVDFields:
     """Public rating scale, high end (None: the data set's declared scale)."""
     batch_size: int = 1024
     """Clients simulated per vectorised batch."""
+    n_users: int | None = None
+    """Rows of the server's model, the users enrolled (None: the training matrix's rows). A
+    server run as a service is told it (``dprec simulate`` passes the data's); ``fit``
+    refuses a training matrix with another count."""
 
     def __post_init__(self) -> None:
         self.svd_config()
@@ -112,6 +116,9 @@ class SVDFields:
         b = self.batch_size
         if isinstance(b, bool) or int(b) != b or b < 1:
             raise DprecError(f"batch_size must be an integer >= 1, got {b!r}")
+        m = self.n_users
+        if m is not None and (isinstance(m, bool) or not isinstance(m, int) or m < 1):
+            raise DprecError(f"n_users must be an integer >= 1 or unset, got {m!r}")
 
     def svd_config(self) -> FunkSVDConfig:
         """The server model's :class:`FunkSVDConfig` (validates the SVD fields)."""
@@ -228,6 +235,9 @@ class LocalRatingSVD(RatingPredictor):
         self.declared_scale: Scale | None = None
         self._model: FunkSVD | None = None
         self._diag: dict[str, object] = {}
+        self.transport: Transport | None = None
+        """Where the server (and a relaying proxy) run: None in process, else e.g. the HTTP
+        services (:class:`~dprec.services.transport.HttpTransport`); the same roles."""
 
     def set_rating_scale(self, scale: tuple[float, float] | None) -> None:
         """The data set's declared rating scale (None: it declares none)."""
@@ -255,13 +265,16 @@ class LocalRatingSVD(RatingPredictor):
             raise DprecError(f"{self.name}: train ratings contain NaN or infinite values")
         cfg = self.config
         n_users, n_items = train.shape
+        if cfg.n_users is not None and cfg.n_users != n_users:
+            raise DprecError(f"{self.name}: n_users = {cfg.n_users}, but the training matrix "
+                             f"has {n_users} users")
         scale = self._scale()
         fake_rate = float(cfg.fake_rate) if cfg.hide_items else 0.0
         clients = client.RatingClients(train, scale, self.mechanism, cfg.batch_size, fake_rate)
         srv = server.SVDServer(n_users, n_items, scale, self.mechanism, cfg.svd_config(),
                                cfg.noise_weighting)
         self.events = EventLog(n_users)
-        run = run_protocol(srv, clients, 1, rng, self.events,
+        run = run_protocol(srv, clients, 1, rng, self.events, transport=self.transport,
                            on_round=(lambda r, b: on_round(r)) if on_round else None)
         if run.rounds_without_update:
             raise DprecError(f"{self.name}: no rating reached the server ({n_users} users)")

@@ -1,0 +1,159 @@
+"""LDP-SVD (ldp-svd, laplace-svd, laplace-rr-svd) as services, the device-safe half: one
+upload per user of a perturbed value per reported item, relayed with its sender (seed 001
+has no anonymising proxy: the server trains a factor per user), one round, the server's
+Funk SVD as the broadcast (:mod:`dprec.protocol.deployment`).
+
+Threat model as in process (``system.THREAT_MODEL``): the untrusted server sees every
+user's id with the items it reported; the proxy only relays, so the privacy report is the
+in-process one (no shuffle is charged).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from dprec.errors import DprecError
+from dprec.mechanisms.laplace_rr import LaplaceRR
+from dprec.mechanisms.numeric import BinaryMechanism, LaplaceMechanism, PiecewiseMechanism
+from dprec.protocol.deployment import Deployment, DeviceReader
+from dprec.protocol.messages import Message, MessageError
+from dprec.systems.ldp_svd.client import RatingMechanism
+from dprec.systems.ldp_svd.messages import RatingBatch, RatingReports, RatingUpload
+
+__all__ = ["DEPLOYMENT", "RatingDeployment"]
+
+
+class RatingDeployment(Deployment):
+    """Every LDP rating system: ``ldp-svd`` and ``laplace-svd`` (mechanism, epsilon) and
+    ``laplace-rr-svd`` (eps1, eps2)."""
+
+    name = "ldp_svd"
+    package = "dprec.systems.ldp_svd"
+    noisy = ("laplace", "duchi", "piecewise", "laplace-rr")
+    default_mechanisms = frozenset({"laplace", "duchi", "piecewise"})
+    """Laplace-RR sends the true rating with probability e^eps2/(1 + e^eps2) (no finite
+    guarantee), so a device policy must name it to accept it."""
+    artefacts = ("model",)
+    broadcast_artefact = "model"
+
+    def accepts(self, config: Mapping[str, Any]) -> bool:
+        return "noise_weighting" in config and "rating_min" in config
+
+    def validate(self, config: Mapping[str, Any]) -> None:
+        """The server needs what the data fixes: the users enrolled and the public scale."""
+        if config.get("n_users") is None:
+            raise DprecError("an LDP-SVD server needs n_users, the users enrolled (its model "
+                             "has a row per user): --param n_users=M")
+        if config.get("rating_min") is None or config.get("rating_max") is None:
+            raise DprecError("an LDP-SVD server needs the public rating scale: --param "
+                             "rating_min=LOW --param rating_max=HIGH")
+
+    def n_factors(self, config: Mapping[str, Any]) -> int:
+        return int(config["factors"])
+
+    def upload(self, config: Mapping[str, Any]) -> type[Message]:
+        return RatingUpload
+
+    def forward(self, config: Mapping[str, Any]) -> type[Message]:
+        return RatingBatch
+
+    def mechanism(self, config: Mapping[str, Any]) -> RatingMechanism:
+        """As the configs' ``build_mechanism``."""
+        if "eps1" in config:
+            return LaplaceRR(config["eps1"], config["eps2"])
+        kind, eps = config["mechanism"], config["epsilon"]
+        if kind == "laplace":
+            return LaplaceMechanism(eps)
+        if kind == "duchi":
+            return BinaryMechanism(eps, name="duchi")
+        return PiecewiseMechanism(eps)
+
+    def value_bound(self, config: Mapping[str, Any]) -> float | None:
+        """Duchi: 1 (a sign); piecewise: C; Laplace and Laplace-RR: unbounded (None)."""
+        mech = self.mechanism(config)
+        if isinstance(mech, BinaryMechanism):
+            return 1.0
+        if isinstance(mech, PiecewiseMechanism):
+            return float(mech.scale)
+        return None
+
+    def upload_size(self, info: Any) -> int:
+        """At most one report per item (fakes included)."""
+        return RatingUpload.serialized_size(info.n_items)
+
+    def batch_bytes(self, info: Any, senders: int) -> int:
+        return RatingBatch.serialized_size(senders * info.n_items)
+
+    def _check_values(self, values: np.ndarray, items: np.ndarray, info: Any) -> None:
+        if items.size and int(items.max()) >= info.n_items:
+            raise MessageError(f"item indices must be < n_items = {info.n_items}, got "
+                               f"{int(items.max())}")
+        mech = info.mechanism()
+        if isinstance(mech, BinaryMechanism) and values.size and not np.all(
+                np.abs(values) == 1.0):
+            raise MessageError("Duchi's reports must be -1 or +1")
+        bound = info.value_bound
+        if bound is not None and values.size and float(np.abs(values).max()) > bound:
+            raise MessageError(f"report values must lie in [-{bound:.6g}, {bound:.6g}], got "
+                               f"|value| = {float(np.abs(values).max()):.6g}")
+
+    def check_upload(self, message: Message, info: Any) -> None:
+        assert isinstance(message, RatingUpload)
+        if message.k == 0:
+            raise MessageError("an upload must hold at least one report")
+        self._check_values(message.values, message.items, info)
+
+    def check_forwarded(self, message: Message, info: Any) -> None:
+        assert isinstance(message, RatingBatch)
+        if len(message) == 0:
+            raise MessageError("a batch must hold at least one report")
+        n_users = int(info.config["n_users"])
+        if int(message.users.max()) >= n_users:
+            raise MessageError(f"user ids must be < n_users = {n_users}, got "
+                               f"{int(message.users.max())}")
+        self._check_values(message.values, message.items, info)
+
+    def shuffle(self, rows: list[bytes], info: Any, rng: np.random.Generator,
+                threshold: int) -> bytes:
+        """The uploads in (user, item) order: the sender travels with its reports, so this
+        canonical order is the batch (a permutation would hide nothing)."""
+        ups = sorted((RatingUpload.from_bytes(r) for r in rows), key=lambda u: u.client_id)
+        return RatingBatch(
+            np.concatenate([np.full(u.k, u.client_id, np.int64) for u in ups]),
+            np.concatenate([u.items for u in ups]),
+            np.concatenate([u.values for u in ups])).to_bytes()
+
+    def client_messages(self, message: Any, first_id: int) -> Iterator[tuple[int, bytes]]:
+        """One upload per user of the batch, under the user's own id."""
+        if not isinstance(message, RatingReports):
+            raise DprecError(f"{type(message).__name__} is not an LDP-SVD upload batch")
+        ids, starts = np.unique(message.users, return_index=True)
+        bounds = np.append(starts, message.users.size)
+        for c, a, b in zip(ids, bounds[:-1], bounds[1:], strict=True):
+            yield int(c), RatingUpload(int(c), message.items[a:b],
+                                       message.values[a:b]).to_bytes()
+
+    # -- the device -------------------------------------------------------------------------
+
+    def terms(self, read: DeviceReader, info: Any) -> dict[str, Any]:
+        raise DprecError(f"{info.system} has no device client: its device terms (the rating "
+                         "scale, fakes, Laplace-RR's eps2) are not in the device policy yet")
+
+    def build_mechanism(self, mechanism: str, epsilon: float | None) -> Any:
+        raise DprecError("LDP-SVD has no device client")
+
+    def client_step(self, terms: Any, history: Any, round: int, rng: np.random.Generator,
+                    client_id: int, artefact: Callable[[], Any]) -> bytes:
+        raise DprecError("LDP-SVD has no device client")
+
+    def decode_artefact(self, terms: Any, body: bytes) -> Any:
+        raise DprecError("LDP-SVD has no device client")
+
+    def scores(self, terms: Any, history: Any, artefact: Any) -> np.ndarray:
+        raise DprecError("LDP-SVD predicts on the server: a device holds no model")
+
+
+DEPLOYMENT = RatingDeployment()
