@@ -5,8 +5,9 @@ The layers (README.md, "Layout"), lowest first: the base modules (``errors``, ``
 ``selection``), data, privacy (events, accountants, guarantees), mechanisms (each emits a
 privacy event, so privacy's vocabulary lies below them), protocol, models, systems,
 evaluation, audit, then the deployment tier (client < services: the simulation's HTTP
-transport plays the devices with the SDK; distributed), then the command line. Every import
-counts, those inside functions included: a lazy import still ties the two modules.
+transport plays the devices with the SDK; distributed), then the command line, a package
+whose command groups share only its common modules. Every import counts, those inside
+functions included: a lazy import still ties the two modules.
 """
 
 from __future__ import annotations
@@ -38,10 +39,15 @@ KNOWN_CYCLES: dict[str, frozenset[str]] = {
     # executor of the engine (issue 22, §2).
     "ray backend factory": frozenset({"dprec.distributed.backend",
                                       "dprec.distributed.ray_backend"}),
-    # `dprec simulate` (cli_serve.py) reuses cli.py's _experiment, _task_of and _progress,
-    # and cli.py registers cli_serve's commands; the experiment choice moves to evaluation/
-    # with the cli/ package (issue 22, §4). cli_audit's cycle is gone (cli_common.py).
-    "simulate reuses cli's experiment": frozenset({"dprec.cli", "dprec.cli_serve"}),
+}
+
+# Inside the command line (dprec.cli): its face registers the command groups, which share
+# only the lower modules common and tables and never import each other or the face.
+CLI_LAYERS: dict[str, int] = {
+    "common": 0, "tables": 1,
+    "audit": 2, "compare": 2, "data": 2, "privacy": 2, "run": 2, "serve": 2, "systems": 2,
+    "tune": 2,
+    "__init__": 3, "__main__": 4,
 }
 
 
@@ -142,11 +148,14 @@ def cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
 
 
 def layer(module: str) -> str | None:
-    """The layer of ``dprec.x...``: ``x`` (``cli*`` modules are ``cli``); None for dprec."""
+    """The layer of ``dprec.x...``: ``x``; None for dprec."""
     parts = module.split(".")
-    if len(parts) == 1:
-        return None
-    return "cli" if parts[1] == "cli" or parts[1].startswith("cli_") else parts[1]
+    return parts[1] if len(parts) > 1 else None
+
+
+def cli_layer(module: str) -> int:
+    """The place of a module of dprec.cli in :data:`CLI_LAYERS` (the face is ``__init__``)."""
+    return CLI_LAYERS[module.split(".")[2] if module.count(".") > 1 else "__init__"]
 
 
 def upward_imports(graph: dict[str, set[str]]) -> list[str]:
@@ -178,6 +187,24 @@ def test_no_upward_import():
     assert upward_imports(import_graph(modules())) == []
 
 
+def cli_imports_out_of_place(graph: dict[str, set[str]]) -> list[str]:
+    """Imports inside dprec.cli that do not go strictly down :data:`CLI_LAYERS` (two
+    command groups importing each other, or one importing the face, are out of place)."""
+    return sorted(f"{m} -> {t}" for m, targets in graph.items() if layer(m) == "cli"
+                  for t in targets if layer(t) == "cli" and cli_layer(t) >= cli_layer(m))
+
+
+def test_the_command_line_is_a_package_of_command_groups_over_shared_modules():
+    mods = {m for m in modules() if layer(m) == "cli"}
+    assert {m.rpartition(".")[2] for m in mods - {"dprec.cli"}} == set(CLI_LAYERS) - {"__init__"}
+    assert cli_imports_out_of_place(import_graph(modules())) == []
+    probe = {"dprec.cli": {"dprec.cli.run"}, "dprec.cli.run": {"dprec.cli.common"},
+             "dprec.cli.serve": {"dprec.cli.run", "dprec.cli.tables"},
+             "dprec.cli.tables": {"dprec.cli"}}
+    assert cli_imports_out_of_place(probe) == ["dprec.cli.serve -> dprec.cli.run",
+                                               "dprec.cli.tables -> dprec.cli"]
+
+
 def _probe(tmp_path: Path, files: dict[str, str]) -> dict[str, Path]:
     pkg = tmp_path / "dprec"
     for rel, text in {"__init__.py": "", **files}.items():
@@ -195,7 +222,7 @@ def test_the_graph_sees_lazy_relative_and_from_imports(tmp_path):
         "systems/c.py": "import dprec.data.a\n",
         "systems/d.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
                         "    from dprec.cli import x\nelse:\n    import dprec.data\n",
-        "cli.py": "", "cli_serve.py": "from dprec.cli import x\n",
+        "cli/__init__.py": "", "cli/serve.py": "from dprec.cli import x\n",
     })
     graph = import_graph(mods)
     assert graph["dprec.data.a"] == {"dprec.systems.b"}
@@ -203,7 +230,7 @@ def test_the_graph_sees_lazy_relative_and_from_imports(tmp_path):
     assert graph["dprec.systems.d"] == {"dprec.data"}  # annotations only do not count
     assert cycles(graph) == [frozenset({"dprec.data.a", "dprec.systems.b", "dprec.systems.c"})]
     assert upward_imports(graph) == ["dprec.data.a -> dprec.systems.b"]
-    assert (layer("dprec.client.http"), layer("dprec.cli_serve"), layer("dprec")) == (
+    assert (layer("dprec.client.http"), layer("dprec.cli.serve"), layer("dprec")) == (
         "client", "cli", None)
     assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [frozenset({"a", "b"})]
 

@@ -21,13 +21,13 @@ from dprec.privacy.accountant import (
     account,
     event_sides,
 )
-from dprec.privacy.accounting import shuffled_guarantee
 from dprec.privacy.events import (
     BitFlipDpEvent,
     EventLog,
     LocalReportDpEvent,
     ShuffledReportDpEvent,
 )
+from dprec.privacy.shuffle import shuffled_guarantee
 
 
 class _Mystery(dp_accounting.DpEvent):

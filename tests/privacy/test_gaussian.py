@@ -8,6 +8,7 @@ from typer.testing import CliRunner
 
 from dprec.cli import app
 from dprec.errors import DprecError
+from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.gaussian import (
     ADJACENCY,
     PRIVREC_PAPER_TABLE,
@@ -96,4 +97,4 @@ def test_pld_poisson_grid_is_fine_enough():
     fine = pld_poisson_epsilon(1.0, 5 / 4800, 1000, 1e-4, value_discretization_interval=2e-5)
     ours = pld_poisson_epsilon(1.0, 5 / 4800, 1000, 1e-4)
     assert fine <= ours <= fine * 1.001
-    assert ADJACENCY["pld_poisson"] == "add_remove_one"
+    assert ADJACENCY["pld_poisson"] is Adjacency.ADD_REMOVE_ONE

@@ -7,7 +7,7 @@ import pytest
 from svc import SECRET, TOKEN_KEY, dplcf_info, fmf_info
 from typer.testing import CliRunner
 
-from dprec import cli_serve
+import dprec.cli.serve as cli_serve
 from dprec.cli import app
 from dprec.errors import DprecError
 from dprec.services import server as server_module

@@ -89,7 +89,7 @@ def test_simulate_reports_the_enforced_threshold_and_the_servers_batches(tmp_pat
 
 
 def test_a_running_proxy_states_the_threshold_the_report_uses(running, capsys):
-    from dprec.cli_serve import _enforced_threshold
+    from dprec.cli.serve import _enforced_threshold
 
     _, srv, prx = running  # the protocol publishes 100 (FMFConfig's default); the proxy runs 5
     assert _enforced_threshold({"k": "5"}, 100, None, srv.url, prx.url) == {

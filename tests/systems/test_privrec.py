@@ -19,8 +19,7 @@ from dprec.evaluation.runner import Experiment
 from dprec.evaluation.split import UserSplit
 from dprec.evaluation.user_ranking import UserRankingEvaluator
 from dprec.privacy.accountant import Adjacency, RdpAccountant
-from dprec.privacy.accounting import gaussian_rdp_epsilon
-from dprec.privacy.gaussian import privrec_effective_noise
+from dprec.privacy.gaussian import Sampling, gaussian_rdp_epsilon, privrec_effective_noise
 from dprec.privacy.guarantee import reported_epsilon
 from dprec.protocol.messages import Message, MessageError, ModelBroadcast, ModelUpdates
 from dprec.systems.base import NotFittedError, UnknownUserError
@@ -231,7 +230,7 @@ def test_dp_privrec_report_comes_from_the_rdp_accountant_over_its_rounds():
     assert rep["true"]["epsilon"] == reported_epsilon(want)
     assert rep["true"]["level"] == "user" and rep["true"]["model"] == "central"
     assert rep["claimed"]["epsilon"] == reported_epsilon(gaussian_rdp_epsilon(
-        1.0, 10 / n, 30, 1e-6, "fixed_size_replace_one", dataset_size=n,
+        1.0, 10 / n, 30, 1e-6, Sampling.FIXED_SIZE, dataset_size=n,
         conversion="classic"))
     assert rep["claimed"]["epsilon"] > rep["true"]["epsilon"]
     assert "trusted aggregator" in rep["threat_model"]

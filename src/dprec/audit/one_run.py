@@ -44,11 +44,11 @@ from dprec.audit.result import AuditResult
 from dprec.data.features import SideFeatures
 from dprec.errors import DprecError
 from dprec.privacy.accountant import Adjacency, RdpAccountant, account
-from dprec.privacy.accounting import gaussian_rdp_epsilon
 from dprec.privacy.events import EventLog
 from dprec.protocol.engine import Clients, Sent, run_protocol
 from dprec.protocol.messages import ModelBroadcast, ModelUpdates
 from dprec.random import derive_generator
+from dprec.systems.privrec.claim import paper_epsilon
 from dprec.systems.privrec.config import PrivRecConfig
 
 __all__ = ["CanaryClients", "audit_privrec_one_run", "canary_directions"]
@@ -192,10 +192,7 @@ def audit_privrec_one_run(cfg: PrivRecConfig, train: sp.csr_matrix, features: Si
     best = max(per_r, key=lambda k: per_r[k]["eps_lower"])
     t = sum(rec.updated for rec in run.rounds)
     levels = account(log, cfg.delta, RdpAccountant(Adjacency.REPLACE_ONE), model="central")
-    claimed = gaussian_rdp_epsilon(cfg.noise_multiplier, cfg.clients_per_round / n_pop,
-                                   t * cfg.clients_per_round, cfg.delta,
-                                   "fixed_size_replace_one", dataset_size=n_pop,
-                                   conversion="classic")
+    claimed = paper_epsilon(cfg.noise_multiplier, cfg.clients_per_round, n_pop, t, cfg.delta)
     auc = _auc(llr, present)
     return AuditResult(
         name="dp-privrec-canaries", kind="protocol", level="user",

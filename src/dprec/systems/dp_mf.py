@@ -8,6 +8,7 @@ user (DPPS-MF, Liu, Wang, Smola 2015). The models and their privacy arguments ar
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -144,24 +145,21 @@ class DPPSMFSystem(_DPMF):
                  f"sample is eps / (2 rho) = {eps:.6g}-DP"
                  if c.calibration == "paper" else
                  f"c = rho eps / (2 B) (calibration 'exact'): an exact sample is {eps:.6g}-DP")
-        true = Guarantee(
-            eps, level="user", sides="two", model="central",
-            mechanism=f"exponential mechanism exp(-(c / rho) E), c = {c.scale:.6g}, "
-                      f"rho = {c.temperature:g}",
-            notes=(
-                "event = one user's ratings replaced (at most tau of them after the random "
-                f"cap, tau = {c.max_ratings}); B = (r_max - r_min)^2 tau = {c.bound:g} bounds "
-                "a user's sum of (r - clip(r_hat))^2",
-                f"sensitivity of (c / rho) E to one user is (c / rho) B: 2 (c / rho) B = "
-                f"{eps:.6g} (replace one user; add/remove one user gives half)",
-                calib,
-                "ASSUMPTION (the paper's): the SGLD iterate is an exact posterior sample "
-                "(delta -> 0); delta is unknown, so the JSON has delta: null",
-                "recorded as LocalReportDpEvent(eps): dprec's event for a pure eps-DP release, "
-                "whose dominating pair dominates every pure eps-DP mechanism; nothing is local",
-            ))
+        why = (
+            "event = one user's ratings replaced (at most tau of them after the random "
+            f"cap, tau = {c.max_ratings}); B = (r_max - r_min)^2 tau = {c.bound:g} bounds "
+            "a user's sum of (r - clip(r_hat))^2",
+            f"sensitivity of (c / rho) E to one user is (c / rho) B: 2 (c / rho) B = "
+            f"{eps:.6g} (replace one user; add/remove one user gives half)",
+            calib,
+            "ASSUMPTION (the paper's): the SGLD iterate is an exact posterior sample "
+            "(delta -> 0); delta is unknown, so the JSON has delta: null",
+            "recorded as LocalReportDpEvent(eps): dprec's event for a pure eps-DP release, "
+            "whose dominating pair dominates every pure eps-DP mechanism; nothing is local",
+        )
         report = privacy_report_from_log(
-            self.name, THREAT_MODEL, self.model.events, claimed, (mech,), true=true,
+            self.name, THREAT_MODEL, self.model.events, claimed, (mech,), true_level="user",
+            model="central",
             extra={"per_rating_reading": {
                 "claimed": f"{c.epsilon / c.max_ratings:.4g} x {c.max_ratings}",
                 "true": f"{eps / c.max_ratings:.4g} x {c.max_ratings}",
@@ -173,7 +171,10 @@ class DPPSMFSystem(_DPMF):
             g["delta_reason"] = _DELTA_NULL
             g["notes"] = [*g["notes"], "assumes an exact posterior sample (delta -> 0); see "
                                        "delta_reason"]  # type: ignore[misc]
-        return _SamplerReport(report.system, report.threat_model, report.true, report.claimed,
+        true = replace(report.true, mechanism=f"exponential mechanism exp(-(c / rho) E), "
+                                              f"c = {c.scale:.6g}, rho = {c.temperature:g}",
+                       notes=(*report.true.notes, *why))
+        return _SamplerReport(report.system, report.threat_model, true, report.claimed,
                               report.mechanisms, report.extra)
 
 

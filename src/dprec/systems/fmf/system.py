@@ -19,7 +19,7 @@ import scipy.sparse as sp
 
 from dprec.errors import DprecError, check_positive
 from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism
-from dprec.privacy.accounting import local_guarantee
+from dprec.privacy.accountant import BasicAccountant
 from dprec.privacy.events import EventLog, ShuffledReportDpEvent
 from dprec.privacy.guarantee import Guarantee, PrivacyReport, reported_epsilon
 from dprec.privacy.ledger import PrivacyLedger
@@ -242,7 +242,7 @@ class FederatedMF(Ranker):
             return None
         mech = self._mechanism()
         assert mech is not None
-        local = local_guarantee(c.epsilon, c.k, c.epochs)
+        local = BasicAccountant().compose([(mech.dp_event(), c.k * c.epochs)])
         claimed = Guarantee(c.k * c.epsilon, level="user", sides="two", model="local",
                             mechanism=f"k={c.k} reports of eps={c.epsilon}",
                             notes=("as published: k x eps; the epochs are left out",))

@@ -39,12 +39,12 @@ from dprec.models.side_net import (
     to_vector,
 )
 from dprec.privacy.accountant import Adjacency, RdpAccountant
-from dprec.privacy.accounting import gaussian_rdp_epsilon
 from dprec.privacy.events import EventLog
 from dprec.privacy.gaussian import pld_poisson_epsilon, privrec_noise_multipliers
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
 from dprec.protocol.engine import run_protocol
 from dprec.systems.base import NotFittedError, Ranker, RoundHook, UnknownUserError, check_history
+from dprec.systems.privrec.claim import paper_epsilon
 from dprec.systems.privrec.client import SideNetClients
 from dprec.systems.privrec.config import PrivRecConfig
 from dprec.systems.privrec.server import ReptileServer
@@ -274,9 +274,7 @@ class SideNetRecommender(Ranker):
         z_d, z_b, z_eff = privrec_noise(cfg)
         n, m, t = self._n_train_users, cfg.clients_per_round, self._rounds_run
         q = m / n
-        paper = (gaussian_rdp_epsilon(cfg.noise_multiplier, q, t * m, cfg.delta,
-                                      "fixed_size_replace_one", dataset_size=n,
-                                      conversion="classic") if t else 0.0)
+        paper = paper_epsilon(cfg.noise_multiplier, m, n, t, cfg.delta)
         claimed = Guarantee(
             paper, cfg.delta, "user", "two", "central",
             "DP-PrivRec's accountant (seed 002, Table 3 method)",

@@ -1,41 +1,20 @@
-"""Composition: basic, advanced, PLD (vs exact optimal composition), RDP golden numbers."""
+"""The shuffled guarantee and PLD composition of (eps, delta) pairs (privacy.shuffle), checked
+against exact optimal composition of pure DP."""
 
 import math
 
-import dp_accounting
 import numpy as np
 import pytest
 from scipy import stats
 from scipy.optimize import brentq
 
 from dprec.errors import DprecError
-from dprec.privacy.accounting import (
-    compose_advanced,
-    compose_basic,
+from dprec.privacy.shuffle import (
     compose_pld,
-    gaussian_rdp_epsilon,
     local_guarantee,
+    numerical_epsilon,
     shuffled_guarantee,
 )
-from dprec.privacy.gaussian import PRIVREC_PAPER_TABLE
-from dprec.privacy.shuffle import numerical_epsilon
-
-
-def test_compose_basic():
-    assert compose_basic(0.5, 1e-7, 10) == pytest.approx((5.0, 1e-6))
-    assert compose_basic(0.5, 0.2, 10)[1] == 1.0
-    with pytest.raises(DprecError, match="count must be an integer >= 0, got -1"):
-        compose_basic(0.5, 0.0, -1)
-    with pytest.raises(DprecError, match="eps must be >= 0"):
-        compose_basic(-0.5, 0.0, 1)
-
-
-def test_compose_advanced_formula():
-    # sqrt(2 * 100 * ln(1e5)) * 0.1 + 100 * 0.1 * (e^0.1 - 1)
-    eps, delta = compose_advanced(0.1, 1e-8, 100, 1e-5)
-    assert eps == pytest.approx(math.sqrt(200 * math.log(1e5)) * 0.1 + 10 * math.expm1(0.1))
-    assert eps == pytest.approx(5.8503, abs=1e-4)
-    assert delta == pytest.approx(100 * 1e-8 + 1e-5)
 
 
 def _optimal_pure_composition(eps: float, k: int, delta: float) -> float:
@@ -58,8 +37,9 @@ def test_pld_matches_optimal_composition_of_pure_dp(eps, k, delta):
     exact = _optimal_pure_composition(eps, k, delta)
     pld = compose_pld(eps, 0.0, k, delta)
     assert exact - 1e-9 <= pld <= exact + 2e-3  # pessimistic rounding, 1e-4 per step at most
-    assert pld <= compose_basic(eps, 0.0, k)[0]
-    assert pld <= compose_advanced(eps, 0.0, k, delta)[0]
+    assert pld <= k * eps  # basic composition (Dwork & Roth, Thm 3.16)
+    advanced = math.sqrt(2 * k * math.log(1 / delta)) * eps + k * eps * math.expm1(eps)
+    assert pld <= advanced  # advanced composition (Dwork & Roth, Thm 3.20)
 
 
 def test_pld_golden_value():
@@ -78,65 +58,6 @@ def test_pld_with_delta():
     assert compose_pld(0.5, 0.0, 1, 1e-6) == pytest.approx(0.5, abs=1e-3)
     with pytest.raises(DprecError, match="target_delta must be in"):
         compose_pld(0.5, 0.0, 1, 0.0)
-
-
-# DP-PrivRec, Table 3 (SYSTEMS.md §5): z = 1, E1 = 1000 rounds, N = 4,800,
-# eps at delta = 1e-8 / 1e-6 / 1e-4 for batch size M (the published values, kept once).
-PRIVREC_TABLE = PRIVREC_PAPER_TABLE
-
-
-@pytest.mark.parametrize("batch", sorted(PRIVREC_TABLE))
-def test_rdp_reproduces_dp_privrec_table(batch):
-    """Reproduced exactly by: fixed-size sampling without replacement, replace-one
-    adjacency (Wang, Balle, Kasiviswanathan 2019, as in autodp), the classic RDP -> DP
-    conversion, and the step composed E1 * M = 1000 * M times (the paper's accountant counts
-    every sampled client as a step; one step per round is the true count, see below)."""
-    got = [
-        gaussian_rdp_epsilon(
-            1.0, batch / 4800, 1000 * batch, d, "fixed_size_replace_one", conversion="classic"
-        )
-        for d in (1e-8, 1e-6, 1e-4)
-    ]
-    np.testing.assert_allclose(got, PRIVREC_TABLE[batch], rtol=1e-4)
-
-
-def test_rdp_true_round_count_is_much_smaller_than_published():
-    # one Gaussian step per round (1000 steps): far below the published values
-    improved = [
-        gaussian_rdp_epsilon(1.0, 5 / 4800, 1000, d, "fixed_size_replace_one")
-        for d in (1e-8, 1e-6, 1e-4)
-    ]
-    np.testing.assert_allclose(improved, [1.2831, 0.8993, 0.5155], atol=1e-4)
-    classic = gaussian_rdp_epsilon(
-        1.0, 5 / 4800, 1000, 1e-8, "fixed_size_replace_one", conversion="classic"
-    )
-    assert classic == pytest.approx(1.5768, abs=1e-4)
-    assert improved[0] < classic < PRIVREC_TABLE[5][0]
-
-
-def test_rdp_poisson_upper_bounds_pld():
-    q, sigma, steps, delta = 0.01, 1.1, 1000, 1e-5
-    acc = dp_accounting.pld.PLDAccountant()
-    acc.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma)), steps)
-    pld = acc.get_epsilon(delta)
-    rdp = gaussian_rdp_epsilon(sigma, q, steps, delta)
-    classic = gaussian_rdp_epsilon(sigma, q, steps, delta, conversion="classic")
-    assert pld < rdp < classic < 1.5 * pld
-
-
-def test_rdp_fixed_size_with_dataset_size_and_errors():
-    a = gaussian_rdp_epsilon(1.0, 5 / 4800, 100, 1e-6, "fixed_size_replace_one")
-    b = gaussian_rdp_epsilon(1.0, 5 / 4800, 100, 1e-6, "fixed_size_replace_one", dataset_size=4800)
-    assert a == b
-    with pytest.raises(DprecError, match="sample_rate \\* dataset_size must be an integer"):
-        gaussian_rdp_epsilon(1.0, 0.3, 10, 1e-6, "fixed_size_replace_one", dataset_size=7)
-    with pytest.raises(DprecError, match="ratio of small integers"):
-        gaussian_rdp_epsilon(1.0, 1 / math.pi, 10, 1e-6, "fixed_size_replace_one")
-    with pytest.raises(DprecError, match="sampling must be"):
-        gaussian_rdp_epsilon(1.0, 0.1, 10, 1e-6, "shuffle")
-    with pytest.raises(DprecError, match="noise_multiplier must be > 0, got 0"):
-        gaussian_rdp_epsilon(0.0, 0.1, 10, 1e-6)
-    assert gaussian_rdp_epsilon(1.0, 0.1, 0, 1e-6) == 0.0
 
 
 def test_shuffled_guarantee_fmf_ldp_setting():

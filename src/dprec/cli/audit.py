@@ -8,7 +8,10 @@ from typing import Annotated
 
 import typer
 
+from dprec.cli.common import err, fail, out
 from dprec.errors import DprecError
+
+__all__ = ["ALL_TABLE", "register", "run_table"]
 
 ALL_TABLE = (
     ("bitflip-sp", None, {}), ("bitflip-ap", None, {}), ("bitflip-oue", None, {}),
@@ -55,9 +58,7 @@ def register(app: typer.Typer) -> None:
         ] = Path("results/audit"),
     ) -> None:
         """Audit a mechanism, protocol or system: a lower bound on eps from its outputs."""
-        from dprec.cli_common import err, out
-        from dprec.cli_common import fail as _fail
-        from dprec.cli_common import pairs as _pairs
+        from dprec.systems.params import param_pairs
         try:
             from dprec.audit import TARGETS, AuditSettings, audit, auditable_systems
             if list_:
@@ -75,10 +76,10 @@ def register(app: typer.Typer) -> None:
                 return
             if name is None:
                 raise DprecError("name a mechanism, protocol or system (or --list, --all)")
-            result = audit(name, epsilon=epsilon, params=_pairs(param),
+            result = audit(name, epsilon=epsilon, params=param_pairs(param),
                            level=level, settings=settings)  # type: ignore[arg-type]
         except DprecError as e:
-            _fail(e)
+            fail(e)
             return
         doc = result.to_json()
         if as_json:
@@ -130,5 +131,3 @@ def run_table(settings: object, out_dir: Path, progress=None) -> list:
     plot_audit(results, out_dir / "audit.png")
     return results
 
-
-__all__ = ["ALL_TABLE", "register", "run_table"]

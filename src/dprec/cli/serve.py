@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from dprec.cli.common import err, fail, load_dataset, out, progress
+from dprec.cli.tables import print_privacy, print_tables
 from dprec.errors import DprecError
 
 if TYPE_CHECKING:
@@ -41,11 +43,6 @@ Sync = Annotated[str, typer.Option(
     "--sync", help="SQLite durability: full (fsync before acknowledging) or normal.")]
 LogLevel = Annotated[str, typer.Option("--log-level", help="debug, info, warning, error.")]
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
-
-
-def _fail(e: Exception) -> None:
-    from dprec.cli_common import fail
-    fail(e)
 
 
 def _check_options(port: int, log_level: str) -> None:
@@ -139,22 +136,19 @@ def _remove_launch_folder(root: Path, state: Path | None) -> None:
 def _protocol_info(protocol: str, n_items: int | None, dataset: str | None,
                    data_dir: Path | None, epsilon: float | None, param: list[str] | None,
                    config: Path | None, aggregator: str) -> Any:
-    from dprec.cli_common import load_config as _load_config
-    from dprec.cli_common import load_dataset as _load
-    from dprec.cli_common import pairs as _pairs
-    from dprec.cli_common import system_params as _system_params
     from dprec.protocol.aggregation import make_aggregator
     from dprec.protocol.deployed import ProtocolInfo
+    from dprec.systems.params import config_from_file, param_pairs, system_params
     from dprec.systems.registry import make_system
 
     make_aggregator(aggregator)
-    base, _ = _load_config(config, protocol)
-    cfg = make_system(protocol, _system_params(protocol, epsilon, _pairs(param)), base).config
+    base, _ = config_from_file(config, protocol)
+    cfg = make_system(protocol, system_params(protocol, epsilon, param_pairs(param)), base).config
     if (n_items is None) == (dataset is None):
         raise DprecError("give the item count: --n-items N or --dataset NAME (read for its "
                          "shape only)")
     if n_items is None:
-        n_items = _load(dataset, data_dir).n_items
+        n_items = load_dataset(dataset, data_dir).n_items
     return ProtocolInfo(protocol, int(n_items), asdict(cfg), aggregator)  # type: ignore[call-overload]
 
 
@@ -201,7 +195,7 @@ def serve_server(
                                   autostart=autostart)
         _serve(create_server_app(settings), sock, log_level, True, state)
     except DprecError as e:
-        _fail(e)
+        fail(e)
 
 
 @serve_app.command("proxy")
@@ -245,7 +239,7 @@ def serve_proxy(
         # no access log: the proxy keeps no transport metadata
         _serve(create_proxy_app(settings), sock, log_level, False, state)
     except DprecError as e:
-        _fail(e)
+        fail(e)
 
 
 @serve_app.command("keys")
@@ -257,7 +251,7 @@ def serve_keys(folder: Annotated[Path, typer.Argument(help="Where to write the k
         try:
             write_key(folder / name)
         except FileExistsError:
-            _fail(DprecError(f"{folder / name} exists; not overwriting a key"))
+            fail(DprecError(f"{folder / name} exists; not overwriting a key"))
     typer.echo(f"wrote {folder / 'shared.secret'} and {folder / 'token.key'}")
 
 
@@ -275,7 +269,7 @@ def serve_token(
         typer.echo(client_token(read_secret(token_key_file, "DPREC_TOKEN_KEY", "token key"),
                                 client_id))
     except DprecError as e:
-        _fail(e)
+        fail(e)
 
 
 def openapi_documents() -> dict[str, dict[str, Any]]:
@@ -340,8 +334,9 @@ def simulate(
 ) -> None:
     """Run a protocol with N simulated clients in process or through the HTTP services;
     the same seeds give the same model and metrics either way (`dprec run`'s contract)."""
-    from dprec import cli
+    from dprec.evaluation.experiments import experiment_for, task_of
     from dprec.evaluation.results import check_output_base, new_result_file, write_json
+    from dprec.systems.params import config_from_file, param_pairs, system_params
     from dprec.systems.registry import make_system
 
     closers: list[Any] = []
@@ -350,14 +345,14 @@ def simulate(
             raise DprecError(f"--transport must be inproc or http, got {transport!r}")
         _check_proxy_options(threshold, batch_senders)
         check_output_base(out_dir)
-        base, cf = cli._load_config(config, system)
-        params = cli._system_params(system, epsilon, cli._pairs(param))
+        base, cf = config_from_file(config, system)
+        params = system_params(system, epsilon, param_pairs(param))
         probe = make_system(system, params, base)
         if not hasattr(probe, "transport"):
             raise DprecError(f"{system} does not run over a network transport; the DPLCF "
                              "family and fmf-ldp do")
-        ds = cli._load(dataset, data_dir)
-        exp = cli._experiment(cli._task_of(system, split), ds, seeds, split, negatives, 1)
+        ds = load_dataset(dataset, data_dir)
+        exp = experiment_for(task_of(system, split), ds, seeds, split, negatives, 1)
         net = None
         if transport == "http":
             if server is not None and proxy is not None:
@@ -374,11 +369,11 @@ def simulate(
             model.transport = net  # type: ignore[attr-defined]
             return model
 
-        with cli._progress() as bar:
+        with progress() as bar:
             task = bar.add_task(f"{system} on {dataset} ({transport})", total=seeds)
             res = exp.run(make, on_seed=lambda _: bar.advance(task))
     except DprecError as e:
-        _fail(e)
+        fail(e)
     finally:
         for c in reversed(closers):
             c()
@@ -388,11 +383,11 @@ def simulate(
     path = write_json(new_result_file(out_dir, dataset, system), doc)
     if as_json:
         sys.stdout.write(json.dumps(doc, default=float) + "\n")
-        cli.err.print(f"saved {path}")
+        err.print(f"saved {path}")
         return
-    cli._print_tables(f"{system} on {dataset} ({seeds} seeds, {transport})", {system: doc})
-    cli._print_privacy(doc)
-    cli.out.print(f"saved {path}")
+    print_tables(f"{system} on {dataset} ({seeds} seeds, {transport})", {system: doc})
+    print_privacy(doc)
+    out.print(f"saved {path}")
 
 
 def _check_proxy_options(threshold: int | None, batch_senders: int | None) -> None:
@@ -431,7 +426,6 @@ def _enforced_threshold(params: dict[str, Any], planned: int, threshold: int | N
         proxy_api.close()
         server_api.close()
     if published is not None and enforced < int(published):
-        from dprec.cli_common import err
         err.print(f"[yellow]warning:[/] the proxy at {proxy} enforces a threshold of {enforced} "
                   f"senders, below the {published} the protocol publishes; the report states "
                   f"{enforced} and accounts for the batches the server received")

@@ -1,0 +1,137 @@
+"""``dprec run``: one system on a data set over several seeds, its metrics and privacy
+report (optionally on the sharded backend)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dprec.cli.common import (
+    DataDir,
+    Epsilon,
+    Params,
+    ResultsDir,
+    Seeds,
+    Split,
+    err,
+    fail,
+    load_dataset,
+    out,
+    progress,
+)
+from dprec.cli.tables import print_privacy, print_tables
+from dprec.errors import DprecError
+
+__all__ = ["register", "run"]
+
+
+def run(
+    system: Annotated[str, typer.Argument(help="System name, see `dprec systems`.")],
+    dataset: Annotated[str, typer.Option(help="Data set name.")] = "ml-100k",
+    epsilon: Epsilon = None,
+    param: Params = None,
+    config: Annotated[Path | None, typer.Option(
+        "--config", help="A TOML config (e.g. written by `dprec tune`); --param overrides it."
+    )] = None,
+    preset: Annotated[str, typer.Option(
+        help="default: the system's defaults; paper: the paper's own settings where they "
+             "differ (e.g. plain Funk SVD for the LDP rating systems).")] = "default",
+    seeds: Seeds = 5,
+    split: Split = None,
+    negatives: Annotated[int, typer.Option(help="Sampled negatives per test user.")] = 99,
+    folds: Annotated[int | None, typer.Option(
+        help="k of k-fold (rating systems, default 5).")] = None,
+    curve_every: Annotated[int | None, typer.Option(
+        help="Also evaluate every N rounds (learning curves, in the JSON).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")
+                       ] = False,
+    data_dir: DataDir = None,
+    out_dir: ResultsDir = Path("results"),
+    backend: Annotated[str | None, typer.Option(
+        help="Run the protocol sharded: local (every shard in this process) or ray (shards "
+             "on Ray actors; pip install 'dprec[ray]'); both give the same model for any "
+             "number of shards. Omitted: the in-process engine (one random stream for all "
+             "clients, a different draw). DPLCF family and fmf-ldp.")] = None,
+    ray_address: Annotated[str | None, typer.Option(
+        "--ray-address", help="Join this Ray cluster (e.g. auto after `ray start --head`); "
+                              "default: start a local Ray with this machine's CPUs.")] = None,
+    shards: Annotated[int | None, typer.Option(
+        min=1, help="Shards for --backend (default: 1 local, one per CPU on Ray).")] = None,
+) -> None:
+    """Run one system on a data set over several seeds; print metrics and the privacy report."""
+    from dprec.evaluation.experiments import check_folds, experiment_for, task_of
+    from dprec.evaluation.results import (
+        check_output_base,
+        new_result_file,
+        strict_json_text,
+        write_json,
+    )
+    from dprec.evaluation.runner import check_seed_count
+    from dprec.systems.params import config_from_file, param_pairs, system_params
+    from dprec.systems.registry import check_model_memory, make_config, make_system, spec
+    runner = None
+    try:
+        check_output_base(out_dir)
+        s = spec(system)
+        check_seed_count(seeds)
+        check_folds(task_of(system, split), split, folds)
+        base, cf = config_from_file(config, system)
+        if preset not in ("default", "paper"):
+            raise DprecError(f"--preset must be default or paper, got {preset!r}")
+        if preset == "paper":
+            if cf is not None:
+                raise DprecError("--preset paper and --config both set the config; use one")
+            base = s.paper_config()
+        params = system_params(system, epsilon, param_pairs(param))
+        probe = make_system(system, params, base)
+        cfg = make_config(system, params, base)
+        check_model_memory(system, cfg)
+        if backend is not None:
+            from dprec.distributed import make_backend
+            if not hasattr(probe, "transport"):
+                raise DprecError(f"{system} has no sharded backend; the DPLCF family and "
+                                 "fmf-ldp do")
+            runner = make_backend(backend, ray_address, shards, keep_warm=True)
+            runner.prestart()  # Ray's workers boot while the data load; every seed reuses them
+        elif ray_address is not None or shards is not None:
+            raise DprecError("--ray-address and --shards need --backend")
+        ds = load_dataset(dataset, data_dir)
+        check_model_memory(system, cfg, ds.n_users, ds.n_items)
+        exp = experiment_for(task_of(system, split), ds, seeds, split, negatives, folds)
+        exp.check_memory()
+
+        def make():  # type: ignore[no-untyped-def]
+            model = make_system(system, params, base)
+            if runner is not None:
+                model.transport = runner
+            return model
+
+        with progress() as bar:
+            task = bar.add_task(f"{system} on {dataset}", total=seeds)
+            res = exp.run(make, on_seed=lambda _: bar.advance(task), curve_every=curve_every)
+    except DprecError as e:
+        fail(e)
+    finally:
+        if runner is not None:
+            runner.close()
+    if cf is not None:
+        res.config_file = {"path": cf.path, "provenance": cf.provenance}
+    doc = res.to_json()
+    if backend is not None:
+        doc["backend"] = {"name": backend, "shards": shards, "ray_address": ray_address}
+    path = write_json(new_result_file(out_dir, dataset, system), doc)
+    if as_json:
+        sys.stdout.write(strict_json_text(doc) + "\n")
+        err.print(f"saved {path}")
+        return
+    print_tables(f"{system} on {dataset} ({seeds} seeds, mean±std)", {system: doc})
+    print_privacy(doc)
+    out.print(f"saved {path}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``dprec run`` to ``app``."""
+    app.command("run")(run)

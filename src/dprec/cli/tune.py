@@ -1,0 +1,134 @@
+"""``dprec tune``: grid search on validation data carved out of each training fold, written
+as a TOML config that ``run --config`` and ``compare --configs`` reuse."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from dprec.cli.common import (
+    DataDir,
+    Epsilon,
+    Params,
+    Split,
+    err,
+    fail,
+    load_dataset,
+    out,
+    progress,
+)
+from dprec.errors import DprecError
+
+__all__ = ["register", "tune_cmd"]
+
+
+def _read_grid(path: Path) -> dict[str, list]:
+    import tomllib
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+    except FileNotFoundError:
+        raise DprecError(f"grid file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise DprecError(f"grid file {path} is not readable TOML: {e}") from None
+    grid = doc.get("grid")
+    if not isinstance(grid, dict) or set(doc) - {"grid"}:
+        raise DprecError(f"grid file {path} must hold one table: [grid] KEY = [values, ...]")
+    return grid
+
+
+def tune_cmd(
+    system: Annotated[str, typer.Argument(help="System name, see `dprec systems`.")],
+    dataset: Annotated[str, typer.Option(help="Data set name.")] = "ml-100k",
+    grid: Annotated[Path | None, typer.Option(
+        help="TOML with [grid] KEY = [values]; default: the system's paper grid.")] = None,
+    metric: Annotated[str | None, typer.Option(
+        help="Validation metric (default HR@10 for ranking, RMSE for rating).")] = None,
+    epsilon: Epsilon = None,
+    param: Params = None,
+    seeds: Annotated[int, typer.Option("--seeds", min=1, help="Seeds (0..n-1).")] = 2,
+    split: Split = None,
+    negatives: Annotated[int, typer.Option(help="Sampled negatives per user.")] = 99,
+    folds: Annotated[int | None, typer.Option(
+        help="k of k-fold (rating systems, default 5).")] = None,
+    out_path: Annotated[Path | None, typer.Option(
+        "--out", help="Config to write (default configs/<dataset>/<system>.toml).")] = None,
+    force: Annotated[bool, typer.Option(help="Overwrite an existing config file.")] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Grid search on validation data carved out of each training fold; writes a TOML config
+    that `dprec run SYSTEM --config FILE` and `dprec compare --configs DIR` reuse."""
+    from dprec.evaluation.experiments import check_folds, experiment_for, task_of
+    from dprec.evaluation.ranking import RankingEvaluator
+    from dprec.evaluation.results import check_output_base, write_new_text
+    from dprec.evaluation.runner import check_seed_count
+    from dprec.evaluation.tuning import default_grid, grid_points, tune
+    from dprec.systems.params import param_pairs, system_params
+    from dprec.systems.registry import check_model_memory, config_to_toml, make_config, spec
+    try:
+        s = spec(system)
+        check_seed_count(seeds)
+        base = make_config(system, system_params(system, epsilon, param_pairs(param)))
+        g = _read_grid(grid) if grid is not None else default_grid(system)
+        points = grid_points(g)
+        configs = [make_config(system, p, base, typed=True) for p in points]
+        for c in configs:
+            check_model_memory(system, c)
+        kind = task_of(system, split)
+        check_folds(kind, split, folds)
+        metric = metric or ("HR@10" if s.task == "ranking" else "RMSE")
+        ks = (5, 10, 20, 30) if kind == "privrec" else RankingEvaluator(negatives).ks
+        allowed = (["RMSE", "MAE"] if s.task == "rating" else
+                   [f"{m}@{k}" for m in ("HR", "NDCG") for k in ks])
+        if metric not in allowed:
+            raise DprecError(f"metric {metric} is not measured for a {s.task} system; "
+                             f"choose one of {', '.join(allowed)}")
+        target = out_path or Path("configs") / dataset / f"{system}.toml"
+        if target.exists() and not force:
+            raise DprecError(f"{target} exists; pass --force to overwrite it or --out elsewhere")
+        if target.is_dir():
+            raise DprecError(f"--out {target} is a folder; name the config file to write")
+        check_output_base(target.parent)
+        ds = load_dataset(dataset, data_dir)
+        for c in configs:
+            check_model_memory(system, c, ds.n_users, ds.n_items)
+        exp = experiment_for(kind, ds, seeds, split, negatives, folds)
+        exp.check_memory()
+        n_folds = len(exp.folds(exp.seeds[0]))
+        command = "dprec tune " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else ""
+        with progress() as bar:
+            task = bar.add_task(f"tune {system} on {dataset}",
+                                total=len(points) * seeds * n_folds)
+            res = tune(system, exp, g, metric, protocol="full" if kind == "privrec" else None,
+                       base=base, command=command,
+                       tick=lambda: bar.advance(task))
+    except DprecError as e:
+        fail(e)
+    t = Table(title=f"{system} on {dataset}: validation {metric} ({seeds} seeds)")
+    for k in g:
+        t.add_column(k)
+    t.add_column(metric, justify="right")
+    for row in res.scores:
+        mark = " ◀" if all(row[k] == res.best[k] for k in g) else ""
+        t.add_row(*[str(row[k]) for k in g], f"{row['score']:.4f}{mark}")
+    out.print(t)
+    try:
+        saved = write_new_text(target, config_to_toml(system, res.config, res.provenance),
+                               overwrite=force)
+    except (DprecError, OSError) as e:
+        fail(DprecError(f"cannot write {target}: {e}"))
+    if saved != target:
+        err.print(f"[yellow]warning:[/] {escape(str(target))} was written by another run "
+                  f"while this one tuned; it is kept, and this config is saved as "
+                  f"{escape(str(saved))}")
+    out.print(f"best {res.best} ({metric} {res.best_score:.4f}); saved {saved}")
+    out.print(f"reuse: dprec run {system} --config {saved}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``dprec tune`` to ``app``."""
+    app.command("tune")(tune_cmd)

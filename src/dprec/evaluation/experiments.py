@@ -1,0 +1,74 @@
+"""The experiment a system is evaluated in, chosen from its task and the requested split.
+
+- ranking: leave-one-out (the latest or a random interaction per user), sampled and full
+  ranking metrics;
+- rating: k-fold or an 80/20 user split, RMSE/MAE;
+- privrec: the PrivRec protocol (80/20 user split, half of each test user's data
+  fine-tuned on the device, HR/NDCG@5..30 against every unseen item).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from dprec.errors import DprecError
+from dprec.evaluation.ranking import RankingEvaluator
+from dprec.evaluation.rating import RatingEvaluator
+from dprec.evaluation.runner import Experiment
+from dprec.evaluation.split import KFoldSplit, LeaveOneOutSplit, UserSplit
+from dprec.evaluation.user_ranking import UserRankingEvaluator
+from dprec.systems.registry import spec
+
+if TYPE_CHECKING:
+    from dprec.data.dataset import Dataset
+
+__all__ = ["Task", "check_folds", "experiment_for", "task_of"]
+
+Task = Literal["ranking", "rating", "privrec"]
+
+
+def task_of(system: str, split: str | None) -> Task:
+    """The experiment a system runs in: its task, or "privrec" for side-feature systems and
+    for a ranking system asked for the user split."""
+    s = spec(system)
+    if s.protocol == "user-split" or (s.task == "ranking" and split == "user"):
+        return "privrec"
+    return s.task  # type: ignore[return-value]
+
+
+def check_folds(task: str, split: str | None, folds: int | None) -> None:
+    """``folds`` sets k of k-fold, so it is an error anywhere else (leave-one-out ranking,
+    the user split), rather than silently ignored."""
+    if folds is None:
+        return
+    if task != "rating" or (split or "kfold") != "kfold":
+        how = ("the PrivRec user split" if task == "privrec" else "leave-one-out (one fold "
+               "per seed)" if task == "ranking" else "the user split")
+        raise DprecError(f"--folds sets k of k-fold rating runs; this run uses {how}: drop "
+                         "--folds")
+    if folds < 2:
+        raise DprecError(f"--folds must be >= 2, got {folds}")
+
+
+def experiment_for(task: str, ds: Dataset, seeds: int, split: str | None, negatives: int,
+                   folds: int | None) -> Experiment:
+    """The :class:`~dprec.evaluation.runner.Experiment` of ``task`` on ``ds`` over seeds
+    0..``seeds``-1: leave-one-out ranking (``split`` latest, the default, or random, with
+    ``negatives`` sampled per user), k-fold (``folds``, default 5) or user-split rating, or
+    the PrivRec protocol."""
+    if task == "privrec":
+        if split not in (None, "user"):
+            raise DprecError(f"the PrivRec protocol uses the user split, got --split {split}")
+        return Experiment(ds, range(seeds), UserSplit(0.2), UserRankingEvaluator())
+    if task == "ranking":
+        rule = split or "latest"
+        if rule not in ("latest", "random"):
+            raise DprecError(f"--split for a ranking system must be latest or random, got {rule}")
+        return Experiment(ds, range(seeds), LeaveOneOutSplit(rule),  # type: ignore[arg-type]
+                          RankingEvaluator(negatives))
+    kind = split or "kfold"
+    if kind == "kfold":
+        return Experiment(ds, range(seeds), KFoldSplit(folds or 5), RatingEvaluator())
+    if kind == "user":
+        return Experiment(ds, range(seeds), UserSplit(), RatingEvaluator())
+    raise DprecError(f"--split for a rating system must be kfold or user, got {kind}")
