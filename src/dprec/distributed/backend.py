@@ -229,9 +229,7 @@ class ShardedBackend(Backend):
                     run.rounds.append(RoundRecord(r, False, total.senders))
                     continue
                 if isinstance(proxy, ShufflingProxy):
-                    proxy.senders = total.senders  # what the shuffler counted
-                    proxy.batches = batches
-                    proxy.forwarded = True
+                    proxy.record_forwarded(total.senders, batches)
                 for (event, count, unit), parts in total.sent.items():
                     log_.record(r, proxy.account(event), np.sort(np.concatenate(parts)),
                                 count=count, unit=unit)  # type: ignore[arg-type]

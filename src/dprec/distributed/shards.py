@@ -11,14 +11,14 @@ reduced sums (server side):
 
 - :class:`DplcfAdapter`: per shard, the exact int32 pair counts m11 = X^T X of its clients'
   obfuscated bits (:class:`~dprec.models.bitcount.BitGram`; the diagonal holds the column
-  sums) and the number of uploads; the server estimates similarities from the total exactly
-  as :class:`~dprec.systems.dplcf.server.SimilarityServer` does.
+  sums) and the number of uploads; the server publishes from the total by
+  :meth:`~dprec.systems.dplcf.server.SimilarityServer.apply_counts`, as in process.
 - :class:`FmfAdapter`: per shard, for every (item, factor) cell, the number of reports and
   their integer sum (:class:`~dprec.protocol.aggregation.CellSums`, in the unit the
   in-process :class:`~dprec.protocol.aggregation.MeanAggregator` uses: C for the binary
-  mechanism, the 2^-32 grid otherwise); the server debiases and descends as
-  :class:`~dprec.systems.fmf.server.FactorServer` does (Eq. 9: G = C (N F / n) sum_r y_r
-  e_{i_r f_r}).
+  mechanism, the 2^-32 grid otherwise); the server steps from them by
+  :meth:`~dprec.systems.fmf.server.FactorServer.apply_sums` (Eq. 9, written once in
+  :func:`~dprec.systems.fmf.server.mean_gradient`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from dprec.protocol.engine import Clients, PassThrough, Proxy, Sent, Server, Shu
 from dprec.systems.dplcf.client import ObfuscatingClients
 from dprec.systems.dplcf.server import PairCounts, SimilarityServer
 from dprec.systems.fmf.client import FederatedClients, check_item_matrix
-from dprec.systems.fmf.server import FactorServer, descend
+from dprec.systems.fmf.server import FactorServer
 
 __all__ = ["ADAPTERS", "DplcfAdapter", "FmfAdapter", "Shard", "SystemAdapter", "adapter_for"]
 
@@ -120,11 +120,7 @@ class DplcfAdapter(SystemAdapter):
     def finish(self, server: Server, sums: dict[str, np.ndarray], total: RoundPartial,
                round: int) -> Any:
         assert isinstance(server, SimilarityServer)
-        n_users = int(sums["users"][0])
-        server.users_received = n_users
-        if n_users == 0:
-            return None
-        return server.publish_from(PairCounts.from_counts(sums["m11"], n_users))
+        return server.apply_counts(PairCounts.from_counts(sums["m11"], int(sums["users"][0])))
 
 
 class FmfAdapter(SystemAdapter):
@@ -190,16 +186,9 @@ class FmfAdapter(SystemAdapter):
 
     def finish(self, server: Server, sums: dict[str, np.ndarray], total: RoundPartial,
                round: int) -> Any:
-        assert isinstance(server, FactorServer) and server.V is not None
-        cell_sums = CellSums(sums["units"], sums["reports"], self.unit,
-                             int(sums["magnitude"][0]))
-        n = cell_sums.n
-        if n == 0:
-            return None
-        N, F = self.n_items, self.factors
-        G = server.clip * (cell_sums.totals() * (N * F / n)).reshape(N, F)  # Eq. 9
-        server.V = descend(server.V, G, server.lr, server.reg, server.steps)
-        return server.V
+        assert isinstance(server, FactorServer)
+        return server.apply_sums(CellSums(sums["units"], sums["reports"], self.unit,
+                                          int(sums["magnitude"][0])))
 
     def state(self, clients: Clients) -> Any:
         assert isinstance(clients, FederatedClients)

@@ -248,6 +248,17 @@ class ShufflingProxy(Proxy):
         """Senders in each batch forwarded in the last round (what the server received)."""
         self.last: Shuffler | None = None
 
+    def record_forwarded(self, senders: int, batches: list[int]) -> None:
+        """Record a round forwarded elsewhere (a sharded run's driver, which sums instead of
+        shuffling): ``senders`` distinct senders in ``batches`` (senders per batch, as
+        :func:`forwarded_batch_sizes` gives them; non-empty, each at least the threshold)."""
+        if not batches or sum(batches) != senders or min(batches) < self.threshold:
+            raise DprecError(f"a forwarded round needs batches of at least {self.threshold} "
+                             f"senders summing to {senders}, got {batches}")
+        self.senders = int(senders)
+        self.batches = [int(b) for b in batches]
+        self.forwarded = True
+
     def start(self, rng: np.random.Generator) -> None:
         """Draw the proxy's own generator from the simulation stream (unless given one)."""
         if self._rng is None:

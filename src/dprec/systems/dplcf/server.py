@@ -317,12 +317,19 @@ class SimilarityServer(Server):
             t = time.perf_counter()
             counts.add(message)
             self.seconds["accumulate"] += time.perf_counter() - t
+        if counts.n_users:
+            t = time.perf_counter()
+            _ = counts.m11  # the last buffered users' counts (the bit path flushes here)
+            self.seconds["accumulate"] += time.perf_counter() - t
+        return self.apply_counts(counts)
+
+    def apply_counts(self, counts: PairCounts) -> NeighbourLists | None:
+        """The round's step from its pair counts (accumulated here, or a sharded run's
+        reduced counts): records the users received, then :meth:`publish_from`; None
+        (nothing published) when no user's upload came."""
         self.users_received = counts.n_users
         if counts.n_users == 0:
             return None
-        t = time.perf_counter()
-        _ = counts.m11  # the last buffered users' counts (the bit path flushes here)
-        self.seconds["accumulate"] += time.perf_counter() - t
         return self.publish_from(counts)
 
     def publish_from(self, counts: PairCounts) -> NeighbourLists:

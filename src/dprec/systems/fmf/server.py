@@ -11,11 +11,26 @@ import numpy as np
 
 from dprec.errors import DprecError
 from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism
-from dprec.protocol.aggregation import Aggregator, MeanAggregator
+from dprec.protocol.aggregation import Aggregator, CellSums, MeanAggregator
 from dprec.protocol.engine import Server
 from dprec.protocol.messages import ShuffledReports, ShuffledValues
 
-__all__ = ["FactorServer", "descend", "estimate_mean_gradient"]
+__all__ = ["FactorServer", "descend", "estimate_mean_gradient", "mean_gradient"]
+
+
+def mean_gradient(totals: np.ndarray, n_reports: int, n_items: int,
+                  n_factors: int) -> np.ndarray:
+    """Eq. 9 from per-cell totals: G_hat = (N F / n) sum_r y_r e_{i_r f_r}.
+
+    ``totals``: float64 ``(N F,)``, the sum of the report values y_r in each cell
+    i F + f; ``n_reports``: n, the number of reports summed (zeros when n = 0). The one
+    place Eq. 9 is written: the in-process reports (:func:`estimate_mean_gradient`) and a
+    sharded run's reduced :class:`~dprec.protocol.aggregation.CellSums`
+    (:meth:`FactorServer.apply_sums`) both come here.
+    """
+    if n_reports == 0:
+        return np.zeros((n_items, n_factors))
+    return (totals * (n_items * n_factors / n_reports)).reshape(n_items, n_factors)
 
 
 def estimate_mean_gradient(items: np.ndarray, factors: np.ndarray, values: np.ndarray,
@@ -34,7 +49,7 @@ def estimate_mean_gradient(items: np.ndarray, factors: np.ndarray, values: np.nd
     flat = items.astype(np.int64) * n_factors + factors
     g = (aggregator or MeanAggregator()).cell_totals(flat, np.asarray(values, np.float64),
                                                      n_items * n_factors)
-    return (g * (n_items * n_factors / n)).reshape(n_items, n_factors)
+    return mean_gradient(g, n, n_items, n_factors)
 
 
 def descend(V: np.ndarray, mean_gradient: np.ndarray, lr: float, reg: float,
@@ -97,11 +112,25 @@ class FactorServer(Server):
         if parts:
             items, factors, y = (p[0] if len(p) == 1 else np.concatenate(p)
                                  for p in zip(*parts, strict=True))
-            G = self.clip * estimate_mean_gradient(items, factors, y, self.n_items,
-                                                   self.factors, self.aggregator)
-        elif senders:
-            G = total / senders
-        else:
+            return self._descend(self.clip * estimate_mean_gradient(
+                items, factors, y, self.n_items, self.factors, self.aggregator))
+        if senders:
+            return self._descend(total / senders)
+        return None
+
+    def apply_sums(self, sums: CellSums) -> np.ndarray | None:
+        """The round's step from report sums formed elsewhere (a sharded run's reduced
+        :class:`CellSums` of the debiased values, +-C for the binary mechanism): Eq. 9
+        (:func:`mean_gradient`) then descent, as :meth:`aggregate` does with the plain
+        mean; None (no step) when no report came."""
+        assert self.V is not None
+        n = sums.n
+        if n == 0:
             return None
-        self.V = descend(self.V, G, self.lr, self.reg, self.steps)
+        return self._descend(self.clip * mean_gradient(sums.totals(), n, self.n_items,
+                                                       self.factors))
+
+    def _descend(self, mean_grad: np.ndarray) -> np.ndarray:
+        assert self.V is not None
+        self.V = descend(self.V, mean_grad, self.lr, self.reg, self.steps)
         return self.V
