@@ -275,10 +275,9 @@ def test_privrec_trains_on_the_loaders_side_features(tmp_path, fmt, monkeypatch)
     import importlib.util
     from pathlib import Path
 
-    from dprec.data import loaders
-    from dprec.data.loaders import load_frappe, load_ml1m
+    from dprec.data.loaders import load_frappe, load_ml1m, movielens
 
-    monkeypatch.setattr(loaders, "RELEASES", {})  # a tiny fixture, not the release
+    monkeypatch.setattr(movielens, "RELEASES", {})  # a tiny fixture, not the release
 
     def writers(name: str):  # the data tests' fixture writers (tests/data is not a package)
         path = Path(__file__).parents[1] / "data" / f"{name}.py"

@@ -44,7 +44,7 @@ import numpy as np
 import scipy.sparse as sp
 from rich.progress import track
 
-from dprec.errors import DataError, DprecError, check_positive
+from dprec.errors import DataError, DprecError, NotFittedError, check_positive
 
 logger = logging.getLogger(__name__)
 
@@ -260,7 +260,7 @@ def _check_nonnegative(name: str, value: float) -> None:
 
 def _fitted(x: np.ndarray | None, model: str) -> np.ndarray:
     if x is None:
-        raise DprecError(f"{model} is not fitted; call fit() first")
+        raise NotFittedError(f"{model} is not fitted; call fit() first")
     return x
 
 

@@ -79,7 +79,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from dprec.errors import DprecError
+from dprec.errors import DprecError, NotFittedError
 from dprec.models.als import _check_int
 from dprec.models.funk_svd import _check_real
 from dprec.privacy.events import EventLog, LocalReportDpEvent
@@ -365,7 +365,7 @@ class _RatingMF:
 
     def _fitted(self, x: np.ndarray | None) -> np.ndarray:
         if x is None:
-            raise DprecError(f"{type(self).__name__} is not fitted; call fit() first")
+            raise NotFittedError(f"{type(self).__name__} is not fitted; call fit() first")
         return x
 
     @property

@@ -28,7 +28,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from dprec.errors import DprecError
+from dprec.errors import DprecError, NotFittedError
 from dprec.models.als import _check_int
 
 logger = logging.getLogger(__name__)
@@ -214,7 +214,7 @@ class FunkSVD:
     @staticmethod
     def _fitted(x: np.ndarray | None) -> np.ndarray:
         if x is None:
-            raise DprecError("FunkSVD is not fitted; call fit() first")
+            raise NotFittedError("FunkSVD is not fitted; call fit() first")
         return x
 
 

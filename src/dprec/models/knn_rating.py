@@ -34,7 +34,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from dprec.errors import DprecError
+from dprec.errors import DprecError, NotFittedError
 from dprec.models.als import _check_int
 from dprec.models.funk_svd import _check_pairs
 
@@ -201,7 +201,7 @@ class ItemKNN:
     @staticmethod
     def _fitted(x: np.ndarray | None) -> np.ndarray:
         if x is None:
-            raise DprecError("ItemKNN is not fitted; call fit() first")
+            raise NotFittedError("ItemKNN is not fitted; call fit() first")
         return x
 
 

@@ -11,7 +11,8 @@ sum (r_ui - r_hat_ui)^2 + lambda |S|^2 (Eq. 3), three ways:
 
 - :class:`PNBM`: mini-batch SGD (Eq. 4), non-private.
 - :class:`DPSGDPNBM`: Algorithm 1, Laplace noise on the gradient with the clamped error
-  |e| <= e_max(t) = 0.5 + (phi - 1)/(t + 1) and sensitivity DeltaF_t = 2 e_max(t) phi / C.
+  |e| <= e_max(t) = 0.5 + (phi - 1)/(t + 1) and sensitivity DeltaF_t = 2 e_max(t) phi / C
+  (:class:`~dprec.mechanisms.gradient_laplace.GradientLaplace`).
 - :class:`DPPSPNBM`: Algorithm 2, one SGLD sample of the posterior scaled by eps/(4B),
   B = (r_max - r_min)^2 tau, each user capped at tau ratings.
 
@@ -31,15 +32,15 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
-import dp_accounting
 import numba
 import numpy as np
 import scipy.sparse as sp
 
-from dprec.errors import DprecError
+from dprec.errors import DprecError, NotFittedError, check_int, check_real
+from dprec.mechanisms.gradient_laplace import GradientLaplace, error_bound, gradient_sensitivity
 from dprec.privacy.posterior import posterior_sample_epsilon
 
 logger = logging.getLogger(__name__)
@@ -65,38 +66,16 @@ IterationHook = Callable[[int], None]
 """Called with the 0-based iteration after every update of S."""
 
 
-# -- validation --------------------------------------------------------------------------------
-
-
-def _int(name: str, value: object, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise DprecError(f"{name} must be an integer >= {minimum}, got {value!r}")
-
-
-def _real(name: str, value: object, *, low: float = -math.inf, low_open: bool = False,
-          high: float = math.inf, high_open: bool = False) -> None:
-    ok = (not isinstance(value, bool) and isinstance(value, int | float | np.integer
-                                                     | np.floating) and math.isfinite(value))
-    if ok:
-        ok = (value > low if low_open else value >= low) and (
-            value < high if high_open else value <= high)
-    if not ok:
-        lo = "" if low == -math.inf else f"{'>' if low_open else '>='} {low:g}"
-        hi = "" if high == math.inf else f"{'<' if high_open else '<='} {high:g}"
-        rule = " and ".join(r for r in (lo, hi) if r) or "any value"
-        raise DprecError(f"{name} must be a finite number {rule}, got {value!r}")
-
-
 def _check_common(cfg: PNBMConfig | DPSGDPNBMConfig | DPPSPNBMConfig) -> None:
-    _int("neighbours", cfg.neighbours, 1)
-    _real("lr", cfg.lr, low=0.0, low_open=True)
-    _real("reg", cfg.reg, low=0.0)
-    _int("iterations", cfg.iterations, 1)
-    _real("batch_fraction", cfg.batch_fraction, low=0.0, low_open=True, high=1.0)
-    _real("init_scale", cfg.init_scale, low=0.0, low_open=True)
-    _real("min_norm", cfg.min_norm, low=0.0)
-    _real("rating_min", cfg.rating_min)
-    _real("rating_max", cfg.rating_max)
+    check_int("neighbours", cfg.neighbours, 1)
+    check_real("lr", cfg.lr, low=0.0, low_open=True)
+    check_real("reg", cfg.reg, low=0.0)
+    check_int("iterations", cfg.iterations, 1)
+    check_real("batch_fraction", cfg.batch_fraction, low=0.0, low_open=True, high=1.0)
+    check_real("init_scale", cfg.init_scale, low=0.0, low_open=True)
+    check_real("min_norm", cfg.min_norm, low=0.0)
+    check_real("rating_min", cfg.rating_min)
+    check_real("rating_max", cfg.rating_max)
     if not cfg.rating_min < cfg.rating_max:
         raise DprecError(f"rating_min must be < rating_max, got {cfg.rating_min} and "
                          f"{cfg.rating_max}")
@@ -170,10 +149,10 @@ class DPSGDPNBMConfig:
     """r_max (public); phi = r_max - r_min."""
 
     def __post_init__(self) -> None:
-        _real("epsilon", self.epsilon, low=0.0, low_open=True)
+        check_real("epsilon", self.epsilon, low=0.0, low_open=True)
         _check_common(self)
-        _real("min_norm", self.min_norm, low=0.0, low_open=True)
-        _int("min_ratings", self.min_ratings, 1)
+        check_real("min_norm", self.min_norm, low=0.0, low_open=True)
+        check_int("min_ratings", self.min_ratings, 1)
 
 
 @dataclass(frozen=True)
@@ -215,11 +194,11 @@ class DPPSPNBMConfig:
     """r_max (public); B = (r_max - r_min)^2 tau."""
 
     def __post_init__(self) -> None:
-        _real("epsilon", self.epsilon, low=0.0, low_open=True)
+        check_real("epsilon", self.epsilon, low=0.0, low_open=True)
         _check_common(self)
-        _real("decay", self.decay, low=0.0, high=1.0)
-        _real("temperature", self.temperature, low=0.0, low_open=True)
-        _int("tau", self.tau, 1)
+        check_real("decay", self.decay, low=0.0, high=1.0)
+        check_real("temperature", self.temperature, low=0.0, low_open=True)
+        check_int("tau", self.tau, 1)
         if self.prior not in ("debiased", "exact"):
             raise DprecError(f"prior must be 'debiased' or 'exact', got {self.prior!r}")
 
@@ -280,7 +259,7 @@ def corated_neighbours(R: sp.csr_matrix, k: int, chunk: int = 1024) -> np.ndarra
     pattern by rows of I^T I, ``chunk`` items at a time (memory ``chunk`` x n_items).
     """
     n_items = R.shape[1]
-    _int("k", k, 1)
+    check_int("k", k, 1)
     if k > n_items - 1:
         raise DprecError(f"k must be <= n_items - 1 = {n_items - 1}, got {k}")
     B = sp.csr_matrix((np.ones(R.nnz, np.float64), R.indices, R.indptr), shape=R.shape)
@@ -302,7 +281,7 @@ def cap_user_ratings(R: sp.csr_matrix, tau: int, rng: np.random.Generator) -> sp
 
     Users with at most ``tau`` ratings are untouched; the result is canonical CSR.
     """
-    _int("tau", tau, 1)
+    check_int("tau", tau, 1)
     R = sp.csr_matrix(R)
     users = np.repeat(np.arange(R.shape[0], dtype=np.int64), np.diff(R.indptr))
     order = np.lexsort((rng.random(R.nnz), users))
@@ -349,83 +328,6 @@ def _pearson(indptr, indices, x, nbr):
             if n >= 2 and sxx > 0.0 and syy > 0.0:
                 out[i, c] = sxy / np.sqrt(sxx * syy)
     return out
-
-
-# -- Algorithm 1: bounds and the noise --------------------------------------------------------
-
-
-def error_bound(t: int, phi: float) -> float:
-    """e_max(t) = 0.5 + (phi - 1)/(t + 1), the clamp on |e_ui| at iteration t >= 1 (Eq. 6)."""
-    _int("t", t, 1)
-    return 0.5 + (phi - 1.0) / (t + 1.0)
-
-
-def gradient_sensitivity(t: int, phi: float, min_norm: float) -> float:
-    """DeltaF_t = 2 e_max(t) phi / C (Eq. 6): the largest change of one gradient entry
-    e_ui (x_uj - p_ui sgn s_ij) / max(|S_i| I_u, C) when one rating changes."""
-    _real("min_norm", min_norm, low=0.0, low_open=True)
-    return 2.0 * error_bound(t, phi) * phi / min_norm
-
-
-@dataclass(frozen=True)
-class GradientLaplace:
-    """Laplace noise on every entry of the SGD gradient (Algorithm 1, line 6).
-
-    At iteration t (1-based) each entry gets independent Lap(b_t), density
-    exp(-|z|/b_t)/(2 b_t), standard deviation sqrt(2) b_t, with
-    b_t = gamma K DeltaF_t / eps and DeltaF_t = 2 e_max(t) phi / C. The paper's Theorem 1
-    reads this as eps-DP per rating for the whole run: each iteration is eps/(gamma K)-DP,
-    sub-sampling with ratio gamma makes it eps/K, and K iterations compose to eps. DeltaF_t
-    bounds ONE entry; what one rating can move in total is :meth:`dp_event`'s business.
-    """
-
-    epsilon: float
-    """Claimed per-rating epsilon of the whole run (> 0)."""
-    iterations: int
-    """K (>= 1)."""
-    batch_fraction: float
-    """gamma (in (0, 1])."""
-    phi: float
-    """r_max - r_min (> 0)."""
-    min_norm: float
-    """C (> 0)."""
-    name: str = field(default="gradient-laplace", compare=False)
-
-    def __post_init__(self) -> None:
-        _real("epsilon", self.epsilon, low=0.0, low_open=True)
-        _int("iterations", self.iterations, 1)
-        _real("batch_fraction", self.batch_fraction, low=0.0, low_open=True, high=1.0)
-        _real("phi", self.phi, low=0.0, low_open=True)
-        _real("min_norm", self.min_norm, low=0.0, low_open=True)
-
-    def sensitivity(self, t: int) -> float:
-        """DeltaF_t, the per-entry bound."""
-        return gradient_sensitivity(t, self.phi, self.min_norm)
-
-    def scale(self, t: int) -> float:
-        """b_t = gamma K DeltaF_t / eps."""
-        return self.batch_fraction * self.iterations * self.sensitivity(t) / self.epsilon
-
-    def __call__(self, G: np.ndarray, t: int, rng: np.random.Generator) -> np.ndarray:
-        """G + Lap(b_t) per entry (a new float64 array)."""
-        G = np.asarray(G, dtype=np.float64)
-        return G + rng.laplace(0.0, self.scale(t), G.shape)
-
-    def dp_event(self, entries: int) -> dp_accounting.LaplaceDpEvent:
-        """One iteration's event for a datum that can move ``entries`` gradient entries by
-        at most DeltaF_t each: L1 sensitivity entries x DeltaF_t, so noise_multiplier =
-        b_t / (entries DeltaF_t) = gamma K / (eps entries), the same at every t."""
-        _int("entries", entries, 1)
-        return dp_accounting.LaplaceDpEvent(
-            noise_multiplier=self.batch_fraction * self.iterations / (self.epsilon * entries))
-
-    def event(self) -> dict[str, object]:
-        """A small record of the mechanism for reports."""
-        return {"name": self.name, "epsilon": self.epsilon, "iterations": self.iterations,
-                "batch_fraction": self.batch_fraction, "phi": self.phi,
-                "min_norm": self.min_norm,
-                "scale": "b_t = gamma K 2 (0.5 + (phi - 1)/(t + 1)) phi / (C eps)",
-                "scale_first": self.scale(1), "scale_last": self.scale(self.iterations)}
 
 
 # -- kernels -----------------------------------------------------------------------------------
@@ -720,7 +622,7 @@ class _NeighbourhoodModel:
     @staticmethod
     def _fitted(x: np.ndarray | None) -> np.ndarray:
         if x is None:
-            raise DprecError("the model is not fitted; call fit() first")
+            raise NotFittedError("the model is not fitted; call fit() first")
         return x
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 import numpy as np
 import scipy.sparse as sp
 
-from dprec.errors import DprecError
+from dprec.errors import DprecError, NotFittedError
 from dprec.privacy.guarantee import PrivacyReport
 
 if TYPE_CHECKING:
@@ -35,10 +35,6 @@ RoundHook = Callable[[int], None]
 
 class UnknownUserError(DprecError):
     """A user the model was not trained on, for a model that cannot fold new users in."""
-
-
-class NotFittedError(DprecError):
-    """``score``/``predict`` called before ``fit``."""
 
 
 class Recommender(ABC):
