@@ -29,7 +29,8 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     if k <= 0 or n == 0:
         return np.empty((n, max(k, 0)), np.int64)
     if s.dtype.kind == "f":
-        s = np.where(np.isnan(s), -np.inf, s)
+        if np.isnan(s).any():  # a copy only when there is a NaN to rank last
+            s = np.where(np.isnan(s), -np.inf, s)
     elif s.dtype.kind in "iub":
         s = s.astype(np.int64)
     else:

@@ -39,5 +39,5 @@ def sample_negatives(
         r = np.repeat(np.arange(len(b)), np.diff(rows.indptr))
         keys[r, rows.indices] = np.inf
         keys[np.arange(len(b)), split.test_items[b]] = np.inf
-        out[start:start + len(b)] = top_k(-keys, n_negatives)
+        out[start:start + len(b)] = top_k(np.negative(keys, out=keys), n_negatives)
     return out
