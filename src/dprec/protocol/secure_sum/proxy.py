@@ -1,0 +1,105 @@
+"""The proxy's round aggregator: it accepts one upload per sender, opens only the mask seeds,
+keeps ``sum r mod q`` over the accepted senders, and releases ONE batch per round once
+``threshold`` distinct senders have contributed: the server shares in random order and the
+mask sum over exactly those senders.
+
+What it sees: senders, sizes, message ids and the seeds (uniform, independent of the data).
+What it refuses, before anything is counted: an upload of another round, a malformed or
+oversized one, a repeated message id (a replay), a second upload of a sender, a seed box it
+cannot open (wrong key or tampered), anything after the round's release. A release below the
+threshold releases nothing and raises.
+
+The order of the batch: canonical (sorted by message id) and then a uniform permutation, so
+it depends on the set of uploads and the proxy's randomness only, never on arrival order. The
+permutation comes from the OS CSPRNG (``random.SystemRandom``) unless a seeded
+``numpy.random.Generator`` is passed (simulation only).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+
+import numpy as np
+
+from dprec.errors import check_int
+from dprec.protocol.secure_sum.errors import (
+    BelowThresholdError,
+    DuplicateSenderError,
+    ReplayError,
+    RoundClosedError,
+    WrongRoundError,
+)
+from dprec.protocol.secure_sum.messages import Release, Upload, associated_data
+from dprec.protocol.secure_sum.params import SecureSumParams
+from dprec.protocol.secure_sum.ring import expand_mask
+from dprec.protocol.secure_sum.sealed import KeyPair, open_box
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SecureSumProxy"]
+
+
+class SecureSumProxy:
+    """One round of the secure sum at the proxy."""
+
+    def __init__(self, params: SecureSumParams, keys: KeyPair, round_id: int, threshold: int,
+                 rng: np.random.Generator | None = None) -> None:
+        check_int("threshold", threshold, 2)
+        check_int("round_id", round_id, 0)
+        self.params = params
+        self.keys = keys
+        self.round_id = round_id
+        self.threshold = threshold
+        self._rng = rng
+        self._senders: set[str] = set()
+        self._message_ids: set[bytes] = set()
+        self._shares: list[tuple[bytes, bytes]] = []
+        self._mask_sum = np.zeros(params.dimension, dtype=np.uint64)
+        self._released = False
+
+    @property
+    def senders(self) -> int:
+        """Distinct senders accepted so far."""
+        return len(self._senders)
+
+    def submit(self, sender: str, data: bytes) -> None:
+        """Accept ``sender``'s upload for this round, or raise the rule it breaks."""
+        if self._released:
+            raise RoundClosedError(f"round {self.round_id} already released its batch: send "
+                                   "to the next round")
+        upload = Upload.from_bytes(data, self.params)
+        if upload.round_id != self.round_id:
+            raise WrongRoundError(f"the upload is for round {upload.round_id}, this proxy "
+                                  f"collects round {self.round_id}")
+        if sender in self._senders:
+            raise DuplicateSenderError(f"sender {sender!r} already uploaded in round "
+                                       f"{self.round_id}: one upload per sender and round")
+        if upload.message_id in self._message_ids:
+            raise ReplayError(f"message id {upload.message_id.hex()} was already accepted in "
+                              f"round {self.round_id}: a replay, refused")
+        seed = open_box(self.keys, upload.seed_box,
+                        associated_data(self.round_id, upload.message_id, "proxy"))
+        mask = expand_mask(seed, self.params.dimension, self.params.bits)
+        self._mask_sum = (self._mask_sum + mask) & np.uint64(self.params.modulus - 1)
+        self._senders.add(sender)
+        self._message_ids.add(upload.message_id)
+        self._shares.append((upload.message_id, upload.share_box))
+
+    def release(self) -> Release:
+        """The round's one batch; raises below the threshold or after the first release."""
+        if self._released:
+            raise RoundClosedError(f"round {self.round_id} already released its one batch: a "
+                                   "second batch would reveal the sum of a subset")
+        if len(self._senders) < self.threshold:
+            raise BelowThresholdError(
+                f"round {self.round_id} has {len(self._senders)} distinct senders, fewer than "
+                f"the threshold {self.threshold}: nothing released; wait for more clients")
+        shares = sorted(self._shares)
+        if self._rng is None:
+            random.SystemRandom().shuffle(shares)
+        else:
+            shares = [shares[i] for i in self._rng.permutation(len(shares))]
+        self._released = True
+        logger.info("round %d: released %d shares", self.round_id, len(shares))
+        return Release(self.round_id, tuple(shares), self._mask_sum.copy())

@@ -1,0 +1,88 @@
+"""The server's round aggregator: it opens each share of the proxy's release, sums them mod
+``q``, adds the proxy's mask sum, lifts the total to ``(-q/2, q/2]`` and unscales by
+``gamma``.
+
+It learns the sum and nothing else: each share is ``v - r mod q`` with ``r`` uniform and
+unknown to it, so any set of shares short of all of them is uniform; only the complete
+batch plus the mask sum gives ``sum v``. It refuses the whole release if one share fails
+(wrong key, tampered, another round or role in the associated data, a repeated message id,
+a wrong length or an out-of-range value): the mask sum covers every sender, so dropping a
+share would leave a wrong sum, and asking the proxy for the mask sum of a subset would
+reveal a second, different sum (docs/secure_sum.md, "One batch per round").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from dprec.protocol.secure_sum.errors import (
+    MalformedUploadError,
+    OversizedUploadError,
+    ReplayError,
+    WrongRoundError,
+)
+from dprec.protocol.secure_sum.messages import Release, associated_data
+from dprec.protocol.secure_sum.params import SecureSumParams
+from dprec.protocol.secure_sum.ring import centred, decode_elements
+from dprec.protocol.secure_sum.sealed import KeyPair, open_box
+
+__all__ = ["SecureSumResult", "SecureSumServer"]
+
+CHUNK = 1024
+"""Shares decoded and summed at once."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SecureSumResult:
+    """What the server learns from one round."""
+
+    integer_sum: np.ndarray
+    """``sum v`` over the contributors (``int64``): quantised values plus noise."""
+    contributors: int
+    """How many shares the sum covers."""
+    gamma: float
+
+    @property
+    def estimate(self) -> np.ndarray:
+        """``integer_sum / gamma``: the unscaled (noisy) sum of the clipped contributions."""
+        return self.integer_sum / self.gamma
+
+
+class SecureSumServer:
+    """The server's side of the secure sum, for rounds with ``params``."""
+
+    def __init__(self, params: SecureSumParams, keys: KeyPair) -> None:
+        self.params = params
+        self.keys = keys
+
+    def aggregate(self, release: Release, round_id: int) -> SecureSumResult:
+        """The sum of round ``round_id`` from the proxy's release, or raise what is wrong."""
+        p = self.params
+        if release.round_id != round_id:
+            raise WrongRoundError(f"the release is for round {release.round_id}, the server "
+                                  f"aggregates round {round_id}")
+        mask_sum = np.asarray(release.mask_sum)
+        if mask_sum.shape != (p.dimension,) or mask_sum.dtype != np.uint64:
+            raise MalformedUploadError(f"the mask sum must be {p.dimension} uint64 values")
+        ids = [mid for mid, _ in release.shares]
+        if len(set(ids)) != len(ids):
+            raise ReplayError("the release repeats a message id: a share counted twice would "
+                              "change the sum; refused")
+        total = mask_sum.copy()
+        for start in range(0, len(release.shares), CHUNK):
+            chunk = release.shares[start:start + CHUNK]
+            plain = b"".join(self._open(mid, box, round_id) for mid, box in chunk)
+            total += decode_elements(plain, len(chunk), p.element_bytes, p.bits).sum(
+                axis=0, dtype=np.uint64)
+        return SecureSumResult(centred(total, p.bits), len(release.shares), p.gamma)
+
+    def _open(self, message_id: bytes, box: bytes, round_id: int) -> bytes:
+        plain = open_box(self.keys, box, associated_data(round_id, message_id, "server"))
+        if len(plain) != self.params.share_bytes:
+            error = OversizedUploadError if len(plain) > self.params.share_bytes \
+                else MalformedUploadError
+            raise error(f"a share has {self.params.share_bytes} bytes, got {len(plain)}: the "
+                        "release is refused")
+        return plain
