@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from dprec.errors import DprecError
+from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.posterior import posterior_sample_epsilon
 
 LO, HI = 1.0, 5.0
@@ -44,7 +45,7 @@ def test_replace_one_bound_holds_and_is_nearly_attained():
 def test_add_remove_bound_is_half_and_nearly_attained():
     beta, tau = 0.05, 4
     B = (HI - LO) ** 2 * tau
-    eps = posterior_sample_epsilon(beta, B, "add_remove_one")
+    eps = posterior_sample_epsilon(beta, B, Adjacency.ADD_REMOVE_ONE)
     assert eps == pytest.approx(beta * B)
     others = [np.array([3.0, 4.0, 2.0, 5.0, 1.0])]
     worst = _sup_ratio(beta, [np.full(tau, HI), *others], others, 50.0)
@@ -54,6 +55,8 @@ def test_add_remove_bound_is_half_and_nearly_attained():
 
 @pytest.mark.parametrize("args, match", [
     ((0.0, 1.0), "beta"), ((1.0, float("inf")), "loss_bound"), ((1.0, 1.0, "swap"), "adjacency"),
+    ((1.0, 1.0, "add_remove_one"), "must be an Adjacency"),
+    ((1.0, 1.0, "replace_one"), "must be an Adjacency"),
 ])
 def test_bad_arguments(args, match):
     with pytest.raises(DprecError, match=match):

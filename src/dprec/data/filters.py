@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dprec.data.dataset import Dataset
-from dprec.errors import DprecError
+from dprec.errors import InvalidParameterError
 
 __all__ = ["binarise", "cap_per_user", "min_interactions"]
 
@@ -63,7 +63,7 @@ def min_interactions(ds: Dataset, min_user: int = 0, min_item: int = 0, *,
     """
     for pname, v in (("min_user", min_user), ("min_item", min_item)):
         if int(v) != v or v < 0:
-            raise DprecError(f"{pname} must be an integer >= 0, got {v}")
+            raise InvalidParameterError(f"{pname} must be an integer >= 0, got {v}")
     m = ds.matrix
     entry_user = _entry_users(m)
     keep_user = np.ones(ds.n_users, bool)
@@ -102,7 +102,8 @@ def binarise(ds: Dataset, threshold: float | None = None) -> Dataset:
         step = "binarise(all)"
     else:
         if not np.isfinite(threshold):
-            raise DprecError(f"threshold must be a finite number or None, got {threshold}")
+            raise InvalidParameterError(
+                f"threshold must be a finite number or None, got {threshold}")
         keep = m.data > threshold
         step = f"binarise(rating>{threshold:g})"
     out = _subset(ds, keep, np.ones(ds.n_users, bool), np.ones(ds.n_items, bool), step)
@@ -114,7 +115,7 @@ def cap_per_user(ds: Dataset, max_items: int, rng: np.random.Generator) -> Datas
     """Keep a uniformly random subset of at most ``max_items`` interactions per user
     (e.g. tau = 200 in DPPS-PNBM, which bounds each user's contribution)."""
     if int(max_items) != max_items or max_items < 1:
-        raise DprecError(f"max_items must be an integer >= 1, got {max_items}")
+        raise InvalidParameterError(f"max_items must be an integer >= 1, got {max_items}")
     m = ds.matrix
     entry_user = _entry_users(m)
     order = np.lexsort((rng.random(m.nnz), entry_user))

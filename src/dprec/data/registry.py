@@ -21,7 +21,7 @@ from dprec.data.loaders import (
     load_movielens_csv,
 )
 from dprec.data.synthetic import default_interactions, synthetic
-from dprec.errors import DataError
+from dprec.errors import DataError, UnknownDatasetError
 from dprec.random import derive_generator
 
 __all__ = ["KNOWN_DATASETS", "load_dataset"]
@@ -114,7 +114,7 @@ def load_dataset(name: str, *, data_dir: str | Path | None = None, seed: int = 0
         min_user = min(20, max(1, n // (2 * max(1, n_users))), n_items)
         return synthetic(n_users, n_items, n, rng=derive_generator(seed, "dataset", low),
                          min_user_interactions=min_user, name=low)
-    raise DataError(f"unknown dataset {name!r}; known: {', '.join(KNOWN_DATASETS)}")
+    raise UnknownDatasetError(f"unknown dataset {name!r}; known: {', '.join(KNOWN_DATASETS)}")
 
 
 def _csv_spec(spec: str) -> tuple[str, dict[str, object]]:

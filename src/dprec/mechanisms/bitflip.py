@@ -34,7 +34,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from dprec.errors import DprecError
+from dprec.errors import InvalidParameterError, PrivacyParameterError
 from dprec.privacy.events import BitFlipDpEvent
 from dprec.privacy.guarantee import Guarantee
 
@@ -60,14 +60,15 @@ def _check_epsilon(eps: float) -> float:
     try:
         value = float(eps)
     except (TypeError, ValueError):
-        raise DprecError(f"epsilon must be a number > 0, got {eps!r}") from None
+        raise PrivacyParameterError(f"epsilon must be a number > 0, got {eps!r}") from None
     if not value > 0:
-        raise DprecError(f"epsilon must be > 0, got {eps}")
+        raise PrivacyParameterError(f"epsilon must be > 0, got {eps}")
     if not math.isfinite(value):
-        raise DprecError(f"epsilon must be finite, got {eps}")
+        raise PrivacyParameterError(f"epsilon must be finite, got {eps}")
     if value < MIN_EPSILON:
-        raise DprecError(f"epsilon {value:g} is too small for a float64 flip probability "
-                         f"(p and q would be equal); use epsilon >= {MIN_EPSILON:g}")
+        raise PrivacyParameterError(
+            f"epsilon {value:g} is too small for a float64 flip probability "
+            f"(p and q would be equal); use epsilon >= {MIN_EPSILON:g}")
     return value
 
 
@@ -145,24 +146,26 @@ def _collect_ones(block, cols, counts):  # pragma: no cover - compiled
 
 def _as_csr(rows: Any) -> sp.csr_matrix:
     if not sp.issparse(rows):
-        raise DprecError(
+        raise InvalidParameterError(
             f"rows must be a scipy.sparse matrix (users x items), got {type(rows).__name__}"
         )
     if len(rows.shape) != 2:
-        raise DprecError(f"rows must be 2-dimensional (users x items), got shape {rows.shape}")
+        raise InvalidParameterError(
+            f"rows must be 2-dimensional (users x items), got shape {rows.shape}")
     return rows if rows.format == "csr" else rows.tocsr()
 
 
 def _check_rng(rng: Any) -> np.random.Generator:
     if not isinstance(rng, np.random.Generator):
-        raise DprecError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        raise InvalidParameterError(
+            f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     return rng
 
 
 def _check_dtype(dtype: Any) -> np.dtype:
     dt = np.dtype(dtype)
     if dt.kind not in "biuf":
-        raise DprecError(f"dtype must be a bool, integer or float type, got {dt}")
+        raise InvalidParameterError(f"dtype must be a bool, integer or float type, got {dt}")
     return dt
 
 
@@ -185,11 +188,11 @@ class BitFlip:
         try:
             p, q = float(self.p), float(self.q)
         except (TypeError, ValueError):
-            raise DprecError(
+            raise InvalidParameterError(
                 f"bit-flip probabilities must be numbers, got p={self.p!r}, q={self.q!r}"
             ) from None
         if not 0.0 <= q < p <= 1.0:
-            raise DprecError(
+            raise InvalidParameterError(
                 f"bit-flip probabilities must satisfy 0 <= q < p <= 1, got p={self.p}, q={self.q}"
             )
         object.__setattr__(self, "p", p)
@@ -262,7 +265,7 @@ class BitFlip:
         if claimed_eps is not None:
             claimed = float(claimed_eps)
             if not claimed >= 0:
-                raise DprecError(f"claimed_eps must be >= 0, got {claimed_eps}")
+                raise PrivacyParameterError(f"claimed_eps must be >= 0, got {claimed_eps}")
             if eps > claimed * (1.0 + 1e-9) + 1e-12:
                 notes.append(f"published claim eps = {claimed:.6g} understates eps = {eps:.6g}")
             elif sides != "two":
@@ -281,7 +284,7 @@ class BitFlip:
     def user_guarantee(self, n_items: int) -> Guarantee:
         """User level: a whole N-bit vector, N * eps by basic composition (an upper bound)."""
         if isinstance(n_items, bool) or not isinstance(n_items, int | np.integer) or n_items < 1:
-            raise DprecError(f"n_items must be a positive integer, got {n_items!r}")
+            raise InvalidParameterError(f"n_items must be a positive integer, got {n_items!r}")
         event = self.guarantee()
         n = int(n_items)
         note = (
@@ -351,7 +354,7 @@ class BitFlip:
         else:
             _check_dtype(out.dtype)
             if out.shape != (n_rows, n_cols) or not out.flags.c_contiguous:
-                raise DprecError(
+                raise InvalidParameterError(
                     f"out must be a C-contiguous array of shape {(n_rows, n_cols)}, "
                     f"got shape {out.shape}"
                 )
@@ -394,7 +397,8 @@ class BitFlip:
         gen = _check_rng(rng)
         dt = _check_dtype(dtype)
         if isinstance(block_bits, bool) or not isinstance(block_bits, int) or block_bits < 1:
-            raise DprecError(f"block_bits must be a positive integer, got {block_bits!r}")
+            raise InvalidParameterError(
+                f"block_bits must be a positive integer, got {block_bits!r}")
         n_rows, n_cols = csr.shape
         index_dtype = np.int32 if n_cols < 2**31 else np.int64
         step = max(1, block_bits // max(n_cols, 1))

@@ -17,7 +17,7 @@ import dp_accounting
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dprec.errors import DprecError, check_positive
+from dprec.errors import InvalidParameterError, check_positive
 
 __all__ = ["Gaussian", "joint_event"]
 
@@ -29,8 +29,8 @@ class Gaussian:
         check_positive("noise_multiplier", noise_multiplier)
         check_positive("sensitivity", sensitivity)
         if not (math.isfinite(noise_multiplier) and math.isfinite(sensitivity)):
-            raise DprecError(f"noise_multiplier and sensitivity must be finite, got "
-                             f"{noise_multiplier}, {sensitivity}")
+            raise InvalidParameterError(f"noise_multiplier and sensitivity must be finite, "
+                                        f"got {noise_multiplier}, {sensitivity}")
         self.noise_multiplier = float(noise_multiplier)
         self.sensitivity = float(sensitivity)
 
@@ -63,6 +63,6 @@ def joint_event(mechanisms: Sequence[Gaussian]) -> dp_accounting.GaussianDpEvent
     """The event of Gaussian queries on the same data released together: one
     ``GaussianDpEvent`` with ``z = (sum z_i^-2)^(-1/2)`` (exact, not an upper bound)."""
     if not mechanisms:
-        raise DprecError("joint_event needs at least one Gaussian mechanism")
+        raise InvalidParameterError("joint_event needs at least one Gaussian mechanism")
     return dp_accounting.GaussianDpEvent(
         1.0 / math.sqrt(sum(m.noise_multiplier ** -2 for m in mechanisms)))

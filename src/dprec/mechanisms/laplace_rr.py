@@ -30,7 +30,7 @@ import dp_accounting
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dprec.errors import DprecError
+from dprec.errors import DprecError, PrivacyParameterError
 from dprec.mechanisms.numeric import LaplaceMechanism, _check_epsilon, _check_interval, _check_rng
 from dprec.privacy.guarantee import Guarantee
 
@@ -42,7 +42,7 @@ def _check_named_epsilon(name: str, value: object) -> float:
     try:
         return _check_epsilon(value)
     except DprecError as e:
-        raise DprecError(str(e).replace("epsilon", name, 1)) from None
+        raise PrivacyParameterError(str(e).replace("epsilon", name, 1)) from None
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ import dp_accounting
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dprec.errors import DprecError
+from dprec.errors import InvalidParameterError, PrivacyParameterError
 from dprec.privacy.events import LocalReportDpEvent
 from dprec.privacy.guarantee import Guarantee
 
@@ -63,23 +63,24 @@ __all__ = ["BinaryMechanism", "LaplaceMechanism", "PiecewiseMechanism", "varianc
 
 def _check_epsilon(eps: Any) -> float:
     if isinstance(eps, bool):
-        raise DprecError(f"epsilon must be a number > 0, got {eps!r}")
+        raise PrivacyParameterError(f"epsilon must be a number > 0, got {eps!r}")
     try:
         value = float(eps)
     except (TypeError, ValueError):
-        raise DprecError(f"epsilon must be a number > 0, got {eps!r}") from None
+        raise PrivacyParameterError(f"epsilon must be a number > 0, got {eps!r}") from None
     if math.isnan(value):
-        raise DprecError(f"epsilon must be a number > 0, got {eps}")
+        raise PrivacyParameterError(f"epsilon must be a number > 0, got {eps}")
     if not value > 0:
-        raise DprecError(f"epsilon must be > 0, got {eps}")
+        raise PrivacyParameterError(f"epsilon must be > 0, got {eps}")
     if not math.isfinite(value):
-        raise DprecError(f"epsilon must be finite, got {eps}")
+        raise PrivacyParameterError(f"epsilon must be finite, got {eps}")
     return value
 
 
 def _check_rng(rng: Any) -> np.random.Generator:
     if not isinstance(rng, np.random.Generator):
-        raise DprecError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        raise InvalidParameterError(
+            f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     return rng
 
 
@@ -88,11 +89,12 @@ def _check_unit(x: ArrayLike, name: str = "x") -> np.ndarray:
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError):
-        raise DprecError(f"{name} must be numeric values in [-1, 1], got {x!r}") from None
+        raise InvalidParameterError(
+            f"{name} must be numeric values in [-1, 1], got {x!r}") from None
     inside = (arr >= -1.0) & (arr <= 1.0)
     if not inside.all():
         bad = np.flatnonzero(~inside.ravel())
-        raise DprecError(
+        raise InvalidParameterError(
             f"{name} must lie in [-1, 1] (clip first), got {arr.ravel()[bad[0]]} "
             f"at flat index {bad[0]} ({bad.size} value(s) outside)"
         )
@@ -160,7 +162,8 @@ class BinaryMechanism:
         arr = np.asarray(bits)
         if arr.dtype != np.bool_:
             if arr.dtype.kind not in "biuf" or not np.isin(arr, (0, 1)).all():
-                raise DprecError(f"bits must be booleans or 0/1 values, got dtype {arr.dtype}")
+                raise InvalidParameterError(
+                    f"bits must be booleans or 0/1 values, got dtype {arr.dtype}")
             arr = arr.astype(np.bool_)
         c = self.scale
         return np.where(arr, c, -c)
@@ -325,13 +328,13 @@ class PiecewiseMechanism:
 
 def _check_bound(name: str, value: Any) -> float:
     if isinstance(value, bool):
-        raise DprecError(f"{name} must be a finite number, got {value!r}")
+        raise InvalidParameterError(f"{name} must be a finite number, got {value!r}")
     try:
         out = float(value)
     except (TypeError, ValueError):
-        raise DprecError(f"{name} must be a finite number, got {value!r}") from None
+        raise InvalidParameterError(f"{name} must be a finite number, got {value!r}") from None
     if not math.isfinite(out):
-        raise DprecError(f"{name} must be a finite number, got {value}")
+        raise InvalidParameterError(f"{name} must be a finite number, got {value}")
     return out
 
 
@@ -340,12 +343,12 @@ def _check_interval(x: ArrayLike, low: float, high: float, name: str = "x") -> n
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError):
-        raise DprecError(f"{name} must be numeric values in [{low:g}, {high:g}], "
-                         f"got {x!r}") from None
+        raise InvalidParameterError(f"{name} must be numeric values in [{low:g}, {high:g}], "
+                                    f"got {x!r}") from None
     inside = (arr >= low) & (arr <= high)
     if not inside.all():
         bad = np.flatnonzero(~inside.ravel())
-        raise DprecError(
+        raise InvalidParameterError(
             f"{name} must lie in [{low:g}, {high:g}] (clip first), got {arr.ravel()[bad[0]]} "
             f"at flat index {bad[0]} ({bad.size} value(s) outside)"
         )
@@ -380,7 +383,7 @@ class LaplaceMechanism:
         object.__setattr__(self, "epsilon", _check_epsilon(self.epsilon))
         low, high = _check_bound("low", self.low), _check_bound("high", self.high)
         if not low < high:
-            raise DprecError(f"low must be < high, got low={low}, high={high}")
+            raise InvalidParameterError(f"low must be < high, got low={low}, high={high}")
         object.__setattr__(self, "low", low)
         object.__setattr__(self, "high", high)
 

@@ -41,6 +41,7 @@ import scipy.sparse as sp
 
 from dprec.errors import DprecError, NotFittedError, check_int, check_real
 from dprec.mechanisms.gradient_laplace import GradientLaplace, error_bound, gradient_sensitivity
+from dprec.privacy.events import EventLog, LocalReportDpEvent
 from dprec.privacy.posterior import posterior_sample_epsilon
 
 logger = logging.getLogger(__name__)
@@ -777,6 +778,8 @@ class DPPSPNBM(_NeighbourhoodModel):
         """Ratings removed by the cap."""
         self.max_user_ratings_: int | None = None
         """Largest number of ratings of one user that S was trained on (<= tau)."""
+        self.events: EventLog | None = None
+        """After ``fit``: one pure ``true_epsilon``-DP release per user (the sample of S)."""
 
     def fit(self, R: sp.spmatrix | sp.sparray, rng: np.random.Generator,
             on_iteration: IterationHook | None = None) -> DPPSPNBM:
@@ -814,4 +817,7 @@ class DPPSPNBM(_NeighbourhoodModel):
             W += rng.normal(0.0, math.sqrt(float(cfg.temperature) * eta), W.shape)
             self.loss_history.append(sq / L)
             self._step_done(W, t - 1, on_iteration)
+        self.events = EventLog(R.shape[0])
+        self.events.record(0, LocalReportDpEvent(cfg.true_epsilon), np.arange(R.shape[0]),
+                           unit="user")
         return self

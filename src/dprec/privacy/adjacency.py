@@ -16,7 +16,7 @@ import enum
 
 import dp_accounting
 
-from dprec.errors import DprecError
+from dprec.errors import InvalidParameterError
 
 __all__ = ["Adjacency", "as_adjacency"]
 
@@ -41,7 +41,7 @@ class Adjacency(enum.Enum):
 def as_adjacency(value: object) -> Adjacency:
     """``value`` if it is an :class:`Adjacency`; anything else (a string included) raises."""
     if not isinstance(value, Adjacency):
-        raise DprecError(
+        raise InvalidParameterError(
             f"adjacency must be an Adjacency ({', '.join(a.name for a in Adjacency)}), "
             f"got {value!r}"
         )

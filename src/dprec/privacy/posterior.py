@@ -28,24 +28,21 @@ Both hold only for an exact sample; a sample ``delta``-far in total variation is
 from __future__ import annotations
 
 import math
-from typing import Literal
 
-from dprec.errors import DprecError
+from dprec.errors import InvalidParameterError
+from dprec.privacy.adjacency import Adjacency, as_adjacency
 
-__all__ = ["Adjacency", "posterior_sample_epsilon"]
-
-Adjacency = Literal["replace_one", "add_remove_one"]
+__all__ = ["posterior_sample_epsilon"]
 
 
 def posterior_sample_epsilon(beta: float, loss_bound: float,
-                             adjacency: Adjacency = "replace_one") -> float:
+                             adjacency: Adjacency = Adjacency.REPLACE_ONE) -> float:
     """eps of one exact sample of ``exp(-beta sum_u l_u)``, ``0 <= l_u <= loss_bound``:
-    ``2 beta B`` (replace-one) or ``beta B`` (add/remove-one); see the module docstring."""
+    ``2 beta B`` (:attr:`Adjacency.REPLACE_ONE`) or ``beta B``
+    (:attr:`Adjacency.ADD_REMOVE_ONE`); see the module docstring. A string is refused."""
     for name, value in (("beta", beta), ("loss_bound", loss_bound)):
         if not (math.isfinite(value) and value > 0):
-            raise DprecError(f"{name} must be finite and > 0, got {value}")
-    if adjacency == "replace_one":
+            raise InvalidParameterError(f"{name} must be finite and > 0, got {value}")
+    if as_adjacency(adjacency) is Adjacency.REPLACE_ONE:
         return 2.0 * beta * loss_bound
-    if adjacency == "add_remove_one":
-        return beta * loss_bound
-    raise DprecError(f"adjacency must be 'replace_one' or 'add_remove_one', got {adjacency!r}")
+    return beta * loss_bound

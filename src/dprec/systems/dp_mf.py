@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dprec.models.dp_mf import DPPSMF, DPSGDMF, DPPSMFConfig, DPSGDMFConfig
-from dprec.privacy.accountant import BasicAccountant
+from dprec.privacy.accountant import BasicAccountant, account
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
 from dprec.systems.base import Recommender, RoundHook
 from dprec.systems.rating_baselines import ModelPredictor
@@ -28,6 +28,9 @@ THREAT_MODEL = (
     "central: a trusted curator sees the raw ratings and trains the model; DP protects what "
     "the released model (factors and biases) reveals, to anyone who sees it or its predictions"
 )
+
+REPORT_DELTA = 1e-6
+"""Target delta of the PLD levels (DPSGD-MF's per-rating guarantee itself is pure)."""
 
 _DELTA_NULL = (
     "unknown: the guarantee holds for an exact sample of the scaled posterior; a sample "
@@ -81,29 +84,32 @@ class DPSGDMFSystem(_DPMF):
             return None
         c = self.model.config
         mech = self.model.mechanism
-        per_rating = BasicAccountant().compose([(mech.dp_event(), c.epochs)])
+        pure = account(self.model.events, REPORT_DELTA, BasicAccountant(), model="central")
+        per_rating = pure.event
         label = f"{c.epochs} x Laplace(b={mech.scale:.6g}) on the SGD error, clamped to " \
                 f"+-{c.error_bound:g}"
         claimed = Guarantee(c.epsilon, level="event", sides="two", model="central",
                             mechanism="SGD with a Laplace-perturbed error (Berlioz et al. 2015)",
                             notes=("as published: eps-DP per rating",))
-        true = Guarantee(
-            per_rating.epsilon, level="event", sides="two", model="central", mechanism=label,
-            notes=(
-                "event = the value of one rating changed within [rating_min, rating_max]; "
-                "which (user, item) pairs are rated is not protected (public, as in Berlioz "
-                "et al.)",
-                f"each epoch reads a rating once through e + Lap(b), b = K Dr / eps = "
-                f"{mech.scale:.6g}: eps/K = {mech.epsilon_per_read:.6g}-DP; the clamp and the "
-                "update are post-processing",
-                f"basic composition over K = {c.epochs} epochs (Dwork & Roth Thm 3.16): "
-                f"{per_rating.epsilon:.6g} per rating; levels.event is the PLD composition",
-                "a user with n_u ratings undergoes n_u K reads: levels.user",
-            ))
+        true = replace(per_rating, mechanism=label, notes=(
+            *per_rating.notes,
+            "event = the value of one rating changed within [rating_min, rating_max]; "
+            "which (user, item) pairs are rated is not protected (public, as in Berlioz "
+            "et al.)",
+            f"each epoch reads a rating once through e + Lap(b), b = K Dr / eps = "
+            f"{mech.scale:.6g}: eps/K = {mech.epsilon_per_read:.6g}-DP; the clamp and the "
+            "update are post-processing",
+            f"basic composition of the worst-case rating's reads in the event log (Dwork "
+            f"& Roth Thm 3.16): pure ({per_rating.epsilon:.6g}, 0) per rating, the "
+            "accountant's event_basic; levels.event is the PLD composition, an "
+            "(eps, delta) at delta = 1e-6",
+            "a user with n_u ratings undergoes n_u K reads: levels.user",
+        ))
         counts = self.model.events.counts(mech.dp_event(), "interaction", "user")
         report = privacy_report_from_log(
             self.name, THREAT_MODEL, self.model.events, claimed, (mech.describe(),), true=true,
-            extra={"reads_per_rating": c.epochs,
+            delta=REPORT_DELTA,
+            extra={"event_basic": pure.event.to_json(), "reads_per_rating": c.epochs,
                    "max_reads_per_user": int(counts.max()) if counts.size else 0})
         return _central(report)
 

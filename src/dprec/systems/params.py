@@ -12,16 +12,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from dprec.errors import DprecError
+from dprec.errors import InvalidParameterError, PrivacyParameterError
 from dprec.systems.registry import ConfigFile, make_config, read_config, spec
 
 __all__ = ["check_epsilon", "config_from_file", "epsilon_grid", "param_pairs", "system_params"]
 
 
 def check_epsilon(value: float, name: str = "epsilon") -> float:
-    """``value`` if it is an ε: a number > 0 (NaN is not); else an error naming ``name``."""
+    """``value`` if it is an ε: a number > 0 (NaN is not); else a
+    :class:`~dprec.errors.PrivacyParameterError` naming ``name``."""
     if not value > 0:
-        raise DprecError(f"{name} must be > 0, got {value}")
+        raise PrivacyParameterError(f"{name} must be > 0, got {value}")
     return value
 
 
@@ -34,7 +35,7 @@ def epsilon_grid(text: str, option: str = "--eps-grid") -> list[float]:
         try:
             grid.append(float(x))
         except ValueError:
-            raise DprecError(f"{option} must hold numbers, got {x.strip()!r}") from None
+            raise InvalidParameterError(f"{option} must hold numbers, got {x.strip()!r}") from None
     return [check_epsilon(e, f"every ε in {option}") for e in grid]
 
 
@@ -44,7 +45,7 @@ def param_pairs(params: Iterable[str] | None) -> dict[str, str]:
     for p in params or []:
         key, sep, value = p.partition("=")
         if not sep or not key.strip():
-            raise DprecError(f"--param must look like KEY=VALUE, got {p!r}")
+            raise InvalidParameterError(f"--param must look like KEY=VALUE, got {p!r}")
         found[key.strip()] = value.strip()
     return found
 
@@ -58,7 +59,7 @@ def system_params(name: str, epsilon: float | None, params: dict[str, object]) -
         s = spec(name)
         if "epsilon" not in s.settable():
             budget = [k for k in s.settable() if k.startswith("eps")]
-            raise DprecError(f"{name} has no epsilon; set " + " and ".join(
+            raise InvalidParameterError(f"{name} has no epsilon; set " + " and ".join(
                 f"--param {k}=..." for k in budget) if budget and s.private else
                 f"{name} is not private: it has no epsilon (drop --epsilon)")
         found["epsilon"] = epsilon
@@ -72,5 +73,5 @@ def config_from_file(path: Path | None, system: str) -> tuple[Any, ConfigFile | 
         return None, None
     cf = read_config(path)
     if cf.system != system:
-        raise DprecError(f"config file {path} is for {cf.system}, not {system}")
+        raise InvalidParameterError(f"config file {path} is for {cf.system}, not {system}")
     return make_config(system, cf.params), cf

@@ -9,9 +9,11 @@ covered; the reports say so.
 DPSGD-PNBM's report is computed from events: every iteration, every training user undergoes
 one ``LaplaceDpEvent`` whose L1 sensitivity counts all the gradient entries that user's
 ratings reach, composed by basic composition (:class:`~dprec.privacy.accountant.
-BasicAccountant`; the PLD accountant cannot discretise losses this large). DPPS-PNBM has no
-event type (posterior sampling is not a mechanism dp-accounting knows), so its levels are
-built as :class:`~dprec.privacy.guarantee.Guarantee` objects directly, with an unknown delta.
+BasicAccountant`; the PLD accountant cannot discretise losses this large). DPPS-PNBM's one
+sample is recorded per user as a pure release (``LocalReportDpEvent``, as DPPS-MF does) and
+its levels are the accountant's, with the delta of the sampler marked unknown. Both are
+analysed under replace-one adjacency (:class:`~dprec.privacy.adjacency.Adjacency`), which the
+reports state.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from dprec.models.pnbm import (
     DPSGDPNBMConfig,
     PNBMConfig,
 )
-from dprec.privacy.accountant import BasicAccountant, PrivacyLevels, account
+from dprec.privacy.accountant import BasicAccountant, PldAccountant, PrivacyLevels, account
+from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
 from dprec.privacy.posterior import posterior_sample_epsilon
@@ -146,8 +149,9 @@ class DPSGDPNBMSystem(_PNBMSystem):
             return None
         cfg, mech = model.config, model.mechanism
         eps, K, gamma = float(cfg.epsilon), int(cfg.iterations), float(cfg.batch_fraction)
-        levels = account(self.events, REPORT_DELTA, accountant=BasicAccountant(),
-                         max_groups=100_000, model="central")
+        acc = BasicAccountant()
+        levels = account(self.events, REPORT_DELTA, accountant=acc, max_groups=100_000,
+                         model="central")
         reach = int(model.touched_.max())
         most = int(np.max(model.train_ratings_))
         amplified = K * math.log1p(gamma * math.expm1(eps / (gamma * K)))
@@ -179,6 +183,7 @@ class DPSGDPNBMSystem(_PNBMSystem):
             notes=(f"basic composition over the largest training profile ({most} ratings)",))
         body: dict[str, object] = {
             "levels": levels.to_json(),
+            "adjacency": acc.adjacency.value,
             "events": self.events.to_json(),
             "claimed_user": claimed_user.to_json(),
             "paper_composition": {
@@ -212,9 +217,9 @@ class DPPSPNBMSystem(_PNBMSystem):
 
     def privacy_report(self) -> PrivacyReport | None:
         model: DPPSPNBM = self.model  # type: ignore[assignment]
-        if not model.is_fitted:
+        if not model.is_fitted or model.events is None:
             return None
-        return dpps_report(self.name, model.config)
+        return dpps_report(self.name, model.config, model.events)
 
 
 DELTA_REASON = (
@@ -224,9 +229,19 @@ DELTA_REASON = (
 )
 
 
-def dpps_report(system: str, cfg: DPPSPNBMConfig) -> PrivacyReport:
+def _unknown_delta(g: Guarantee, mechanism: str, notes: tuple[str, ...]
+                   ) -> UnknownDeltaGuarantee:
+    """The accountant's ``g`` with the sampler's unknown delta, ``mechanism`` and ``notes``
+    added after the accountant's."""
+    return UnknownDeltaGuarantee(epsilon=g.epsilon, delta=1.0, level=g.level, sides=g.sides,
+                                 model=g.model, mechanism=mechanism, notes=(*g.notes, *notes),
+                                 delta_reason=DELTA_REASON)
+
+
+def dpps_report(system: str, cfg: DPPSPNBMConfig, events: EventLog) -> PrivacyReport:
     """DPPS-PNBM's report: claimed (eps, (1 + e^eps) delta) per user (Theorem 2); true
-    eps / (4 rho).
+    eps / (4 rho), read from the accountant's levels over ``events`` (one pure release per
+    user, :attr:`DPPSPNBM.events <dprec.models.pnbm.DPPSPNBM.events>`).
 
     Algorithm 2's drift is eps/(4B) eta_t/2 times the gradient of (1/2) sum e^2 (seed Eq. 9:
     g_ui = e_ui dr_hat/dS) and its noise N(0, rho eta_t), so the chain targets
@@ -248,8 +263,10 @@ def dpps_report(system: str, cfg: DPPSPNBMConfig) -> PrivacyReport:
         epsilon=eps, delta=1.0, level="user", sides="two", model="central",
         mechanism=mechanism, delta_reason=DELTA_REASON,
         notes=("Theorem 2: (eps, (1 + e^eps) delta)-DP per user, delta -> 0 assumed",))
-    true_eps = cfg.true_epsilon
-    add_remove = posterior_sample_epsilon(beta, B, "add_remove_one")
+    acc = PldAccountant()
+    levels = account(events, REPORT_DELTA, acc, model="central")
+    true_eps = levels.user.epsilon
+    add_remove = posterior_sample_epsilon(beta, B, Adjacency.ADD_REMOVE_ONE)
     notes = (
         assumption,
         f"the drift is eps/(4B) eta/2 times the gradient of (1/2) sum e^2 (g_ui = e_ui "
@@ -267,17 +284,19 @@ def dpps_report(system: str, cfg: DPPSPNBMConfig) -> PrivacyReport:
         f"the paper's per-rating reading eps = x tau (x = {eps / tau:.6g}) does not hold per "
         "rating: a rating's value enters the predictions of its user's other ratings, so "
         "one rating is covered at the user-level eps only",
+        "recorded per user as LocalReportDpEvent(eps): dprec's event for a pure eps-DP "
+        "release, whose dominating pair dominates every pure eps-DP mechanism; nothing is "
+        "local",
     )
-    true = UnknownDeltaGuarantee(epsilon=true_eps, delta=1.0, level="user", sides="two",
-                                 model="central", mechanism=mechanism, notes=notes,
-                                 delta_reason=DELTA_REASON)
-    event = replace(true, level="event", notes=(
+    true = _unknown_delta(levels.user, mechanism, notes)
+    event = _unknown_delta(levels.event, mechanism, (
         "one rating: the user-level bound (a rating moves all of its user's likelihood "
         "terms)", assumption))
-    basic = replace(true, notes=("a single release: nothing to compose", assumption))
-    levels = PrivacyLevels(event=event, user=true, user_basic=basic)
+    basic = (None if levels.user_basic is None else
+             _unknown_delta(levels.user_basic, mechanism, ("a single release", assumption)))
     body: dict[str, object] = {
-        "levels": levels.to_json(),
+        "levels": PrivacyLevels(event=event, user=true, user_basic=basic).to_json(),
+        "events": events.to_json(),
         "delta_reason": DELTA_REASON,
         "per_rating_reading": {
             "x": eps / tau, "tau": tau, "epsilon": f"{eps / tau:g} x {tau}",
@@ -287,7 +306,7 @@ def dpps_report(system: str, cfg: DPPSPNBMConfig) -> PrivacyReport:
         "loglik_bound": B,
         "temperature": rho,
         "target_scale": beta,
-        "adjacency": "replace_one",
+        "adjacency": acc.adjacency.value,
         "epsilon_add_remove_one": add_remove,
     }
     return PrivacyReport(system=system, threat_model=THREAT_MODEL, true=true, claimed=claimed,

@@ -20,6 +20,7 @@ import scipy.sparse as sp
 from dprec.errors import DprecError, check_positive
 from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism
 from dprec.privacy.accountant import BasicAccountant
+from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.events import EventLog, ShuffledReportDpEvent
 from dprec.privacy.guarantee import Guarantee, PrivacyReport, reported_epsilon
 from dprec.privacy.ledger import PrivacyLedger
@@ -285,7 +286,7 @@ class FederatedMF(Ranker):
         interval: dict[str, object] = {
             "lower": reported_epsilon(lower, upper=False), "upper": reported_epsilon(upper),
             "delta": c.delta, "level": "user",
-            "adjacency": "replace_one (one user's data replaced)",
+            "adjacency": f"{Adjacency.REPLACE_ONE.value} (one user's data replaced)",
             "summary": f"the true user-level eps at delta={c.delta:g} lies in "
                        f"[{lower:.4g}, {upper:.4g}]",
             "lower_from": how,
