@@ -39,7 +39,7 @@ def epoch_times(model: PNBM | DPSGDPNBM, R: sp.csr_matrix) -> dict[str, float]:
     """Setup time and the median time per full-batch iteration (= epoch) of one fit."""
     stamps: list[float] = []
     start = time.perf_counter()
-    model.fit(R, np.random.default_rng(0), on_iteration=lambda t: stamps.append(
+    model.fit(R, np.random.default_rng(0), on_iteration=lambda t, _: stamps.append(
         time.perf_counter()))
     gaps = np.diff([start, *stamps])
     # the first gap holds the setup (neighbour lists, S(1)) plus the first epoch

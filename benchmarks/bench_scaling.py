@@ -49,7 +49,7 @@ _MEMORY_FLOOR_GIB = 20 / 1024  # memory slopes use the points whose step peak re
 
 
 def _uploads(users: int, items: int, seed: int):
-    from dprec.protocol.messages import ObfuscatedBits
+    from dprec.systems.dplcf.messages import ObfuscatedBits
 
     rng = np.random.default_rng(seed)
     width = (items + 7) // 8

@@ -19,7 +19,8 @@ from typer.testing import CliRunner
 
 from dprec.cli import app
 from dprec.errors import DprecError
-from dprec.protocol.messages import MessageError, NeighbourLists
+from dprec.protocol.messages import MessageError
+from dprec.systems.dplcf.messages import NeighbourLists
 
 runner = CliRunner()
 DS = "synthetic-300x200"

@@ -20,7 +20,8 @@ from dprec.client import (  # noqa: E402
     ServiceError,
 )
 from dprec.errors import DprecError  # noqa: E402
-from dprec.protocol.messages import ItemMatrix, NeighbourLists  # noqa: E402
+from dprec.protocol.messages import ItemMatrix  # noqa: E402
+from dprec.systems.dplcf.messages import NeighbourLists  # noqa: E402
 
 OPEN = {"json": {"started": True, "finished": False, "round": 0}}
 ACCEPT = {"status": 202, "json": {"accepted": True}}

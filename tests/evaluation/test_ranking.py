@@ -22,7 +22,7 @@ class Oracle(Ranker):
     def __init__(self, split):
         self.split = split
 
-    def fit(self, train, rng, on_round=None):
+    def fit(self, train, rng, on_iteration=None):
         return self
 
     def score(self, history, items=None, users=None):
@@ -76,7 +76,7 @@ class Stored(Ranker):
     def __init__(self, scores):
         self.scores = scores
 
-    def fit(self, train, rng, on_round=None):
+    def fit(self, train, rng, on_iteration=None):
         return self
 
     def score(self, history, items=None, users=None):

@@ -19,7 +19,7 @@ class Fixed(RatingPredictor):
     def __init__(self, values) -> None:
         self.values = np.asarray(values, dtype=np.float64)
 
-    def fit(self, train, rng, on_round=None):
+    def fit(self, train, rng, on_iteration=None):
         return self
 
     def predict(self, users, items):
@@ -29,7 +29,7 @@ class Fixed(RatingPredictor):
 class NotARatingSystem(Ranker):
     name = "ranker"
 
-    def fit(self, train, rng, on_round=None):
+    def fit(self, train, rng, on_iteration=None):
         return self
 
     def score(self, history, items=None, users=None):

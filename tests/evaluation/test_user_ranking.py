@@ -62,7 +62,7 @@ class Scripted(Ranker):
         self.calls: list[tuple[sp.csr_matrix, np.ndarray]] = []
         self.scored: list[int] = []
 
-    def fit(self, train, rng, on_round=None):
+    def fit(self, train, rng, on_iteration=None):
         return self
 
     def score(self, history, items=None, users=None):
@@ -328,9 +328,9 @@ class _SideStub(Popularity):
         self.log.append(("set", features))
         self._features = features
 
-    def fit(self, train, rng, on_round=None):
+    def fit(self, train, rng, on_iteration=None):
         self.log.append(("fit", getattr(self, "_features", None)))
-        return super().fit(train, rng, on_round)
+        return super().fit(train, rng, on_iteration)
 
 
 class _PlainStub(_SideStub):
@@ -373,9 +373,9 @@ def test_runner_passes_the_model_to_train_matrix(ds):
     class RatingsPop(Popularity):
         uses_ratings = True
 
-        def fit(self, train, rng, on_round=None):
+        def fit(self, train, rng, on_iteration=None):
             seen.append(train)
-            return super().fit(train, rng, on_round)
+            return super().fit(train, rng, on_iteration)
 
     exp = Experiment(ds, [0], UserSplit(0.2), UserRankingEvaluator())
     exp.run(RatingsPop)

@@ -69,7 +69,7 @@ def first_epoch_errors(cfg, seed, n=50_000):
     snapshot = {}
     model = DPSGDMF(cfg)
     model.fit(R, np.random.default_rng(seed),
-              on_epoch=lambda e: snapshot.setdefault(e, model.user_factors[:, 0].copy()))
+              on_iteration=lambda e, _: snapshot.setdefault(e, model.user_factors[:, 0].copy()))
     init = np.random.default_rng(seed)
     U0 = cfg.init_std * init.standard_normal((n, 1))[:, 0]
     V0 = cfg.init_std * init.standard_normal((n, 1))[:, 0]
@@ -158,7 +158,7 @@ def test_training_lowers_the_loss_at_large_epsilon():
     train, _ = low_rank_ratings(np.random.default_rng(1))
     model = DPSGDMF(DPSGDMFConfig(epsilon=1e9, epochs=15, factors=5))
     losses = []
-    model.fit(train, np.random.default_rng(1), on_epoch=lambda e: losses.append(
+    model.fit(train, np.random.default_rng(1), on_iteration=lambda e, _: losses.append(
         train_mse(model, train)))
     assert losses[-1] < 0.8 * losses[0]
     assert losses[-1] < float(np.var(train.data))
@@ -303,7 +303,7 @@ def test_sampler_learns_at_large_epsilon():
                        factors=5, epochs=15, batch_size=500)
     model = DPPSMF(cfg)
     losses = []
-    model.fit(train, np.random.default_rng(10), on_epoch=lambda e: losses.append(
+    model.fit(train, np.random.default_rng(10), on_iteration=lambda e, _: losses.append(
         train_mse(model, train)))
     at_start = float(np.mean((train.data - model.offset) ** 2))  # U, V ~ N(0, 0.01), b = 0
     assert losses[-1] < 0.5 * at_start

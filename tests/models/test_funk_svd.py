@@ -192,15 +192,16 @@ def test_without_biases_known_pairs_are_the_dot_product_and_unknown_ones_the_mea
                                rtol=1e-12)
 
 
-def test_on_epoch_is_called_after_every_epoch_and_predict_works_inside():
+def test_on_iteration_is_called_after_every_epoch_and_predict_works_inside():
     R = random_ratings(np.random.default_rng(0), 10, 8, 0.5)
     seen: list[tuple[int, float]] = []
     m = FunkSVD(FunkSVDConfig(factors=2, epochs=4))
 
-    def hook(e: int) -> None:
+    def hook(e: int, model: FunkSVD) -> None:
+        assert model is m
         seen.append((e, float(m.predict(np.array([0]), np.array([0]))[0])))
 
-    m.fit(R, np.random.default_rng(0), on_epoch=hook)
+    m.fit(R, np.random.default_rng(0), on_iteration=hook)
     assert [e for e, _ in seen] == [0, 1, 2, 3]
     assert len({p for _, p in seen}) == 4
     assert seen[-1][1] == m.predict(np.array([0]), np.array([0]))[0]

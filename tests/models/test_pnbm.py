@@ -237,7 +237,7 @@ def test_dpsgd_update_adds_exactly_the_stated_noise():
     seen = []
     m = DPSGDPNBM(cfg)
     m.fit(constant_ratings(), np.random.default_rng(11),
-          on_iteration=lambda t: seen.append(m.weights.copy()) if t == 0 else None)
+          on_iteration=lambda t, _: seen.append(m.weights.copy()) if t == 0 else None)
     z = ((m.initial_weights - seen[0]) / (cfg.lr * cfg.init_scale)).ravel()
     b = 0.5 * 3 * (2 * (0.5 + 3 / 2) * 4 / 10) / 0.5  # gamma K DeltaF_1 / eps
     assert m.mechanism.scale(1) == pytest.approx(b)
@@ -370,7 +370,7 @@ def test_dpps_noise_has_variance_rho_eta():
     seen = []
     m = DPPSPNBM(cfg)
     m.fit(constant_ratings(value=4.0), np.random.default_rng(1),
-          on_iteration=lambda t: seen.append(m.weights.copy()) if t == 0 else None)
+          on_iteration=lambda t, _: seen.append(m.weights.copy()) if t == 0 else None)
     z = (seen[0] - m.initial_weights).ravel()
     sd = math.sqrt(0.05 * 3.0)
     assert stats.kstest(z, stats.norm(scale=sd).cdf).pvalue > KS_PASS

@@ -19,12 +19,11 @@ from dprec.protocol.messages import (
     ItemMatrix,
     Message,
     MessageError,
-    NeighbourLists,
-    ObfuscatedBits,
     ShuffledReports,
     ShuffledValues,
     ValueReports,
 )
+from dprec.systems.dplcf.messages import NeighbourLists, ObfuscatedBits
 
 EXAMPLES = 30
 CLASSES = [

@@ -15,7 +15,7 @@ from dprec.evaluation.runner import Experiment
 from dprec.protocol.batches import ReportBatch
 from dprec.protocol.deployed import ProtocolInfo, check_forwarded, check_upload
 from dprec.protocol.engine import Clients, ShufflingProxy
-from dprec.protocol.messages import Message, ObfuscatedBits
+from dprec.protocol.messages import Message
 from dprec.protocol.poisoning import (
     Poisoning,
     choose_attackers,
@@ -23,6 +23,7 @@ from dprec.protocol.poisoning import (
     poison,
 )
 from dprec.random import derive_generator
+from dprec.systems.dplcf.messages import ObfuscatedBits
 from dprec.systems.registry import make_system
 
 N_USERS, N_ITEMS = 300, 120

@@ -15,14 +15,9 @@ from dprec.protocol.deployed import (
     generator_from_json,
     generator_to_json,
 )
-from dprec.protocol.messages import (
-    GradientReports,
-    Message,
-    MessageError,
-    ObfuscatedBits,
-    ShuffledReports,
-)
+from dprec.protocol.messages import GradientReports, Message, MessageError, ShuffledReports
 from dprec.services.auth import bearer
+from dprec.systems.dplcf.messages import ObfuscatedBits
 
 EXAMPLES = 150
 INFOS = [fmf_info(), fmf_info(mechanism="piecewise", epsilon=2.0), dplcf_info()]

@@ -7,13 +7,8 @@ import numpy as np
 import pytest
 from svc import AUTH, Stack, fmf_info, headers
 
-from dprec.protocol.messages import (
-    GradientReports,
-    Message,
-    ObfuscatedBits,
-    ShuffledReports,
-    ValueReports,
-)
+from dprec.protocol.messages import GradientReports, Message, ShuffledReports, ValueReports
+from dprec.systems.dplcf.messages import ObfuscatedBits
 
 
 def _report(client_id, k=4, seed=None, n_items=30, factors=3) -> bytes:

@@ -14,13 +14,12 @@ from dprec.protocol.messages import (
     GradientReports,
     ItemMatrix,
     ItemMatrix64,
-    NeighbourLists,
-    ObfuscatedBits,
     ShuffledReports,
     ShuffledValues,
 )
 from dprec.services import roles
 from dprec.services.server import ServerSettings, create_server_app
+from dprec.systems.dplcf.messages import NeighbourLists, ObfuscatedBits
 from dprec.systems.fmf.server import FactorServer
 
 

@@ -33,6 +33,8 @@ HR10_FLOOR = {
     "dplcf-sp": 0.15, "dplcf-ap": 0.22, "dplcf-oue": 0.04, "dplcf-eb": 0.40, "bpr-mf": 0.10,
     "gmf": 0.20,  # measured 0.295 when added (not in the golden file)
     "mf-np": 0.38, "fcf": 0.42, "fmf-ldp": 0.30,
+    "dp-pop": 0.35, "ldp-pop": 0.04,  # measured 0.51 and 0.0975 at eps 1 when added
+    "dpals": 0.15,  # measured 0.1825 at eps 1 when added (400 users: little signal at eps 1)
 }
 FAST = {"epochs": 3}
 

@@ -68,11 +68,11 @@ def test_exact_federated_loss_falls_monotonically():
 
     model = FederatedMF("fcf", cfg)
 
-    def record(epoch):
+    def record(epoch, V):
         X = client.user_vectors(model.V, R, cfg.alpha, cfg.regularization)
         losses.append(implicit_mf_loss(X, model.V, R, cfg.alpha, cfg.regularization))
 
-    model.fit(R.astype(np.float32), np.random.default_rng(0), on_round=record)
+    model.fit(R.astype(np.float32), np.random.default_rng(0), on_iteration=record)
     assert len(losses) == 15
     assert np.all(np.diff(losses) < 0)
 

@@ -21,10 +21,11 @@ from dprec.evaluation.user_ranking import UserRankingEvaluator
 from dprec.privacy.accountant import Adjacency, RdpAccountant
 from dprec.privacy.gaussian import Sampling, gaussian_rdp_epsilon, privrec_effective_noise
 from dprec.privacy.guarantee import reported_epsilon
-from dprec.protocol.messages import Message, MessageError, ModelBroadcast, ModelUpdates
+from dprec.protocol.messages import Message, MessageError
 from dprec.systems.base import NotFittedError, UnknownUserError
 from dprec.systems.privrec.clipping import AdaptiveClip, clip_rows
 from dprec.systems.privrec.config import PrivRecConfig
+from dprec.systems.privrec.messages import ModelBroadcast, ModelUpdates
 from dprec.systems.privrec.server import ReptileServer
 from dprec.systems.privrec.system import privrec_noise
 from dprec.systems.registry import SYSTEMS, make_system

@@ -46,10 +46,10 @@ from dprec.errors import DprecError
 from dprec.privacy.accountant import Adjacency, RdpAccountant, account
 from dprec.privacy.events import EventLog
 from dprec.protocol.engine import Clients, Sent, run_protocol
-from dprec.protocol.messages import ModelBroadcast, ModelUpdates
 from dprec.random import derive_generator
 from dprec.systems.privrec.claim import paper_epsilon
 from dprec.systems.privrec.config import PrivRecConfig
+from dprec.systems.privrec.messages import ModelBroadcast, ModelUpdates
 
 __all__ = ["CanaryClients", "audit_privrec_one_run", "canary_directions"]
 
@@ -175,7 +175,7 @@ def audit_privrec_one_run(cfg: PrivRecConfig, train: sp.csr_matrix, features: Si
     log = EventLog(n_train + m)
     with torch_threads(1):
         torch.manual_seed(int(rng.integers(2**31)))
-        run = run_protocol(server, clients, cfg.rounds, rng, log, on_round=observe)
+        run = run_protocol(server, clients, cfg.rounds, rng, log, on_iteration=observe)
     x = np.asarray(xs)  # rounds x m
     sigma = 2.0 * cfg.noise_multiplier / math.sqrt(1.0 - cfg.budget_balance)
     q = cfg.clients_per_round / n_pop

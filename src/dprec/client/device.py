@@ -39,8 +39,9 @@ from dprec.client.randomness import RandomSource, SecureSource
 from dprec.client.runs import SentMessages, report_key
 from dprec.errors import DprecError
 from dprec.protocol.deployed import ProtocolInfo
-from dprec.protocol.messages import Message, NeighbourLists
+from dprec.protocol.messages import Message
 from dprec.selection import top_k_row
+from dprec.systems.dplcf.messages import NeighbourLists
 
 log = logging.getLogger(__name__)
 

@@ -6,15 +6,32 @@
   sums (DPLCF pair counts, FMF-LDP per-cell sums and report counts), reduced in a tree.
 - :mod:`~dprec.distributed.shards`: one shard runs the clients of its blocks in sequence
   and folds their messages into a partial; the DPLCF and FMF-LDP adapters.
-- :mod:`~dprec.distributed.backend`: :class:`LocalBackend` (every shard in this process)
-  and the driver loop both backends share; :mod:`~dprec.distributed.ray_backend`:
+- :mod:`~dprec.distributed.backend`: the executor of the engine's rounds over shards
+  (:class:`ShardedBackend`; the loop is :func:`~dprec.protocol.engine.run_rounds`) and
+  :class:`LocalBackend` (every shard in this process); :mod:`~dprec.distributed.ray_backend`:
   :class:`RayBackend` (shards on Ray actors; ``pip install 'dprec[ray]'``, imported lazily).
 
 Both backends give bit-identical models and privacy logs for any number of shards (tests in
 ``tests/distributed``). Nothing here imports ray until a :class:`RayBackend` is opened.
 """
 
-from dprec.distributed.backend import LocalBackend, ShardedBackend, make_backend
+from dprec.distributed.backend import LocalBackend, ShardedBackend
 from dprec.distributed.layout import BLOCK_SIZE, BlockLayout
+from dprec.errors import DprecError
 
 __all__ = ["BLOCK_SIZE", "BlockLayout", "LocalBackend", "ShardedBackend", "make_backend"]
+
+
+def make_backend(name: str, address: str | None = None, shards: int | None = None,
+                 keep_warm: bool = False) -> ShardedBackend:
+    """``local`` or ``ray`` (``address``: a running cluster, e.g. "auto"; None starts a
+    local Ray with this machine's CPUs; ``keep_warm``: Ray actors serve every run until
+    ``close()``)."""
+    if name == "local":
+        if address is not None:
+            raise DprecError("--ray-address needs --backend ray")
+        return LocalBackend(shards)
+    if name == "ray":
+        from dprec.distributed.ray_backend import RayBackend
+        return RayBackend(address=address, shards=shards, keep_warm=keep_warm)
+    raise DprecError(f"backend must be local or ray, got {name!r}")

@@ -1,12 +1,15 @@
-"""The sharded round loop, written once for both backends.
+"""Sharded backends: executors of the engine's rounds with the clients in shards.
 
-The driver plays the server and the proxy; the clients run in shards
-(:class:`~dprec.distributed.shards.Shard`): in this process (:class:`LocalBackend`) or on
-Ray actors (:class:`~dprec.distributed.ray_backend.RayBackend`). Per round the driver draws
-one key from the run's generator, hands (round, key, broadcast) to every shard, reduces the
-shards' integer partial sums, applies the proxy's threshold to the number of distinct
-senders, lets the server finish the round from the sums, and appends the forwarded senders'
-events to the log: what :func:`~dprec.protocol.engine.run_protocol` does with a
+The round loop is the engine's (:func:`~dprec.protocol.engine.run_rounds`: start, rounds,
+event log, round records, hook); a :class:`ShardedBackend` is a transport whose
+:meth:`~ShardedBackend.executor` does one round's work. The driver plays the server and the
+proxy; the clients run in shards (:class:`~dprec.distributed.shards.Shard`): in this
+process (:class:`LocalBackend`) or on Ray actors
+(:class:`~dprec.distributed.ray_backend.RayBackend`). Per round the executor draws one key
+from the run's generator, hands (round, key, broadcast) to every shard, reduces the shards'
+integer partial sums, applies the proxy's threshold to the number of distinct senders and
+lets the server finish the round from the sums: what the engine's
+:class:`~dprec.protocol.engine.Pipeline` does with a
 :class:`~dprec.protocol.engine.ShufflingProxy`, without the shuffle (sums have no order; see
 :mod:`dprec.distributed.partials`). The events are the engine's: a shuffle over all of the
 round's senders (the one sum the server step reads), or over the proxy's smallest batch
@@ -22,9 +25,7 @@ backend; it is identical across backends and shard counts.
 from __future__ import annotations
 
 import logging
-import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,22 +35,27 @@ from dprec.distributed.layout import BLOCK_SIZE, BlockLayout
 from dprec.distributed.partials import RoundPartial, tree_sum
 from dprec.distributed.shards import ClientsSource, Shard, SystemAdapter, adapter_for
 from dprec.errors import DprecError
+from dprec.iteration import IterationHook
 from dprec.privacy.events import EventLog
 from dprec.protocol.engine import (
-    Backend,
     Clients,
     PassThrough,
     ProtocolRun,
     Proxy,
-    RoundRecord,
+    RoleTimer,
+    RoundExecutor,
+    RoundResult,
+    Sent,
     Server,
     ShufflingProxy,
+    Transport,
     forwarded_batch_sizes,
+    run_rounds,
 )
 
 log = logging.getLogger(__name__)
 
-__all__ = ["InMemory", "LocalBackend", "Population", "ShardedBackend", "make_backend"]
+__all__ = ["InMemory", "LocalBackend", "Population", "ShardedBackend", "ShardedRounds"]
 
 
 class Population(ABC):
@@ -144,8 +150,61 @@ class LocalPool(Pool):
                 for s, st in zip(self.shards, self._states, strict=True)]
 
 
-class ShardedBackend(Backend):
-    """The round loop over shards of client blocks (subclasses say where shards live).
+class ShardedRounds(RoundExecutor):
+    """One run's rounds over shards of client blocks: the pool opens at the first round,
+    its clients' final state goes back to the population when the run completes."""
+
+    def __init__(self, backend: ShardedBackend, server: Server, population: Population,
+                 proxy: Proxy) -> None:
+        self.adapter = adapter_for(server, population.n_users, proxy, population.k,
+                                   backend.max_piece_bytes)
+        self.backend, self.server, self.population, self.proxy = (backend, server,
+                                                                  population, proxy)
+        layout = BlockLayout(population.n_users, backend.block_size)
+        self.blocks = layout.shard_blocks(backend.shards or backend.default_shards())
+        self.layout = layout
+        self.users = [layout.users(b) for b in self.blocks]
+        self.upload = 0
+        self.pool: Pool | None = None
+
+    def round(self, broadcast: Any, round: int, rng: np.random.Generator,
+              timer: RoleTimer) -> RoundResult:
+        if self.pool is None:
+            self.pool = self.backend._open([self.population.source(u) for u in self.users],
+                                           [self.layout.spans(b) for b in self.blocks],
+                                           self.adapter)
+        key = int(rng.integers(2**63))
+        sums, total = timer.call("clients", self.pool.round, round, key, broadcast)
+        self.backend.last_round = total
+        self.upload += total.upload_bytes
+        batches = _batches(self.proxy, total.senders)
+        new = None
+        if batches:
+            new = timer.call("server", self.adapter.finish, self.server, sums, total, round)
+        else:
+            log.info("round %d: %d senders, below the proxy's threshold", round,
+                     total.senders)
+        del sums
+        if new is None:
+            return RoundResult(None, [], total.senders)
+        if isinstance(self.proxy, ShufflingProxy):
+            self.proxy.record_forwarded(total.senders, batches)
+        sent = [Sent(event, np.sort(np.concatenate(parts)), count, unit)  # type: ignore[arg-type]
+                for (event, count, unit), parts in total.sent.items()]
+        return RoundResult(new, sent, total.senders)
+
+    def finish(self) -> None:
+        assert self.pool is not None
+        self.population.finish(self.users, self.pool.states(), self.upload)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+
+class ShardedBackend(Transport):
+    """Executes the engine's rounds over shards of client blocks (subclasses say where
+    shards live). Only partial sums travel, so :meth:`carry` is the identity.
 
     ``shards``: number of shards (None: the backend's default). ``block_size``: clients
     per block (the unit of sharding and randomness; changing it changes the draw).
@@ -165,6 +224,9 @@ class ShardedBackend(Backend):
         self.max_piece_bytes = int(max_piece_bytes)
         self.last_round: RoundPartial | None = None
 
+    def carry(self, message: Any) -> Any:
+        return message
+
     def prestart(self, shards: int | None = None) -> None:  # noqa: B027 - optional
         """Start the shards' workers ahead of a run (nothing to start in this process)."""
 
@@ -180,68 +242,19 @@ class ShardedBackend(Backend):
     def default_shards(self) -> int:
         """Shards when none were asked for."""
 
-    def run(self, server: Server, clients: Clients, rounds: int, rng: np.random.Generator,
-            log_: EventLog, proxy: Proxy | None,
-            on_round: Callable[[int, Any], None] | None) -> ProtocolRun:
-        return self.run_population(server, InMemory(clients), rounds, rng, log_, proxy,
-                                   on_round)
+    def executor(self, server: Server, clients: Clients | Population,
+                 proxy: Proxy) -> ShardedRounds:
+        """The rounds of ``clients`` (held here, split into shards) or of a
+        :class:`Population` (built in the shards) on this backend."""
+        population = clients if isinstance(clients, Population) else InMemory(clients)
+        return ShardedRounds(self, server, population, proxy)
 
     def run_population(self, server: Server, population: Population, rounds: int,
                        rng: np.random.Generator, log_: EventLog, proxy: Proxy | None = None,
-                       on_round: Callable[[int, Any], None] | None = None) -> ProtocolRun:
+                       on_iteration: IterationHook | None = None) -> ProtocolRun:
         """:func:`~dprec.protocol.engine.run_protocol` over ``population`` in shards."""
-        if int(rounds) != rounds or rounds < 1:
-            raise DprecError(f"rounds must be an integer >= 1, got {rounds}")
-        adapter = adapter_for(server, population.n_users, proxy, population.k,
-                              self.max_piece_bytes)
-        proxy = proxy or PassThrough()
-        layout = BlockLayout(population.n_users, self.block_size)
-        blocks = layout.shard_blocks(self.shards or self.default_shards())
-        users = [layout.users(b) for b in blocks]
-        seconds = {"clients": 0.0, "proxy": 0.0, "server": 0.0}
-        t = time.perf_counter()
-        broadcast = server.start(rng)
-        proxy.start(rng)
-        seconds["server"] += time.perf_counter() - t
-        run = ProtocolRun(broadcast, seconds=seconds)
-        pool = self._open([population.source(u) for u in users],
-                          [layout.spans(b) for b in blocks], adapter)
-        upload = 0
-        try:
-            for r in range(int(rounds)):
-                key = int(rng.integers(2**63))
-                t = time.perf_counter()
-                sums, total = pool.round(r, key, broadcast)
-                seconds["clients"] += time.perf_counter() - t
-                self.last_round = total
-                upload += total.upload_bytes
-                new = None
-                batches = _batches(proxy, total.senders)
-                if batches:
-                    t = time.perf_counter()
-                    new = adapter.finish(server, sums, total, r)
-                    seconds["server"] += time.perf_counter() - t
-                else:
-                    log.info("round %d: %d senders, below the proxy's threshold", r,
-                             total.senders)
-                del sums
-                if new is None:
-                    run.rounds.append(RoundRecord(r, False, total.senders))
-                    continue
-                if isinstance(proxy, ShufflingProxy):
-                    proxy.record_forwarded(total.senders, batches)
-                for (event, count, unit), parts in total.sent.items():
-                    log_.record(r, proxy.account(event), np.sort(np.concatenate(parts)),
-                                count=count, unit=unit)  # type: ignore[arg-type]
-                broadcast = new
-                run.broadcast = new
-                run.rounds.append(RoundRecord(r, True, total.senders))
-                if on_round is not None:
-                    on_round(r, new)
-            population.finish(users, pool.states(), upload)
-        finally:
-            pool.close()
-        return run
+        return run_rounds(self.executor(server, population, proxy or PassThrough()), rounds,
+                          rng, log_, on_iteration)
 
 
 def _batches(proxy: Proxy, senders: int) -> list[int]:
@@ -269,18 +282,3 @@ class LocalBackend(ShardedBackend):
     def _open(self, sources: list[ClientsSource], spans: list[list[tuple[int, int, int]]],
               adapter: SystemAdapter) -> Pool:
         return LocalPool(sources, spans, adapter)
-
-
-def make_backend(name: str, address: str | None = None, shards: int | None = None,
-                 keep_warm: bool = False) -> ShardedBackend:
-    """``local`` or ``ray`` (``address``: a running cluster, e.g. "auto"; None starts a
-    local Ray with this machine's CPUs; ``keep_warm``: Ray actors serve every run until
-    ``close()``)."""
-    if name == "local":
-        if address is not None:
-            raise DprecError("--ray-address needs --backend ray")
-        return LocalBackend(shards)
-    if name == "ray":
-        from dprec.distributed.ray_backend import RayBackend
-        return RayBackend(address=address, shards=shards, keep_warm=keep_warm)
-    raise DprecError(f"backend must be local or ray, got {name!r}")

@@ -19,6 +19,7 @@ from dprec.evaluation.evaluator import Evaluator, Metrics
 from dprec.evaluation.fit_privacy import merge_fit_reports
 from dprec.evaluation.ranking import RankingEvaluator
 from dprec.evaluation.split import LeaveOneOutSplit, Split
+from dprec.iteration import IterationHook
 from dprec.random import derive_generator
 from dprec.systems.base import Recommender
 
@@ -221,7 +222,7 @@ class Experiment:
                 if model.uses_rating_scale:
                     model.set_rating_scale(self.dataset.rating_scale)
                 model.fit(self.evaluator.train_matrix(fold, model),
-                          derive_generator(seed, "system", model.name), on_round=hook)
+                          derive_generator(seed, "system", model.name), on_iteration=hook)
                 metrics = self.evaluator.evaluate(model, fold, prepared,
                                                   derive_generator(seed, "ties", model.name))
                 _check_degenerate(metrics, seed, k, self.dataset)
@@ -251,8 +252,8 @@ class Experiment:
         )
 
     def _curve_hook(self, model: Recommender, fold: Any, prepared: Any, seed: int,
-                    curve: list[dict[str, object]], every: int) -> Callable[[int], None]:
-        def hook(round: int) -> None:
+                    curve: list[dict[str, object]], every: int) -> IterationHook:
+        def hook(round: int, state: object) -> None:
             if (round + 1) % every == 0:
                 m = self.evaluator.evaluate(model, fold, prepared,
                                             derive_generator(seed, "ties", model.name))

@@ -42,9 +42,9 @@ from typing import Literal
 import numba
 import numpy as np
 import scipy.sparse as sp
-from rich.progress import track
 
 from dprec.errors import DataError, DprecError, NotFittedError, check_positive
+from dprec.iteration import IterationHook, iterations
 
 logger = logging.getLogger(__name__)
 
@@ -200,8 +200,12 @@ class ImplicitALS:
         show_progress: bool = False,
         *,
         track_loss: bool = False,
+        on_iteration: IterationHook | None = None,
     ) -> ImplicitALS:
-        """Fit on the (users x items) sparse matrix of raw observations r_ui >= 0."""
+        """Fit on the (users x items) sparse matrix of raw observations r_ui >= 0.
+
+        ``on_iteration(t, self)`` after sweep t (0-based); the factors predict inside it.
+        """
         cfg = self.config
         R = _as_observations(R, n_cols=None, name="R")
         RT = R.T.tocsr()
@@ -209,8 +213,8 @@ class ImplicitALS:
         V = cfg.init_scale * rng.standard_normal((n_items, cfg.factors))
         U = np.zeros((n_users, cfg.factors))
         self.loss_history = []
-        steps = track(range(cfg.iterations), description="ALS", disable=not show_progress)
-        for it in steps:
+        for it in iterations(cfg.iterations, on_iteration, self,
+                             progress="ALS" if show_progress else None):
             if cfg.solver == "cg":  # in place, warm-started from the previous sweep
                 _solve_cg(V, R, cfg.alpha, cfg.regularization, V.T @ V, U, cfg.cg_steps)
                 _solve_cg(U, RT, cfg.alpha, cfg.regularization, U.T @ U, V, cfg.cg_steps)
@@ -221,6 +225,7 @@ class ImplicitALS:
                 loss = _loss(U, V, R, cfg.alpha, cfg.regularization)
                 self.loss_history.append(loss)
                 logger.debug("ALS iteration %d: loss %.6g", it + 1, loss)
+            self._U, self._V = U, V
         self._U, self._V = U, V
         return self
 

@@ -7,7 +7,7 @@ cover 64 rows, where a float GEMM/syrk spends 64 multiply-adds; the counts are e
 integers for any number of rows below 2^31 (float32 syrk is exact only below 2^24).
 
 :class:`BitGram` accumulates G from row batches as they arrive in ``numpy.packbits`` layout
-(the wire format of DPLCF's :class:`~dprec.protocol.messages.ObfuscatedBits`): each batch's
+(the wire format of DPLCF's :class:`~dprec.systems.dplcf.messages.ObfuscatedBits`): each batch's
 rows are transposed into a column-packed buffer (8 x 8 bit-matrix transposes), and when the
 buffer is full its Gram matrix is added to G. The buffer holds ``buffer_rows`` rows of every
 column, so memory is G (n^2 int32) plus n * buffer_rows / 8 bytes, whatever the number of

@@ -36,9 +36,9 @@ import numpy as np
 import scipy.sparse as sp
 from numba import types
 from numba.extending import overload
-from rich.progress import track
 
 from dprec.errors import DataError, DprecError, check_positive
+from dprec.iteration import IterationHook, iterations
 from dprec.models.als import _check_int, _check_nonnegative, _check_users, _fitted
 
 logger = logging.getLogger(__name__)
@@ -110,8 +110,12 @@ class BPRMF:
         show_progress: bool = False,
         *,
         track_loss: bool = False,
+        on_iteration: IterationHook | None = None,
     ) -> BPRMF:
-        """Fit on a (users x items) sparse matrix; entries with r_ui > 0 are the positives."""
+        """Fit on a (users x items) sparse matrix; entries with r_ui > 0 are the positives.
+
+        ``on_iteration(e, self)`` after epoch e (0-based); the factors predict inside it.
+        """
         cfg = self.config
         pos = _positives(R)
         n_users, n_items = pos.shape
@@ -127,8 +131,8 @@ class BPRMF:
         threads = _resolve_threads(cfg.threads)
         if threads > 1:
             states = thread_states(int(rng.integers(2**63)), threads)
-        epochs = track(range(cfg.epochs), description="BPR", disable=not show_progress)
-        for epoch in epochs:
+        for epoch in iterations(cfg.epochs, on_iteration, self,
+                                progress="BPR" if show_progress else None):
             if threads > 1:
                 with _numba_threads(threads):
                     _bpr_epoch_hogwild(*sampler.arrays(), W, H, cfg.lr, cfg.regularization,
@@ -140,6 +144,7 @@ class BPRMF:
                 loss = _bpr_loss(W, H, eval_triples)
                 self.loss_history.append(loss)
                 logger.debug("BPR epoch %d: sampled loss %.6g", epoch + 1, loss)
+            self._W, self._H = W, H
         if not (np.all(np.isfinite(W)) and np.all(np.isfinite(H))):
             raise DprecError(f"BPR diverged (non-finite factors); lower lr (got {cfg.lr})")
         self._W, self._H = W, H

@@ -70,7 +70,6 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -80,6 +79,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dprec.errors import DprecError, NotFittedError
+from dprec.iteration import IterationHook, iterations
 from dprec.models.als import _check_int
 from dprec.models.funk_svd import _check_real
 from dprec.privacy.events import EventLog, LocalReportDpEvent
@@ -449,8 +449,9 @@ class DPSGDMF(_RatingMF):
                                  c.error_bound)
 
     def fit(self, R: sp.spmatrix | sp.sparray, rng: np.random.Generator,
-            on_epoch: Callable[[int], None] | None = None) -> DPSGDMF:
-        """Fit on the (users x items) sparse ratings; ``on_epoch(e)`` after epoch e (0-based)."""
+            on_iteration: IterationHook | None = None) -> DPSGDMF:
+        """Fit on the (users x items) sparse ratings; ``on_iteration(e, self)`` after epoch e
+        (0-based)."""
         c = self.config
         R, clipped = self._prepare(R)
         rows, cols, vals = _observations(R)
@@ -462,7 +463,7 @@ class DPSGDMF(_RatingMF):
         self.events = EventLog(R.shape[0])
         clamped = 0
         lr = float(c.lr)
-        for epoch in range(c.epochs):
+        for epoch in iterations(c.epochs, on_iteration, self):
             clamped += _dpsgd_epoch(rows, cols, vals, self._U, self._V, self._bu, self._bi,
                                     self._g, self.offset, lr, lr * R.shape[0] / len(vals),
                                     float(c.reg), bool(c.biases), mech.scale,
@@ -471,8 +472,6 @@ class DPSGDMF(_RatingMF):
                 self.events.record(epoch, event, users, count=n, unit="interaction")
             self._check_finite(epoch)
             logger.debug("DPSGD-MF epoch %d done", epoch + 1)
-            if on_epoch is not None:
-                on_epoch(epoch)
         self.diagnostics = {"ratings_clipped_to_range": clipped,
                             "noisy_errors_clamped_fraction": clamped / (len(vals) * c.epochs),
                             "laplace_scale": mech.scale}
@@ -493,8 +492,9 @@ class DPPSMF(_RatingMF):
         self.config: DPPSMFConfig = config if config is not None else DPPSMFConfig()
 
     def fit(self, R: sp.spmatrix | sp.sparray, rng: np.random.Generator,
-            on_epoch: Callable[[int], None] | None = None) -> DPPSMF:
-        """Fit on the (users x items) sparse ratings; ``on_epoch(e)`` after epoch e (0-based)."""
+            on_iteration: IterationHook | None = None) -> DPPSMF:
+        """Fit on the (users x items) sparse ratings; ``on_iteration(e, self)`` after epoch e
+        (0-based)."""
         c = self.config
         R, clipped = self._prepare(R)
         capped = int(np.count_nonzero(np.diff(R.indptr) > c.max_ratings))
@@ -506,7 +506,7 @@ class DPPSMF(_RatingMF):
         GU, GV = np.zeros_like(self._U), np.zeros_like(self._V)
         gbu, gbi = np.zeros_like(self._bu), np.zeros_like(self._bi)
         outside = 0
-        for epoch in range(c.epochs):
+        for epoch in iterations(c.epochs, on_iteration, self):
             outside += _sgld_epoch(rows, cols, vals, self._U, self._V, self._bu, self._bi,
                                    self._g, R.shape[0] / len(vals), self.offset,
                                    float(c.rating_min), float(c.rating_max), float(c.reg),
@@ -515,8 +515,6 @@ class DPPSMF(_RatingMF):
                                    GU, GV, gbu, gbi)
             self._check_finite(epoch)
             logger.debug("DPPS-MF epoch %d done", epoch + 1)
-            if on_epoch is not None:
-                on_epoch(epoch)
         self.events = EventLog(R.shape[0])
         self.events.record(0, LocalReportDpEvent(c.true_epsilon), np.arange(R.shape[0]),
                            unit="user")

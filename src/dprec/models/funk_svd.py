@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numba
@@ -29,6 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dprec.errors import DprecError, NotFittedError
+from dprec.iteration import IterationHook, iterations
 from dprec.models.als import _check_int
 
 logger = logging.getLogger(__name__)
@@ -113,10 +113,11 @@ class FunkSVD:
         self._item_known: np.ndarray | None = None
 
     def fit(self, R: sp.spmatrix | sp.sparray, rng: np.random.Generator,
-            on_epoch: Callable[[int], None] | None = None) -> FunkSVD:
+            on_iteration: IterationHook | None = None) -> FunkSVD:
         """Fit on the (users x items) sparse matrix whose stored entries are the ratings.
 
-        ``on_epoch(e)`` is called after epoch e (0-based); :meth:`predict` works inside it.
+        ``on_iteration(e, self)`` is called after epoch e (0-based); :meth:`predict` works
+        inside it.
         """
         cfg = self.config
         rows, cols, vals, shape = _observations(R)
@@ -129,7 +130,7 @@ class FunkSVD:
         self._U, self._I, self._bu, self._bi, self._mu = U, V, bu, bi, mu
         self._user_known = np.bincount(rows, minlength=n_users) > 0
         self._item_known = np.bincount(cols, minlength=n_items) > 0
-        for epoch in range(cfg.epochs):
+        for epoch in iterations(cfg.epochs, on_iteration, self):
             _sgd_epoch(rows, cols, vals, U, V, bu, bi, mu, float(cfg.lr), float(cfg.reg),
                        bool(cfg.biases), rng)
             if not (np.isfinite(U).all() and np.isfinite(V).all()
@@ -137,8 +138,6 @@ class FunkSVD:
                 raise DprecError(f"FunkSVD diverged in epoch {epoch + 1} (non-finite "
                                  f"parameters); lower lr (got {cfg.lr})")
             logger.debug("FunkSVD epoch %d done", epoch + 1)
-            if on_epoch is not None:
-                on_epoch(epoch)
         return self
 
     @property

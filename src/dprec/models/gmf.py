@@ -41,9 +41,9 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 import scipy.sparse as sp
-from rich.progress import track
 
 from dprec.errors import DataError, DprecError, check_positive
+from dprec.iteration import IterationHook, iterations
 from dprec.models.als import _check_int, _check_nonnegative, _check_users, _fitted
 from dprec.models.bpr import _positives
 
@@ -121,8 +121,12 @@ class GMF:
         R: sp.spmatrix | sp.sparray,
         rng: np.random.Generator,
         show_progress: bool = False,
+        on_iteration: IterationHook | None = None,
     ) -> GMF:
-        """Fit on a (users x items) sparse matrix; entries with r_ui > 0 are the positives."""
+        """Fit on a (users x items) sparse matrix; entries with r_ui > 0 are the positives.
+
+        ``on_iteration(e, self)`` after epoch e (0-based); the model predicts inside it.
+        """
         cfg = self.config
         pos = _positives(R)
         n_users, n_items = pos.shape
@@ -146,13 +150,14 @@ class GMF:
         order = np.arange(inst_users.shape[0], dtype=np.int64)
 
         self.loss_history = []
-        epochs = track(range(cfg.epochs), description="GMF", disable=not show_progress)
-        for epoch in epochs:
+        for epoch in iterations(cfg.epochs, on_iteration, self,
+                                progress="GMF" if show_progress else None):
             loss = _gmf_epoch(pos.indptr, pos.indices, inst_users, inst_items, order, P, Q, h,
                               b, cfg.lr, cfg.regularization, cfg.negatives, n_items,
                               kernel_rng)
             self.loss_history.append(loss)
             logger.debug("GMF epoch %d: mean log loss %.6g", epoch + 1, loss)
+            self._P, self._Q, self._h, self._b = P, Q, h, float(b[0])
         if not all(np.all(np.isfinite(x)) for x in (P, Q, h, b)):
             raise DprecError(f"GMF diverged (non-finite parameters); lower lr (got {cfg.lr})")
         self._P, self._Q, self._h, self._b = P, Q, h, float(b[0])

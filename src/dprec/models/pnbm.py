@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -40,6 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dprec.errors import DprecError, NotFittedError, check_int, check_real
+from dprec.iteration import IterationHook
 from dprec.mechanisms.gradient_laplace import GradientLaplace, error_bound, gradient_sensitivity
 from dprec.privacy.events import EventLog, LocalReportDpEvent
 from dprec.privacy.posterior import posterior_sample_epsilon
@@ -62,10 +62,6 @@ __all__ = [
     "pair_inclusion_probability",
     "pearson_weights",
 ]
-
-IterationHook = Callable[[int], None]
-"""Called with the 0-based iteration after every update of S."""
-
 
 def _check_common(cfg: PNBMConfig | DPSGDPNBMConfig | DPPSPNBMConfig) -> None:
     check_int("neighbours", cfg.neighbours, 1)
@@ -618,7 +614,7 @@ class _NeighbourhoodModel:
             raise DprecError(f"{type(self).__name__} diverged at iteration {t + 1} "
                              f"(non-finite similarities); lower lr (got {self.config.lr})")
         if hook is not None:
-            hook(t)
+            hook(t, self)
 
     @staticmethod
     def _fitted(x: np.ndarray | None) -> np.ndarray:

@@ -29,13 +29,13 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 import numba
 import numpy as np
 
 from dprec.errors import DprecError
-from dprec.protocol.messages import ObfuscatedBits
+from dprec.protocol.messages import Message
 
 __all__ = [
     "AGGREGATORS",
@@ -56,6 +56,7 @@ FIXED_POINT_UNIT = 2.0**-FIXED_POINT_BITS
 magnitude 1) before :func:`sum_unit` takes a coarser grid."""
 _INT64_BUDGET = 2.0**62  # every |partial sum| stays below this, so int64 never overflows
 _MIN_FIXED_POINT_BITS = 16
+_Upload = TypeVar("_Upload", bound=Message)  # one system's upload batch
 
 
 @numba.njit(cache=True)
@@ -248,8 +249,9 @@ class Aggregator(ABC):
         the server divides by the number of reports. Must not depend on the reports' order.
         """
 
-    def uploads(self, batches: Iterable[ObfuscatedBits]) -> Iterator[ObfuscatedBits]:
-        """The uploaded vectors that count (all of them for the plain mean)."""
+    def uploads(self, batches: Iterable[_Upload]) -> Iterator[_Upload]:
+        """The uploaded vectors that count (all of them for the plain mean); for DPLCF the
+        batches are :class:`~dprec.systems.dplcf.messages.ObfuscatedBits`."""
         yield from batches
 
 

@@ -21,6 +21,7 @@ import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,10 +34,11 @@ if TYPE_CHECKING:
     from dprec.protocol.deployed import ProtocolInfo
     from dprec.protocol.engine import Server
 
-__all__ = ["DEPLOYABLE", "Deployment", "DeviceReader", "Serving", "deployment_for",
-           "deployments", "serving_of"]
+__all__ = ["DEPLOYABLE", "Deployment", "DeviceReader", "ProxySecrets", "Serving",
+           "deployment_for", "deployments", "serving_of"]
 
-DEPLOYABLE = ("dprec.systems.dplcf", "dprec.systems.fmf", "dprec.systems.ldp_svd")
+DEPLOYABLE = ("dprec.systems.dplcf", "dprec.systems.fmf", "dprec.systems.ldp_svd",
+              "dprec.systems.privrec", "dprec.systems.dp_pop")
 """The packages of the deployable systems, each with ``deploy.py`` and ``serve.py``."""
 
 
@@ -62,6 +64,26 @@ class DeviceReader(ABC):
         """The policy's value of the size limit ``name`` (``max_k``, ...)."""
 
 
+class ProxySecrets(ABC):
+    """The part of a protocol that needs the proxy's own secret (a secure sum's proxy key:
+    it opens the mask seeds). Made once per proxy from its state folder, so a restarted
+    proxy holds the same key and can open what it acknowledged before."""
+
+    @abstractmethod
+    def published(self) -> dict[str, Any]:
+        """What clients need from this proxy (JSON: its public key)."""
+
+    @abstractmethod
+    def admit(self, message: Message, round: int) -> None:
+        """:class:`~dprec.protocol.messages.MessageError` for an upload of ``round`` this
+        proxy cannot open (sealed to another key, tampered, of another round)."""
+
+    @abstractmethod
+    def release(self, rows: list[bytes], round: int, threshold: int) -> bytes:
+        """The round's one forwarded batch of the held uploads ``rows`` (a function of their
+        multiset and this proxy's CSPRNG only)."""
+
+
 class Deployment(ABC):
     """The device-safe half of a deployable system (see the module docstring)."""
 
@@ -77,6 +99,9 @@ class Deployment(ABC):
     """The artefacts the server publishes."""
     broadcast_artefact: str
     """The artefact that holds the broadcast losslessly (what a simulation reads back)."""
+    one_batch: bool = False
+    """True: the proxy forwards ONE batch per round, at its close, and the server takes one
+    (a secure sum: every batch the server can tell apart reveals its own sum)."""
 
     # -- the protocol -----------------------------------------------------------------------
 
@@ -143,6 +168,16 @@ class Deployment(ABC):
         """What the proxy holds of an accepted upload: the body without the sender."""
         return body
 
+    def unique_id(self, message: Message) -> bytes | None:
+        """An id no two accepted uploads of a round may share (a replay of another client's
+        upload is refused); None: no such id."""
+        return None
+
+    def proxy_secrets(self, info: ProtocolInfo, state_dir: Path) -> ProxySecrets | None:
+        """The proxy's secret part of the protocol, kept in ``state_dir`` (None: the proxy
+        only relays and shuffles)."""
+        return None
+
     @abstractmethod
     def client_messages(self, message: Any, first_id: int) -> Iterator[tuple[int, bytes]]:
         """(client id, wire bytes) of every client a simulation message stands for."""
@@ -185,6 +220,9 @@ class Serving(ABC):
     """The class of its server role (what the sharded backend recognises a run by)."""
     shard_adapter: str | None = None
     """The name of its adapter in :mod:`dprec.distributed.shards` (None: no sharded run)."""
+    trusted_aggregator: bool = False
+    """True if its server role sees individual contributions in the clear (central DP with a
+    trusted aggregator, or no DP); the role says so in its description too."""
 
     @abstractmethod
     def server_role(self, info: ProtocolInfo, aggregator: Aggregator) -> Server:
@@ -201,6 +239,21 @@ class Serving(ABC):
     @abstractmethod
     def decode_broadcast(self, info: ProtocolInfo, body: bytes) -> Any:
         """Inverse of :meth:`encode_broadcast`."""
+
+    def encode_state(self, info: ProtocolInfo, role: Any, broadcast: Any, version: int) -> bytes:
+        """What the store keeps after the role published ``broadcast``: by default the
+        broadcast itself; a role whose next rounds need more (its own generator) keeps that
+        too, and :meth:`artefact_bytes` publishes only the broadcast of it."""
+        return self.encode_broadcast(info, broadcast, version)
+
+    def initial_state(self, local: Any) -> bytes | None:
+        """What the simulation's role ``local`` starts from that the public description does
+        not give (an initial model, the enrolled clients), sent with the start; None: none."""
+        return None
+
+    def initialise(self, info: ProtocolInfo, role: Any, body: bytes) -> None:
+        """Give a fresh role the :meth:`initial_state` ``body`` before its start."""
+        raise DprecError(f"{info.system}'s server takes no initial state at its start")
 
     def artefact_bytes(self, info: ProtocolInfo, name: str, body: bytes) -> bytes:
         """Artefact ``name`` made from the stored broadcast ``body``."""

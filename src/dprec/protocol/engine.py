@@ -15,9 +15,14 @@ Roles (DESIGN.md "Three roles"), after Flower's strategy/client split:
   :class:`Serialising` passes every message through ``to_bytes``/``from_bytes`` (what the
   services' HTTP transport does); :meth:`Transport.connect` lets a network transport stand
   in for the server and proxy roles, which then run in their own processes.
+- :class:`RoundExecutor`: who does one round's work. :meth:`Transport.executor` gives
+  :class:`Pipeline` (clients -> proxy -> server through the transport); the sharded
+  backends of :mod:`dprec.distributed` give theirs (clients in shards, integer partial sums).
 
-:func:`run_protocol` appends to an :class:`~dprec.privacy.events.EventLog` only what actually
-reached the server: the users whose reports were forwarded, in rounds that ran.
+The round loop is written once, in :func:`run_rounds`: the server's and proxy's start, the
+rounds, the event log, the round records and the :class:`~dprec.iteration.IterationHook`.
+It appends to an :class:`~dprec.privacy.events.EventLog` only what actually reached the
+server: the users whose reports were forwarded, in rounds that ran.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from typing import Any, Literal
 import numpy as np
 
 from dprec.errors import DprecError
+from dprec.iteration import IterationHook
 from dprec.privacy.events import EventLog, ShuffledReportDpEvent
 from dprec.protocol.batches import ReportBatch
 from dprec.protocol.messages import ItemMatrix
@@ -40,12 +46,14 @@ from dprec.protocol.shuffler import Shuffler, ShuffleRefusedError
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "Backend",
     "Clients",
     "InProcess",
     "PassThrough",
+    "Pipeline",
     "Proxy",
+    "RoundExecutor",
     "RoundRecord",
+    "RoundResult",
     "Sent",
     "Serialising",
     "Server",
@@ -54,6 +62,7 @@ __all__ = [
     "client_ids",
     "forwarded_batch_sizes",
     "run_protocol",
+    "run_rounds",
 ]
 
 
@@ -115,6 +124,11 @@ class Transport(ABC):
         :class:`~dprec.services.transport.HttpTransport`)."""
         return server, proxy
 
+    def executor(self, server: Server, clients: Clients, proxy: Proxy) -> RoundExecutor:
+        """Who runs the rounds of ``clients`` with the (connected) ``server`` and ``proxy``:
+        a :class:`Pipeline` through this transport."""
+        return Pipeline(self, server, clients, proxy)
+
 
 class InProcess(Transport):
     """Objects are handed over as they are (the simulation's default)."""
@@ -139,23 +153,6 @@ class Serialising(Transport):
         data = message.to_bytes()
         self.bytes_carried += len(data)
         return type(message).from_bytes(data)
-
-
-class Backend(Transport):
-    """A transport that runs the whole round loop itself: the sharded simulation of
-    :mod:`dprec.distributed` (clients in shards, in this process or on Ray actors, and the
-    server's sums reduced as integer partial sums). Only partial sums travel, so
-    :meth:`carry` is the identity; :func:`run_protocol` hands its arguments to :meth:`run`.
-    """
-
-    def carry(self, message: Any) -> Any:
-        return message
-
-    @abstractmethod
-    def run(self, server: Server, clients: Clients, rounds: int, rng: np.random.Generator,
-            log_: EventLog, proxy: Proxy | None,
-            on_round: Callable[[int, Any], None] | None) -> ProtocolRun:
-        """:func:`run_protocol`'s contract, on this backend."""
 
 
 class Proxy(ABC):
@@ -372,6 +369,58 @@ class RoundRecord:
     senders: int
 
 
+@dataclass(frozen=True)
+class RoundResult:
+    """One round's work as a :class:`RoundExecutor` finished it."""
+
+    broadcast: Any
+    """The server's next broadcast; None when nothing reached the server."""
+    sent: list[Sent]
+    """Who sent what (recorded in the event log only when the round updated)."""
+    senders: int
+    """Distinct clients that sent this round."""
+
+
+class RoundExecutor(ABC):
+    """Does the work of one round for :func:`run_rounds`, which owns everything else."""
+
+    server: Server
+    proxy: Proxy
+
+    @abstractmethod
+    def round(self, broadcast: Any, round: int, rng: np.random.Generator,
+              timer: RoleTimer) -> RoundResult:
+        """Round ``round`` from ``broadcast``: the clients' step, what the proxy forwards
+        and the server's step (time charged to the roles on ``timer``)."""
+
+    def finish(self) -> None:  # noqa: B027 - optional hook
+        """After the last round of a run that completed."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """After the run, whatever its outcome: release what :meth:`round` acquired."""
+
+
+class Pipeline(RoundExecutor):
+    """Clients -> proxy -> server in this process, every message through ``transport``
+    (streamed: the proxy pulls the clients' messages, the server the proxy's batches)."""
+
+    def __init__(self, transport: Transport, server: Server, clients: Clients,
+                 proxy: Proxy) -> None:
+        self.transport, self.server, self.clients, self.proxy = transport, server, clients, proxy
+
+    def round(self, broadcast: Any, round: int, rng: np.random.Generator,
+              timer: RoleTimer) -> RoundResult:
+        carry = self.transport.carry
+        received = carry(broadcast)
+        up = (carry(m) for m in timer.iterate(self.clients.step(received, round, rng),
+                                              "clients"))
+        batches = (carry(b) for b in timer.iterate(self.proxy.forward(up), "proxy"))
+        new = timer.call("server", self.server.aggregate, batches, round)
+        sent = self.clients.sent()
+        return RoundResult(new if self.proxy.forwarded else None, sent,
+                           int(sum(len(s.users) for s in sent)))
+
+
 @dataclass
 class ProtocolRun:
     """The outcome of :func:`run_protocol`."""
@@ -386,6 +435,12 @@ class ProtocolRun:
         return sum(not r.updated for r in self.rounds)
 
 
+def _rounds(rounds: int) -> int:
+    if isinstance(rounds, bool) or int(rounds) != rounds or rounds < 1:
+        raise DprecError(f"rounds must be an integer >= 1, got {rounds}")
+    return int(rounds)
+
+
 def run_protocol(
     server: Server,
     clients: Clients,
@@ -394,41 +449,51 @@ def run_protocol(
     log_: EventLog,
     proxy: Proxy | None = None,
     transport: Transport | None = None,
-    on_round: Callable[[int, Any], None] | None = None,
+    on_iteration: IterationHook | None = None,
 ) -> ProtocolRun:
     """Run ``rounds`` rounds; events of forwarded reports go to ``log_``.
 
     The simulation draws every role's randomness from ``rng`` in protocol order (server
     start, then each round's clients); a deployment gives each role its own CSPRNG.
-    ``on_round(round, broadcast)`` is called after every round that updated the broadcast.
+    ``on_iteration(round, broadcast)`` is called after every round that updated the
+    broadcast. ``transport`` carries the messages, or executes the rounds in shards (a
+    :class:`~dprec.distributed.backend.ShardedBackend`); the loop is :func:`run_rounds`.
     """
-    if int(rounds) != rounds or rounds < 1:
-        raise DprecError(f"rounds must be an integer >= 1, got {rounds}")
-    if isinstance(transport, Backend):
-        return transport.run(server, clients, int(rounds), rng, log_, proxy, on_round)
+    rounds = _rounds(rounds)
     transport = transport or InProcess()
     server, proxy = transport.connect(server, proxy or PassThrough())
+    return run_rounds(transport.executor(server, clients, proxy), rounds, rng, log_,
+                      on_iteration)
+
+
+def run_rounds(executor: RoundExecutor, rounds: int, rng: np.random.Generator,
+               log_: EventLog, on_iteration: IterationHook | None = None) -> ProtocolRun:
+    """The round loop, for every executor: start the server (its first broadcast) and the
+    proxy, run ``rounds`` rounds, record each updated round's forwarded senders in ``log_``
+    (their events as the proxy makes them, :meth:`Proxy.account`) and call
+    ``on_iteration(round, broadcast)``; a round whose broadcast is None is recorded as
+    skipped, with no event and no hook."""
+    rounds = _rounds(rounds)
+    server, proxy = executor.server, executor.proxy
     timer = RoleTimer()
-    broadcast = timer.call("server", server.start, rng)
-    proxy.start(rng)
-    run = ProtocolRun(broadcast, seconds=timer.seconds)
-    for r in range(int(rounds)):
-        received = transport.carry(broadcast)
-        up = (transport.carry(m)
-              for m in timer.iterate(clients.step(received, r, rng), "clients"))
-        batches = (transport.carry(b) for b in timer.iterate(proxy.forward(up), "proxy"))
-        new = timer.call("server", server.aggregate, batches, r)
-        sent = clients.sent()
-        senders = int(sum(len(s.users) for s in sent))
-        if new is None or not proxy.forwarded:
-            run.rounds.append(RoundRecord(r, False, senders))
-            log.info("round %d: no update reached the server", r)
-            continue
-        for s in sent:
-            log_.record(r, proxy.account(s.event), s.users, count=s.count, unit=s.unit)
-        broadcast = new
-        run.broadcast = new
-        run.rounds.append(RoundRecord(r, True, senders))
-        if on_round is not None:
-            on_round(r, new)
+    try:
+        broadcast = timer.call("server", server.start, rng)
+        proxy.start(rng)
+        run = ProtocolRun(broadcast, seconds=timer.seconds)
+        for r in range(rounds):
+            result = executor.round(broadcast, r, rng, timer)
+            if result.broadcast is None:
+                run.rounds.append(RoundRecord(r, False, result.senders))
+                log.info("round %d: no update reached the server", r)
+                continue
+            for s in result.sent:
+                log_.record(r, proxy.account(s.event), s.users, count=s.count, unit=s.unit)
+            broadcast = result.broadcast
+            run.broadcast = broadcast
+            run.rounds.append(RoundRecord(r, True, result.senders))
+            if on_iteration is not None:
+                on_iteration(r, broadcast)
+        executor.finish()
+    finally:
+        executor.close()
     return run

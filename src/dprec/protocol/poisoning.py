@@ -23,7 +23,7 @@ the server will see) and the public broadcast. That is the worst case a defence 
 survive (the "full knowledge" setting of Fang et al., "Local Model Poisoning Attacks to
 Byzantine-Robust Federated Learning", USENIX Security 2020). Two strategies per protocol:
 
-DPLCF (:class:`~dprec.protocol.messages.ObfuscatedBits`, one N-bit vector per client)
+DPLCF (:class:`~dprec.systems.dplcf.messages.ObfuscatedBits`, one N-bit vector per client)
 
 - ``untargeted``: the all-ones vector. Under the unbiased estimator n_hat = A^-1 m every
   upload enters linearly, and an observed (1, 1) pair has the largest coefficient on
@@ -70,7 +70,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -78,10 +78,10 @@ from dprec.errors import DprecError
 from dprec.protocol.batches import ReportBatch
 from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.engine import Clients, Sent
-from dprec.protocol.messages import ObfuscatedBits
 
 __all__ = [
     "STRATEGIES",
+    "PackedBitUploads",
     "Poisoning",
     "PoisonHook",
     "PoisonedClients",
@@ -92,6 +92,22 @@ __all__ = [
 
 Strategy = Literal["untargeted", "promote"]
 STRATEGIES: tuple[str, ...] = ("untargeted", "promote")
+
+
+@runtime_checkable
+class PackedBitUploads(Protocol):
+    """A batch of uploads of one N-bit vector per client, packed 8 per byte, as a frozen
+    dataclass that validates itself: DPLCF's
+    :class:`~dprec.systems.dplcf.messages.ObfuscatedBits` (the protocol layer knows it by
+    shape, never by name)."""
+
+    packed: np.ndarray
+    """uint8 ``(clients, ceil(n_items / 8))``."""
+    n_items: int
+
+    @property
+    def n_clients(self) -> int:
+        """Rows of ``packed``."""
 
 
 def choose_attackers(n_users: int, fraction: float, rng: np.random.Generator) -> np.ndarray:
@@ -187,7 +203,7 @@ class PoisonedClients(Clients):
         for m in messages:
             if isinstance(m, ReportBatch):
                 ids = np.asarray(m.client_ids, np.int64)
-            elif isinstance(m, ObfuscatedBits):
+            elif isinstance(m, PackedBitUploads):
                 ids = np.arange(offset, offset + m.n_clients)
                 offset += m.n_clients
             else:
@@ -205,14 +221,14 @@ class PoisonedClients(Clients):
                  ) -> list[Any]:
         if not messages:
             return messages
-        if isinstance(messages[0], ObfuscatedBits):
+        if isinstance(messages[0], PackedBitUploads):
             row = self._bit_row(messages, masks)
             out: list[Any] = []
             for m, mask in zip(messages, masks, strict=True):
                 if mask.any():
                     packed = m.packed.copy()
                     packed[mask] = row
-                    m = ObfuscatedBits(packed, m.n_items)
+                    m = replace(m, packed=packed)  # validated again
                     self.replaced += int(mask.sum())
                 out.append(m)
             return out
@@ -220,7 +236,8 @@ class PoisonedClients(Clients):
 
     # -- DPLCF --------------------------------------------------------------------------
 
-    def _bit_row(self, messages: list[ObfuscatedBits], masks: list[np.ndarray]) -> np.ndarray:
+    def _bit_row(self, messages: list[PackedBitUploads], masks: list[np.ndarray]
+                 ) -> np.ndarray:
         """The packed vector every attacker uploads."""
         n_items = messages[0].n_items
         dense = np.ones(n_items, bool)

@@ -26,12 +26,14 @@ from dprec.protocol.engine import Server
 from dprec.protocol.messages import Message
 
 __all__ = ["check_role_memory", "decode_broadcast", "describe_role", "diagnostics",
-           "encode_broadcast", "published_artefacts", "restore", "role_memory", "server_role"]
+           "encode_broadcast", "encode_state", "initial_state", "initialise",
+           "published_artefacts", "restore", "role_memory", "server_role"]
 
 _GIB = float(1 << 30)
 
 _PUBLIC = ("n_items", "factors", "lr", "reg", "steps", "clip", "init_scale", "estimator",
-           "neighbours", "include_full", "count_method", "n_users", "rating_scale")
+           "neighbours", "include_full", "count_method", "n_users", "rating_scale",
+           "trusted_aggregator")
 
 
 def server_role(info: ProtocolInfo, aggregator: Aggregator) -> Server:
@@ -71,6 +73,22 @@ def describe_role(role: Any) -> dict[str, Any]:
 def encode_broadcast(info: ProtocolInfo, broadcast: Any, version: int) -> bytes:
     """The role's broadcast as the bytes the store keeps (lossless)."""
     return info.deployment.serving().encode_broadcast(info, broadcast, version)
+
+
+def encode_state(info: ProtocolInfo, role: Any, broadcast: Any, version: int) -> bytes:
+    """What the store keeps after ``role`` published ``broadcast`` (the broadcast, and what
+    else the role's next rounds need)."""
+    return info.deployment.serving().encode_state(info, role, broadcast, version)
+
+
+def initial_state(info: ProtocolInfo, local: Any) -> bytes | None:
+    """What the simulation's role ``local`` starts from beyond the description (None: none)."""
+    return info.deployment.serving().initial_state(local)
+
+
+def initialise(info: ProtocolInfo, role: Any, body: bytes) -> None:
+    """Give a fresh role its initial state (before its start)."""
+    info.deployment.serving().initialise(info, role, body)
 
 
 def decode_broadcast(info: ProtocolInfo, body: bytes) -> Any:

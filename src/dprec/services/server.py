@@ -38,6 +38,7 @@ Never imports client code (tests/systems/test_architecture.py).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import logging
 import numbers
@@ -131,6 +132,8 @@ class _Server:
         role = self._fresh_role()
         record = self.store.start_record()
         if record is not None:
+            if record.get("initial") is not None:
+                roles.initialise(self.info, role, base64.b64decode(record["initial"]))
             if record["input"] == "secure":
                 from dprec.random import secure_generator
                 role.start(secure_generator())
@@ -150,13 +153,19 @@ class _Server:
                 "rounds": self.info.rounds, "finished": open_round >= self.info.rounds,
                 "version": self.store.version, "history": self.store.outcomes()}
 
-    def start(self, generator: dict[str, Any] | None) -> dict[str, Any]:
+    def start(self, generator: dict[str, Any] | None, initial: str | None = None
+              ) -> dict[str, Any]:
+        """Start from ``generator`` (None: a CSPRNG) and the role's ``initial`` state (base64
+        of :func:`roles.initial_state`; None: none)."""
         requested = "secure" if generator is None else generator
         if self.store.started:
             record = self.store.start_record()
             assert record is not None
             if generator is not None and record["input"] != requested:
                 raise ApiError(409, "the protocol has already started from another generator")
+            if initial is not None and record.get("initial") != initial:
+                raise ApiError(409, "the protocol has already started from another initial "
+                                    "state")
             return self._start_reply(record)
         try:
             if generator is None:
@@ -167,13 +176,23 @@ class _Server:
         except DprecError as e:
             raise ApiError(422, f"generator: {e}") from None
         role = self._fresh_role()
-        broadcast = role.start(rng)
+        if initial is not None:
+            try:
+                roles.initialise(self.info, role, base64.b64decode(initial, validate=True))
+            except (DprecError, ValueError) as e:
+                raise ApiError(422, f"initial: {e}") from None
+        try:
+            broadcast = role.start(rng)
+        except DprecError as e:
+            raise ApiError(422, f"the role cannot start: {e}") from None
         body = digest = None
         if broadcast is not None:
-            body = roles.encode_broadcast(self.info, broadcast, 0)
+            body = roles.encode_state(self.info, role, broadcast, 0)
             digest = hashlib.sha256(body).hexdigest()
         record = {"input": requested,
                   "after": None if generator is None else generator_to_json(rng)}
+        if initial is not None:
+            record["initial"] = initial
         try:
             self.store.start(record, body, digest)
         except StoreConflict as e:  # pragma: no cover - one process, one event loop
@@ -206,7 +225,8 @@ class _Server:
                                 f"of k = {self.info.k}")
         digest = hashlib.sha256(body).hexdigest()
         try:
-            new = self.store.accept(key, round, digest, int(reports), body, self.info.rounds)
+            new = self.store.accept(key, round, digest, int(reports), body, self.info.rounds,
+                                    self.info.deployment.one_batch)
         except StoreConflict as e:
             raise ApiError(409, str(e)) from None
         return (201 if new else 200), {"accepted": True, "duplicate": not new,
@@ -227,7 +247,7 @@ class _Server:
             diag = roles.diagnostics(self.info, role)
             if new is None:
                 return None, None, diag
-            body = roles.encode_broadcast(self.info, new, round + 1)
+            body = roles.encode_state(self.info, role, new, round + 1)
             return body, hashlib.sha256(body).hexdigest(), diag
 
         try:
@@ -268,7 +288,10 @@ def create_server_app(settings: ServerSettings) -> FastAPI:
     """The FastAPI app of the server service (one protocol, one state directory)."""
     state = _Server(settings)
     if settings.autostart and not state.store.started:
-        state.start(None)
+        try:
+            state.start(None)
+        except ApiError as e:
+            raise DprecError(f"--autostart: {e.message}") from None
 
     app = FastAPI(title="dprec server", version=dprec.__version__,
                   description="The untrusted server of a dprec protocol (DPLCF or FMF-LDP): "
@@ -314,7 +337,10 @@ def create_server_app(settings: ServerSettings) -> FastAPI:
         generator = (body or {}).get("generator")
         if generator is not None and not isinstance(generator, dict):
             raise ApiError(422, "generator must be an object or null")
-        return state.start(generator)
+        initial = (body or {}).get("initial")
+        if initial is not None and not isinstance(initial, str):
+            raise ApiError(422, "initial must be a base64 string or null")
+        return state.start(generator, initial)
 
     @app.post("/v1/rounds/{round}/batches", summary="Accept a shuffled batch (proxy)",
               status_code=201, openapi_extra=BINARY_BODY,

@@ -31,6 +31,7 @@ round's smallest batch, as :class:`~dprec.protocol.engine.ShufflingProxy` does w
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import logging
@@ -109,9 +110,11 @@ class RemoteServer(Server):
             raise DprecError(f"the server at {self.api.url} runs {doc.get('role')}, but the "
                              f"simulation's server is {mine}: start it with the same "
                              "system and parameters")
-        state = generator_to_json(rng)
+        initial = roles.initial_state(self.info, self.local)
+        start = {"generator": generator_to_json(rng),
+                 "initial": None if initial is None else base64.b64encode(initial).decode()}
         reply = retrying(lambda: _call(lambda: self.admin.post(
-            "/v1/start", json={"generator": state})).json(), self.retry_for)
+            "/v1/start", json=start)).json(), self.retry_for)
         rng.bit_generator.state = generator_from_json(reply["generator"]).bit_generator.state
         return None if reply["version"] is None else self._broadcast()
 
@@ -238,7 +241,12 @@ class RemoteProxy(Proxy):
     def start(self, rng: np.random.Generator) -> None:
         # the in-process proxy draws its generator from the simulation stream: so do we
         self.local.start(rng)
-        self._enforced(retrying(self.api.round, self.retry_for).get("threshold"))
+        state = retrying(self.api.round, self.retry_for)
+        self._enforced(state.get("threshold"))
+        published = state.get("published")
+        adopt = getattr(self.local, "adopt_published", None)
+        if published is not None and adopt is not None:
+            adopt(published)  # what the proxy publishes for clients (a secure sum's key)
 
     def _enforced(self, threshold: Any) -> None:
         """Note the threshold the proxy states; warn if it is below the simulated proxy's

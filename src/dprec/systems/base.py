@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
@@ -18,19 +17,18 @@ import numpy as np
 import scipy.sparse as sp
 
 from dprec.errors import DprecError, NotFittedError
+from dprec.iteration import IterationHook
 from dprec.privacy.guarantee import PrivacyReport
 
 if TYPE_CHECKING:
     from dprec.data.features import SideFeatures
 
 __all__ = [
-    "NotFittedError", "Ranker", "RatingPredictor", "Recommender", "RoundHook", "Task",
+    "NotFittedError", "Ranker", "RatingPredictor", "Recommender", "Task",
     "UnknownUserError", "check_history", "gather",
 ]
 
 Task = Literal["ranking", "rating"]
-RoundHook = Callable[[int], None]
-"""Called with the round (epoch) number after every round that updated the model."""
 
 
 class UnknownUserError(DprecError):
@@ -54,10 +52,11 @@ class Recommender(ABC):
 
     @abstractmethod
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
-            on_round: RoundHook | None = None) -> Recommender:
+            on_iteration: IterationHook | None = None) -> Recommender:
         """Learn from ``train`` (user x item CSR); all randomness from ``rng``.
 
-        ``on_round`` is called after each round of a multi-round protocol (learning curves).
+        ``on_iteration(t, state)`` is called once after each epoch or round t of an
+        iterative fit (:class:`~dprec.iteration.IterationHook`; learning curves).
         """
 
     def set_side_features(self, features: SideFeatures) -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from dprec.systems.base import NotFittedError, Ranker, RoundHook, check_history
+from dprec.iteration import IterationHook
+from dprec.systems.base import NotFittedError, Ranker, check_history
+from dprec.systems.spec import NoConfig, SystemSpec
 
-__all__ = ["Popularity", "RandomScorer"]
+__all__ = ["SPECS", "Popularity", "RandomScorer"]
 
 
 class RandomScorer(Ranker):
@@ -19,7 +21,7 @@ class RandomScorer(Ranker):
     name = "random"
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
-            on_round: RoundHook | None = None) -> RandomScorer:
+            on_iteration: IterationHook | None = None) -> RandomScorer:
         self._n_items = train.shape[1]
         return self
 
@@ -38,7 +40,7 @@ class Popularity(Ranker):
     name = "popularity"
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
-            on_round: RoundHook | None = None) -> Popularity:
+            on_iteration: IterationHook | None = None) -> Popularity:
         self._pop = np.asarray(train.sum(axis=0), dtype=np.float64).ravel()
         return self
 
@@ -50,3 +52,12 @@ class Popularity(Ranker):
         if items is not None:
             return self._pop[items]
         return np.broadcast_to(self._pop, (history.shape[0], len(self._pop))).copy()
+
+
+SPECS: list[SystemSpec] = [
+    SystemSpec("random", NoConfig, lambda name, cfg: RandomScorer(), "ranking", False,
+               "every item the same score (ties broken at random)"),
+    SystemSpec("popularity", NoConfig, lambda name, cfg: Popularity(), "ranking", False,
+               "number of training users per item (not private)"),
+]
+"""random and popularity (the registry reads this list)."""

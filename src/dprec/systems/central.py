@@ -8,31 +8,37 @@ fold-in (implicit ALS: the exact least-squares user solve); BPR has none.
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, fields
 from typing import Protocol
 
 import numpy as np
 import scipy.sparse as sp
 
+from dprec.iteration import IterationHook
 from dprec.mechanisms.bitflip import BitFlip
+from dprec.models.als import ALSConfig, ImplicitALS
+from dprec.models.bpr import BPRMF, BPRConfig
+from dprec.models.gmf import GMF, GMFConfig
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
 from dprec.systems.base import (
     NotFittedError,
     Ranker,
-    RoundHook,
     UnknownUserError,
     check_history,
 )
 from dprec.systems.reporting import privacy_report_from_log
+from dprec.systems.spec import SystemSpec
 
-__all__ = ["TrainedOnObfuscated", "factor_scores"]
+__all__ = ["SPECS", "FlippedBPRConfig", "FlippedGMFConfig", "TrainedOnObfuscated",
+           "factor_scores"]
 
 
 class _FactorModel(Protocol):
     config: object
 
-    def fit(self, r: sp.csr_matrix, rng: np.random.Generator, show_progress: bool = ...) -> object:
+    def fit(self, r: sp.csr_matrix, rng: np.random.Generator, show_progress: bool = ...,
+            *, on_iteration: IterationHook | None = ...) -> object:
         ...
 
     @property
@@ -72,7 +78,7 @@ class TrainedOnObfuscated(Ranker):
         return self.mechanism is None and isinstance(self.model, ImplicitALS)
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
-            on_round: RoundHook | None = None) -> TrainedOnObfuscated:
+            on_iteration: IterationHook | None = None) -> TrainedOnObfuscated:
         self._n_items = train.shape[1]
         self.events = EventLog(train.shape[0])
         if self.mechanism is None:
@@ -85,7 +91,7 @@ class TrainedOnObfuscated(Ranker):
                     train[s:s + self.batch_size], rng, dtype=np.float32))
                 for s in range(0, train.shape[0], self.batch_size)
             ]).tocsr()
-        self.model.fit(data, rng)
+        self.model.fit(data, rng, on_iteration=on_iteration)
         return self
 
     def score(self, history: sp.csr_matrix, items: np.ndarray | None = None,
@@ -126,3 +132,48 @@ class TrainedOnObfuscated(Ranker):
             self.name, "untrusted server trains on each user's obfuscated bit vector",
             self.events, Guarantee(float(self.epsilon or mech.epsilon), mechanism="bit flip"),
             (mech.event(),), true_level="event")
+
+
+@dataclass(frozen=True)
+class FlippedBPRConfig(BPRConfig):
+    """BPR-MF trained by the server on symmetrically bit-flipped data (DPLCF's baseline)."""
+
+    epsilon: float = 1.0
+    """Per-bit epsilon of the symmetric flip the clients apply before upload."""
+
+
+@dataclass(frozen=True)
+class FlippedGMFConfig(GMFConfig):
+    """GMF (NCF) trained by the server on symmetrically bit-flipped data (DPLCF's baseline)."""
+
+    epsilon: float = 1.0
+    """Per-bit epsilon of the symmetric flip the clients apply before upload."""
+
+
+def _bpr(name: str, cfg: FlippedBPRConfig) -> TrainedOnObfuscated:
+    base = {f.name: getattr(cfg, f.name) for f in fields(BPRConfig)}
+    return TrainedOnObfuscated(name, BPRMF(BPRConfig(**base)), BitFlip.symmetric(cfg.epsilon),
+                               epsilon=cfg.epsilon)
+
+
+def _gmf(name: str, cfg: FlippedGMFConfig) -> TrainedOnObfuscated:
+    base = {f.name: getattr(cfg, f.name) for f in fields(GMFConfig)}
+    return TrainedOnObfuscated(name, GMF(GMFConfig(**base)), BitFlip.symmetric(cfg.epsilon),
+                               epsilon=cfg.epsilon)
+
+
+def _als(name: str, cfg: ALSConfig) -> TrainedOnObfuscated:
+    return TrainedOnObfuscated(name, ImplicitALS(cfg), None)
+
+
+SPECS: list[SystemSpec] = [
+    SystemSpec("bpr-mf", FlippedBPRConfig, _bpr, "ranking", True,
+               "BPR-MF trained centrally on symmetrically flipped data"),
+    SystemSpec("gmf", FlippedGMFConfig, _gmf, "ranking", True,
+               "GMF (NCF) trained centrally on symmetrically flipped data"),
+    SystemSpec("mf-np", ALSConfig, _als, "ranking", False,
+               "implicit ALS on the true data (non-private)", {},
+               {"factors": (16, 32, 64, 128), "regularization": (3.0, 10.0, 30.0, 100.0, 300.0),
+                "alpha": (1.0, 3.0, 10.0, 30.0)}),
+]
+"""bpr-mf, gmf and mf-np (the registry reads this list)."""

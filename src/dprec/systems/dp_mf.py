@@ -14,10 +14,11 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from dprec.iteration import IterationHook
 from dprec.models.dp_mf import DPPSMF, DPSGDMF, DPPSMFConfig, DPSGDMFConfig
 from dprec.privacy.accountant import BasicAccountant, account
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
-from dprec.systems.base import Recommender, RoundHook
+from dprec.systems.base import Recommender
 from dprec.systems.rating_baselines import ModelPredictor
 from dprec.systems.reporting import privacy_report_from_log
 from dprec.systems.spec import SystemSpec
@@ -63,8 +64,8 @@ class _DPMF(ModelPredictor):
         self.config = model.config
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
-            on_round: RoundHook | None = None) -> _DPMF:
-        self.model.fit(train, rng, on_epoch=on_round)
+            on_iteration: IterationHook | None = None) -> _DPMF:
+        self.model.fit(train, rng, on_iteration=on_iteration)
         return self
 
     def diagnostics(self) -> dict[str, object]:

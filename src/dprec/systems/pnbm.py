@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
+from dprec.iteration import IterationHook
 from dprec.models.pnbm import (
     DPPSPNBM,
     DPSGDPNBM,
@@ -37,7 +38,7 @@ from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
 from dprec.privacy.posterior import posterior_sample_epsilon
-from dprec.systems.base import RatingPredictor, RoundHook
+from dprec.systems.base import RatingPredictor
 from dprec.systems.rating_baselines import ModelPredictor
 from dprec.systems.spec import SystemSpec
 
@@ -83,8 +84,8 @@ class _PNBMSystem(ModelPredictor):
         self.config = model.config
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
-            on_round: RoundHook | None = None) -> _PNBMSystem:
-        self.model.fit(train, rng, on_iteration=on_round)
+            on_iteration: IterationHook | None = None) -> _PNBMSystem:
+        self.model.fit(train, rng, on_iteration=on_iteration)
         return self
 
     def diagnostics(self) -> dict[str, object]:
@@ -110,14 +111,14 @@ class DPSGDPNBMSystem(_PNBMSystem):
         self.events: EventLog | None = None
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
-            on_round: RoundHook | None = None) -> DPSGDPNBMSystem:
+            on_iteration: IterationHook | None = None) -> DPSGDPNBMSystem:
         model: DPSGDPNBM = self.model  # type: ignore[assignment]
         events = EventLog(train.shape[0])
 
-        def hook(t: int) -> None:
+        def hook(t: int, state: object) -> None:
             self._record(events, t)
-            if on_round is not None:
-                on_round(t)
+            if on_iteration is not None:
+                on_iteration(t, state)
 
         model.fit(train, rng, on_iteration=hook)
         self.events = events

@@ -10,9 +10,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from dprec.errors import DprecError
-from dprec.systems.base import NotFittedError, RatingPredictor, RoundHook
+from dprec.iteration import IterationHook
+from dprec.systems.base import NotFittedError, RatingPredictor
+from dprec.systems.spec import NoConfig, SystemSpec
 
-__all__ = ["BiasBaseline", "BiasConfig", "GlobalMean", "ModelPredictor", "check_pairs"]
+__all__ = ["SPECS", "BiasBaseline", "BiasConfig", "GlobalMean", "ModelPredictor",
+           "check_pairs"]
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,7 @@ class GlobalMean(RatingPredictor):
     name = "global-mean"
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
-            on_round: RoundHook | None = None) -> GlobalMean:
+            on_iteration: IterationHook | None = None) -> GlobalMean:
         train = _check_train(self.name, train)
         self.mu_ = float(np.mean(train.data, dtype=np.float64))
         return self
@@ -98,7 +101,7 @@ class BiasBaseline(RatingPredictor):
         self.config = config if config is not None else BiasConfig()
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
-            on_round: RoundHook | None = None) -> BiasBaseline:
+            on_iteration: IterationHook | None = None) -> BiasBaseline:
         train = _check_train(self.name, train)
         n_users, n_items = train.shape
         beta = float(self.config.damping)
@@ -133,3 +136,13 @@ class ModelPredictor(RatingPredictor):
             raise NotFittedError(f"{self.name}: call fit before predict")
         users, items = check_pairs(self.name, users, items)
         return self.model.predict(users, items)
+
+
+SPECS: list[SystemSpec] = [
+    SystemSpec("global-mean", NoConfig, lambda name, cfg: GlobalMean(), "rating", False,
+               "the mean training rating"),
+    SystemSpec("bias", BiasConfig, lambda name, cfg: BiasBaseline(cfg), "rating", False,
+               "mu + b_u + b_i with damped means (non-private)", {},
+               {"damping": (0.0, 5.0, 25.0)}),
+]
+"""global-mean and bias (the registry reads this list)."""

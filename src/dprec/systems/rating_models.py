@@ -12,9 +12,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from dprec.iteration import IterationHook
 from dprec.models.funk_svd import FunkSVD, FunkSVDConfig
 from dprec.models.knn_rating import ItemKNN, KNNRatingConfig
-from dprec.systems.base import RatingPredictor, RoundHook
+from dprec.systems.base import RatingPredictor
 from dprec.systems.rating_baselines import ModelPredictor
 from dprec.systems.spec import SystemSpec
 
@@ -24,7 +25,8 @@ __all__ = ["FunkSVDPredictor", "ItemKNNPredictor"]
 class FunkSVDPredictor(ModelPredictor):
     """r_hat_ui = mu + b_u + b_i + U_u . I_i fitted by SGD on the training ratings.
 
-    ``on_round(e)`` is called after every epoch e (0-based); predictions work inside it.
+    ``on_iteration(e, model)`` is called after every epoch e (0-based); predictions work
+    inside it.
     """
 
     def __init__(self, name: str = "nondp-svd", config: FunkSVDConfig | None = None) -> None:
@@ -33,10 +35,10 @@ class FunkSVDPredictor(ModelPredictor):
         self.model: FunkSVD | None = None
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
-            on_round: RoundHook | None = None) -> FunkSVDPredictor:
+            on_iteration: IterationHook | None = None) -> FunkSVDPredictor:
         self.model = FunkSVD(self.config)
         try:
-            self.model.fit(train, rng, on_epoch=on_round)
+            self.model.fit(train, rng, on_iteration=on_iteration)
         except BaseException:
             self.model = None
             raise
@@ -52,7 +54,7 @@ class ItemKNNPredictor(ModelPredictor):
         self.model: ItemKNN | None = None
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
-            on_round: RoundHook | None = None) -> ItemKNNPredictor:
+            on_iteration: IterationHook | None = None) -> ItemKNNPredictor:
         self.model = None
         self.model = ItemKNN(self.config).fit(train, rng)
         return self

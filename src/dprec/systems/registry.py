@@ -21,150 +21,48 @@ from pathlib import Path
 from typing import Any
 
 from dprec.errors import DprecError
-from dprec.mechanisms.bitflip import BitFlip
 from dprec.models.als import ALSConfig
-from dprec.models.bpr import BPRConfig
-from dprec.models.gmf import GMFConfig
 from dprec.systems.base import Recommender
-from dprec.systems.dplcf.system import LocalItemCFConfig
-from dprec.systems.spec import NoConfig, SystemSpec
+from dprec.systems.spec import SystemSpec
 
 __all__ = [
-    "ConfigFile", "FlippedBPRConfig", "FlippedGMFConfig", "SPEC_MODULES", "SYSTEMS",
+    "ConfigFile", "SPEC_MODULES", "SYSTEMS",
     "check_model_memory", "config_fields", "config_to_toml", "make_config", "make_system",
     "model_memory_estimate", "parse_label", "private_systems", "read_config", "spec",
 ]
 
 
-@dataclass(frozen=True)
-class FlippedBPRConfig(BPRConfig):
-    """BPR-MF trained by the server on symmetrically bit-flipped data (DPLCF's baseline)."""
-
-    epsilon: float = 1.0
-    """Per-bit epsilon of the symmetric flip the clients apply before upload."""
-
-
-@dataclass(frozen=True)
-class FlippedGMFConfig(GMFConfig):
-    """GMF (NCF) trained by the server on symmetrically bit-flipped data (DPLCF's baseline)."""
-
-    epsilon: float = 1.0
-    """Per-bit epsilon of the symmetric flip the clients apply before upload."""
-
-
-def _lcf(name: str, cfg: LocalItemCFConfig) -> Recommender:
-    from dprec.systems.dplcf.system import LocalItemCF
-    return LocalItemCF(name, cfg)
-
-
-def _bpr(name: str, cfg: FlippedBPRConfig) -> Recommender:
-    from dprec.models.bpr import BPRMF
-    from dprec.systems.central import TrainedOnObfuscated
-    base = {f.name: getattr(cfg, f.name) for f in fields(BPRConfig)}
-    return TrainedOnObfuscated(name, BPRMF(BPRConfig(**base)), BitFlip.symmetric(cfg.epsilon),
-                               epsilon=cfg.epsilon)
-
-
-def _gmf(name: str, cfg: FlippedGMFConfig) -> Recommender:
-    from dprec.models.gmf import GMF
-    from dprec.systems.central import TrainedOnObfuscated
-    base = {f.name: getattr(cfg, f.name) for f in fields(GMFConfig)}
-    return TrainedOnObfuscated(name, GMF(GMFConfig(**base)), BitFlip.symmetric(cfg.epsilon),
-                               epsilon=cfg.epsilon)
-
-
-def _als(name: str, cfg: ALSConfig) -> Recommender:
-    from dprec.models.als import ImplicitALS
-    from dprec.systems.central import TrainedOnObfuscated
-    return TrainedOnObfuscated(name, ImplicitALS(cfg), None)
-
-
-def _fmf(name: str, cfg: Any) -> Recommender:
-    from dprec.systems.fmf.system import FederatedMF
-    return FederatedMF(name, cfg)
-
-
-def _fmf_config() -> type:
-    from dprec.systems.fmf.system import FMFConfig
-    return FMFConfig
-
-
-def _random(name: str, cfg: NoConfig) -> Recommender:
-    from dprec.systems.baselines import RandomScorer
-    return RandomScorer()
-
-
-def _popularity(name: str, cfg: NoConfig) -> Recommender:
-    from dprec.systems.baselines import Popularity
-    return Popularity()
-
-
-SPEC_MODULES = ("dprec.systems.rating_models", "dprec.systems.ldp_svd.specs",
-                "dprec.systems.dp_mf", "dprec.systems.pnbm", "dprec.systems.privrec.specs")
-"""Modules that register more systems through a ``SPECS: list[SystemSpec]``."""
+SPEC_MODULES = (
+    "dprec.systems.baselines",
+    "dprec.systems.dplcf.specs",
+    "dprec.systems.central",
+    "dprec.systems.fmf.specs",
+    "dprec.systems.rating_baselines",
+    "dprec.systems.rating_models",
+    "dprec.systems.ldp_svd.specs",
+    "dprec.systems.dp_mf",
+    "dprec.systems.pnbm",
+    "dprec.systems.privrec.specs",
+    "dprec.systems.dp_pop.specs",
+    "dprec.systems.dpals.specs",
+)
+"""The one way a system is registered: its module (a single-module system) or its package's
+``specs.py`` defines ``SPECS: list[SystemSpec]``, and that module is one line here. The
+registry lists the systems in this order."""
 
 
 def _specs() -> dict[str, SystemSpec]:
-    lcf = LocalItemCFConfig
-    FMF = _fmf_config()
-    lcf_grid = {"neighbours": (10, 20, 50, 100)}
-    specs = [
-        SystemSpec("random", NoConfig, _random, "ranking", False,
-                   "every item the same score (ties broken at random)"),
-        SystemSpec("popularity", NoConfig, _popularity, "ranking", False,
-                   "number of training users per item (not private)"),
-        SystemSpec("lcf-ub", lcf, _lcf, "ranking", False,
-                   "item-CF, Jaccard on the true data (non-private upper bound)",
-                   {"flip": "none", "estimator": "naive"}, lcf_grid),
-        SystemSpec("lcf-sp", lcf, _lcf, "ranking", True,
-                   "Jaccard straight on symmetrically flipped bits",
-                   {"flip": "symmetric", "estimator": "naive"}),
-        SystemSpec("lcf-ap", lcf, _lcf, "ranking", True,
-                   "Jaccard straight on asymmetrically flipped bits (one-sided)",
-                   {"flip": "asymmetric", "estimator": "naive"}),
-        SystemSpec("dplcf-sp", lcf, _lcf, "ranking", True,
-                   "DPLCF (Gao et al., SIGIR 2020): symmetric flips, n = A^-1 m",
-                   {"flip": "symmetric", "estimator": "unbiased"}),
-        SystemSpec("dplcf-ap", lcf, _lcf, "ranking", True,
-                   "DPLCF, asymmetric flips (presence only)",
-                   {"flip": "asymmetric", "estimator": "unbiased"}),
-        SystemSpec("dplcf-oue", lcf, _lcf, "ranking", True,
-                   "DPLCF's estimator with optimised unary encoding",
-                   {"flip": "oue", "estimator": "unbiased"}),
-        SystemSpec("dplcf-eb", lcf, _lcf, "ranking", True,
-                   "symmetric flips + empirical-Bayes shrinkage of the counts (ours)",
-                   {"flip": "symmetric", "estimator": "eb"}),
-        SystemSpec("bpr-mf", FlippedBPRConfig, _bpr, "ranking", True,
-                   "BPR-MF trained centrally on symmetrically flipped data"),
-        SystemSpec("gmf", FlippedGMFConfig, _gmf, "ranking", True,
-                   "GMF (NCF) trained centrally on symmetrically flipped data"),
-        SystemSpec("mf-np", ALSConfig, _als, "ranking", False,
-                   "implicit ALS on the true data (non-private)", {},
-                   {"factors": (16, 32, 64, 128), "regularization": (3.0, 10.0, 30.0, 100.0,
-                                                                      300.0),
-                    "alpha": (1.0, 3.0, 10.0, 30.0)}),
-        SystemSpec("fcf", FMF, _fmf, "ranking", False,
-                   "federated implicit MF, exact item gradients (non-private)",
-                   {"exact": True}, {"lr": (0.03, 0.1, 0.3, 1.0),
-                                     "factors": (10, 20, 40, 80)}),
-        SystemSpec("fmf-ldp", FMF, _fmf, "ranking", True,
-                   "FMF-LDP: k LDP gradient reports per client per epoch via a shuffler",
-                   {"exact": False}),
-    ]
-    from dprec.systems.rating_baselines import BiasBaseline, BiasConfig, GlobalMean
-    specs += [
-        SystemSpec("global-mean", NoConfig, lambda n, c: GlobalMean(), "rating", False,
-                   "the mean training rating"),
-        SystemSpec("bias", BiasConfig, lambda n, c: BiasBaseline(c), "rating", False,
-                   "mu + b_u + b_i with damped means (non-private)", {},
-                   {"damping": (0.0, 5.0, 25.0)}),
-    ]
+    specs: list[SystemSpec] = []
     for module in SPEC_MODULES:
         try:
             specs += importlib.import_module(module).SPECS
-        except ModuleNotFoundError as e:
+        except ModuleNotFoundError as e:  # an optional dependency missing: skip its systems
             if not e.name or not module.startswith(e.name):
                 raise
+    names = [s.name for s in specs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise DprecError(f"systems registered twice: {', '.join(twice)}")
     return {s.name: s for s in specs}
 
 
@@ -301,7 +199,7 @@ def make_config(name: str, params: Mapping[str, object] | None = None,
     try:
         return replace(cfg, **values)
     except DprecError as e:
-        raise DprecError(f"{name}: {e}") from None
+        raise type(e)(f"{name}: {e}") from None
 
 
 def model_memory_estimate(config: Any, n_users: int, n_items: int) -> int:

@@ -23,11 +23,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from dprec.errors import DprecError, check_positive
+from dprec.iteration import IterationHook
 from dprec.mechanisms.bitflip import BitFlip
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
 from dprec.protocol.engine import Clients, Transport, run_protocol
-from dprec.systems.base import NotFittedError, Ranker, RoundHook, check_history
+from dprec.systems.base import NotFittedError, Ranker, check_history
 from dprec.systems.dplcf import client, server
 from dprec.systems.dplcf.messages import NeighbourLists
 from dprec.systems.reporting import privacy_report_from_log
@@ -103,7 +104,7 @@ class LocalItemCF(Ranker):
         poisoned clients (:mod:`dprec.protocol.poisoning`); None: the clients as they are."""
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
-            on_round: RoundHook | None = None) -> LocalItemCF:
+            on_iteration: IterationHook | None = None) -> LocalItemCF:
         cfg = self.config
         n_users, n_items = train.shape
         if cfg.neighbours >= n_items:
@@ -115,7 +116,7 @@ class LocalItemCF(Ranker):
         self.events = EventLog(n_users)
         sim = self.clients_hook(clients, n_users) if self.clients_hook else clients
         run = run_protocol(srv, sim, 1, rng, self.events, transport=self.transport,
-                           on_round=(lambda r, b: on_round(r)) if on_round else None)
+                           on_iteration=on_iteration)
         if run.rounds_without_update:
             raise DprecError(f"{self.name}: no upload reached the server ({n_users} users)")
         run.broadcast.check_for(n_items, need_full=cfg.neighbourhood == "user")

@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dprec.errors import DprecError, check_positive
+from dprec.iteration import IterationHook
 from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism
 from dprec.privacy.accountant import BasicAccountant
 from dprec.privacy.adjacency import Adjacency
@@ -28,7 +29,7 @@ from dprec.privacy.shuffle import attack_lower_bound
 from dprec.protocol.engine import Clients, ShufflingProxy, Transport, run_protocol
 from dprec.protocol.messages import GradientReports, ItemMatrix, ValueReports
 from dprec.protocol.shuffler import DEFAULT_MAX_REPORTS_PER_SENDER, DEFAULT_THRESHOLD
-from dprec.systems.base import NotFittedError, Ranker, RoundHook, check_history
+from dprec.systems.base import NotFittedError, Ranker, check_history
 from dprec.systems.central import factor_scores
 from dprec.systems.fmf import client, server
 from dprec.systems.reporting import privacy_report_from_log
@@ -173,7 +174,7 @@ class FederatedMF(Ranker):
         return None
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
-            on_round: RoundHook | None = None) -> FederatedMF:
+            on_iteration: IterationHook | None = None) -> FederatedMF:
         c = self.config
         n_users, n_items = train.shape
         self._n_users = n_users
@@ -189,12 +190,12 @@ class FederatedMF(Ranker):
 
         def after_round(r: int, V: np.ndarray) -> None:
             self.V = V
-            if on_round is not None:
-                on_round(r)
+            if on_iteration is not None:
+                on_iteration(r, V)
 
         sim = self.clients_hook(clients, n_users) if self.clients_hook else clients
         run = run_protocol(srv, sim, c.epochs, rng, self.events, proxy=proxy,
-                           transport=self.transport, on_round=after_round)
+                           transport=self.transport, on_iteration=after_round)
         self._rounds = run.rounds
         if run.rounds_without_update == c.epochs and not c.allow_no_update:
             why = ("every client was stopped by its ledger (user_budget "

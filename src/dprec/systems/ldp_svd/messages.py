@@ -22,17 +22,17 @@ import numpy as np
 
 from dprec.errors import DprecError
 from dprec.protocol.messages import (
-    _HEADER,
-    _I64,
+    HEADER,
+    I64_RANGE,
     MAX_ITEMS,
     Message,
     MessageError,
     ValueReports,
-    _check_length,
-    _int_array,
-    _integer,
-    _real_array,
-    _unpack_fixed,
+    check_length,
+    int_array,
+    integer_field,
+    real_array,
+    unpack_fixed,
 )
 
 __all__ = ["RatingBatch", "RatingModel", "RatingReports", "RatingUpload", "Scale"]
@@ -159,9 +159,10 @@ class RatingUpload(Message):
     values: np.ndarray
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "client_id", _integer("client_id", self.client_id, *_I64))
-        items = _int_array("items", self.items, "<i4", 0, MAX_ITEMS - 1)
-        values = _real_array("values", self.values, 1, "<f8")
+        client_id = integer_field("client_id", self.client_id, *I64_RANGE)
+        object.__setattr__(self, "client_id", client_id)
+        items = int_array("items", self.items, "<i4", 0, MAX_ITEMS - 1)
+        values = real_array("values", self.values, 1, "<f8")
         if items.size != values.size:
             raise MessageError(f"items and values must have one length, got {items.size} "
                                f"and {values.size}")
@@ -176,7 +177,7 @@ class RatingUpload(Message):
 
     @staticmethod
     def serialized_size(k: int) -> int:
-        return _HEADER.size + _UPLOAD.size + 12 * k
+        return HEADER.size + _UPLOAD.size + 12 * k
 
     @property
     def nbytes(self) -> int:
@@ -188,9 +189,9 @@ class RatingUpload(Message):
 
     @classmethod
     def _parse(cls, payload: memoryview) -> RatingUpload:
-        (client_id, k), off = _unpack_fixed(cls.__name__, payload, _UPLOAD)
+        (client_id, k), off = unpack_fixed(cls.__name__, payload, _UPLOAD)
         body = payload[off:]
-        _check_length(cls.__name__, body, 12 * k, f"{k} reports")
+        check_length(cls.__name__, body, 12 * k, f"{k} reports")
         return cls(client_id, np.frombuffer(body, "<i4", k).copy(),
                    np.frombuffer(body, "<f8", k, 4 * k).copy())
 
@@ -210,9 +211,9 @@ class RatingBatch(Message):
     values: np.ndarray
 
     def __post_init__(self) -> None:
-        users = _int_array("users", self.users, "<i8", 0, _I64[1])
-        items = _int_array("items", self.items, "<i4", 0, MAX_ITEMS - 1)
-        values = _real_array("values", self.values, 1, "<f8")
+        users = int_array("users", self.users, "<i8", 0, I64_RANGE[1])
+        items = int_array("items", self.items, "<i4", 0, MAX_ITEMS - 1)
+        values = real_array("values", self.values, 1, "<f8")
         if not users.size == items.size == values.size:
             raise MessageError(f"users, items and values must have one length, got "
                                f"{users.size}, {items.size}, {values.size}")
@@ -233,7 +234,7 @@ class RatingBatch(Message):
 
     @staticmethod
     def serialized_size(m: int) -> int:
-        return _HEADER.size + _BATCH.size + 20 * m
+        return HEADER.size + _BATCH.size + 20 * m
 
     @property
     def nbytes(self) -> int:
@@ -245,9 +246,9 @@ class RatingBatch(Message):
 
     @classmethod
     def _parse(cls, payload: memoryview) -> RatingBatch:
-        (m,), off = _unpack_fixed(cls.__name__, payload, _BATCH)
+        (m,), off = unpack_fixed(cls.__name__, payload, _BATCH)
         body = payload[off:]
-        _check_length(cls.__name__, body, 20 * m, f"{m} reports")
+        check_length(cls.__name__, body, 20 * m, f"{m} reports")
         return cls(np.frombuffer(body, "<i8", m).copy(),
                    np.frombuffer(body, "<i4", m, 8 * m).copy(),
                    np.frombuffer(body, "<f8", m, 12 * m).copy())
@@ -280,21 +281,21 @@ class RatingModel(Message):
         mu = float(self.mu)
         if not math.isfinite(mu):
             raise MessageError(f"mu must be finite, got {mu}")
-        U = _real_array("user_factors", self.user_factors, 2, "<f8")
-        V = _real_array("item_factors", self.item_factors, 2, "<f8")
+        U = real_array("user_factors", self.user_factors, 2, "<f8")
+        V = real_array("item_factors", self.item_factors, 2, "<f8")
         if U.shape[1] != V.shape[1]:
             raise MessageError(f"user and item factors must have one width, got "
                                f"{U.shape[1]} and {V.shape[1]}")
         m, n = U.shape[0], V.shape[0]
         parts = {"user_biases": (self.user_biases, m), "item_biases": (self.item_biases, n)}
         for name, (a, size) in parts.items():
-            arr = _real_array(name, a, 1, "<f8")
+            arr = real_array(name, a, 1, "<f8")
             if arr.size != size:
                 raise MessageError(f"{name} must have {size} entries, got {arr.size}")
             object.__setattr__(self, name, arr)
         for name, a, size in (("user_known", self.user_known, m),
                               ("item_known", self.item_known, n)):
-            arr = _int_array(name, a, "u1", 0, 1)
+            arr = int_array(name, a, "u1", 0, 1)
             if arr.size != size:
                 raise MessageError(f"{name} must have {size} entries, got {arr.size}")
             object.__setattr__(self, name, arr)
@@ -305,7 +306,7 @@ class RatingModel(Message):
     @property
     def nbytes(self) -> int:
         (m, f), n = self.user_factors.shape, self.item_factors.shape[0]
-        return _HEADER.size + _MODEL.size + 8 * (m + n) * (f + 1) + m + n
+        return HEADER.size + _MODEL.size + 8 * (m + n) * (f + 1) + m + n
 
     def _parts(self) -> list[bytes | memoryview]:
         (m, f), n = self.user_factors.shape, self.item_factors.shape[0]
@@ -316,10 +317,10 @@ class RatingModel(Message):
 
     @classmethod
     def _parse(cls, payload: memoryview) -> RatingModel:
-        (m, n, f, mu), off = _unpack_fixed(cls.__name__, payload, _MODEL)
+        (m, n, f, mu), off = unpack_fixed(cls.__name__, payload, _MODEL)
         body = payload[off:]
-        _check_length(cls.__name__, body, 8 * (m + n) * (f + 1) + m + n,
-                      f"{m} users, {n} items and {f} factors")
+        check_length(cls.__name__, body, 8 * (m + n) * (f + 1) + m + n,
+                     f"{m} users, {n} items and {f} factors")
         arrays, at = [], 0
         for count, dtype, shape in ((m * f, "<f8", (m, f)), (n * f, "<f8", (n, f)),
                                     (m, "<f8", (m,)), (n, "<f8", (n,)), (m, "u1", (m,)),

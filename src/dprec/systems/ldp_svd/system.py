@@ -37,6 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dprec.errors import DprecError
+from dprec.iteration import IterationHook
 from dprec.mechanisms.laplace_rr import LaplaceRR
 from dprec.mechanisms.numeric import BinaryMechanism, LaplaceMechanism, PiecewiseMechanism
 from dprec.models.funk_svd import FunkSVD, FunkSVDConfig
@@ -44,7 +45,7 @@ from dprec.privacy.accountant import account
 from dprec.privacy.events import BitFlipDpEvent, EventLog, LocalReportDpEvent
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
 from dprec.protocol.engine import Transport, run_protocol
-from dprec.systems.base import NotFittedError, RatingPredictor, RoundHook
+from dprec.systems.base import NotFittedError, RatingPredictor
 from dprec.systems.ldp_svd import client, server
 from dprec.systems.ldp_svd.messages import Scale
 
@@ -256,7 +257,7 @@ class LocalRatingSVD(RatingPredictor):
             "rating_max=5); the training ratings' own min and max are private and never used")
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
-            on_round: RoundHook | None = None) -> LocalRatingSVD:
+            on_iteration: IterationHook | None = None) -> LocalRatingSVD:
         if not sp.issparse(train):
             raise DprecError(f"{self.name}: train must be a scipy.sparse matrix, "
                              f"got {type(train).__name__}")
@@ -275,7 +276,7 @@ class LocalRatingSVD(RatingPredictor):
                                cfg.noise_weighting)
         self.events = EventLog(n_users)
         run = run_protocol(srv, clients, 1, rng, self.events, transport=self.transport,
-                           on_round=(lambda r, b: on_round(r)) if on_round else None)
+                           on_iteration=on_iteration)
         if run.rounds_without_update:
             raise DprecError(f"{self.name}: no rating reached the server ({n_users} users)")
         self.membership = EventLog(n_users)

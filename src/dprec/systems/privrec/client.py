@@ -26,9 +26,10 @@ from dprec.models.local_training import (
 )
 from dprec.models.side_net import UserRows, from_vector, to_matrix
 from dprec.protocol.engine import Clients, Sent
-from dprec.protocol.messages import ModelBroadcast, ModelUpdates
 from dprec.systems.privrec.clipping import clip_rows
 from dprec.systems.privrec.config import PrivRecConfig
+from dprec.systems.privrec.messages import ModelBroadcast
+from dprec.systems.privrec.service_messages import UpdateBatch
 
 __all__ = ["SideNetClients"]
 
@@ -54,7 +55,7 @@ class SideNetClients(Clients):
         self._sent: list[Sent] = []
 
     def step(self, broadcast: ModelBroadcast, round: int,
-             rng: np.random.Generator) -> Iterator[ModelUpdates]:
+             rng: np.random.Generator) -> Iterator[UpdateBatch]:
         b = broadcast.check_for(self.n_params, self.ratings.shape[0])
         cfg = self.cfg
         clients = b.clients.astype(np.int64)
@@ -85,7 +86,7 @@ class SideNetClients(Clients):
             d, unclipped = clip_rows(d, b.clip)
         users = clients if self.event_users is None else self.event_users
         self._sent = [Sent(self.event, users, 1, "user")]
-        yield ModelUpdates(d, unclipped)
+        yield UpdateBatch.of_rows(clients, d, unclipped)
 
     def sent(self) -> list[Sent]:
         return self._sent

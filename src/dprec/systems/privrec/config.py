@@ -73,6 +73,10 @@ class PrivRecConfig:
     gamma)) (Andrew et al. 2021)."""
     delta: float = 1e-6
     """Target delta of the reported guarantee (DP only)."""
+    n_params: int | None = None
+    """The network's parameter count as a deployment publishes it (the proxy and the server
+    bound an update by it); None: the count of the network built from the data. Set, a fit
+    refuses a network of another size."""
 
     def __post_init__(self) -> None:
         ints = {"rounds": 1, "local_epochs": 1, "clients_per_round": 1, "batch_size": 1,
@@ -90,6 +94,10 @@ class PrivRecConfig:
             v = getattr(self, name)
             if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
                 raise DprecError(f"{name} must be a finite number >= 0, got {v!r}")
+        if self.n_params is not None and (isinstance(self.n_params, bool)
+                                          or not isinstance(self.n_params, int)
+                                          or self.n_params < 1):
+            raise DprecError(f"n_params must be an integer >= 1 or None, got {self.n_params!r}")
         if not 0 < self.target_quantile < 1:
             raise DprecError(f"target_quantile must be in (0, 1), got {self.target_quantile}")
         if not 0 < self.budget_balance < 1:

@@ -14,6 +14,7 @@ divided by the fixed batch size M, not by the number of updates that arrived.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import dp_accounting
 import numpy as np
@@ -21,32 +22,63 @@ import numpy as np
 from dprec.errors import DprecError
 from dprec.mechanisms.gaussian import Gaussian, joint_event
 from dprec.privacy.gaussian import privrec_noise_multipliers
+from dprec.protocol.deployed import generator_from_json, generator_to_json
 from dprec.protocol.engine import Server
-from dprec.protocol.messages import ModelBroadcast, ModelUpdates
 from dprec.systems.privrec.clipping import AdaptiveClip, clip_rows
 from dprec.systems.privrec.config import PrivRecConfig
+from dprec.systems.privrec.messages import ModelBroadcast, ModelUpdates
+from dprec.systems.privrec.service_messages import UpdateBatch
 
 __all__ = ["ReptileServer"]
 
 
 class ReptileServer(Server):
     """Holds theta_0; each round picks ``clients_per_round`` of ``train_users`` without
-    replacement from its own generator."""
+    replacement from its own generator.
 
-    def __init__(self, theta0: np.ndarray, train_users: np.ndarray, n_users: int,
-                 cfg: PrivRecConfig) -> None:
-        self.theta = np.asarray(theta0, dtype=np.float32).copy()
-        self.train_users = np.asarray(train_users, dtype=np.int64)
-        self.n_users = int(n_users)
+    A trusted aggregator (:attr:`trusted_aggregator`): it selects the round's clients and
+    receives each one's update in the clear (clipped under DP-PrivRec), then adds the noise
+    itself. DP-PrivRec's guarantee protects a user against those who see the released
+    models, not against this server.
+
+    A role built without ``theta0`` (a server process, from the public description) takes
+    theta_0 and the enrolled clients from :meth:`initialise` before its start.
+    """
+
+    trusted_aggregator = True
+    """This role sees individual contributions (every selected client's update)."""
+
+    def __init__(self, theta0: np.ndarray | None, train_users: np.ndarray | None,
+                 n_users: int | None, cfg: PrivRecConfig, n_items: int | None = None) -> None:
         self.cfg = cfg
-        if len(self.train_users) < cfg.clients_per_round:
-            raise DprecError(f"clients_per_round={cfg.clients_per_round} is more than the "
-                             f"{len(self.train_users)} training users")
-        self.clip = (AdaptiveClip(cfg.initial_clip, cfg.target_quantile, cfg.clip_lr,
-                                  cfg.clip_update) if cfg.dp else None)
+        self.population = None if n_users is None else int(n_users)
+        """Users in the data set (None: not known to this role)."""
+        self.n_items = None if n_items is None else int(n_items)
+        """N, the items of the protocol (None: not stated)."""
+        self.theta: np.ndarray | None = None
+        self.train_users: np.ndarray | None = None
+        self.adaptive_clip = (AdaptiveClip(cfg.initial_clip, cfg.target_quantile, cfg.clip_lr,
+                                           cfg.clip_update) if cfg.dp else None)
         self.clip_history: list[float] = []
         self.unclipped_history: list[float] = []
         self._rng: np.random.Generator | None = None
+        self._selected = np.zeros(0, np.int64)
+        if theta0 is not None:
+            if train_users is None:
+                raise DprecError("give the training users with theta0")
+            self.initialise(theta0, train_users)
+
+    def initialise(self, theta0: np.ndarray, train_users: np.ndarray) -> None:
+        """Set theta_0 and the clients the rounds sample from (before :meth:`start`)."""
+        theta = np.asarray(theta0, dtype=np.float32).copy()
+        if self.cfg.n_params is not None and theta.size != self.cfg.n_params:
+            raise DprecError(f"the initial model has {theta.size} parameters, the protocol "
+                             f"states n_params = {self.cfg.n_params}")
+        users = np.asarray(train_users, dtype=np.int64)
+        if len(users) < self.cfg.clients_per_round:
+            raise DprecError(f"clients_per_round={self.cfg.clients_per_round} is more than the "
+                             f"{len(users)} training users")
+        self.theta, self.train_users = theta, users
 
     def mechanisms(self, clip: float) -> tuple[Gaussian, Gaussian]:
         """DP-PrivRec's two Gaussian queries of a round at clip bound ``clip``, replace-one
@@ -64,35 +96,98 @@ class ReptileServer(Server):
         return joint_event(self.mechanisms(1.0))
 
     def _broadcast(self, round: int) -> ModelBroadcast:
-        assert self._rng is not None
+        assert self._rng is not None and self.theta is not None
         chosen = self._rng.choice(self.train_users, self.cfg.clients_per_round, replace=False)
-        return ModelBroadcast(self.theta, chosen, round,
-                              self.clip.value if self.clip is not None else 0.0)
+        self._selected = np.asarray(chosen, dtype=np.int64)
+        clip = self.adaptive_clip
+        return ModelBroadcast(self.theta, chosen, round, clip.value if clip is not None else 0.0)
 
     def start(self, rng: np.random.Generator) -> ModelBroadcast:
+        if self.theta is None:
+            raise DprecError("PrivRec's server starts from an initial model and its enrolled "
+                             "clients: a server process gets them with the simulation's start "
+                             "(POST /v1/start with the initial state), not from --autostart")
         self._rng = np.random.default_rng(rng.integers(2**63))
         return self._broadcast(0)
 
-    def aggregate(self, batches: Iterable[ModelUpdates], round: int) -> ModelBroadcast | None:
-        assert self._rng is not None
+    # -- the state a restarted role resumes from ---------------------------------------------
+
+    def generator_state(self) -> dict[str, Any]:
+        """The state of the role's own generator, as JSON (kept by the server, never
+        published: the selection and the noise of the next rounds are drawn from it)."""
+        if self._rng is None:
+            raise DprecError("the server has not started")
+        return generator_to_json(self._rng)
+
+    def resume(self, broadcast: ModelBroadcast, generator: dict[str, Any]) -> None:
+        """Take the state the role had after publishing ``broadcast`` with its generator in
+        ``generator`` (:meth:`generator_state`)."""
+        if self.theta is None or broadcast.params.size != self.theta.size:
+            raise DprecError("resume needs an initialised role of the broadcast's model size")
+        self.theta = broadcast.params.copy()
+        self._selected = broadcast.clients.astype(np.int64)
+        if self.adaptive_clip is not None:
+            self.adaptive_clip.value = float(broadcast.clip)
+        self._rng = generator_from_json(generator)
+
+    # -- a round ------------------------------------------------------------------------------
+
+    def _in_selection_order(self, senders: np.ndarray, d: np.ndarray, bits: np.ndarray
+                            ) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of ``senders`` in the order the round's clients were selected (the
+        order a simulation's clients send them in); :class:`DprecError` for an update of a
+        client not selected, or of one client twice."""
+        sel = self._selected
+        order = np.argsort(sel, kind="stable")
+        at = np.minimum(np.searchsorted(sel[order], senders), max(sel.size - 1, 0))
+        if not sel.size or not np.array_equal(sel[order][at], senders):
+            raise DprecError("an update came from a client the server did not select this "
+                             "round")
+        pos = order[at]
+        if np.unique(pos).size != pos.size:
+            raise DprecError("a client sent two updates in one round")
+        rows = np.argsort(pos, kind="stable")
+        return d[rows], bits[rows]
+
+    def aggregate(self, batches: Iterable[UpdateBatch | ModelUpdates], round: int
+                  ) -> ModelBroadcast | None:
+        """The round's step. :class:`UpdateBatch` rows (with their senders) are taken in the
+        selection order and only from selected clients, then :class:`ModelUpdates` rows
+        (anonymous: a simulation's own clients) as sent."""
+        assert self._rng is not None and self.theta is not None
         m = self.cfg.clients_per_round
-        deltas, bits = [], []
+        named: list[UpdateBatch] = []
+        anonymous: list[ModelUpdates] = []
         for b in batches:
-            if not isinstance(b, ModelUpdates):
-                raise DprecError(f"the server expects ModelUpdates, got {type(b).__name__}")
-            b.check_for(self.theta.size, m)
-            deltas.append(b.deltas)
-            bits.append(b.unclipped)
-        if not deltas:
+            if isinstance(b, UpdateBatch):
+                if b.n_params != self.theta.size:
+                    raise DprecError(f"updates must have {self.theta.size} parameters, got "
+                                     f"{b.n_params}")
+                named.append(b)
+            elif isinstance(b, ModelUpdates):
+                b.check_for(self.theta.size, m)
+                anonymous.append(b)
+            else:
+                raise DprecError(f"the server expects UpdateBatch or ModelUpdates, got "
+                                 f"{type(b).__name__}")
+        if not named and not anonymous:
             return None
-        d = np.concatenate(deltas)
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
+        if named:
+            parts.append(self._in_selection_order(
+                np.concatenate([b.clients for b in named]),
+                np.concatenate([b.deltas for b in named]),
+                np.concatenate([b.unclipped for b in named])))
+        parts += [(b.deltas, b.unclipped) for b in anonymous]
+        d = np.concatenate([p[0] for p in parts])
+        u = np.concatenate([p[1] for p in parts])
         if d.shape[0] > m:
             raise DprecError(f"{d.shape[0]} updates in a round of {m} clients")
         cfg = self.cfg
-        if self.clip is None:
+        if self.adaptive_clip is None:
             self.theta = self.theta + np.float32(cfg.server_lr) * d.mean(axis=0)
             return self._broadcast(round + 1)
-        s = self.clip.value
+        s = self.adaptive_clip.value
         d, _ = clip_rows(d, s)
         update, count = self.mechanisms(s)
         noise = update.noise(self._rng, self.theta.size)
@@ -101,7 +196,7 @@ class ReptileServer(Server):
             raise DprecError(f"the global model is no longer finite after round {round} "
                              f"(noise sigma_D = {update.sigma:.3g} per parameter); lower "
                              "initial_clip or noise, or raise clients_per_round")
-        beta = float(np.concatenate(bits).sum()) / m + float(count.noise(self._rng))
+        beta = float(u.sum()) / m + float(count.noise(self._rng))
         self.unclipped_history.append(beta)
-        self.clip_history.append(self.clip.update(beta))
+        self.clip_history.append(self.adaptive_clip.update(beta))
         return self._broadcast(round + 1)

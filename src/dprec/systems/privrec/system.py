@@ -24,6 +24,7 @@ import torch
 
 from dprec.data.features import SideFeatures
 from dprec.errors import DprecError
+from dprec.iteration import IterationHook, iterations
 from dprec.models.local_training import (
     LocalTrainer,
     client_examples,
@@ -42,15 +43,17 @@ from dprec.privacy.accountant import Adjacency, RdpAccountant
 from dprec.privacy.events import EventLog
 from dprec.privacy.gaussian import pld_poisson_epsilon, privrec_noise_multipliers
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
-from dprec.protocol.engine import run_protocol
-from dprec.systems.base import NotFittedError, Ranker, RoundHook, UnknownUserError, check_history
+from dprec.protocol.engine import PassThrough, Transport, run_protocol
+from dprec.systems.base import NotFittedError, Ranker, UnknownUserError, check_history
 from dprec.systems.privrec.claim import paper_epsilon
 from dprec.systems.privrec.client import SideNetClients
 from dprec.systems.privrec.config import PrivRecConfig
+from dprec.systems.privrec.messages import ModelBroadcast
 from dprec.systems.privrec.server import ReptileServer
 from dprec.systems.reporting import privacy_report_from_log
 
-__all__ = ["SideNetRecommender", "THREAT_MODEL", "privrec_noise"]
+__all__ = ["NON_PRIVATE_THREAT_MODEL", "Relay", "SERVER_ROLE", "SideNetRecommender", "THREAT_MODEL",
+           "privrec_noise"]
 
 THREAT_MODEL = (
     "central DP with a trusted aggregator: the server that adds the noise receives each "
@@ -59,6 +62,29 @@ THREAT_MODEL = (
     "that server (seed 002's own model; secure aggregation with distributed noise would be "
     "needed against it)"
 )
+
+
+class Relay(PassThrough):
+    """PrivRec's proxy: it relays every update (with its sender) as sent. The server
+    selected the round's clients and sees each update (a trusted aggregator), so there is
+    no anonymity threshold: over the services the proxy forwards a round of any size."""
+
+    threshold = 1
+    """The fewest senders the proxy forwards (one: it relays)."""
+
+
+NON_PRIVATE_THREAT_MODEL = (
+    "no differential privacy: the server is a trusted aggregator that receives each selected "
+    "client's model update in the clear and releases the model without noise; only the raw "
+    "ratings and side features stay on the device"
+)
+
+SERVER_ROLE = {
+    "role": "trusted aggregator",
+    "sees": "each selected client's model update in the clear, with the client's id (it "
+            "selected the round's clients)",
+}
+"""What the server of the federated variants is trusted with (stated in every report)."""
 
 
 def privrec_noise(cfg: PrivRecConfig) -> tuple[float, float, float]:
@@ -84,6 +110,9 @@ class SideNetRecommender(Ranker):
         self._users: UserRows | None = None
         self._score_rng: np.random.Generator | None = None
         self.events: EventLog | None = None
+        self.transport: Transport | None = None
+        """Where the server (and the relaying proxy) run: None in process, else e.g. the HTTP
+        services (:class:`~dprec.services.transport.HttpTransport`); the same roles."""
         self._server: ReptileServer | None = None
         self._n_train_users = 0
         self._rounds_run = 0
@@ -96,7 +125,7 @@ class SideNetRecommender(Ranker):
     # -- training ---------------------------------------------------------------------------
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
-            on_round: RoundHook | None = None) -> SideNetRecommender:
+            on_iteration: IterationHook | None = None) -> SideNetRecommender:
         cfg = self.config
         train = sp.csr_matrix(train)
         n_users, n_items = train.shape
@@ -125,17 +154,21 @@ class SideNetRecommender(Ranker):
         self.events = EventLog(n_users)
         with torch_threads(1):
             if cfg.algorithm == "central":
-                self._fit_central(train, train_users, rng, on_round)
+                self._fit_central(train, train_users, rng, on_iteration)
             else:
-                self._fit_federated(train, train_users, rng, on_round)
+                self._fit_federated(train, train_users, rng, on_iteration)
         return self
 
     def _fit_federated(self, train: sp.csr_matrix, train_users: np.ndarray,
-                       rng: np.random.Generator, on_round: RoundHook | None) -> None:
+                       rng: np.random.Generator, on_iteration: IterationHook | None) -> None:
         cfg = self.config
         assert self._net is not None and self._users is not None and self.events is not None
         like = parameters_of(self._net)
-        server = ReptileServer(to_vector(like).numpy(), train_users, train.shape[0], cfg)
+        theta0 = to_vector(like).numpy()
+        if cfg.n_params is not None and theta0.size != cfg.n_params:
+            raise DprecError(f"{self.name}: the network has {theta0.size} parameters, the "
+                             f"config states n_params = {cfg.n_params}")
+        server = ReptileServer(theta0, train_users, train.shape[0], cfg, n_items=train.shape[1])
         if cfg.dp:
             event: object = dp_accounting.SampledWithoutReplacementDpEvent(
                 len(train_users), cfg.clients_per_round, server.round_event())
@@ -146,23 +179,24 @@ class SideNetRecommender(Ranker):
                                  event, event_users)
         self._server = server
 
-        def hook(r: int, broadcast: object) -> None:
-            self._theta = from_vector(torch.from_numpy(server.theta), like)
+        def hook(r: int, broadcast: ModelBroadcast) -> None:
+            self._theta = from_vector(torch.from_numpy(broadcast.params.copy()), like)
             self._rounds_run = r + 1
-            if on_round is not None:
-                on_round(r)
+            if on_iteration is not None:
+                on_iteration(r, broadcast)
 
-        run = run_protocol(server, clients, cfg.rounds, rng, self.events, on_round=hook)
-        self._theta = from_vector(torch.from_numpy(server.theta), like)
+        run = run_protocol(server, clients, cfg.rounds, rng, self.events, proxy=Relay(),
+                           transport=self.transport, on_iteration=hook)
+        self._theta = from_vector(torch.from_numpy(run.broadcast.params.copy()), like)
         self._seconds = dict(run.seconds)
 
     def _fit_central(self, train: sp.csr_matrix, train_users: np.ndarray,
-                     rng: np.random.Generator, on_round: RoundHook | None) -> None:
+                     rng: np.random.Generator, on_iteration: IterationHook | None) -> None:
         cfg = self.config
         net, users = self._net, self._users
         assert net is not None and users is not None
         opt = torch.optim.SGD(net.parameters(), lr=cfg.local_lr)
-        for epoch in range(cfg.rounds):
+        for epoch in iterations(cfg.rounds, on_iteration, self):
             data = client_examples(train, train_users, users.take(train_users), rng,
                                    threshold=cfg.threshold, negative_ratio=cfg.negative_ratio)
             valid = np.arange(data.items.shape[1])[None, :] < data.counts[:, None]
@@ -183,8 +217,6 @@ class SideNetRecommender(Ranker):
                 opt.step()
             self._theta = parameters_of(net)
             self._rounds_run = epoch + 1
-            if on_round is not None:
-                on_round(epoch)
         self._theta = parameters_of(net)
 
     # -- on-device personalisation and scoring -----------------------------------------------
@@ -268,9 +300,18 @@ class SideNetRecommender(Ranker):
         return out
 
     def privacy_report(self) -> PrivacyReport | None:
+        """DP-PrivRec: central DP against everyone but the server (a trusted aggregator);
+        the non-private federated variants: a report that says no guarantee holds (the
+        server sees every selected update); ``privrec-cen``: None (no protocol)."""
         cfg = self.config
-        if not cfg.dp or self.events is None or not self._n_train_users:
+        if cfg.algorithm == "central" or self.events is None or not self._n_train_users:
             return None
+        if not cfg.dp:
+            return privacy_report_from_log(
+                self.name, NON_PRIVATE_THREAT_MODEL, self.events, None,
+                ({"mechanism": "none: model updates sent in the clear"},), model="central",
+                extra={"server": {**SERVER_ROLE, "adds_noise": False},
+                       "rounds": self._rounds_run})
         z_d, z_b, z_eff = privrec_noise(cfg)
         n, m, t = self._n_train_users, cfg.clients_per_round, self._rounds_run
         q = m / n
@@ -292,6 +333,9 @@ class SideNetRecommender(Ranker):
                 "accountant": "RDP (dp-accounting), sampled without replacement, improved "
                               "conversion",
                 "rounds": t,
+                "server": {**SERVER_ROLE, "adds_noise": True,
+                           "guarantee_holds_against": "everyone who sees the released models, "
+                                                      "not the server"},
                 "pld_poisson_epsilon": pld_poisson_epsilon(z_eff, q, t, cfg.delta) if t else 0.0,
                 "pld_poisson_note": "the PLD accountant under Poisson sampling at q = M/N: a "
                                     "different sampling scheme, shown for comparison",

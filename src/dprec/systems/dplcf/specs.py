@@ -1,0 +1,41 @@
+"""Registry entries of DPLCF and its item-CF reference points (Gao et al., SIGIR 2020)."""
+
+from __future__ import annotations
+
+from dprec.systems.dplcf.system import LocalItemCF, LocalItemCFConfig
+from dprec.systems.spec import SystemSpec
+
+__all__ = ["SPECS"]
+
+
+def _build(name: str, cfg: LocalItemCFConfig) -> LocalItemCF:
+    return LocalItemCF(name, cfg)
+
+
+_GRID = {"neighbours": (10, 20, 50, 100)}
+
+SPECS: list[SystemSpec] = [
+    SystemSpec("lcf-ub", LocalItemCFConfig, _build, "ranking", False,
+               "item-CF, Jaccard on the true data (non-private upper bound)",
+               {"flip": "none", "estimator": "naive"}, _GRID),
+    SystemSpec("lcf-sp", LocalItemCFConfig, _build, "ranking", True,
+               "Jaccard straight on symmetrically flipped bits",
+               {"flip": "symmetric", "estimator": "naive"}),
+    SystemSpec("lcf-ap", LocalItemCFConfig, _build, "ranking", True,
+               "Jaccard straight on asymmetrically flipped bits (one-sided)",
+               {"flip": "asymmetric", "estimator": "naive"}),
+    SystemSpec("dplcf-sp", LocalItemCFConfig, _build, "ranking", True,
+               "DPLCF (Gao et al., SIGIR 2020): symmetric flips, n = A^-1 m",
+               {"flip": "symmetric", "estimator": "unbiased"}),
+    SystemSpec("dplcf-ap", LocalItemCFConfig, _build, "ranking", True,
+               "DPLCF, asymmetric flips (presence only)",
+               {"flip": "asymmetric", "estimator": "unbiased"}),
+    SystemSpec("dplcf-oue", LocalItemCFConfig, _build, "ranking", True,
+               "DPLCF's estimator with optimised unary encoding",
+               {"flip": "oue", "estimator": "unbiased"}),
+    SystemSpec("dplcf-eb", LocalItemCFConfig, _build, "ranking", True,
+               "symmetric flips + empirical-Bayes shrinkage of the counts (ours)",
+               {"flip": "symmetric", "estimator": "eb"}),
+]
+"""lcf-ub, lcf-sp, lcf-ap and the four DPLCF variants (bpr-mf and gmf, its centrally trained
+baselines, are :mod:`dprec.systems.central`'s)."""

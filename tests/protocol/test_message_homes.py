@@ -1,0 +1,103 @@
+"""Where messages live: the framing and the protocol's own messages in protocol/, each
+system's messages next to the system; and every kind's wire bytes, pinned."""
+
+import ast
+import hashlib
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dprec.protocol.messages as framing
+from dprec.protocol.messages import Message
+from dprec.systems.dplcf import messages as dplcf
+from dprec.systems.ldp_svd import messages as ldp_svd
+from dprec.systems.privrec import messages as privrec
+
+HOMES = {
+    "dprec.protocol.messages": {"GradientReports": 1, "ShuffledReports": 2, "ItemMatrix": 3,
+                                "ValueReports": 4, "ShuffledValues": 5, "ItemMatrix64": 10},
+    "dprec.systems.dplcf.messages": {"ObfuscatedBits": 6, "NeighbourLists": 7},
+    "dprec.systems.privrec.messages": {"ModelBroadcast": 8, "ModelUpdates": 9},
+    "dprec.systems.ldp_svd.messages": {"RatingUpload": 20, "RatingBatch": 21, "RatingModel": 22},
+}
+MODULES = {m.__name__: m for m in (framing, dplcf, privrec, ldp_svd)}
+
+
+def _kinds_defined_in(path: Path) -> set[str]:
+    """The classes of a source file that set a ``KIND`` (the registered message kinds; the
+    base's 0 registers nothing)."""
+    tree = ast.parse(path.read_text())
+    return {node.name for node in tree.body if isinstance(node, ast.ClassDef)
+            and any(isinstance(s, ast.AnnAssign) and getattr(s.target, "id", "") == "KIND"
+                    and getattr(s.value, "value", 0) != 0 for s in node.body)}
+
+
+def test_the_framing_module_defines_only_the_messages_the_protocol_layer_moves():
+    assert _kinds_defined_in(Path(framing.__file__)) == set(HOMES["dprec.protocol.messages"])
+
+
+@pytest.mark.parametrize("module", sorted(HOMES))
+def test_every_message_kind_is_defined_in_its_home(module):
+    for name, kind in HOMES[module].items():
+        cls = getattr(MODULES[module], name)
+        assert (cls.__module__, cls.KIND) == (module, kind)
+        assert Message._registry[kind] is cls
+    assert _kinds_defined_in(Path(MODULES[module].__file__)) == set(HOMES[module])
+
+
+def test_every_registered_kind_lives_in_the_framing_or_a_systems_messages_module():
+    homes = {c.__module__ for c in Message._registry.values()}
+    assert set(HOMES) <= homes
+    outside = {m for m in homes - {"dprec.protocol.messages"}
+               if not re.fullmatch(r"dprec\.systems\.\w+\.(\w+_)?messages", m)}
+    assert not outside
+
+
+def _instances() -> dict[str, Message]:
+    """One fixed instance of every kind (contents drawn from a seeded generator)."""
+    rng = np.random.default_rng(7)
+
+    def f(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    return {
+        "GradientReports": framing.GradientReports(5, [1, 2, 3], [0, 1, 2], [1, 0, 1]),
+        "ShuffledReports": framing.ShuffledReports(list(range(1, 10)), [0] * 9,
+                                                   [1, 0] * 4 + [1]),
+        "ValueReports": framing.ValueReports(-3, [1, 7], [0, 3], [0.5, -0.25]),
+        "ShuffledValues": framing.ShuffledValues([1, 7], [0, 3], [0.5, -0.25]),
+        "ItemMatrix": framing.ItemMatrix(f(4, 3), 9),
+        "ItemMatrix64": framing.ItemMatrix64(f(4, 3).astype(np.float64), 2),
+        "ObfuscatedBits": dplcf.ObfuscatedBits.pack(rng.integers(0, 2, (3, 13))),
+        "NeighbourLists": dplcf.NeighbourLists(np.array([[1, 2], [0, 2], [0, 1]]), f(3, 2),
+                                               f(3, 3)),
+        "ModelBroadcast": privrec.ModelBroadcast(f(6), np.array([3, 1, 4]), 7, 2.5),
+        "ModelUpdates": privrec.ModelUpdates(f(3, 6), np.array([1, 0, 1])),
+        "RatingUpload": ldp_svd.RatingUpload(4, [1, 5], [0.5, 1.0]),
+        "RatingBatch": ldp_svd.RatingBatch([0, 0, 2], [1, 3, 0], [0.1, 0.2, 0.3]),
+        "RatingModel": ldp_svd.RatingModel(3.5, f(2, 2).astype(float), f(3, 2).astype(float),
+                                           [0.1, 0.2], [0.0, 0.1, 0.2], [1, 0], [1, 1, 0]),
+    }
+
+
+# (bytes, sha256 prefix) of each instance, recorded before the messages moved (commit 7a6cbd8)
+WIRE = {
+    "GradientReports": (31, "619807e33ae983e4"), "ShuffledReports": (52, "fd7494ffcdf05e34"),
+    "ValueReports": (34, "3ed09260820a942c"), "ShuffledValues": (30, "34cd28f2018831bb"),
+    "ItemMatrix": (70, "95383fb602abb894"), "ItemMatrix64": (118, "8b40562481e0b8d4"),
+    "ObfuscatedBits": (20, "b2cf7ee6aea0a8ea"), "NeighbourLists": (99, "289bafa281697d5e"),
+    "ModelBroadcast": (66, "86157aeb2a4e49e9"), "ModelUpdates": (89, "3dd7ff47a84792ed"),
+    "RatingUpload": (42, "19655b8993036285"), "RatingBatch": (74, "b57c8f644d884cc6"),
+    "RatingModel": (151, "527249040946f28b"),
+}
+
+
+def test_every_kind_keeps_its_wire_bytes():
+    got = {}
+    for name, msg in _instances().items():
+        raw = msg.to_bytes()
+        assert Message.from_bytes(raw) == msg and msg.nbytes == len(raw)
+        got[name] = (len(raw), hashlib.sha256(raw).hexdigest()[:16])
+    assert got == WIRE

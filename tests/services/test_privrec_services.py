@@ -1,0 +1,81 @@
+"""PrivRec and DP-PrivRec deployed through their descriptor alone (issue 22 §1): ``dprec
+simulate --transport http`` gives the in-process result (metrics and privacy), and the
+report over HTTP states the trusted aggregator."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import asdict
+
+import numpy as np
+import pytest
+from starlette.testclient import TestClient
+from svc import AUTH, SECRET
+from typer.testing import CliRunner
+
+from dprec.cli import app
+from dprec.errors import DprecError
+from dprec.protocol.deployed import ProtocolInfo, generator_to_json
+from dprec.services.server import ServerSettings, create_server_app
+from dprec.systems.privrec.config import PrivRecConfig
+from dprec.systems.privrec.messages import ModelBroadcast
+from dprec.systems.privrec.server import ReptileServer
+from dprec.systems.privrec.service_messages import InitialModel
+from dprec.systems.registry import make_config
+
+TINY = {"rounds": 3, "clients_per_round": 10, "local_epochs": 1, "finetune_epochs": 1,
+        "embedding_dim": 8, "hidden_width": 16, "hidden_layers": 2}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("system", ["privrec", "dp-privrec"])
+def test_simulate_prints_the_same_result_over_both_transports(tmp_path, system):
+    args = ["simulate", system, "--dataset", "synthetic-150x60", "--seeds", "1", "--json",
+            "--out", str(tmp_path)]
+    for k, v in TINY.items():
+        args += ["--param", f"{k}={v}"]
+    docs = {}
+    for transport in ("inproc", "http"):
+        res = CliRunner().invoke(app, [*args, "--transport", transport])
+        assert res.exit_code == 0, res.output[-3000:]
+        docs[transport] = json.loads(res.stdout.strip().splitlines()[-1])
+    a, b = docs["inproc"], docs["http"]
+    assert (a["transport"], b["transport"]) == ("inproc", "http")
+    for key in ("metrics", "per_seed", "privacy", "parameters", "dataset", "protocol"):
+        assert a[key] == b[key], key
+    privacy = b["privacy"]
+    assert "trusted aggregator" in privacy["threat_model"]
+    assert privacy["server"]["role"] == "trusted aggregator"
+    if system == "dp-privrec":
+        assert privacy["server"]["adds_noise"] is True
+        assert 0 < privacy["true"]["epsilon"] < 10
+    else:
+        assert privacy["true"]["epsilon"] == "inf"
+
+
+def test_the_server_service_says_it_is_a_trusted_aggregator_and_starts_from_the_initial_model(
+        tmp_path):
+    cfg = make_config("dp-privrec", {"clients_per_round": 4, "rounds": 2, "n_params": 6})
+    info = ProtocolInfo("dp-privrec", 10, asdict(cfg))
+    theta0, enrolled = np.linspace(-1, 1, 6), np.arange(2, 12)
+    initial = base64.b64encode(InitialModel(theta0, enrolled).to_bytes()).decode()
+
+    def start(c, **body):
+        return c.post("/v1/start", headers=AUTH,
+                      json={"generator": generator_to_json(np.random.default_rng(3)), **body})
+
+    with TestClient(create_server_app(ServerSettings(info, tmp_path, SECRET))) as c:
+        assert c.get("/v1/protocol").json()["role"]["trusted_aggregator"] is True
+        refused = start(c)
+        assert refused.status_code == 422 and "initial model" in refused.json()["error"]
+        assert start(c, initial="not base64!").status_code == 422
+        assert start(c, initial=initial).status_code == 200
+        expected = ReptileServer(theta0, enrolled, None, PrivRecConfig(**info.config)
+                                 ).start(np.random.default_rng(3))
+        art = c.get("/v1/artefacts/model")
+        assert ModelBroadcast.from_bytes(art.content) == expected
+        other = base64.b64encode(InitialModel(theta0 + 1, enrolled).to_bytes()).decode()
+        assert start(c, initial=other).status_code == 409
+    with pytest.raises(DprecError, match="--autostart.*initial model"):
+        create_server_app(ServerSettings(info, tmp_path / "auto", SECRET, autostart=True))
