@@ -18,7 +18,8 @@ SETTINGS = AuditSettings(trials=60_000, alpha=0.01, seed=1)
 
 def test_every_mechanism_module_is_covered():
     assert set(MECHANISMS) == {"bitflip-sp", "bitflip-ap", "bitflip-oue", "oue-replace",
-                               "binary", "piecewise", "laplace", "laplace-rr", "gaussian"}
+                               "binary", "piecewise", "laplace", "laplace-rr", "gaussian",
+                               "skellam"}
 
 
 @pytest.mark.parametrize("name", MECHANISMS)
@@ -26,6 +27,7 @@ def test_every_mechanism_module_is_covered():
 def test_lower_bound_below_true_and_tight_where_known(name, eps):
     kw = ({"params": {"eps1": str(eps), "eps2": "1"}} if name == "laplace-rr" else
           {"params": {"noise_multiplier": str(1 / eps)}} if name == "gaussian" else
+          {"params": {"mu": str(1 / eps)}} if name == "skellam" else
           {"epsilon": eps})
     r = audit(name, settings=SETTINGS, **kw)
     doc = r.to_json()

@@ -22,6 +22,7 @@ from dprec.audit.mechanisms import (
     audit_laplace_rr,
     audit_oue_replace,
     audit_piecewise,
+    audit_skellam,
 )
 from dprec.audit.protocols import audit_dplcf_user, audit_shuffled_slot
 from dprec.audit.result import AuditResult, Level
@@ -102,6 +103,19 @@ def _dplcf_user(eps: float | None, p: Params, s: AuditSettings) -> AuditResult:
     return audit_dplcf_user(getattr(BitFlip, flip)(e), _int(p, "n_items", 1682), s, claimed=None)
 
 
+def _skellam(eps: float | None, p: Params, s: AuditSettings) -> AuditResult:
+    delta = _float(p, "delta", 1e-3)
+    if eps is not None and "mu" in p:
+        raise DprecError("skellam: give --epsilon (mu calibrated by the accountant) or "
+                         "--param mu, not both")
+    k = _int(p, "k", 1)
+    if eps is None:
+        return audit_skellam(_float(p, "mu", 10.0), delta, s, k)
+    from dprec.privacy.skellam import calibrate_skellam_mu
+    mu = calibrate_skellam_mu(eps, delta, float(k), math.sqrt(k), unit_shifts=k)
+    return audit_skellam(mu, delta, s, k)
+
+
 def _privrec(eps: float | None, p: Params, s: AuditSettings) -> AuditResult:
     return _run_privrec("dp-privrec", p, s, eps)
 
@@ -126,6 +140,10 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
            ("eps1", "eps2"), _laplace_rr),
     Target("gaussian", "mechanism", "event", "Gaussian noise on a sensitivity-1 query",
            ("noise_multiplier", "delta"), _gaussian),
+    Target("skellam", "mechanism", "event",
+           "Skellam noise on a k-hot vector (k = 1: one count), user present vs absent "
+           "(dp-pop)", ("mu", "delta", "k"),
+           _skellam),
     Target("shuffle-binary", "protocol", "event",
            "FMF-LDP: one shuffled report slot of n binary reports", ("n_users", "delta"),
            _shuffle),

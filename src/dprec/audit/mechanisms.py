@@ -15,6 +15,10 @@ eps is the published one.
 - laplace-rr: x = high vs x = low; score y == high above all, y == low below all, else
   clip(y, low, high); true: none (inf).
 - gaussian: query 1 vs 0, y = query + N(0, z^2); score y; true: PLD eps at delta.
+- skellam: a k-hot vector vs 0 (one user present vs absent), y = x + Sk(mu)^k; score the
+  log-likelihood ratio sum_i ln P(y_i - 1) / P(y_i) (for k = 1 an increasing function of y:
+  the Skellam pmf is log-concave); true: the PLD accountant's eps at delta (exact PLD of k
+  unit shifts, add/remove one user), the RDP bound and (k = 1) the exact eps beside it.
 """
 
 from __future__ import annotations
@@ -36,7 +40,10 @@ from dprec.errors import DprecError, check_positive
 from dprec.mechanisms.bitflip import BitFlip
 from dprec.mechanisms.laplace_rr import LaplaceRR
 from dprec.mechanisms.numeric import BinaryMechanism, LaplaceMechanism, PiecewiseMechanism
+from dprec.mechanisms.skellam import SkellamMechanism
 from dprec.privacy.accountant import PldAccountant
+from dprec.privacy.adjacency import Adjacency
+from dprec.privacy.skellam import SkellamDpEvent, skellam_epsilon, skellam_exact_epsilon
 
 __all__ = [
     "AuditSettings",
@@ -47,6 +54,7 @@ __all__ = [
     "audit_laplace_rr",
     "audit_oue_replace",
     "audit_piecewise",
+    "audit_skellam",
     "run_two_input",
 ]
 
@@ -245,3 +253,69 @@ def audit_gaussian(noise_multiplier: float, delta: float,
                f"{settings.trials} trials resolve, so the bound stays below eps (finite "
                "trials, not a weak test)",),
         params={"noise_multiplier": z}, extra={"optimal_test_fpr": fpr})
+
+
+_SKELLAM_CHUNK = 1 << 21
+"""Noise draws per chunk of the k-hot Skellam sampler (bounds its buffers)."""
+
+
+def _skellam_llr(mu: float, y: np.ndarray) -> np.ndarray:
+    """``ln P(y - 1) - ln P(y)`` for the ``Sk(mu)`` pmf ``P`` (``ive(|y|, 2 mu)``), by a table
+    over the observed range."""
+    from scipy.special import ive
+
+    lo, hi = int(y.min()), int(y.max())
+    grid = np.arange(lo, hi + 1)
+    with np.errstate(divide="ignore"):
+        table = np.log(ive(np.abs(grid - 1), 2 * mu)) - np.log(ive(np.abs(grid), 2 * mu))
+    if not np.all(np.isfinite(table)):
+        raise DprecError(f"Skellam pmf underflow at mu={mu} on [{lo}, {hi}]; use a larger mu")
+    return table[y - lo]
+
+
+def audit_skellam(mu: float, delta: float, settings: AuditSettings, k: int = 1) -> AuditResult:
+    """dp-pop's noisy sum restricted to one user's ``k`` items (one interaction for
+    ``k = 1``): a k-hot vector (the user present) vs 0 (absent) plus ``Sk(mu)`` per
+    coordinate through :class:`SkellamMechanism`; score the log-likelihood ratio. True eps:
+    :class:`PldAccountant` (add/remove one user) on the k-hot event at ``delta`` (the exact
+    PLD of k unit shifts, pessimistic at its grid: the audit can come within the test's
+    finite-trial loss of it, 12-16% at 3 * 10^5 to 10^6 trials). The RDP bound (AKL21
+    Thm 3.5) and, for ``k = 1``, the exact eps by the hockey-stick divergence are reported
+    beside it."""
+    mech = SkellamMechanism(float(check_positive("mu", mu)))
+    if not 0 < delta < 1:
+        raise DprecError(f"delta must be in (0, 1), got {delta}")
+    if isinstance(k, bool) or int(k) != k or k < 1:
+        raise DprecError(f"k must be an integer >= 1, got {k!r}")
+    k = int(k)
+    acc = PldAccountant(adjacency=Adjacency.ADD_REMOVE_ONE)
+    event = mech.k_hot_event(k)
+    comp = acc.compose([(event, 1)], delta)
+    true = comp.epsilon
+    rdp = skellam_epsilon(SkellamDpEvent(mech.mu, float(k), math.sqrt(k)), delta)
+    exact = skellam_exact_epsilon(mech.mu, delta) if k == 1 else None
+
+    def sample(x: int, n: int, rng: np.random.Generator) -> np.ndarray:
+        out = np.empty(n, dtype=np.float64)
+        step = max(1, _SKELLAM_CHUNK // k)
+        for start in range(0, n, step):
+            m = min(step, n - start)
+            y = mech(np.full((m, k), x, dtype=np.int64), rng)
+            out[start:start + m] = _skellam_llr(mech.mu, y).sum(axis=1)
+        return out
+
+    notes = [f"accountant: {comp.notes[0]}",
+             "the best test at delta uses tail outputs: about 3 * 10^5 trials per input come "
+             "within 20% of the accountant at mu >= 0.5 (tight=False: not at every trial "
+             "count, as for the Gaussian)"]
+    notes.append(f"the RDP bound (AKL21 Thm 3.5, CKS20 conversion) gives {rdp:.4g} "
+                 f"({rdp / true:.3g} x the accountant's)")
+    if exact is not None:
+        notes.append(f"exact eps of the 1-D mechanism at delta = {delta:g}: {exact:.4g}")
+    return run_two_input(
+        "skellam", "mechanism", "event" if k == 1 else "user", sample, settings,
+        directions=("present", "absent"), direction_true={"present": true, "absent": true},
+        claimed=true, true=true, delta=delta, tight=False, notes=tuple(notes),
+        params={"mu": mech.mu, "k": k},
+        extra={"exact_epsilon": exact, "rdp_epsilon": rdp,
+               "accountant": f"pld, {acc.adjacency.value}"})

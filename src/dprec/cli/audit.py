@@ -17,14 +17,16 @@ ALL_TABLE = (
     ("bitflip-sp", None, {}), ("bitflip-ap", None, {}), ("bitflip-oue", None, {}),
     ("oue-replace", None, {}), ("binary", None, {}), ("piecewise", None, {}),
     ("laplace", None, {}), ("laplace-rr", None, {}), ("gaussian", None, {}),
+    ("skellam", None, {"mu": "10", "delta": "1e-3"}),
     ("shuffle-binary", None, {"n_users": "100"}), ("shuffle-binary", None, {"n_users": "943"}),
     ("dplcf-user", None, {}),
     ("dp-privrec-canaries", None, {"rounds": "100", "clients_per_round": "100",
                                    "local_epochs": "2", "noise_multiplier": "0.5"}),
 )
 """What ``dprec audit --all`` runs: every mechanism at eps = 1 (shuffle: eps0 = 2.5), the
-shuffled slot at n = 100 and 943, DPLCF at user level (N = 1682) and the DP-PrivRec one-run
-audit on ML-100K (100 rounds, 100 of N clients per round, 2 local epochs, z = 0.5)."""
+shuffled slot at n = 100 and 943, Skellam at mu = 10 (delta 1e-3), DPLCF at user level
+(N = 1682) and the DP-PrivRec one-run audit on ML-100K (100 rounds, 100 of N clients per
+round, 2 local epochs, z = 0.5)."""
 
 
 def register(app: typer.Typer) -> None:

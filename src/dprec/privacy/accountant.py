@@ -38,6 +38,10 @@ Dominating pairs per event:
   so composing it is the optimal composition of pure DP.
 - :class:`~dprec.privacy.events.ShuffledReportDpEvent`: FMT21's clone pair
   (:func:`dprec.privacy.shuffle.clone_pair_pld`).
+- :class:`~dprec.privacy.skellam.SkellamDpEvent` with ``unit_shifts = k`` (neighbouring
+  integer vectors differ by +-1 in at most k coordinates: a k-hot contribution): the k-fold
+  product of the 1-D pair ``(Sk(mu) + 1, Sk(mu))``, which dominates both directions
+  (:mod:`dprec.privacy.skellam`); without ``unit_shifts``, the RDP bound.
 - dp-accounting's ``RandomizedResponseDpEvent`` (replace-one), ``GaussianDpEvent`` and
   ``LaplaceDpEvent`` (sensitivity 1, dp-accounting's own PLD constructors), ``NoOpDpEvent``,
   ``NonPrivateDpEvent`` (infinite epsilon), and ``SelfComposedDpEvent`` /
@@ -81,6 +85,7 @@ from dprec.privacy.events import (
 )
 from dprec.privacy.guarantee import Guarantee, Model, Sides
 from dprec.privacy.shuffle import clone_pair_pld
+from dprec.privacy.skellam import SKELLAM_ORDERS, SkellamDpEvent, skellam_pld, skellam_rdp
 
 __all__ = [
     "Accountant",
@@ -202,10 +207,11 @@ def _flatten(events: Iterable[tuple[DpEvent, int]]) -> dict[DpEvent, int]:
 class Accountant(abc.ABC):
     """Composes events into an epsilon at a delta; unknown events raise.
 
-    ``adjacency``: the neighbouring relation the analysis holds under. The basic and PLD
-    accountants analyse every event under :attr:`Adjacency.REPLACE_ONE` (a local report's
-    dominating pair compares any two inputs; a Gaussian or Laplace event's sensitivity 1 is
-    measured under replacement); the RDP accountant takes either.
+    ``adjacency``: the neighbouring relation the analysis holds under. The basic accountant
+    analyses every event under :attr:`Adjacency.REPLACE_ONE` (a local report's dominating
+    pair compares any two inputs; a Gaussian or Laplace event's sensitivity 1 is measured
+    under replacement); the PLD accountant takes either for noise events (local reports under
+    replace-one only), the RDP accountant either.
     """
 
     name: ClassVar[str] = "accountant"
@@ -332,15 +338,36 @@ class PldAccountant(Accountant):
     on a coarser common lattice (bit flips, pure reports) are composed on that lattice,
     exactly as on the fine grid but without the empty bins, so ``1682`` bit flips cost
     milliseconds.
+
+    ``adjacency``: :attr:`Adjacency.REPLACE_ONE` (default) or :attr:`Adjacency.ADD_REMOVE_ONE`
+    (a user present vs absent); a string is refused. Local reports (bit flips, randomized
+    response, shuffled reports) compare one user's two inputs and are only accounted under
+    replace-one; noise events (Skellam, Gaussian, Laplace) take their sensitivities under
+    this relation.
+
+    :class:`~dprec.privacy.skellam.SkellamDpEvent`: with ``unit_shifts`` (a k-hot
+    contribution), its exact PLD (:func:`~dprec.privacy.skellam.skellam_pld`: the k-fold
+    composition of the 1-D unit shift, both directions); the RDP bound (AKL21 Thm 3.5) of
+    :class:`RdpAccountant` is reported instead where it is smaller (both are sound). A
+    composition holding a Skellam event without ``unit_shifts`` is composed by
+    :class:`RdpAccountant` (its events permitting), the notes saying so.
     """
 
     name: ClassVar[str] = "pld"
 
-    def __init__(self, value_discretization_interval: float = 1e-4) -> None:
+    def __init__(self, value_discretization_interval: float = 1e-4,
+                 adjacency: Adjacency = Adjacency.REPLACE_ONE) -> None:
         check_positive("value_discretization_interval", value_discretization_interval)
         self.value_discretization_interval = float(value_discretization_interval)
+        self.adjacency = as_adjacency(adjacency)
 
     def _supports_leaf(self, event: DpEvent) -> bool:
+        if isinstance(event, SkellamDpEvent | dp_accounting.GaussianDpEvent
+                      | dp_accounting.LaplaceDpEvent | dp_accounting.NoOpDpEvent
+                      | dp_accounting.NonPrivateDpEvent):
+            return True
+        if self.adjacency is not Adjacency.REPLACE_ONE:
+            return False
         return isinstance(
             event,
             BitFlipDpEvent
@@ -400,6 +427,11 @@ class PldAccountant(Accountant):
                 atoms = self._event_atoms(LocalReportDpEvent(event.epsilon0), "two")
                 assert atoms is not None
                 return self._atoms_pld(atoms, 1), (note,)
+        if isinstance(event, SkellamDpEvent):
+            return skellam_pld(event, 1, iv), (
+                f"{describe_event(event)}: exact PLD of {event.unit_shifts} unit shifts of "
+                "Sk(mu) (k-fold 1-D PLD; both directions equal by the symmetry of Skellam; "
+                "tail mass <= 1e-18 per coordinate counted as infinite loss)",)
         if isinstance(event, dp_accounting.GaussianDpEvent):
             return pld.from_gaussian_mechanism(
                 event.noise_multiplier, value_discretization_interval=iv
@@ -443,6 +475,8 @@ class PldAccountant(Accountant):
             bad = [describe_event(e) for e in leaves if event_sides(e) == "none"]
             return Composition(math.inf, delta, "none", (f"no finite eps: {', '.join(bad)}",))
         direction: Direction = "presence" if sides == "one" else "two"
+        if any(isinstance(e, SkellamDpEvent) for e in leaves):
+            return self._compose_skellam(leaves, delta, sides, direction)
         pld_result = self._compose_pld(leaves, delta, sides, direction)
         vector = _one_bit_vector(leaves) if direction == "two" else None
         if vector is None:
@@ -458,6 +492,33 @@ class PldAccountant(Accountant):
             "(dprec.privacy.bit_vector; binomial tails counted in full)",
             f"the per-bit symmetrised PLD gives eps={pld_result.epsilon:.6g}",
         ))
+
+    def _compose_skellam(self, leaves: dict[DpEvent, int], delta: float, sides: Sides,
+                         direction: Direction) -> Composition:
+        """The tightest sound analysis of a composition holding Skellam events: the PLD when
+        every one has ``unit_shifts``, the RDP bound where that is smaller or the only one."""
+        rdp_acc = RdpAccountant(self.adjacency)
+        rdp = (rdp_acc.compose(leaves.items(), delta)
+               if all(rdp_acc.supports(e) for e in leaves) else None)
+        loose = [describe_event(e) for e in leaves
+                 if isinstance(e, SkellamDpEvent) and e.unit_shifts is None]
+        if loose:
+            if rdp is None:
+                raise UnsupportedEventError(
+                    f"Skellam events without unit_shifts ({', '.join(loose)}) have only the "
+                    "RDP bound, and the RDP accountant cannot compose the other events here; "
+                    "give unit_shifts (SkellamDpEvent.k_hot) or account them separately")
+            return replace(rdp, notes=(
+                "analysis: RDP (a Skellam event without unit_shifts has no exact PLD here)",
+                *rdp.notes))
+        tight = self._compose_pld(leaves, delta, sides, direction)
+        if rdp is not None and rdp.epsilon < tight.epsilon:
+            return replace(rdp, notes=(
+                f"analysis: RDP, smaller than the PLD's eps={tight.epsilon:.6g}", *rdp.notes))
+        beside = () if rdp is None else (f"the RDP bound gives eps={rdp.epsilon:.6g}",)
+        return replace(tight, notes=(
+            f"analysis: PLD of the Skellam mechanism ({self.adjacency.describe()})",
+            *tight.notes, *beside))
 
     def _compose_pld(self, leaves: dict[DpEvent, int], delta: float, sides: Sides,
                      direction: Direction) -> Composition:
@@ -498,6 +559,11 @@ class RdpAccountant(Accountant):
     is refused. An event that needs the other relation raises
     :class:`UnsupportedEventError`. Epsilon uses the improved conversion (dp-accounting's
     default); all supported events are two-sided.
+
+    :class:`~dprec.privacy.skellam.SkellamDpEvent` (the Skellam mechanism, AKL21 Thm 3.5,
+    sensitivities under this accountant's relation) is composed on the integer orders
+    :data:`~dprec.privacy.skellam.SKELLAM_ORDERS`, where its bound holds; a composition
+    without one keeps dp-accounting's default orders.
     """
 
     name: ClassVar[str] = "rdp"
@@ -506,7 +572,8 @@ class RdpAccountant(Accountant):
         self.adjacency = as_adjacency(adjacency)
 
     def _supports_leaf(self, event: DpEvent) -> bool:
-        if isinstance(event, dp_accounting.GaussianDpEvent | dp_accounting.NoOpDpEvent):
+        if isinstance(event, dp_accounting.GaussianDpEvent | dp_accounting.NoOpDpEvent
+                      | SkellamDpEvent):
             return True
         if isinstance(event, dp_accounting.SampledWithoutReplacementDpEvent):
             return (self.adjacency is Adjacency.REPLACE_ONE
@@ -525,14 +592,26 @@ class RdpAccountant(Accountant):
         leaves = {e: c for e, c in self._leaves(events).items() if c > 0}
         if not leaves:
             return Composition(0.0, 0.0, "two", ("no events: eps = 0",))
+        skellam = {e: c for e, c in leaves.items() if isinstance(e, SkellamDpEvent)}
+        orders = SKELLAM_ORDERS if skellam else None
         acc = rdp_privacy_accountant.RdpAccountant(
-            neighboring_relation=self.adjacency.to_dp_accounting())
+            orders=orders, neighboring_relation=self.adjacency.to_dp_accounting())
         for event, count in leaves.items():
-            acc.compose(event, int(count))
-        eps = float(acc.get_epsilon(delta))
-        return Composition(eps, delta, "two", (
-            f"RDP composition (dp-accounting, {self.adjacency.value} adjacency, improved "
-            "RDP-to-DP conversion)",))
+            if event not in skellam:
+                acc.compose(event, int(count))
+        notes = [f"RDP composition (dp-accounting, {self.adjacency.value} adjacency, improved "
+                 "RDP-to-DP conversion)"]
+        if not skellam:
+            return Composition(float(acc.get_epsilon(delta)), delta, "two", tuple(notes))
+        # dp-accounting has no Skellam event: its curve is added to the accountant's own
+        # (composition of RDP curves is their sum), then converted the same way
+        rdp = np.asarray(acc._rdp, dtype=np.float64).copy()
+        for event, count in skellam.items():
+            rdp += int(count) * skellam_rdp(event, orders)
+        eps, _ = rdp_privacy_accountant.compute_epsilon(np.asarray(orders, float), rdp, delta)
+        notes.append("Skellam RDP bound of Agarwal, Kairouz, Liu (NeurIPS 2021, Thm 3.5) on "
+                     "integer orders 2..4096")
+        return Composition(float(eps), delta, "two", tuple(notes))
 
 
 # -- privacy levels of a log -----------------------------------------------------------------

@@ -39,7 +39,7 @@ def reported_epsilon(epsilon: float, *, upper: bool = True) -> float:
 
 Level = Literal["event", "user"]
 Sides = Literal["two", "one", "none"]
-Model = Literal["local", "central", "shuffled"]
+Model = Literal["local", "central", "shuffled", "secure-sum"]
 _LEVELS: tuple[str, ...] = get_args(Level)
 _SIDES: tuple[str, ...] = get_args(Sides)
 _MODELS: tuple[str, ...] = get_args(Model)

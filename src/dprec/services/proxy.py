@@ -19,6 +19,15 @@ to the server under a random idempotency key, and deleted once the server acknow
 After a crash, queued batches are sent again under the same key and the server counts each
 once.
 
+A protocol whose descriptor sets ``one_batch`` (a secure sum) forms no batch while the round
+is open: the close forwards ONE batch of every held submission, made by the protocol's
+secret part (:meth:`~dprec.protocol.deployment.Deployment.proxy_secrets`, e.g. the secure
+sum's proxy key, kept in the state folder), which also checks every upload before it is
+held (422) and whose public part ``GET /v1/round`` publishes (``published``). An upload
+repeating an accepted upload's id (:meth:`~dprec.protocol.deployment.Deployment.unique_id`)
+is a replay (409). The batch is computed from the held submissions alone, so a proxy
+killed mid-round and restarted releases the same sum.
+
 What a 202 promises: the submission is held on disk and the round's outcome accounts for it,
 as forwarded (the server took its batch), below the threshold, or lost; the proxy never
 drops one silently. Hence:
@@ -62,6 +71,7 @@ import logging
 import math
 import numbers
 import urllib.parse
+from collections.abc import Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,12 +85,13 @@ from fastapi.responses import JSONResponse
 import dprec
 from dprec.errors import DprecError
 from dprec.protocol.deployed import ProtocolInfo, check_upload
+from dprec.protocol.deployment import ProxySecrets
 from dprec.protocol.messages import Message, MessageError
 from dprec.random import secure_generator
 from dprec.services.auth import bearer, client_token, same_secret
 from dprec.services.http import ApiError, error_responses, install_error_handlers, read_body
 from dprec.services.limits import RateLimiter, batch_bytes
-from dprec.services.store import Duplicate, ProxyStore, Sync
+from dprec.services.store import Duplicate, ProxyStore, Replayed, Sync
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +188,8 @@ class _Proxy:
         self.http = self._client()
         self.auth = {"Authorization": "Bearer " + settings.secret.decode()}
         self.info: ProtocolInfo | None = None
+        self.secrets: ProxySecrets | None = None
+        """The protocol's part that needs this proxy's own key (a secure sum), if any."""
         self.server_state: dict[str, Any] = {}
         self._held: dict[int, int] = {}
         self._wake = asyncio.Event()
@@ -228,6 +241,7 @@ class _Proxy:
             elif held != info.fingerprint():
                 raise DprecError("the proxy's state belongs to another protocol; give it "
                                  "its own --state directory")
+            self.secrets = info.deployment.proxy_secrets(info, self.settings.state_dir)
             self.info = info
             self._unfit = self._check_fit(info, doc)
             if self._unfit:
@@ -250,6 +264,8 @@ class _Proxy:
         limit = (doc.get("limits") or {}).get("max_batch_bytes")
         if not isinstance(limit, int) or isinstance(limit, bool):
             return None  # a server that publishes no limit: learnt from its refusals
+        if info.deployment.one_batch:
+            return None  # one batch of every sender: learnt from the server's refusal
         s = self.settings
         senders = s.batch_senders + s.threshold - 1
         largest = batch_bytes(info, senders)
@@ -379,32 +395,48 @@ class _Proxy:
             raise ApiError(422, f"message refused: {e}") from None
         if getattr(message, "client_id", client_id) != client_id:
             raise ApiError(422, "the message's client_id is not the authenticated client")
+        if self.secrets is not None:
+            try:
+                self.secrets.admit(message, round)
+            except MessageError as e:
+                raise ApiError(422, f"message refused: {e}") from None
         anonymous = info.deployment.anonymous(message, body)
+        unique = info.deployment.unique_id(message)
         self._open_round(round)  # the round may have closed while the body was read
         try:
-            self.store.hold(round, self._tag(round, client_id), anonymous)
+            self.store.hold(round, self._tag(round, client_id), anonymous, unique)
+        except Replayed:
+            raise ApiError(409, f"a replay: this message id was already accepted in round "
+                                f"{round}") from None
         except Duplicate:
             raise ApiError(409, f"already submitted in round {round} (one submission per "
                                 "client and round)") from None
         del anonymous, message, body
         self._held[round] = self._held.get(round, 0) + 1
         s = self.settings
-        while self._held[round] >= s.batch_senders + s.threshold:
-            self._held[round] -= self.store.form_batch(round, s.batch_senders, self._shuffle)
+        while not info.deployment.one_batch and \
+                self._held[round] >= s.batch_senders + s.threshold:
+            self._held[round] -= self.store.form_batch(round, s.batch_senders,
+                                                       self._shuffler(round))
             self._wake.set()
         return {"accepted": True, "round": round}
 
     # -- forwarding -------------------------------------------------------------------------
 
-    def _shuffle(self, rows: list[bytes]) -> bytes:
-        """One batch of the held submissions, shuffled on a CSPRNG (the system's
-        :meth:`~dprec.protocol.deployment.Deployment.shuffle`: canonical order, then a
-        uniform permutation drawn here from a fresh ChaCha20 key). The batch depends only
-        on the multiset of submissions.
+    def _shuffler(self, round: int) -> Callable[[list[bytes]], bytes]:
+        """How a batch of ``round``'s held submissions is made: shuffled on a CSPRNG (the
+        system's :meth:`~dprec.protocol.deployment.Deployment.shuffle`: canonical order,
+        then a uniform permutation drawn here from a fresh ChaCha20 key), or released by
+        the protocol's secret part (:meth:`ProxySecrets.release`: a secure sum's one batch,
+        its mask sum recomputed from the held submissions). The batch depends only on the
+        multiset of submissions.
         """
-        info = self.info
+        info, secrets = self.info, self.secrets
         assert info is not None
-        return info.deployment.shuffle(rows, info, secure_generator(), self.settings.threshold)
+        if secrets is not None:
+            return lambda rows: secrets.release(rows, round, self.settings.threshold)
+        return lambda rows: info.deployment.shuffle(rows, info, secure_generator(),
+                                                    self.settings.threshold)
 
     async def send_outbox(self) -> None:
         """Send every queued batch once; :class:`_Unreachable` if the server does not answer.
@@ -530,7 +562,7 @@ class _Proxy:
                 self._closing = round
             held = self.store.held(round)
             if held >= self.settings.threshold:
-                self.store.form_batch(round, None, self._shuffle)
+                self.store.form_batch(round, None, self._shuffler(round))
             elif held:  # below the threshold (then nothing was forwarded before): refused
                 dropped = self.store.drop_held(round)
                 log.info("round %d: %d senders held, below the threshold %d: refused", round,
@@ -648,7 +680,9 @@ def create_proxy_app(settings: ProxySettings) -> FastAPI:
                 and state._closing != state.round,
                 "problem": problem, "threshold": settings.threshold,
                 "batch_senders": settings.batch_senders,
-                "published_threshold": published_threshold(info)}
+                "one_batch": info.deployment.one_batch,
+                "published_threshold": published_threshold(info),
+                "published": None if state.secrets is None else state.secrets.published()}
 
     @app.post("/v1/rounds/{round}/reports", summary="Submit one client's message",
               status_code=202, openapi_extra=BINARY_BODY,

@@ -15,7 +15,9 @@ Proxy (:class:`ProxyStore`): what it holds is a bag, never a mapping from sender
   by a random 128-bit key (so the table's order is random, not the arrival order);
 - ``outbox``: shuffled batches formed but not yet acknowledged by the server;
 - ``refusals``: why the server refused an outbox batch it may still take (its status and
-  message), until it takes it.
+  message), until it takes it;
+- ``ids``: the unique ids of the open round's accepted submissions, for protocols that have
+  them (a secure sum's message ids), so a replay is refused across a restart.
 
 Per round, the ``meta`` table counts what became of the acknowledged submissions: formed
 into batches (``forwarded``), accepted by the server (``delivered``, with each accepted
@@ -43,7 +45,7 @@ from typing import Any, Literal
 
 from dprec.errors import DprecError
 
-__all__ = ["ProxyStore", "ServerStore", "Sync", "open_db"]
+__all__ = ["Duplicate", "ProxyStore", "Replayed", "ServerStore", "Sync", "open_db"]
 
 Sync = Literal["full", "normal"]
 
@@ -216,12 +218,14 @@ class ServerStore:
                 _set_meta(self.db, "version", 0)
 
     def accept(self, key: str, round: int, digest: str, reports: int, body: bytes,
-               rounds: int) -> bool:
+               rounds: int, one_batch: bool = False) -> bool:
         """Persist a batch under ``key``; False if the same batch was accepted before.
 
-        Raises :class:`StoreConflict` if ``key`` holds another batch, or if ``round`` is not
+        Raises :class:`StoreConflict` if ``key`` holds another batch, if ``round`` is not
         the open round (checked after the key, so a replay of an accepted batch is a
-        duplicate, not an error).
+        duplicate, not an error), or, with ``one_batch``, if the round already holds
+        another batch (a secure sum's round takes one release: a second would be counted
+        twice, or reveal the sum of a subset).
         """
         with _transaction(self.db):
             row = self.db.execute("SELECT digest FROM batches WHERE key = ?", (key,)).fetchone()
@@ -230,6 +234,10 @@ class ServerStore:
                     raise StoreConflict("the idempotency key names another batch")
                 return False
             _check_open(self.db, round, rounds)
+            if one_batch and self.db.execute("SELECT 1 FROM batches WHERE round = ?",
+                                             (round,)).fetchone():
+                raise StoreConflict(f"round {round} already holds its one batch: a second "
+                                    "is refused")
             self.db.execute("INSERT INTO batches VALUES(?, ?, ?, ?, ?)",
                             (key, round, digest, reports, body))
         return True
@@ -281,6 +289,8 @@ CREATE TABLE IF NOT EXISTS outbox(key TEXT PRIMARY KEY, round INTEGER NOT NULL,
 CREATE TABLE IF NOT EXISTS rounds(round INTEGER PRIMARY KEY, outcome TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS refusals(key TEXT PRIMARY KEY, status INTEGER NOT NULL,
                                     error TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ids(round INTEGER NOT NULL, id BLOB NOT NULL,
+                               PRIMARY KEY(round, id)) WITHOUT ROWID;
 """
 
 
@@ -290,6 +300,10 @@ def _add(db: sqlite3.Connection, key: str, n: int) -> None:
 
 class Duplicate(DprecError):
     """The sender already submitted in this round."""
+
+
+class Replayed(Duplicate):
+    """A submission of this round already carried the same unique id (a replay)."""
 
 
 class ProxyStore:
@@ -307,13 +321,20 @@ class ProxyStore:
         with _transaction(self.db):
             _set_meta(self.db, key, value)
 
-    def hold(self, round: int, tag: bytes, body: bytes) -> None:
-        """Record the sender's tag and its anonymous submission together, or neither."""
+    def hold(self, round: int, tag: bytes, body: bytes, unique: bytes | None = None) -> None:
+        """Record the sender's tag and its anonymous submission together, or neither; with
+        ``unique``, also that id (:class:`Replayed` if the round already holds it)."""
         try:
             with _transaction(self.db):
+                if unique is not None and self.db.execute(
+                        "SELECT 1 FROM ids WHERE round = ? AND id = ?",
+                        (round, unique)).fetchone():
+                    raise Replayed("a submission of this round already carried this id")
                 self.db.execute("INSERT INTO seen VALUES(?, ?)", (round, tag))
                 self.db.execute("INSERT INTO held VALUES(?, ?, ?)",
                                 (round, os.urandom(16), body))
+                if unique is not None:
+                    self.db.execute("INSERT INTO ids VALUES(?, ?)", (round, unique))
         except sqlite3.IntegrityError:
             raise Duplicate("this client already submitted in this round") from None
 
@@ -455,6 +476,7 @@ class ProxyStore:
                             (round, json.dumps(outcome)))
             self.db.execute("DELETE FROM seen WHERE round <= ?", (round,))
             self.db.execute("DELETE FROM held WHERE round <= ?", (round,))
+            self.db.execute("DELETE FROM ids WHERE round <= ?", (round,))
             _set_meta(self.db, "round", next_round)
         self.checkpoint()
 

@@ -26,9 +26,9 @@ from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, Upload, associated_data
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.ring import SEED_BYTES, encode_elements, expand_mask
-from dprec.protocol.secure_sum.sealed import seal
+from dprec.protocol.secure_sum.sealed import KEY_BYTES, seal
 
-__all__ = ["NoiseShare", "SecureSumClient", "clip", "quantise"]
+__all__ = ["NoiseShare", "SecureSumClient", "check_public_key", "clip", "quantise"]
 
 NoiseShare = Callable[[int, np.random.Generator], np.ndarray]
 """``(dimension, rng) -> integer vector``: one client's share of the distributed noise."""
@@ -53,10 +53,30 @@ def quantise(x: np.ndarray, gamma: float, limit: float, rng: np.random.Generator
     return (low + (rng.random(y.shape) < y - low)).astype(np.int64)
 
 
+def check_public_key(key: object, role: str) -> bytes:
+    """``key`` if it is a usable raw X25519 public key of ``role``, else
+    :class:`SecureSumError`: 32 bytes, and not a low-order point (whose shared secret is
+    all zeros: a box sealed to it would be readable by anyone). A device receives keys from
+    the network: hostile input."""
+    if not isinstance(key, bytes | bytearray) or len(key) != KEY_BYTES:
+        size = len(key) if isinstance(key, bytes | bytearray) else type(key).__name__
+        raise SecureSumError(f"the {role}'s public key must be {KEY_BYTES} raw bytes, got "
+                             f"{size}: refuse to seal to it")
+    key = bytes(key)
+    try:
+        seal(key, b"", b"")  # an exchange with a fresh key: refused for a low-order point
+    except ValueError:
+        raise SecureSumError(f"the {role}'s public key is a low-order point (an all-zero "
+                             "shared secret): refuse to seal to it") from None
+    return key
+
+
 class SecureSumClient:
     """A device's side of one secure-sum deployment (the proxy's and server's public keys)."""
 
     def __init__(self, params: SecureSumParams, proxy_key: bytes, server_key: bytes) -> None:
+        proxy_key = check_public_key(proxy_key, "proxy")
+        server_key = check_public_key(server_key, "server")
         if proxy_key == server_key:
             raise SecureSumError("the proxy and the server must hold different keys: with one "
                                  "key, one party could open both shares")

@@ -59,6 +59,20 @@ class KeyPair:
         self.public = _raw(self.private.public_key())
         """The raw 32-byte public key, what clients are given."""
 
+    @classmethod
+    def from_raw(cls, private: bytes) -> KeyPair:
+        """The key pair of a raw 32-byte private key (as :meth:`private_raw` gives it)."""
+        if len(private) != KEY_BYTES:
+            raise MalformedUploadError(f"a private key has {KEY_BYTES} bytes, got "
+                                       f"{len(private)}")
+        return cls(X25519PrivateKey.from_private_bytes(private))
+
+    def private_raw(self) -> bytes:
+        """The raw 32-byte private key (for the role's own durable store only)."""
+        return self.private.private_bytes(serialization.Encoding.Raw,
+                                          serialization.PrivateFormat.Raw,
+                                          serialization.NoEncryption())
+
 
 def _key_and_nonce(shared: bytes, ephemeral: bytes, recipient: bytes) -> tuple[bytes, bytes]:
     okm = HKDF(algorithm=hashes.SHA256(), length=44, salt=None,

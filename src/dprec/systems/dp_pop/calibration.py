@@ -1,0 +1,65 @@
+"""The public numbers of a dp-pop round, from the config, the item count and the number of
+clients alone (what the simulation, the clients, the proxy and the server all compute).
+
+- Sensitivity of one user's k-hot vector under add/remove one user: ``L1 = k``,
+  ``L2 = sqrt(k)`` (k capped at the item count).
+- ``mu``: the central Skellam parameter reaching the target (epsilon, delta) by the exact
+  PLD of k unit shifts (the accountant's analysis; AKL21's RDP bound where smaller:
+  :func:`~dprec.privacy.skellam.calibrate_skellam_mu` with ``unit_shifts = k``).
+- Each client adds ``Sk(mu / t)``, ``t = min_honest`` (default: all ``n`` clients), so any
+  ``t`` honest shares carry ``Sk(mu)`` and all ``n`` carry ``Sk(mu n / t)``.
+- The secure sum: clip 1 in L-inf (a k-hot coordinate is 0 or 1), gamma 1, and the
+  narrowest ``q = 2^b`` whose sum of ``n`` vectors plus the noise never wraps but w.p.
+  ``2^-40`` (:func:`~dprec.protocol.secure_sum.params.choose_params`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dprec.errors import DprecError
+from dprec.mechanisms.skellam import SkellamMechanism
+from dprec.privacy.skellam import calibrate_skellam_mu
+from dprec.protocol.secure_sum.params import SecureSumParams, choose_params
+
+__all__ = ["RoundCalibration", "calibrate"]
+
+
+@dataclass(frozen=True)
+class RoundCalibration:
+    """Everything public about one dp-pop round."""
+
+    n_clients: int
+    min_honest: int
+    l1: float
+    l2: float
+    mechanism: SkellamMechanism
+    """The central ``Sk(mu)`` the guarantee is calibrated for."""
+    share: SkellamMechanism
+    """One client's share ``Sk(mu / min_honest)``."""
+    params: SecureSumParams
+
+    @property
+    def mu(self) -> float:
+        return self.mechanism.mu
+
+
+def calibrate(config: Mapping[str, Any], n_items: int, n_clients: int) -> RoundCalibration:
+    """The round of ``config`` (dp-pop's fields) over ``n_items`` items and ``n_clients``
+    clients (module docstring)."""
+    if isinstance(n_clients, bool) or int(n_clients) != n_clients or n_clients < 1:
+        raise DprecError(f"n_clients must be an integer >= 1, got {n_clients!r}")
+    n = int(n_clients)
+    k = min(int(config["k"]), int(n_items))
+    l1, l2 = float(k), math.sqrt(k)
+    mech = SkellamMechanism(calibrate_skellam_mu(float(config["epsilon"]),
+                                                 float(config["delta"]), l1, l2,
+                                                 unit_shifts=k))
+    t = n if config.get("min_honest") is None else int(config["min_honest"])
+    share = mech.share(n, t)
+    params = choose_params(dimension=int(n_items), expected_clients=n, clip=1.0, gamma=1.0,
+                           norm="linf", noise_variance=share.variance * n)
+    return RoundCalibration(n, t, l1, l2, mech, share, params)

@@ -1,0 +1,142 @@
+"""The client step of dp-pop: a user's bounded contribution, a k-hot vector over items.
+
+Each user keeps at most ``k`` of their training items, chosen uniformly at random or the
+``k`` most recent (largest timestamp, ties by the smaller item id). :func:`k_hot` does it
+for all users at once from one generator (the trusted curator's path); the secure path
+(:class:`PopClients`) draws each client's items and Skellam share from the client's own
+generator (:func:`client_generator`), so in process and over the services a client draws
+the same numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, Literal
+
+import numpy as np
+import scipy.sparse as sp
+
+from dprec.errors import DprecError
+from dprec.mechanisms.skellam import SkellamMechanism
+from dprec.protocol.engine import Clients, Sent
+from dprec.protocol.secure_sum.params import SecureSumParams
+from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel
+
+__all__ = ["BLOCK_CELLS", "PopClients", "Sampling", "client_generator", "k_hot",
+           "noisy_vectors"]
+
+Sampling = Literal["uniform", "recency"]
+
+
+def k_hot(train: sp.csr_matrix, k: int, sampling: Sampling, rng: np.random.Generator,
+          timestamps: sp.csr_matrix | None = None) -> sp.csr_matrix:
+    """(users x items) 0/1 int64 CSR: row ``u`` holds at most ``k`` of user ``u``'s items.
+
+    ``timestamps``: a CSR holding each (user, item) interaction's time (needed for
+    ``sampling="recency"``; entries of ``train`` missing from it are an error).
+    """
+    if isinstance(k, bool) or int(k) != k or k < 1:
+        raise DprecError(f"k must be an integer >= 1, got {k!r}")
+    csr = sp.csr_matrix(train, copy=True)
+    csr.eliminate_zeros()
+    csr.sum_duplicates()
+    n, d = csr.shape
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(csr.indptr))
+    cols = csr.indices.astype(np.int64)
+    if sampling == "uniform":
+        order = np.lexsort((rng.random(cols.size), rows))
+    elif sampling == "recency":
+        if timestamps is None:
+            raise DprecError("sampling=recency needs the interactions' timestamps, which "
+                             "`dprec run` does not hand to systems yet (library: "
+                             "DpPop.set_timestamps before fit); use sampling=uniform")
+        ts_csr = sp.csr_matrix(timestamps)
+        if ts_csr.shape != csr.shape:
+            raise DprecError(f"timestamps must have the training matrix's shape {csr.shape}, "
+                             f"got {ts_csr.shape}")
+        ts = np.asarray(ts_csr[rows, cols], dtype=np.float64).ravel()
+        order = np.lexsort((cols, -ts, rows))  # latest first, ties by the smaller item id
+    else:
+        raise DprecError(f"sampling must be 'uniform' or 'recency', got {sampling!r}")
+    rank = np.arange(order.size) - csr.indptr[rows[order]]
+    keep = order[rank < int(k)]
+    out = sp.csr_matrix((np.ones(keep.size, np.int64), (rows[keep], cols[keep])), shape=(n, d))
+    out.sort_indices()
+    return out
+
+
+BLOCK_CELLS = 1 << 22
+"""Client vectors built at once (rows x items), so memory stays O(block)."""
+
+
+def client_generator(run_seed: int, client_id: int) -> np.random.Generator:
+    """Client ``client_id``'s own generator in a simulation: PCG64 seeded by the
+    SeedSequence of ``(run_seed, client_id)``, so a client draws the same whatever process,
+    block or transport simulates it (a device draws from a CSPRNG instead)."""
+    return np.random.default_rng([int(run_seed), int(client_id)])
+
+
+def noisy_vectors(rows: sp.csr_matrix, ids: np.ndarray, k: int, sampling: Sampling,
+                  share: SkellamMechanism, run_seed: int,
+                  timestamps: sp.csr_matrix | None = None) -> np.ndarray:
+    """(len(ids) x items) int64: client ``ids[i]``'s k-hot vector (row ``i`` of ``rows``)
+    plus its share ``Sk(mu_share)``, all drawn from :func:`client_generator` (the noise,
+    then, for uniform sampling, the k items)."""
+    csr = sp.csr_matrix(rows)
+    csr.eliminate_zeros()
+    csr.sum_duplicates()
+    n, d = csr.shape
+    if sampling == "recency":
+        chosen = k_hot(csr, k, "recency", np.random.default_rng(0), timestamps)
+    elif sampling != "uniform":
+        raise DprecError(f"sampling must be 'uniform' or 'recency', got {sampling!r}")
+    else:
+        chosen = csr
+    out = np.zeros((n, d), dtype=np.int64)
+    for i in range(n):
+        gen = client_generator(run_seed, int(ids[i]))
+        out[i] = share.noise(d, gen)
+        items = chosen.indices[chosen.indptr[i]:chosen.indptr[i + 1]]
+        if sampling == "uniform" and items.size > k:
+            items = gen.choice(items, int(k), replace=False)
+        out[i, items] += 1
+    return out
+
+
+class PopClients(Clients):
+    """dp-pop's simulated clients: in round 0 each adds its Skellam share to its k-hot
+    vector (:func:`noisy_vectors`) and hands it on in blocks; the keys a client seals to
+    are the server's broadcast key and the proxy's (``proxy_key()``)."""
+
+    def __init__(self, train: sp.csr_matrix, ids: np.ndarray, k: int, sampling: Sampling,
+                 share: SkellamMechanism, event: Any, proxy_key: Callable[[], bytes | None],
+                 params: SecureSumParams, timestamps: sp.csr_matrix | None = None) -> None:
+        self._train = sp.csr_matrix(train)
+        self._ids = np.asarray(ids, dtype=np.int64)
+        self._k, self._sampling, self._share = int(k), sampling, share
+        self._event = event
+        self._proxy_key = proxy_key
+        self._params = params
+        self._timestamps = None if timestamps is None else sp.csr_matrix(timestamps)
+        self._sent: list[Sent] = []
+
+    def step(self, broadcast: Any, round: int, rng: np.random.Generator
+             ) -> Iterator[NoisyVectors]:
+        if not isinstance(broadcast, PopularityModel):
+            raise DprecError("dp-pop's clients need the server's key (its broadcast)")
+        self._sent = []
+        run_seed = int(rng.integers(2**63))
+        n, d = self._train.shape
+        step = max(1, BLOCK_CELLS // max(d, 1))
+        for start in range(0, n, step):
+            stop = min(n, start + step)
+            ts = None if self._timestamps is None else self._timestamps[start:stop]
+            yield NoisyVectors(self._ids[start:stop],
+                               noisy_vectors(self._train[start:stop], self._ids[start:stop],
+                                             self._k, self._sampling, self._share, run_seed,
+                                             ts),
+                               round, broadcast.server_key, self._proxy_key(), self._params)
+        self._sent = [Sent(self._event, self._ids.copy(), unit="user")]
+
+    def sent(self) -> list[Sent]:
+        return self._sent

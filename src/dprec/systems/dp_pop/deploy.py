@@ -1,0 +1,170 @@
+"""dp-pop (aggregation=secure) as services, the device-safe half: one round of the
+cryptographic secure sum (:mod:`dprec.protocol.secure_sum`) through the shuffling proxy.
+
+- The server publishes its X25519 public key (artefact ``model`` before the round); the
+  proxy publishes its own (``GET /v1/round``, ``published``). A client checks both (32
+  bytes, distinct, not a low-order point) and uploads ONE :class:`SumUpload` per round:
+  its mask seed sealed to the proxy and its share ``v - r mod q`` sealed to the server.
+- The proxy opens only the seeds (refusing a seed box it cannot open, another round's, a
+  replayed message id, a second upload of a sender, a malformed or oversized one), holds
+  the uploads on disk, and at the close releases ONE shuffled :class:`SumRelease` (the
+  server shares and the sum of the masks, recomputed from the held uploads) once
+  ``min_honest`` distinct senders uploaded (:class:`~dprec.systems.dp_pop.proxy.SecureSumRelay`).
+- The server takes that one batch, opens, sums mod q, lifts, and publishes the noisy counts
+  (:mod:`dprec.systems.dp_pop.serve`).
+
+Threat model: the server and the proxy do not collude; the guarantee holds while at least
+``min_honest`` contributing clients are honest (docs/secure_sum.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dprec.errors import DprecError
+from dprec.mechanisms.skellam import SkellamMechanism
+from dprec.protocol.deployment import Deployment, DeviceReader, ProxySecrets
+from dprec.protocol.messages import HEADER, Message, MessageError
+from dprec.protocol.secure_sum.client import SecureSumClient
+from dprec.protocol.secure_sum.errors import SecureSumError
+from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, Release, Upload
+from dprec.protocol.secure_sum.params import SecureSumParams
+from dprec.protocol.secure_sum.sealed import OVERHEAD
+from dprec.systems.dp_pop.calibration import RoundCalibration, calibrate
+from dprec.systems.dp_pop.messages import NoisyVectors, SumRelease, SumUpload
+
+__all__ = ["DEPLOYMENT", "PopDeployment", "round_of"]
+
+_RELEASE_HEAD = 16  # "DSR1", round u64, count u32
+
+
+def round_of(info: Any) -> RoundCalibration:
+    """The public numbers of ``info``'s round (its config, items and enrolled clients);
+    computed once per description (the proxy asks for every upload)."""
+    return _round(json.dumps(info.config, sort_keys=True), int(info.n_items))
+
+
+@lru_cache(maxsize=16)
+def _round(config: str, n_items: int) -> RoundCalibration:
+    cfg = json.loads(config)
+    return calibrate(cfg, n_items, int(cfg["n_clients"]))
+
+
+def _params(info: Any) -> SecureSumParams:
+    return round_of(info).params
+
+
+class PopDeployment(Deployment):
+    """dp-pop with ``aggregation = secure``."""
+
+    name = "dp_pop"
+    package = "dprec.systems.dp_pop"
+    noisy = ("skellam",)
+    default_mechanisms = frozenset({"skellam"})
+    artefacts = ("model",)
+    broadcast_artefact = "model"
+    one_batch = True
+
+    def accepts(self, config: Mapping[str, Any]) -> bool:
+        return "min_honest" in config and "aggregation" in config
+
+    def validate(self, config: Mapping[str, Any]) -> None:
+        if config.get("aggregation") != "secure":
+            raise DprecError("dp-pop runs as services with aggregation=secure only (a trusted "
+                             "curator is not the untrusted server)")
+        if config.get("n_clients") is None:
+            raise DprecError("a dp-pop server needs n_clients, the clients enrolled (they fix "
+                             "each noise share and the modulus q): --param n_clients=N")
+
+    def upload(self, config: Mapping[str, Any]) -> type[Message]:
+        return SumUpload
+
+    def forward(self, config: Mapping[str, Any]) -> type[Message]:
+        return SumRelease
+
+    def mechanism(self, config: Mapping[str, Any]) -> SkellamMechanism:
+        """Each client's noise share ``Sk(mu / min_honest)``, for k at most the item count
+        (:func:`round_of` caps k at the item count)."""
+        n = int(config["n_clients"])
+        return calibrate(config, max(int(config["k"]), 1), n).share
+
+    def upload_size(self, info: Any) -> int:
+        return HEADER.size + Upload.size(_params(info))
+
+    def batch_bytes(self, info: Any, senders: int) -> int:
+        p = _params(info)
+        item = MESSAGE_ID_BYTES + p.share_bytes + OVERHEAD
+        return HEADER.size + _RELEASE_HEAD + 8 * p.dimension + senders * item
+
+    def check_upload(self, message: Message, info: Any) -> None:
+        assert isinstance(message, SumUpload)
+        try:
+            Upload.from_bytes(message.data, _params(info))
+        except SecureSumError as e:
+            raise MessageError(str(e)) from None
+
+    def check_forwarded(self, message: Message, info: Any) -> None:
+        assert isinstance(message, SumRelease)
+        try:
+            Release.from_bytes(message.data, _params(info))
+        except SecureSumError as e:
+            raise MessageError(str(e)) from None
+
+    def shuffle(self, rows: list[bytes], info: Any, rng: np.random.Generator,
+                threshold: int) -> bytes:
+        raise DprecError("a dp-pop round is released by the proxy's secure-sum part (its key "
+                         "opens the mask seeds): proxy_secrets(...).release")
+
+    def unique_id(self, message: Message) -> bytes | None:
+        assert isinstance(message, SumUpload)
+        return message.message_id
+
+    def proxy_secrets(self, info: Any, state_dir: Path) -> ProxySecrets:
+        from dprec.systems.dp_pop.proxy import SecureSumRelay  # the proxy's code, lazily
+
+        return SecureSumRelay(_params(info), state_dir)
+
+    def client_messages(self, message: Any, first_id: int) -> Iterator[tuple[int, bytes]]:
+        """Each simulated client's sealed upload of its noisy vector (its own id)."""
+        if not isinstance(message, NoisyVectors):
+            raise DprecError(f"{type(message).__name__} is not a block of dp-pop clients")
+        yield from sealed_uploads(message)
+
+    # -- the device -------------------------------------------------------------------------
+
+    def terms(self, read: DeviceReader, info: Any) -> dict[str, Any]:
+        raise DprecError("dp-pop has no device client yet: a device would need the proxy's "
+                         "key in its policy")
+
+    def build_mechanism(self, mechanism: str, epsilon: float | None) -> Any:
+        raise DprecError("dp-pop has no device client yet")
+
+    def client_step(self, terms: Any, history: Any, round: int, rng: np.random.Generator,
+                    client_id: int, artefact: Callable[[], Any]) -> bytes:
+        raise DprecError("dp-pop has no device client yet")
+
+    def decode_artefact(self, terms: Any, body: bytes) -> Any:
+        raise DprecError("dp-pop has no device client yet")
+
+    def scores(self, terms: Any, history: Any, artefact: Any) -> np.ndarray:
+        raise DprecError("dp-pop has no device client yet")
+
+
+def sealed_uploads(block: NoisyVectors) -> Iterator[tuple[int, bytes]]:
+    """(client id, :class:`SumUpload` bytes) of every client of ``block``, sealed to the
+    block's proxy and server keys (checked first: what a client receives is hostile)."""
+    if block.proxy_key is None:
+        raise DprecError("the proxy published no secure-sum key: a client has nothing to "
+                         "seal its mask seed to")
+    client = SecureSumClient(block.params, block.proxy_key, block.server_key)
+    for uid, v in zip(block.ids, block.vectors, strict=True):
+        yield int(uid), SumUpload(client.seal(v, block.round)).to_bytes()
+
+
+DEPLOYMENT = PopDeployment()

@@ -1,0 +1,135 @@
+"""dp-pop's proxy: the simulation's (:class:`ExactSumProxy`) and the service's secret part
+(:class:`SecureSumRelay`, what ``dprec serve proxy`` runs through the descriptor).
+
+Both forward ONE batch per round, and only once ``threshold`` (= ``min_honest``) distinct
+clients contributed: fewer honest shares than ``min_honest`` would carry less noise than
+the guarantee is calibrated for, and a second batch would reveal the sum of a subset
+(docs/secure_sum.md, "One batch per round").
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dprec.errors import DprecError
+from dprec.protocol.deployment import ProxySecrets
+from dprec.protocol.engine import Proxy
+from dprec.protocol.messages import Message, MessageError
+from dprec.protocol.secure_sum.errors import SecureSumError
+from dprec.protocol.secure_sum.messages import Upload, associated_data
+from dprec.protocol.secure_sum.params import SecureSumParams
+from dprec.protocol.secure_sum.proxy import SecureSumProxy
+from dprec.protocol.secure_sum.sealed import KeyPair, open_box
+from dprec.systems.dp_pop.messages import KEY_BYTES, ExactSum, NoisyVectors, SumRelease, SumUpload
+
+__all__ = ["KEY_FILE", "ExactSumProxy", "SecureSumRelay", "proxy_keys"]
+
+KEY_FILE = "secure_sum_proxy.key"
+"""The proxy's X25519 private key in its state folder (raw, mode 0600)."""
+
+
+def proxy_keys(state_dir: Path) -> KeyPair:
+    """The proxy's key pair, kept in ``state_dir``: made from the OS CSPRNG on first use,
+    read back on every restart (uploads acknowledged before a crash stay openable)."""
+    path = Path(state_dir) / KEY_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raw = path.read_bytes()
+        if len(raw) != KEY_BYTES:
+            raise DprecError(f"{path} does not hold a {KEY_BYTES}-byte X25519 key; restore "
+                             "it from a backup (the round's uploads are sealed to it)") from None
+        return KeyPair.from_raw(raw)
+    keys = KeyPair()
+    with os.fdopen(fd, "wb") as f:
+        f.write(keys.private_raw())
+        f.flush()
+        os.fsync(f.fileno())
+    return keys
+
+
+class SecureSumRelay(ProxySecrets):
+    """The service proxy's part of the secure sum: its key, the check of every upload
+    (its seed box must open under this key for this round) and the round's release (the
+    shuffled server shares and the sum of the masks, recomputed from the held uploads)."""
+
+    def __init__(self, params: SecureSumParams, state_dir: Path) -> None:
+        self.params = params
+        self.keys = proxy_keys(state_dir)
+
+    def published(self) -> dict[str, Any]:
+        return {"secure_sum_proxy_key": self.keys.public.hex()}
+
+    def admit(self, message: Message, round: int) -> None:
+        if not isinstance(message, SumUpload):
+            raise MessageError(f"expected a SumUpload, got {type(message).__name__}")
+        try:
+            upload = Upload.from_bytes(message.data, self.params)
+            if upload.round_id != round:
+                raise MessageError(f"the upload is sealed for round {upload.round_id}, this is "
+                                   f"round {round}: refused")
+            open_box(self.keys, upload.seed_box,
+                     associated_data(round, upload.message_id, "proxy"))
+        except SecureSumError as e:
+            raise MessageError(str(e)) from None
+
+    def release(self, rows: list[bytes], round: int, threshold: int) -> bytes:
+        agg = SecureSumProxy(self.params, self.keys, round, threshold)
+        for i, row in enumerate(rows):
+            agg.submit(str(i), SumUpload.from_bytes(row).data)
+        return SumRelease(agg.release().to_bytes()).to_bytes()
+
+
+class ExactSumProxy(Proxy):
+    """The in-process proxy: forwards the exact integer sum of the round's noisy vectors
+    (what the secure sum releases to the server, bit for bit), once at least
+    ``threshold`` clients contributed; never a second batch."""
+
+    def __init__(self, threshold: int) -> None:
+        if isinstance(threshold, bool) or int(threshold) != threshold or threshold < 1:
+            raise DprecError(f"threshold must be an integer >= 1, got {threshold!r}")
+        self.threshold = int(threshold)
+        self.senders = 0
+        self.batches: list[int] = []
+        """Senders in each batch the server received in the last round (one, or none)."""
+        self.public_key: bytes | None = None
+
+    def start(self, rng: np.random.Generator) -> None:
+        """A key pair from the OS CSPRNG (never from ``rng``: it changes no sum)."""
+        self.public_key = KeyPair().public
+
+    def adopt_published(self, published: dict[str, Any]) -> None:
+        """Over the services: the proxy's published key is what clients seal seeds to."""
+        raw = published.get("secure_sum_proxy_key")
+        if not isinstance(raw, str) or len(raw) != 2 * KEY_BYTES:
+            raise DprecError("the proxy publishes no 32-byte secure-sum key")
+        self.public_key = bytes.fromhex(raw)
+
+    def forward(self, messages: Any) -> Any:
+        self.forwarded = False
+        self.senders = 0
+        self.batches = []
+        total: np.ndarray | None = None
+        for m in messages:
+            if not isinstance(m, NoisyVectors):
+                raise DprecError(f"dp-pop's proxy sums NoisyVectors, got {type(m).__name__}")
+            part = m.vectors.sum(axis=0, dtype=np.int64)
+            total = part if total is None else total + part
+            self.senders += m.n_clients
+        if total is None or self.senders < self.threshold:
+            return
+        self.forwarded = True
+        self.batches = [self.senders]
+        yield ExactSum(total, self.senders)
+
+    def account(self, event: Any) -> Any:
+        """The event itself: one batch carries the round's whole noise."""
+        if len(self.batches) != 1:
+            raise DprecError(f"a secure-sum round must reach the server as one batch, got "
+                             f"{len(self.batches)}: each batch would reveal its own sum")
+        return event
