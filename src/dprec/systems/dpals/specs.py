@@ -1,0 +1,24 @@
+"""Registry entry of dpals (issue 24 §1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dprec.systems.base import Recommender
+from dprec.systems.dpals.system import Dpals, DpalsConfig
+from dprec.systems.spec import SystemSpec
+
+__all__ = ["SPECS"]
+
+
+def _dpals(name: str, cfg: Any) -> Recommender:
+    return Dpals(name, cfg)
+
+
+SPECS: list[SystemSpec] = [
+    SystemSpec("dpals", DpalsConfig, _dpals, "ranking", True,
+               "DPALS / AdaDPALS: item factors from noisy sums of per-item sufficient "
+               "statistics by a secure sum with distributed Skellam noise (issue 24)",
+               paper={"delta": 8e-6, "k": 100, "factors": 64, "steps": None}),
+]
+"""The registry entries (listed in ``dprec.systems.registry.SPEC_MODULES``)."""

@@ -1,0 +1,376 @@
+"""dpals: DPALS and AdaDPALS on secure summation with distributed Skellam noise (issue 24).
+
+The round loop (Chien, Jain, Krichene, Rendle, Song, Thakurta, Zhang, "Private Alternating
+Least Squares", ICML 2021, Alg. 1; google-research ``dp_alternating_minimization/dpam.py``):
+
+- round 0 (tail and adaptive weighting only): every client sends a k-hot sample of its items;
+  the noisy sum gives the DP item counts its selection needs;
+- rounds 1..steps: every client solves and clips its own vector from the published item
+  factors and sends its quantised per-item statistics and global Gramian term
+  (:mod:`.client`); the secure sum releases their noisy sums (:mod:`.aggregate`); the server
+  solves the item factors after the PSD projection (:mod:`.server`) and publishes them.
+
+A user's vector never leaves the device (joint DP, the "billboard" model); scoring solves
+it again from the user's history and the published factors. Every release is a
+:class:`~dprec.privacy.skellam.SkellamDpEvent` with the sensitivities of the quantised
+contribution under add/remove one user (:mod:`.accounting`), recorded in the run's event log
+and composed by :class:`~dprec.privacy.accountant.RdpAccountant`; the noise is calibrated so
+that the whole run meets the target per-user epsilon at delta.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from dprec.errors import InvalidParameterError, NotFittedError, PrivacyParameterError
+from dprec.iteration import IterationHook
+from dprec.privacy.accountant import RdpAccountant
+from dprec.privacy.adjacency import Adjacency
+from dprec.privacy.events import EventLog
+from dprec.privacy.guarantee import Guarantee, PrivacyReport
+from dprec.systems.base import Ranker, check_history
+from dprec.systems.dpals.accounting import (
+    Release,
+    calibrate,
+    choose_gamma,
+    count_sensitivity,
+    gram_sensitivity,
+    item_stats_sensitivity,
+)
+from dprec.systems.dpals.aggregate import Aggregation, ShareDraws, noisy_release
+from dprec.systems.dpals.client import (
+    Weighting,
+    clip_users,
+    count_sample,
+    gram_statistics,
+    item_statistics,
+    select_items,
+    solve_users,
+)
+from dprec.systems.dpals.server import solve_items
+from dprec.systems.dpals.statistics import stats_width, triangle_size
+from dprec.systems.reporting import privacy_report_from_log
+
+__all__ = ["SECURE_THREAT_MODEL", "TRUSTED_THREAT_MODEL", "Dpals", "DpalsConfig",
+           "paper_steps"]
+
+SECURE_THREAT_MODEL = (
+    "secure sum: the server learns only the sums of the clients' noisy quantised statistics "
+    "(per-item Gramians and right-hand sides as dense vectors over all items, the global "
+    "Gramian, the k-hot item counts); user vectors never leave the device; the server and "
+    "the shuffling proxy do not collude; a coalition of the server and some clients learns "
+    "only the sum of the others; the guarantee holds while at least min_honest clients are "
+    "honest and contribute (their noise shares alone reach mu)"
+)
+TRUSTED_THREAT_MODEL = (
+    "central: a trusted curator sums the clients' quantised statistics and adds one Skellam "
+    "draw per release; DP protects what the published item factors reveal (joint DP: each "
+    "user's own vector stays on the device)"
+)
+
+
+def paper_steps(epsilon: float) -> int:
+    """The anchor's ALS steps on ML-20M: 3 at eps <= 1, 4 at eps <= 5, else 5."""
+    return 3 if epsilon <= 1 else 4 if epsilon <= 5 else 5
+
+
+def _positive_int(name: str, value: object, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise InvalidParameterError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+def _positive(name: str, value: float) -> None:
+    if not (isinstance(value, int | float) and value > 0 and math.isfinite(value)):
+        raise InvalidParameterError(f"{name} must be finite and > 0, got {value!r}")
+
+
+@dataclass(frozen=True)
+class DpalsConfig:
+    """Settings of dpals.
+
+    Defaults: k, steps, factors, reg, clip and unobserved_weight chosen by ``dprec tune`` on
+    ML-100K validation (2 seeds) at eps 8 (factors 4/8/16, reg 1/3/10, clip .02/.05/.1,
+    steps 2/3: HR@10 .455 at factors 4, reg 3, clip .05, steps 2, within .002 of the best)
+    and at eps 1 (steps 1/2, k 20/50/100, unobserved_weight .03/.1/.3, factors 4/8:
+    factors 4 and steps 2 best, k and unobserved_weight within .005). Untuned on the ML-20M
+    scale of the anchor: use ``--preset paper`` there.
+    """
+
+    epsilon: float = 1.0
+    """Target per-user epsilon of the whole run (add/remove one user)."""
+    delta: float = 1e-6
+    """Target delta."""
+    weighting: Weighting = "uniform"
+    """uniform: k items at random; tail: the k least frequent by DP counts; adaptive: weights
+    c_j proportional to count_j^exponent with sum c_j^2 = k (AdaDPALS)."""
+    k: int = 50
+    """The per-user budget: at most k items (uniform, tail) or sum_j c_j^2 = k (adaptive)."""
+    steps: int | None = 2
+    """ALS steps (noisy item solves); None: the anchor's schedule, 3 / 4 / 5 at eps <= 1 /
+    <= 5 / above."""
+    factors: int = 4
+    """Latent factors F."""
+    reg: float = 3.0
+    """L2 regularisation of both solves."""
+    unobserved_weight: float = 0.1
+    """w: the weight of the global Gramian (every unobserved pair pulled to 0), > 0."""
+    clip: float = 0.05
+    """C: each user vector is clipped to L2 norm C before it contributes (the noise on the
+    sums is C^2 (Gramians) and C (right-hand sides) times the multiplier)."""
+    rhs_weight: float = 1.0
+    """beta: the right-hand side's weight in a contribution; its noise relative to the
+    per-item Gramians' is 1 / beta (s2 / s1 of the anchor)."""
+    gamma: float | None = None
+    """Quantisation scale; None: the smallest that keeps rounding within 1% of Delta_2."""
+    aggregation: Aggregation = "secure"
+    """secure: every client adds a Skellam share; trusted: a curator adds one draw."""
+    min_honest: int | None = None
+    """secure: the guarantee holds for at least this many honest contributing clients
+    (default: all); shares are Sk(mu / min_honest)."""
+    exponent: float = -0.05
+    """adaptive: c_j proportional to count_j^exponent (<= 0). ML-100K validation at eps 8
+    (k 100, max_items 600, count_noise_ratio 3): HR@10 .505 / .501 / .498 / .482 at 0 /
+    -.05 / -.1 / -.3: the weights matter less than using all of a user's items."""
+    max_items: int | None = None
+    """adaptive: the most items a user spreads its weights over (its least frequent); bounds
+    the rounding term; None: every item (M = the number of items)."""
+    count_k: int | None = None
+    """Items per user in the DP count round (tail, adaptive); None: k."""
+    count_noise_ratio: float = 1.0
+    """Noise multiplier of the count round relative to the training releases'."""
+    gram_noise_ratio: float = 1.0
+    """Noise multiplier of the global Gramian relative to the per-item statistics'."""
+    init_scale: float = 0.1
+    """Standard deviation of the random initial item factors (public)."""
+    shares: ShareDraws = "summed"
+    """secure, in process: per-client (each client's share from its own generator, as the
+    services draw them) or summed (their sum at once: same distribution, O(items))."""
+
+    def __post_init__(self) -> None:
+        if not (self.epsilon > 0 and math.isfinite(self.epsilon)):
+            raise PrivacyParameterError(f"epsilon must be finite and > 0, got {self.epsilon}")
+        if not 0 < self.delta < 1:
+            raise PrivacyParameterError(f"delta must be in (0, 1), got {self.delta}")
+        if self.weighting not in ("uniform", "tail", "adaptive"):
+            raise InvalidParameterError(f"weighting must be uniform, tail or adaptive, got "
+                                        f"{self.weighting!r}")
+        for name in ("k", "factors"):
+            _positive_int(name, getattr(self, name))
+        for name in ("steps", "min_honest", "max_items", "count_k"):
+            _positive_int(name, getattr(self, name), allow_none=True)
+        for name in ("reg", "unobserved_weight", "clip", "rhs_weight", "count_noise_ratio",
+                     "gram_noise_ratio", "init_scale"):
+            _positive(name, getattr(self, name))
+        if self.gamma is not None:
+            _positive("gamma", self.gamma)
+        if not (self.exponent <= 0 and math.isfinite(self.exponent)):
+            raise InvalidParameterError(f"exponent must be finite and <= 0, got {self.exponent}")
+        if self.aggregation not in ("secure", "trusted"):
+            raise InvalidParameterError(f"aggregation must be secure or trusted, got "
+                                        f"{self.aggregation!r}")
+        if self.min_honest is not None and self.aggregation == "trusted":
+            raise InvalidParameterError("min_honest applies to aggregation=secure only")
+        if self.shares not in ("summed", "per-client"):
+            raise InvalidParameterError(f"shares must be summed or per-client, got "
+                                        f"{self.shares!r}")
+
+    @property
+    def n_steps(self) -> int:
+        """The ALS steps this config runs."""
+        return paper_steps(self.epsilon) if self.steps is None else int(self.steps)
+
+    @property
+    def items_bound(self) -> int:
+        """M: the most items one user contributes statistics to (capped at the number of
+        items where it is used)."""
+        if self.weighting != "adaptive":
+            return int(self.k)
+        return 2 ** 62 if self.max_items is None else int(self.max_items)
+
+    @property
+    def uses_counts(self) -> bool:
+        """Whether the run releases DP item counts first (tail and adaptive)."""
+        return self.weighting != "uniform"
+
+
+class Dpals(Ranker):
+    """dpals (module docstring)."""
+
+    def __init__(self, name: str, config: DpalsConfig) -> None:
+        self.name = name
+        self.config = config
+        self.events: EventLog | None = None
+        self._V: np.ndarray | None = None
+        self._fit_info: dict[str, object] = {}
+
+    def releases(self, n_items: int) -> tuple[float, list[Release]]:
+        """(gamma, the releases of one run) for ``n_items`` items: sensitivities from
+        :mod:`.accounting`, counts once (tail, adaptive), statistics and Gramian per step."""
+        c = self.config
+        m = min(c.items_bound, n_items)
+        gamma = c.gamma if c.gamma is not None else choose_gamma(c.k, m, c.factors,
+                                                                 c.rhs_weight)
+        out = [Release("item_statistics",
+                       *item_stats_sensitivity(c.k, m, c.factors, gamma, c.rhs_weight), 1.0,
+                       c.n_steps),
+               Release("global_gramian", *gram_sensitivity(c.factors, gamma),
+                       c.gram_noise_ratio, c.n_steps)]
+        if c.uses_counts:
+            kc = min(c.k if c.count_k is None else c.count_k, n_items)
+            out.append(Release("item_counts", *count_sensitivity(kc), c.count_noise_ratio, 1))
+        return gamma, out
+
+    def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
+            on_iteration: IterationHook | None = None) -> Dpals:
+        c = self.config
+        n, d = train.shape
+        seed = int(rng.integers(0, 2 ** 63 - 1))
+        gamma, releases = self.releases(d)
+        z = calibrate(releases, c.epsilon, c.delta)
+        by_name = {r.name: r for r in releases}
+        users = np.arange(n)
+        self.events = EventLog(n)
+
+        def release(name: str, exact: np.ndarray, round_id: int) -> np.ndarray:
+            r = by_name[name]
+            assert self.events is not None
+            self.events.record(round_id, r.event(z), users, unit="user")
+            return noisy_release(exact, r.mu(z), c.aggregation, n, c.min_honest, seed, name,
+                                 round_id, c.shares)
+
+        counts = None
+        if c.uses_counts:
+            kc = c.k if c.count_k is None else c.count_k
+            sample = count_sample(train, kc, seed)
+            exact = np.asarray(sample.sum(axis=0), dtype=np.int64).ravel()
+            counts = release("item_counts", exact, 0).astype(np.float64)
+        weights = select_items(train, c.weighting, c.k, seed, counts, c.items_bound, c.exponent)
+        self._V = c.init_scale * rng.standard_normal((d, c.factors))
+        clipped, norms = [], []
+        for step in range(c.n_steps):
+            U = solve_users(self._V, train, c.reg, c.unobserved_weight)
+            length = np.linalg.norm(U, axis=1)
+            clipped.append(float(np.mean(length > c.clip)))
+            norms.append(float(np.median(length)))
+            U = clip_users(U, c.clip)
+            stats = release("item_statistics", item_statistics(U, weights, gamma, seed, step + 1,
+                                                            c.rhs_weight),
+                            step + 1)
+            gram = release("global_gramian", gram_statistics(U, gamma, seed, step + 1), step + 1)
+            self._V = solve_items(stats, gram, gamma, c.factors, c.reg, c.unobserved_weight,
+                                  c.clip, c.rhs_weight)
+            if on_iteration is not None:
+                on_iteration(step, self)
+        self._fit_info = {
+            "n_clients": n, "n_items": d, "gamma": gamma, "noise_multiplier": z,
+            "steps": c.n_steps, "items_bound": min(c.items_bound, d),
+            "contributed_pairs": int(weights.nnz), "clipped_fraction": clipped,
+            "median_user_norm": norms,
+            "releases": [{"name": r.name, "mu": r.mu(z), "l1_sensitivity": r.l1,
+                          "l2_sensitivity": r.l2, "noise_ratio": r.ratio, "count": r.count,
+                          "noise_std_clip_units": r.ratio * z * r.l2 / (
+                              1.0 if r.name == "item_counts" else gamma)}
+                         for r in releases],
+        }
+        return self
+
+    @property
+    def item_factors(self) -> np.ndarray:
+        """(items, F) published item factors."""
+        if self._V is None:
+            raise NotFittedError(f"{self.name}: call fit before score")
+        return self._V
+
+    def user_factors(self, history: sp.csr_matrix) -> np.ndarray:
+        """The vectors the devices solve from their histories and the published factors."""
+        c = self.config
+        return solve_users(self.item_factors, history, c.reg, c.unobserved_weight)
+
+    def score(self, history: sp.csr_matrix, items: np.ndarray | None = None,
+              users: np.ndarray | None = None) -> np.ndarray:
+        V = self.item_factors
+        history, items, users = check_history(history, V.shape[0], items, users)
+        U = self.user_factors(history)
+        if items is None:
+            return U @ V.T
+        return np.einsum("bf,bcf->bc", U, V[items])
+
+    def diagnostics(self) -> dict[str, object]:
+        return dict(self._fit_info)
+
+    def _secure_sum_params(self) -> dict[str, object]:
+        from dprec.protocol.secure_sum.params import choose_params
+        c, info = self.config, self._fit_info
+        n, d, gamma = int(info["n_clients"]), int(info["n_items"]), float(info["gamma"])  # type: ignore[call-overload, arg-type]
+        t = min(c.min_honest or n, n)
+        weight = math.sqrt(c.k) if c.weighting == "adaptive" else 1.0
+        shapes = {"item_statistics": (d * stats_width(c.factors),
+                                      weight * max(1.0, c.rhs_weight), gamma),
+                  "global_gramian": (triangle_size(c.factors), 1.0, gamma),
+                  "item_counts": (d, 1.0, 1.0)}
+        out: dict[str, object] = {}
+        for r in info["releases"]:  # type: ignore[attr-defined]
+            dim, bound, g = shapes[r["name"]]
+            total_mu = r["mu"] * n / t
+            p = choose_params(dimension=dim, expected_clients=n, clip=bound, gamma=g,
+                              norm="linf", noise_variance=2.0 * total_mu)
+            out[r["name"]] = {**p.to_json(), "q": p.modulus, "m": p.shares}
+        out["note"] = ("parameters of each round's secure sum (clip = the largest coordinate "
+                       "of one contribution, L-inf); the in-process simulation takes the "
+                       "exact integer sum the secure sum yields")
+        return out
+
+    def privacy_report(self) -> PrivacyReport | None:
+        if self.events is None:
+            return None
+        c, info = self.config, self._fit_info
+        secure = c.aggregation == "secure"
+        model = "secure-sum" if secure else "central"
+        n = int(info["n_clients"])  # type: ignore[call-overload]
+        honest = (c.min_honest or n) if secure else None
+        claimed = Guarantee(c.epsilon, c.delta, "user", "two", model,  # type: ignore[arg-type]
+                            "target of the calibration")
+        mechanisms = tuple(
+            {"name": "skellam", "release": r["name"], "mu": r["mu"],  # type: ignore[index]
+             "variance": 2 * r["mu"], "l1_sensitivity": r["l1_sensitivity"],  # type: ignore
+             "l2_sensitivity": r["l2_sensitivity"], "rounds": r["count"],  # type: ignore
+             "aggregation": c.aggregation,
+             **({"share_mu": r["mu"] / honest} if secure else {})}  # type: ignore
+            for r in info["releases"])  # type: ignore[attr-defined]
+        bound = (f"per step: per-item statistics c_j (UT(u u^T), u) of at most "
+                 f"{info['items_bound']} items ({c.weighting}, k = {c.k}, sum c_j^2 <= k, "
+                 f"beta = {c.rhs_weight:g}) with u the user vector clipped to clip = {c.clip:g} "
+                 f"and divided by it (||u||_2 <= 1), quantised at gamma = {info['gamma']:.6g}, "
+                 f"and the global Gramian term UT(u u^T); sensitivities under add/remove one user "
+                 f"in dprec.systems.dpals.accounting (randomised rounding included)")
+        if c.uses_counts:
+            bound += f"; once: a k-hot count vector of {c.count_k or c.k} items"
+        extra: dict[str, object] = {
+            "model": model,
+            "contribution_bound": bound,
+            "noise_multiplier": info["noise_multiplier"],
+            "steps": info["steps"],
+            "threat_model_assumptions": {
+                "min_honest": honest, "n_clients": n, "server_proxy_collusion": False,
+                "notes": ["the noise protecting a user is the sum of the honest clients' "
+                          "shares: at least min_honest shares of Sk(mu / min_honest)",
+                          "a malicious client's contribution is not checked (shares mod q)",
+                          "joint DP: a user's own vector is solved on the device, never sent",
+                          "adjacency: one user's data present or absent, where an absent "
+                          "user's device still takes part with an all-zero contribution and "
+                          "its noise share (zero-out: the participant list is public), so the "
+                          "noise is the same on both sides"],
+            } if secure else {"trusted_curator": True},
+        }
+        if secure:
+            extra["secure_sum"] = self._secure_sum_params()
+        return privacy_report_from_log(
+            self.name, SECURE_THREAT_MODEL if secure else TRUSTED_THREAT_MODEL, self.events,
+            claimed, mechanisms, delta=c.delta, extra=extra, model=model,  # type: ignore
+            accountant=RdpAccountant(Adjacency.ADD_REMOVE_ONE))
