@@ -29,22 +29,27 @@ def test_known_names():
 
 
 @pytest.mark.parametrize("name", ["ml-1m", "ml-10m", "ml-20m", "ml-25m"])
-def test_large_movielens_needs_a_data_dir(name, monkeypatch):
+def test_large_movielens_needs_a_fetch_or_a_data_dir(name, monkeypatch, tmp_path):
     monkeypatch.delenv("DPREC_DATA", raising=False)
+    monkeypatch.setenv("DPREC_CACHE", str(tmp_path))
     folder = {"ml-10m": "ml-10M100K"}.get(name, name)
-    with pytest.raises(DataError, match=f"{name.upper()} cannot be downloaded here; pass "
-                                        f"--data-dir PATH pointing at the extracted {folder}"):
+    with pytest.raises(DataError, match=f"{name.upper()}: not in the cache .*: run `dprec "
+                                        f"data fetch {name}` to download and verify it, or "
+                                        f"pass --data-dir PATH pointing at the extracted "
+                                        f"{folder}"):
         load_dataset(name)
 
 
 def test_ml1m_from_data_dir_and_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPREC_CACHE", str(tmp_path / "cache"))
     write_ml1m(tmp_path / "ml-1m")
     ds = load_dataset("ml-1m", data_dir=tmp_path)
     assert (ds.name, ds.n_users, ds.n_items, ds.n_interactions) == ("ml-1m", 2, 2, 3)
     assert ds.history == (f"source: data-dir {(tmp_path / 'ml-1m').resolve()}",)
     monkeypatch.setenv("DPREC_DATA", str(tmp_path / "ml-1m"))
     assert load_dataset("ML-1M").n_interactions == 3
-    with pytest.raises(DataError, match=r"ML-1M: no ratings.dat in .*ml-1m"):
+    with pytest.raises(DataError, match=r"ML-1M: no ratings.dat in .*ml-1m, and not in the "
+                                        r"cache"):
         load_dataset("ml-1m", data_dir=tmp_path / "elsewhere")
 
 

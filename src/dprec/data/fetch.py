@@ -55,7 +55,8 @@ from dprec.errors import DataError
 __all__ = [
     "GROUPLENS_TIMEOUT_S", "MANIFEST", "ML100K_ATOMIC_SHA256", "ML100K_RATINGS_SHA256",
     "ML100K_SHAPE", "ML100K_URL", "PIP_TIMEOUT_S", "RECBOLE_REQUIREMENT", "cache_dir",
-    "fetch_and_load_ml100k", "fetch_ml100k", "ml100k_cache_path", "verify_ml100k",
+    "fetch_and_load_ml100k", "fetch_ml100k", "host_resolves", "ml100k_cache_path",
+    "verify_ml100k",
 ]
 
 log = logging.getLogger(__name__)
@@ -314,7 +315,7 @@ def _extract(archive: zipfile.ZipFile, members: dict[str, str], required: set[st
     return {out: archive.read(m) for m, out in members.items() if m in names}
 
 
-def _resolves(host: str, timeout: float) -> bool:
+def host_resolves(host: str, timeout: float) -> bool:
     """Whether ``host`` resolves within ``timeout`` seconds (``urlopen``'s own timeout does
     not cover name resolution, which can hang on a machine without network)."""
     result: list[bool] = []
@@ -335,7 +336,7 @@ def _resolves(host: str, timeout: float) -> bool:
 def _download_grouplens(url: str = ML100K_URL, timeout: float = GROUPLENS_TIMEOUT_S) -> bytes:
     """The GroupLens zip as bytes; DataError if the site does not answer within ``timeout``."""
     host = urllib.parse.urlparse(url).hostname or ""
-    if not _resolves(host, timeout):
+    if not host_resolves(host, timeout):
         raise DataError(f"cannot resolve {host} within {timeout:g} s (offline?)")
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:

@@ -1,5 +1,6 @@
 """Datasets by name: ``load_dataset("ml-100k")``, ``"ml-1m"``, ``"frappe"``, ``"csv:PATH"``,
-``"csv:PATH?user=uid&item=iid"``, ``"synthetic-1000x1000"``, ..."""
+``"csv:PATH?user=uid&item=iid"``, ``"synthetic-1000x1000"``, ..., and any of them with the
+papers' user filter ``NAME:minN`` (e.g. ``"ml-20m:min60"``)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import os
 import re
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dprec.data.dataset import Dataset
 from dprec.data.fetch import fetch_and_load_ml100k
+from dprec.data.filters import min_interactions
+from dprec.data.grouplens import ARCHIVES, load_cached, movielens_cache_path
 from dprec.data.loaders import (
     load_csv,
     load_frappe,
@@ -24,7 +27,7 @@ from dprec.data.synthetic import default_interactions, synthetic
 from dprec.errors import DataError, UnknownDatasetError
 from dprec.random import derive_generator
 
-__all__ = ["KNOWN_DATASETS", "load_dataset"]
+__all__ = ["KNOWN_DATASETS", "load_dataset", "split_filter"]
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +35,11 @@ KNOWN_DATASETS: tuple[str, ...] = (
     "ml-100k", "ml-1m", "ml-10m", "ml-20m", "ml-25m", "frappe",
     "csv:PATH[?user=COL&item=COL&...]",
     "synthetic-<users>x<items>[-<interactions>]",
+    "<any of these>:min<N>",
 )
 
 _SYNTHETIC = re.compile(r"synthetic-(\d+)x(\d+)(?:-(\d+))?")
+_MIN_USER = re.compile(r"(.+):min(\d+)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -67,7 +72,7 @@ _LOCAL: dict[str, _Local] = {
     "frappe": _Local(load_frappe, "frappe.csv", ("frappe",), "Frappe",
                      "the folder holding frappe.csv (and meta.csv, for app categories)"),
 }
-"""Data sets read from a local folder only, by name."""
+"""Data sets read from a local folder (or, for the MovieLens releases, the cache), by name."""
 
 _SEPARATORS = {"tab": "\t", "comma": ",", "semicolon": ";", "pipe": "|", "space": r"\s+",
                "whitespace": r"\s+"}
@@ -79,8 +84,10 @@ def load_dataset(name: str, *, data_dir: str | Path | None = None, seed: int = 0
     """The dataset called ``name`` (one of :data:`KNOWN_DATASETS`).
 
     ``ml-100k`` is fetched automatically (see :mod:`dprec.data.fetch`; ``data_dir`` wins
-    over the cache); the larger MovieLens releases need ``data_dir`` (or ``DPREC_DATA``):
-    the extracted folder itself or the folder containing it. ``frappe`` (not downloadable)
+    over the cache); the larger MovieLens releases are read from ``data_dir`` (or
+    ``DPREC_DATA``: the extracted folder itself or the folder containing it) if it holds
+    them, else from the verified cache that ``dprec data fetch ml-1m|ml-10m|ml-20m|ml-25m``
+    fills (:mod:`dprec.data.grouplens`; never downloaded implicitly). ``frappe`` (not downloadable)
     needs the folder holding ``frappe.csv`` (:func:`dprec.data.loaders.load_frappe`).
 
     ``csv:PATH`` reads a generic interaction file (:func:`dprec.data.loaders.load_csv`),
@@ -97,8 +104,37 @@ def load_dataset(name: str, *, data_dir: str | Path | None = None, seed: int = 0
 
     Synthetic data ``synthetic-<users>x<items>[-<interactions>]`` defaults to ML-100K's
     density (6.3%) and is drawn from a stream derived from ``(seed, name)``.
+
+    ``NAME:minN`` is the data set ``NAME`` restricted to the users with at least ``N``
+    interactions (and the items they interacted with): the papers' filter, e.g.
+    ``ml-20m:min60`` (seeds 000 and 003). The data set is named ``NAME:minN``, so its random
+    streams differ from ``NAME``'s, and its history records the filter.
     """
+    base, min_user = split_filter(name)
+    if min_user is None:
+        return _load_base(base, data_dir, seed)
+    ds = min_interactions(_load_base(base, data_dir, seed), min_user, 1)
+    if ds.n_users == 0:
+        raise DataError(f"{name}: no user of {base} has {min_user} or more interactions; "
+                        "lower N")
+    return replace(ds, name=f"{ds.name}:min{min_user}")
+
+
+def split_filter(name: str) -> tuple[str, int | None]:
+    """``"ml-20m:min60"`` to ``("ml-20m", 60)``; a name without ``:minN`` to ``(name, None)``."""
     key = name.strip()
+    m = _MIN_USER.fullmatch(key)
+    if m is None:
+        return key, None
+    n = int(m.group(2))
+    if n < 1:
+        raise DataError(f"{name}: the filter :min{m.group(2)} needs N >= 1 (users with at "
+                        "least N interactions)")
+    return m.group(1).strip(), n
+
+
+def _load_base(key: str, data_dir: str | Path | None, seed: int) -> Dataset:
+    """The data set ``key`` without a ``:minN`` filter."""
     low = key.lower()
     if low == "ml-100k":
         return fetch_and_load_ml100k(data_dir)
@@ -114,7 +150,7 @@ def load_dataset(name: str, *, data_dir: str | Path | None = None, seed: int = 0
         min_user = min(20, max(1, n // (2 * max(1, n_users))), n_items)
         return synthetic(n_users, n_items, n, rng=derive_generator(seed, "dataset", low),
                          min_user_interactions=min_user, name=low)
-    raise UnknownDatasetError(f"unknown dataset {name!r}; known: {', '.join(KNOWN_DATASETS)}")
+    raise UnknownDatasetError(f"unknown dataset {key!r}; known: {', '.join(KNOWN_DATASETS)}")
 
 
 def _csv_spec(spec: str) -> tuple[str, dict[str, object]]:
@@ -171,20 +207,34 @@ def _number(spec: str, options: dict[str, str], key: str) -> float:
 
 
 def _load_local(name: str, data_dir: str | Path | None) -> Dataset:
+    """From the data dir (``data_dir`` or ``DPREC_DATA``) if it holds the data set, else from
+    the cache that ``dprec data fetch NAME`` fills (downloadable releases only)."""
     spec = _LOCAL[name]
     root = data_dir if data_dir is not None else os.environ.get("DPREC_DATA")
-    if not root:
-        raise DataError(
-            f"{spec.label} cannot be downloaded here; pass --data-dir PATH pointing at "
-            f"{spec.hint} (or set DPREC_DATA)"
-        )
-    base = Path(root).expanduser()
-    for folder in (base, *(base / f for f in spec.folders)):
-        if (folder / spec.marker).is_file():
-            log.info("%s: loading %s", spec.label, folder)
-            return spec.loader(folder, source="data-dir")
+    downloadable = name in ARCHIVES
+    not_there = ""
+    if root:
+        base = Path(root).expanduser()
+        for folder in (base, *(base / f for f in spec.folders)):
+            if (folder / spec.marker).is_file():
+                log.info("%s: loading %s", spec.label, folder)
+                return spec.loader(folder, source="data-dir")
+        not_there = (f"no {spec.marker} in {base} or in "
+                     f"{', '.join(str(base / f) for f in spec.folders)}")
+        if not downloadable:
+            raise DataError(f"{spec.label}: {not_there}; pass --data-dir PATH pointing at "
+                            f"{spec.hint}")
+        log.warning("%s: %s; looking in the cache", spec.label, not_there)
+    if not downloadable:
+        raise DataError(f"{spec.label} cannot be downloaded here; pass --data-dir PATH pointing "
+                        f"at {spec.hint} (or set DPREC_DATA)")
+    cached = load_cached(name)
+    if cached is not None:
+        log.info("%s: loading the cache %s", spec.label, cached)
+        return spec.loader(cached, source="cache")
+    also = f"{not_there}, and " if not_there else ""
     raise DataError(
-        f"{spec.label}: no {spec.marker} in {base} or in "
-        f"{', '.join(str(base / f) for f in spec.folders)}; pass --data-dir PATH pointing "
-        f"at {spec.hint}"
+        f"{spec.label}: {also}not in the cache {movielens_cache_path(name)}: run `dprec data "
+        f"fetch {name}` to download and verify it, or pass --data-dir PATH pointing at "
+        f"{spec.hint} (or set DPREC_DATA)"
     )
