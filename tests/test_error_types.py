@@ -80,7 +80,8 @@ def _tiny() -> Dataset:
     (lambda: Gaussian(0.0), InvalidParameterError, "noise_multiplier must be > 0, got 0.0"),
     # the neighbouring relation and the posterior-sampling rule
     (lambda: as_adjacency("replace_one"), InvalidParameterError,
-     "adjacency must be an Adjacency (REPLACE_ONE, ADD_REMOVE_ONE), got 'replace_one'"),
+     "adjacency must be an Adjacency (REPLACE_ONE, ADD_REMOVE_ONE, ZERO_OUT), got "
+     "'replace_one'"),
     (lambda: posterior_sample_epsilon(0.0, 1.0), InvalidParameterError,
      "beta must be finite and > 0, got 0.0"),
 ])

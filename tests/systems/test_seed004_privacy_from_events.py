@@ -69,7 +69,7 @@ def test_report_states_the_adjacency(ratings, name):
     assert Adjacency(out["adjacency"]) is Adjacency.REPLACE_ONE
 
 
-_ADJACENCY_WORD = re.compile(r"\b(replace_one|add_remove_one)\b")
+_ADJACENCY_WORD = re.compile(r"\b(replace_one|add_remove_one|zero_out)\b")
 
 
 def test_no_adjacency_string_literal_outside_the_enum():

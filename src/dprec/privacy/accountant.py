@@ -210,8 +210,18 @@ class Accountant(abc.ABC):
     ``adjacency``: the neighbouring relation the analysis holds under. The basic accountant
     analyses every event under :attr:`Adjacency.REPLACE_ONE` (a local report's dominating
     pair compares any two inputs; a Gaussian or Laplace event's sensitivity 1 is measured
-    under replacement); the PLD accountant takes either for noise events (local reports under
-    replace-one only), the RDP accountant either.
+    under replacement); the PLD accountant takes any relation for noise events (local reports
+    under replace-one only), the RDP accountant any relation (sampled events under their own).
+
+    :attr:`Adjacency.ZERO_OUT` (a secure sum with distributed noise): an additive-noise event
+    (Gaussian, Laplace, Skellam) gives the same numbers as under add/remove. Both compare
+    ``f(D) + Z`` with ``f(D') + Z``, the same noise ``Z`` on both sides (every device sends
+    its share either way), where ``f(D) - f(D') = x_u`` (the contribution against the zero
+    vector, or against its absence): the event's sensitivities bound ``x_u`` under both, so
+    the pair of output distributions, hence every divergence, is the same. A Poisson-sampled
+    Gaussian likewise (a sampled zero record adds nothing, as an absent one). Local reports
+    are refused under it: their dominating pairs compare two of a user's inputs, and the zero
+    record need not be one of the randomiser's inputs; account them under replace-one.
     """
 
     name: ClassVar[str] = "accountant"
@@ -339,11 +349,13 @@ class PldAccountant(Accountant):
     exactly as on the fine grid but without the empty bins, so ``1682`` bit flips cost
     milliseconds.
 
-    ``adjacency``: :attr:`Adjacency.REPLACE_ONE` (default) or :attr:`Adjacency.ADD_REMOVE_ONE`
-    (a user present vs absent); a string is refused. Local reports (bit flips, randomized
-    response, shuffled reports) compare one user's two inputs and are only accounted under
-    replace-one; noise events (Skellam, Gaussian, Laplace) take their sensitivities under
-    this relation.
+    ``adjacency``: :attr:`Adjacency.REPLACE_ONE` (default), :attr:`Adjacency.ADD_REMOVE_ONE`
+    (a user present vs absent) or :attr:`Adjacency.ZERO_OUT` (a user's contribution vs the
+    zero vector, the noise unchanged); a string is refused. Local reports (bit flips,
+    randomized response, shuffled reports) compare one user's two inputs and are only
+    accounted under replace-one; noise events (Skellam, Gaussian, Laplace) take their
+    sensitivities under this relation (the same numbers under zero-out as under add/remove:
+    :class:`Accountant`).
 
     :class:`~dprec.privacy.skellam.SkellamDpEvent`: with ``unit_shifts`` (a k-hot
     contribution), its exact PLD (:func:`~dprec.privacy.skellam.skellam_pld`: the k-fold
@@ -554,10 +566,11 @@ class RdpAccountant(Accountant):
     """Renyi-DP composition of (subsampled) Gaussian events (dp-accounting's RDP accountant).
 
     ``adjacency``: :attr:`Adjacency.REPLACE_ONE` (fixed-size batches without replacement,
-    ``SampledWithoutReplacementDpEvent``; sensitivity measured under replacement) or
-    :attr:`Adjacency.ADD_REMOVE_ONE` (Poisson sampling, ``PoissonSampledDpEvent``); a string
-    is refused. An event that needs the other relation raises
-    :class:`UnsupportedEventError`. Epsilon uses the improved conversion (dp-accounting's
+    ``SampledWithoutReplacementDpEvent``; sensitivity measured under replacement),
+    :attr:`Adjacency.ADD_REMOVE_ONE` (Poisson sampling, ``PoissonSampledDpEvent``) or
+    :attr:`Adjacency.ZERO_OUT` (Poisson sampling too: dp-accounting's ``REPLACE_SPECIAL``,
+    the same curve as add/remove); a string is refused. An event that needs another relation
+    raises :class:`UnsupportedEventError`. Epsilon uses the improved conversion (dp-accounting's
     default); all supported events are two-sided.
 
     :class:`~dprec.privacy.skellam.SkellamDpEvent` (the Skellam mechanism, AKL21 Thm 3.5,
@@ -579,7 +592,7 @@ class RdpAccountant(Accountant):
             return (self.adjacency is Adjacency.REPLACE_ONE
                     and isinstance(event.event, dp_accounting.GaussianDpEvent))
         if isinstance(event, dp_accounting.PoissonSampledDpEvent):
-            return (self.adjacency is Adjacency.ADD_REMOVE_ONE
+            return (self.adjacency in (Adjacency.ADD_REMOVE_ONE, Adjacency.ZERO_OUT)
                     and isinstance(event.event, dp_accounting.GaussianDpEvent))
         return False
 

@@ -8,6 +8,17 @@
   on the mean) and a count of bits sensitivity 1.
 - :attr:`Adjacency.ADD_REMOVE_ONE`: neighbouring inputs differ in one unit present or absent
   (Poisson sampling); a sum of clipped updates has sensitivity ``S``.
+- :attr:`Adjacency.ZERO_OUT`: neighbouring inputs differ in one unit's contribution replaced
+  by the zero vector, every other part of the computation unchanged (Kairouz, Liu, Steinke,
+  ICML 2021, Def. 1.1; Kairouz et al., ICML 2021, "Practical and Private (Deep) Learning
+  without Sampling or Shuffling"; dp-accounting's ``REPLACE_SPECIAL``). The relation of a
+  secure sum with distributed noise: each enrolled device sends its noise share whatever its
+  data, so both neighbouring sums carry the same noise, ``sum_v x_v + Z`` vs
+  ``sum_{v != u} x_v + Z``, as in add/remove with central noise. A sum of clipped updates has
+  sensitivity ``S`` (``||x_u - 0|| <= S``), so an additive-noise release (Gaussian, Laplace,
+  Skellam) has the same privacy loss as under add/remove. Under add/remove the absent
+  user's share would leave the sum too (``Sk(a + s) + x_u`` vs ``Sk(a)``: different noise on
+  the two sides), which the equal-noise bounds do not cover.
 """
 
 from __future__ import annotations
@@ -26,12 +37,15 @@ class Adjacency(enum.Enum):
 
     REPLACE_ONE = "replace_one"
     ADD_REMOVE_ONE = "add_remove_one"
+    ZERO_OUT = "zero_out"
 
     def to_dp_accounting(self) -> dp_accounting.NeighboringRelation:
-        """dp-accounting's ``NeighboringRelation`` for the same relation."""
-        if self is Adjacency.REPLACE_ONE:
-            return dp_accounting.NeighboringRelation.REPLACE_ONE
-        return dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+        """dp-accounting's ``NeighboringRelation`` for the same relation (zero-out is its
+        ``REPLACE_SPECIAL``: a record replaced by the special zero record)."""
+        nr = dp_accounting.NeighboringRelation
+        return {Adjacency.REPLACE_ONE: nr.REPLACE_ONE,
+                Adjacency.ADD_REMOVE_ONE: nr.ADD_OR_REMOVE_ONE,
+                Adjacency.ZERO_OUT: nr.REPLACE_SPECIAL}[self]
 
     def describe(self) -> str:
         """Short text for reports, e.g. ``replace-one adjacency``."""
