@@ -11,7 +11,7 @@ import zlib
 
 import numpy as np
 
-__all__ = ["SeedLike", "derive_generator", "random_generator", "secure_generator"]
+__all__ = ["SeedLike", "derive_generator", "is_secure", "random_generator", "secure_generator"]
 
 SeedLike = int | np.random.Generator | np.random.SeedSequence | None
 
@@ -50,3 +50,10 @@ def secure_generator() -> np.random.Generator:
                           ) from e
     key = np.frombuffer(secrets.token_bytes(32), dtype=np.uint64).copy()
     return np.random.Generator(ChaCha(key=key, counter=0, rounds=20))
+
+
+def is_secure(rng: np.random.Generator) -> bool:
+    """Whether ``rng`` draws from the CSPRNG of :func:`secure_generator` (ChaCha20): a
+    deployed role keeps drawing from one, never from a seeded generator derived from it."""
+    return type(rng.bit_generator).__name__ == "ChaCha" and \
+        type(rng.bit_generator).__module__.startswith("randomgen")

@@ -101,3 +101,20 @@ def test_a_device_reads_every_descriptor_without_loading_a_server_half():
     out = subprocess.run([sys.executable, "-c", DEVICE % (docs,)], capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_no_config_of_any_system_is_claimed_by_two_descriptors():
+    """``deployment_for`` must not depend on the order of DEPLOYABLE: dp-pop's descriptor
+    once accepted every config with ``min_honest`` and ``aggregation`` (dpals', dp-fedavg's)."""
+    from dprec.systems.registry import SYSTEMS, make_config
+    for name in SYSTEMS:
+        config = asdict(make_config(name))
+        claimed = [d.name for d in deployments() if d.accepts(config)]
+        assert len(claimed) <= 1, (name, claimed)
+
+
+def test_an_ambiguous_config_is_refused(monkeypatch):
+    for d in deployments()[:2]:
+        monkeypatch.setattr(type(d), "accepts", lambda self, config: True)
+    with pytest.raises(DprecError, match="claimed by 2 deployable systems"):
+        deployment_for({"anything": 1})

@@ -19,9 +19,8 @@ from dprec.errors import DprecError
 from dprec.protocol.deployed import ProtocolInfo, generator_to_json
 from dprec.services.server import ServerSettings, create_server_app
 from dprec.systems.privrec.config import PrivRecConfig
-from dprec.systems.privrec.messages import ModelBroadcast
+from dprec.systems.privrec.messages import InitialModel, ModelBroadcast
 from dprec.systems.privrec.server import ReptileServer
-from dprec.systems.privrec.service_messages import InitialModel
 from dprec.systems.registry import make_config
 
 TINY = {"rounds": 3, "clients_per_round": 10, "local_epochs": 1, "finetune_epochs": 1,

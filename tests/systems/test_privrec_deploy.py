@@ -15,14 +15,14 @@ from dprec.protocol.deployed import ProtocolInfo, check_forwarded, check_upload
 from dprec.protocol.messages import Message, MessageError
 from dprec.services import roles
 from dprec.systems.privrec.config import PrivRecConfig
-from dprec.systems.privrec.messages import ModelBroadcast
-from dprec.systems.privrec.server import ReptileServer
-from dprec.systems.privrec.service_messages import (
+from dprec.systems.privrec.messages import (
     InitialModel,
+    ModelBroadcast,
     ServerState,
     UpdateBatch,
     UpdateUpload,
 )
+from dprec.systems.privrec.server import ReptileServer
 from dprec.systems.registry import make_config
 
 P, USERS, M = 40, np.arange(3, 60, 2), 6
@@ -145,6 +145,46 @@ def test_the_published_artefact_is_the_broadcast_without_the_servers_generator()
     kept = serving.encode_state(info, role, b, 0)
     assert serving.artefact_bytes(info, "model", kept) == b.to_bytes()
     assert b"PCG64" in kept and b"PCG64" not in serving.artefact_bytes(info, "model", kept)
+
+
+def test_a_deployed_server_draws_from_a_csprng_and_keeps_no_key():
+    """A deployed start (a CSPRNG passed) leaves the role on a ChaCha20 generator, not a
+    PCG64 seeded from it; the kept state holds no key, and a restarted role resumes on a
+    fresh CSPRNG and carries on the rounds."""
+    from dprec.random import secure_generator
+
+    info = _info()
+    serving = info.deployment.serving()
+    role = serving.server_role(info, make_aggregator("mean"))
+    serving.initialise(info, role, InitialModel(np.zeros(P), USERS).to_bytes())
+    b = role.start(secure_generator())
+    assert type(role._rng.bit_generator).__name__ == "ChaCha"
+    kept = serving.encode_state(info, role, b, 0)
+    assert ServerState.from_bytes(kept).generator == {"bit_generator": "secure"}
+    restarted = serving.server_role(info, make_aggregator("mean"))
+    serving.initialise(info, restarted, InitialModel(np.zeros(P), USERS).to_bytes())
+    restarted.start(secure_generator())
+    serving.restore(info, restarted, kept)
+    assert type(restarted._rng.bit_generator).__name__ == "ChaCha"
+    new = restarted.aggregate([_updates(b, np.random.default_rng(1))], 0)
+    assert new.round == 1 and np.all(np.isfinite(new.params)) and np.any(new.params != 0)
+
+
+def test_a_simulated_server_keeps_its_seeded_generator():
+    """A simulation's role is seeded from the generator passed (reproducible): its state
+    travels in the kept state and a resumed role draws what the original draws."""
+    info = _info()
+    serving = info.deployment.serving()
+    role = serving.server_role(info, make_aggregator("mean"))
+    serving.initialise(info, role, InitialModel(np.zeros(P), USERS).to_bytes())
+    b = role.start(np.random.default_rng(5))
+    kept = serving.encode_state(info, role, b, 0)
+    twin = serving.server_role(info, make_aggregator("mean"))
+    serving.initialise(info, twin, InitialModel(np.zeros(P), USERS).to_bytes())
+    twin.start(np.random.default_rng(99))
+    serving.restore(info, twin, kept)
+    batch = _updates(b, np.random.default_rng(1))
+    assert twin.aggregate([batch], 0) == role.aggregate([batch], 0)
 
 
 def test_a_server_without_its_initial_model_does_not_start():

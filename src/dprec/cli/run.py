@@ -54,7 +54,8 @@ def run(
         help="Run the protocol sharded: local (every shard in this process) or ray (shards "
              "on Ray actors; pip install 'dprec[ray]'); both give the same model for any "
              "number of shards. Omitted: the in-process engine (one random stream for all "
-             "clients, a different draw). DPLCF family and fmf-ldp.")] = None,
+             "clients, a different draw). The systems whose descriptor names a shard adapter "
+             "(DPLCF family, fmf-ldp, dp-pop, dpals).")] = None,
     ray_address: Annotated[str | None, typer.Option(
         "--ray-address", help="Join this Ray cluster (e.g. auto after `ray start --head`); "
                               "default: start a local Ray with this machine's CPUs.")] = None,

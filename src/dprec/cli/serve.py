@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperCommand
 
 from dprec.cli.common import err, fail, load_dataset, out, progress
 from dprec.cli.tables import print_privacy, print_tables
@@ -24,9 +25,9 @@ if TYPE_CHECKING:
     from fastapi import FastAPI
 
 __all__ = [
-    "Host", "LOG_LEVELS", "LogLevel", "PortFile", "SecretFile", "Sync", "TokenKeyFile",
-    "openapi_documents", "register", "serve_app", "serve_keys", "serve_openapi", "serve_proxy",
-    "serve_server", "serve_token", "simulate",
+    "DEPLOYABLE_HELP", "Host", "LOG_LEVELS", "LogLevel", "PortFile", "SecretFile", "Sync",
+    "TokenKeyFile", "deployable_systems", "openapi_documents", "register", "serve_app",
+    "serve_keys", "serve_openapi", "serve_proxy", "serve_server", "serve_token", "simulate",
 ]
 
 serve_app = typer.Typer(help="Run the protocol's server and shuffling proxy as HTTP services.",
@@ -43,6 +44,41 @@ Sync = Annotated[str, typer.Option(
     "--sync", help="SQLite durability: full (fsync before acknowledging) or normal.")]
 LogLevel = Annotated[str, typer.Option("--log-level", help="debug, info, warning, error.")]
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+DEPLOYABLE_HELP = "{deployable}"
+"""Stands for the deployable systems in a help text (:class:`_ListsDeployable`)."""
+
+
+def deployable_systems() -> list[str]:
+    """The registered systems that run as services, in the registry's order: a descriptor of
+    :func:`~dprec.protocol.deployment.deployments` takes the default config (the sizes a
+    simulation states, None there, set) and the system runs over a transport."""
+    from dprec.protocol.deployment import deployment_for
+    from dprec.systems.registry import SYSTEMS
+
+    names = []
+    for name, spec in SYSTEMS.items():
+        config = asdict(spec.default_config())
+        try:
+            deployment_for(config).validate({k: 1 if v is None else v
+                                             for k, v in config.items()})
+        except DprecError:
+            continue
+        if hasattr(spec.build(), "transport"):
+            names.append(name)
+    return names
+
+
+class _ListsDeployable(TyperCommand):
+    """A command whose help names the deployable systems (:data:`DEPLOYABLE_HELP`), listed
+    only when the help is shown: listing them loads every system."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        names = ", ".join(deployable_systems())
+        for param in self.params:
+            text = getattr(param, "help", None)
+            if text and DEPLOYABLE_HELP in text:
+                param.help = text.replace(DEPLOYABLE_HELP, names)  # type: ignore[attr-defined]
+        super().format_help(ctx, formatter)
 
 
 def _check_options(port: int, log_level: str) -> None:
@@ -152,11 +188,10 @@ def _protocol_info(protocol: str, n_items: int | None, dataset: str | None,
     return ProtocolInfo(protocol, int(n_items), asdict(cfg), aggregator)  # type: ignore[call-overload]
 
 
-@serve_app.command("server")
+@serve_app.command("server", cls=_ListsDeployable)
 def serve_server(
     protocol: Annotated[str, typer.Option(
-        help="The system whose protocol to run: fmf-ldp or a DPLCF variant (dplcf-sp, "
-             "dplcf-ap, lcf-sp, ...).")],
+        help=f"The system whose protocol to run: one of {DEPLOYABLE_HELP}.")],
     state: Annotated[Path, typer.Option(help="Folder of the server's durable state.")],
     secret_file: SecretFile = None,
     n_items: Annotated[int | None, typer.Option("--n-items", help="N, the item count.")] = None,
@@ -179,7 +214,8 @@ def serve_server(
     ] = False,
     log_level: LogLevel = "warning",
 ) -> None:
-    """The untrusted server: publishes artefacts, takes the proxy's batches, runs rounds."""
+    """The server role (untrusted, or a trusted aggregator where the role says so):
+    publishes artefacts, takes the proxy's batches, runs rounds."""
     try:
         _check_options(port, log_level)
         if max_batch_mb < 1:
@@ -301,7 +337,7 @@ def serve_openapi(folder: Annotated[Path, typer.Argument(
 
 
 def simulate(
-    system: Annotated[str, typer.Argument(help="fmf-ldp or a DPLCF variant (dplcf-sp, ...).")],
+    system: Annotated[str, typer.Argument(help=f"One of {DEPLOYABLE_HELP}.")],
     transport: Annotated[str, typer.Option(
         help="inproc: today's single process; http: the services on loopback (or --server/"
              "--proxy), one request per client.")] = "inproc",
@@ -312,8 +348,9 @@ def simulate(
     config: Annotated[Path | None, typer.Option("--config", help="A TOML config.")] = None,
     seeds: Annotated[int, typer.Option("--seeds", min=1, help="Number of seeds (0..n-1).")
                      ] = 5,
-    split: Annotated[str | None, typer.Option(help="latest or random (leave-one-out).")
-                     ] = None,
+    split: Annotated[str | None, typer.Option(
+        help="Ranking: latest (default) or random (leave-one-out); rating: user (default, "
+             "80/20 users; a simulation trains once per seed).")] = None,
     negatives: Annotated[int, typer.Option(help="Sampled negatives per test user.")] = 99,
     server: Annotated[str | None, typer.Option(
         help="Use this running server (with --proxy; one seed).")] = None,
@@ -334,7 +371,7 @@ def simulate(
 ) -> None:
     """Run a protocol with N simulated clients in process or through the HTTP services;
     the same seeds give the same model and metrics either way (`dprec run`'s contract)."""
-    from dprec.evaluation.experiments import experiment_for, task_of
+    from dprec.evaluation.experiments import experiment_for, one_run_split, task_of
     from dprec.evaluation.results import check_output_base, new_result_file, write_json
     from dprec.systems.params import config_from_file, param_pairs, system_params
     from dprec.systems.registry import make_system
@@ -349,10 +386,12 @@ def simulate(
         params = system_params(system, epsilon, param_pairs(param))
         probe = make_system(system, params, base)
         if not hasattr(probe, "transport"):
-            raise DprecError(f"{system} does not run over a network transport; the DPLCF "
-                             "family and fmf-ldp do")
+            raise DprecError(f"{system} does not run over a network transport; these do: "
+                             f"{', '.join(deployable_systems())}")
         ds = load_dataset(dataset, data_dir)
-        exp = experiment_for(task_of(system, split), ds, seeds, split, negatives, 1)
+        evaluated = task_of(system, split)
+        exp = experiment_for(evaluated, ds, seeds, one_run_split(evaluated, split), negatives,
+                             None)
         net = None
         if transport == "http":
             if server is not None and proxy is not None:
@@ -465,4 +504,4 @@ def _http_transport(system: str, params: dict[str, Any], config: Path | None,
 def register(app: typer.Typer) -> None:
     """Add ``serve`` and ``simulate`` to the main CLI."""
     app.add_typer(serve_app, name="serve")
-    app.command("simulate")(simulate)
+    app.command("simulate", cls=_ListsDeployable)(simulate)

@@ -22,7 +22,7 @@ from dprec.systems.registry import spec
 if TYPE_CHECKING:
     from dprec.data.dataset import Dataset
 
-__all__ = ["Task", "check_folds", "experiment_for", "task_of"]
+__all__ = ["Task", "check_folds", "experiment_for", "one_run_split", "task_of"]
 
 Task = Literal["ranking", "rating", "privrec"]
 
@@ -34,6 +34,18 @@ def task_of(system: str, split: str | None) -> Task:
     if s.protocol == "user-split" or (s.task == "ranking" and split == "user"):
         return "privrec"
     return s.task  # type: ignore[return-value]
+
+
+def one_run_split(task: str, split: str | None) -> str | None:
+    """The split of an experiment that trains once per seed (``dprec simulate``: one
+    protocol run each): ``split`` if given, else the user split for a rating system (its
+    default, k-fold, trains k times), else the task's default (None). k-fold is refused."""
+    if task != "rating":
+        return split
+    if split == "kfold":
+        raise DprecError("a simulation trains once per seed, k-fold trains k times: use "
+                         "--split user (the default for a rating system)")
+    return split or "user"
 
 
 def check_folds(task: str, split: str | None, folds: int | None) -> None:

@@ -127,8 +127,10 @@ class Experiment:
     systems run or in what order. A system is fitted on ``evaluator.train_matrix(fold, model)``
     with the stream (s, "system", name); ties use (s, "ties", name). A system with
     ``uses_side_features`` gets the dataset's side features (computed once per experiment)
-    through ``set_side_features`` before every ``fit``, and one with ``uses_rating_scale``
-    the dataset's declared rating scale through ``set_rating_scale``.
+    through ``set_side_features`` before every ``fit``, one with ``uses_rating_scale``
+    the dataset's declared rating scale through ``set_rating_scale``, and one with
+    ``uses_timestamps`` its training interactions' times through ``set_timestamps``
+    (:meth:`train_timestamps`).
     """
 
     def __init__(self, dataset: Dataset, seeds: Sequence[int], split: Split | None = None,
@@ -142,6 +144,7 @@ class Experiment:
         self.evaluator = evaluator if evaluator is not None else RankingEvaluator()
         self._folds: dict[int, list[tuple[Any, Any]]] = {}
         self._side_features: SideFeatures | None = None
+        self._timestamps: sp.csr_matrix | None = None
 
     @property
     def ks(self) -> tuple[int, ...]:
@@ -177,6 +180,24 @@ class Experiment:
             from dprec.data.features import side_features
             self._side_features = side_features(self.dataset)
         return self._side_features
+
+    def train_timestamps(self, train: sp.csr_matrix, system: str) -> sp.csr_matrix:
+        """Each interaction of ``train`` with its time (a CSR of ``train``'s shape holding
+        only its entries: a held-out interaction's time is not handed over);
+        :class:`DprecError` if the dataset has no timestamps."""
+        ds = self.dataset
+        if ds.timestamps is None:
+            raise DprecError(f"{system}, as configured, needs the interactions' timestamps; "
+                             f"dataset {ds.name!r} has none: use a data set with timestamps "
+                             "or settings that do not need them")
+        if self._timestamps is None:
+            m = ds.matrix.tocsr()
+            self._timestamps = sp.csr_matrix(
+                (np.asarray(ds.timestamps, np.int64), m.indices, m.indptr), shape=m.shape)
+        if train.shape != self._timestamps.shape:
+            raise DprecError(f"the training matrix of {system} has shape {train.shape}, the "
+                             f"dataset {self._timestamps.shape}: its timestamps do not align")
+        return sp.csr_matrix(self._timestamps.multiply(train.astype(bool)))
 
     def protocol(self) -> dict[str, object]:
         first, prepared = self.folds(self.seeds[0])[0]
@@ -221,8 +242,11 @@ class Experiment:
                     model.set_side_features(self.side_features())
                 if model.uses_rating_scale:
                     model.set_rating_scale(self.dataset.rating_scale)
-                model.fit(self.evaluator.train_matrix(fold, model),
-                          derive_generator(seed, "system", model.name), on_iteration=hook)
+                train = self.evaluator.train_matrix(fold, model)
+                if model.uses_timestamps:
+                    model.set_timestamps(self.train_timestamps(train, model.name))
+                model.fit(train, derive_generator(seed, "system", model.name),
+                          on_iteration=hook)
                 metrics = self.evaluator.evaluate(model, fold, prepared,
                                                   derive_generator(seed, "ties", model.name))
                 _check_degenerate(metrics, seed, k, self.dataset)

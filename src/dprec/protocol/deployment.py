@@ -38,8 +38,9 @@ __all__ = ["DEPLOYABLE", "Deployment", "DeviceReader", "ProxySecrets", "Serving"
            "deployment_for", "deployments", "serving_of"]
 
 DEPLOYABLE = ("dprec.systems.dplcf", "dprec.systems.fmf", "dprec.systems.ldp_svd",
-              "dprec.systems.privrec", "dprec.systems.dp_pop")
-"""The packages of the deployable systems, each with ``deploy.py`` and ``serve.py``."""
+              "dprec.systems.privrec", "dprec.systems.dp_pop", "dprec.systems.dpals")
+"""The packages of the deployable systems, each with ``deploy.py`` and ``serve.py`` (at most
+one descriptor accepts a config: :func:`deployment_for` refuses an ambiguous one)."""
 
 
 class DeviceReader(ABC):
@@ -301,10 +302,16 @@ def deployments() -> tuple[Deployment, ...]:
 
 
 def deployment_for(config: Mapping[str, Any]) -> Deployment:
-    """The descriptor whose system ``config`` belongs to; :class:`DprecError` if none."""
-    for d in deployments():
-        if d.accepts(config):
-            return d
+    """The one descriptor whose system ``config`` belongs to; :class:`DprecError` if none, or
+    if several accept it (their ``accepts`` overlap: the order of :data:`DEPLOYABLE` must not
+    decide which system a server runs)."""
+    found = [d for d in deployments() if d.accepts(config)]
+    if len(found) > 1:
+        raise DprecError(f"the config is claimed by {len(found)} deployable systems "
+                         f"({', '.join(d.name for d in found)}): their descriptors' accepts "
+                         f"overlap; make each accept only its own system's config")
+    if found:
+        return found[0]
     names = ", ".join(p.rsplit(".", 1)[-1] for p in DEPLOYABLE)
     raise DprecError(f"only the deployable systems ({names}) run as services; the config "
                      f"has fields {sorted(config)}")

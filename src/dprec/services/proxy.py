@@ -586,9 +586,10 @@ class _Proxy:
                     raise _Unreachable(type(e).__name__) from None
                 if r.status_code >= 500:
                     raise _Unreachable(f"status {r.status_code}")
-                if r.status_code != 200:
-                    raise ApiError(502, f"the server refused to close round {round}: "
-                                        f"{_error_text(r)}")
+                if r.status_code != 200:  # 409: the server's reason (e.g. what it refuses)
+                    raise ApiError(409 if r.status_code == 409 else 502,
+                                   f"the server refused to close round {round}: "
+                                   f"{_error_text(r)}")
                 return r.json()
 
             server = await self._retrying("closing the round", close_on_server)

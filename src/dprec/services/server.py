@@ -243,7 +243,11 @@ class _Server:
             latest = self.store.broadcast()
             roles.restore(self.info, role, None if latest is None else latest[0])
             batches = (roles.parse_forwarded(b) for b in self.store.batches(round))
-            new = role.aggregate(batches, round)
+            try:
+                new = role.aggregate(batches, round)
+            except DprecError as e:  # the role refuses what the round holds (nothing kept)
+                raise ApiError(409, f"round {round} is not closed: the server refuses its "
+                                    f"batches: {e}") from None
             diag = roles.diagnostics(self.info, role)
             if new is None:
                 return None, None, diag
@@ -294,8 +298,10 @@ def create_server_app(settings: ServerSettings) -> FastAPI:
             raise DprecError(f"--autostart: {e.message}") from None
 
     app = FastAPI(title="dprec server", version=dprec.__version__,
-                  description="The untrusted server of a dprec protocol (DPLCF or FMF-LDP): "
-                              "publishes artefacts, accepts the proxy's shuffled batches.")
+                  description="The server role of a deployable dprec protocol (`dprec serve "
+                              "server --help` lists the systems; GET /v1/protocol says "
+                              "whether the role is a trusted aggregator): publishes "
+                              "artefacts, accepts the proxy's batches.")
     install_error_handlers(app)
     app.state.service = state
     auth_errors = error_responses(401)

@@ -73,6 +73,17 @@ class Recommender(ABC):
         raise DprecError(f"{self.name} does not use a rating scale "
                          "(uses_rating_scale is False)")
 
+    @property
+    def uses_timestamps(self) -> bool:
+        """The model, as configured, needs the training interactions' times: the experiment
+        calls :meth:`set_timestamps` before ``fit``."""
+        return False
+
+    def set_timestamps(self, timestamps: sp.csr_matrix) -> None:
+        """Hand the model each training interaction's time, a CSR of the training matrix's
+        shape (called before ``fit``). Only models with ``uses_timestamps`` accept them."""
+        raise DprecError(f"{self.name} does not use timestamps (uses_timestamps is False)")
+
     def privacy_report(self) -> PrivacyReport | None:
         """What the untrusted party can learn; None for non-private systems."""
         return None

@@ -72,7 +72,7 @@ class PopDeployment(Deployment):
     one_batch = True
 
     def accepts(self, config: Mapping[str, Any]) -> bool:
-        return "min_honest" in config and "aggregation" in config
+        return {"k", "sampling", "min_honest", "aggregation"} <= set(config)
 
     def validate(self, config: Mapping[str, Any]) -> None:
         if config.get("aggregation") != "secure":

@@ -28,8 +28,7 @@ from dprec.models.side_net import UserRows, from_vector, to_matrix
 from dprec.protocol.engine import Clients, Sent
 from dprec.systems.privrec.clipping import clip_rows
 from dprec.systems.privrec.config import PrivRecConfig
-from dprec.systems.privrec.messages import ModelBroadcast
-from dprec.systems.privrec.service_messages import UpdateBatch
+from dprec.systems.privrec.messages import ModelBroadcast, UpdateBatch
 
 __all__ = ["SideNetClients"]
 

@@ -24,7 +24,7 @@ import numpy as np
 from dprec.errors import DprecError
 from dprec.protocol.deployment import Deployment, DeviceReader
 from dprec.protocol.messages import Message, MessageError
-from dprec.systems.privrec.service_messages import UpdateBatch, UpdateUpload
+from dprec.systems.privrec.messages import UpdateBatch, UpdateUpload
 
 __all__ = ["DEPLOYMENT", "PrivRecDeployment"]
 

@@ -5,7 +5,9 @@ Its broadcast, published as the artefact ``model``, is the :class:`ModelBroadcas
 as float32, the next round's clients, the clip bound). The store keeps a
 :class:`ServerState`: that broadcast and the role's own generator, from which the next
 rounds' selection and noise are drawn; the generator is never published (knowing it would
-let anyone subtract DP-PrivRec's noise). theta_0 and the enrolled clients arrive with the
+let anyone subtract DP-PrivRec's noise). A deployed server's generator is a CSPRNG whose
+state is not kept at all (``ReptileServer.generator_state``): a restart draws from a fresh
+one. theta_0 and the enrolled clients arrive with the
 start (:class:`InitialModel`) (:mod:`dprec.protocol.deployment`).
 """
 
@@ -17,9 +19,8 @@ from dprec.errors import DprecError
 from dprec.protocol.aggregation import Aggregator
 from dprec.protocol.deployment import Serving
 from dprec.systems.privrec.config import PrivRecConfig
-from dprec.systems.privrec.messages import ModelBroadcast
+from dprec.systems.privrec.messages import InitialModel, ModelBroadcast, ServerState
 from dprec.systems.privrec.server import ReptileServer
-from dprec.systems.privrec.service_messages import InitialModel, ServerState
 
 __all__ = ["SERVING", "PrivRecServing"]
 

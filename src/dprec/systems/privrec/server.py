@@ -24,12 +24,15 @@ from dprec.mechanisms.gaussian import Gaussian, joint_event
 from dprec.privacy.gaussian import privrec_noise_multipliers
 from dprec.protocol.deployed import generator_from_json, generator_to_json
 from dprec.protocol.engine import Server
+from dprec.random import is_secure, secure_generator
 from dprec.systems.privrec.clipping import AdaptiveClip, clip_rows
 from dprec.systems.privrec.config import PrivRecConfig
-from dprec.systems.privrec.messages import ModelBroadcast, ModelUpdates
-from dprec.systems.privrec.service_messages import UpdateBatch
+from dprec.systems.privrec.messages import ModelBroadcast, ModelUpdates, UpdateBatch
 
-__all__ = ["ReptileServer"]
+__all__ = ["SECURE_STATE", "ReptileServer"]
+
+SECURE_STATE: dict[str, Any] = {"bit_generator": "secure"}
+"""What the store keeps for a deployed role's CSPRNG: only that it was one."""
 
 
 class ReptileServer(Server):
@@ -103,21 +106,31 @@ class ReptileServer(Server):
         return ModelBroadcast(self.theta, chosen, round, clip.value if clip is not None else 0.0)
 
     def start(self, rng: np.random.Generator) -> ModelBroadcast:
+        """The first broadcast. The rounds draw from the role's own generator: a fresh
+        CSPRNG when ``rng`` is one (a deployed server), else one seeded from ``rng`` (a
+        simulation, reproducible from its seed)."""
         if self.theta is None:
             raise DprecError("PrivRec's server starts from an initial model and its enrolled "
                              "clients: a server process gets them with the simulation's start "
                              "(POST /v1/start with the initial state), not from --autostart")
-        self._rng = np.random.default_rng(rng.integers(2**63))
+        self._rng = secure_generator() if is_secure(rng) else np.random.default_rng(
+            rng.integers(2**63))
         return self._broadcast(0)
 
     # -- the state a restarted role resumes from ---------------------------------------------
 
     def generator_state(self) -> dict[str, Any]:
         """The state of the role's own generator, as JSON (kept by the server, never
-        published: the selection and the noise of the next rounds are drawn from it)."""
+        published: the selection and the noise of the next rounds are drawn from it).
+
+        A CSPRNG's state is not kept (:data:`SECURE_STATE` stands for it): its key would let
+        whoever reads the store recompute every noise draw, past ones included, and
+        subtract DP-PrivRec's noise from the released models. A role resumed from it draws
+        from a fresh CSPRNG: what the lost one drew and was released is in the stored
+        broadcast, so a restart changes only draws not yet released."""
         if self._rng is None:
             raise DprecError("the server has not started")
-        return generator_to_json(self._rng)
+        return dict(SECURE_STATE) if is_secure(self._rng) else generator_to_json(self._rng)
 
     def resume(self, broadcast: ModelBroadcast, generator: dict[str, Any]) -> None:
         """Take the state the role had after publishing ``broadcast`` with its generator in
@@ -128,7 +141,8 @@ class ReptileServer(Server):
         self._selected = broadcast.clients.astype(np.int64)
         if self.adaptive_clip is not None:
             self.adaptive_clip.value = float(broadcast.clip)
-        self._rng = generator_from_json(generator)
+        self._rng = (secure_generator() if generator == SECURE_STATE
+                     else generator_from_json(generator))
 
     # -- a round ------------------------------------------------------------------------------
 
