@@ -16,27 +16,49 @@ defaults are used, and the JSON records which. Leave-one-out by the latest inter
 HR@10 sampled (99 negatives) and full ranking, mean and std over --seeds. The "worst" line
 of each system is, per fraction, the strategy with the lower sampled HR@10.
 Writes results/poisoning/poisoning.json, poisoning.png (sampled HR@10) and
-poisoning_full.png (full ranking). About a minute on ML-100K with 1 seed. Usage:
+poisoning_full.png (full ranking). About a minute on ML-100K with 1 seed.
+
+Secure sum (issue 23 §2; --secure-systems, default dp-pop with aggregation=secure): a
+malicious client sends ANY element of Z_q^d (:mod:`dprec.protocol.sum_poisoning`: promote,
+k-hot, huge, reverse, random), which neither the proxy nor the server can check. Fractions
+--secure-fractions (default 0.1%, 1%, 5%, 10%; 0.1% of ML-100K's 943 users is one client).
+Besides HR@10 each point reports how the targets fare in every user's own top-10 (the
+published list minus the user's training items): the mean number of targets in it and the
+targets that are in the top-10 of every user who does not hold them. --systems with no name
+runs the secure sum alone; --table writes its Markdown table (command and date on top):
+  .venv/bin/python experiments/poisoning.py --systems --seeds 3 --out results/poisoning_secure
+      --table docs/results/secure_sum_poisoning.md
+Usage:
   .venv/bin/python experiments/poisoning.py [--dataset ml-100k] [--seeds 1]
       [--systems dplcf-sp dplcf-eb fmf-ldp] [--fractions 0 0.01 0.05 0.1]
       [--strategies untargeted promote] [--fmf-epochs N] [--out results/poisoning]
+      [--secure-systems dp-pop] [--secure-fractions 0.001 0.01 0.05 0.1]
+      [--secure-strategies promote k-hot huge reverse random]
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import shlex
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
 
 import dprec
 from dprec.data.registry import load_dataset
 from dprec.evaluation.plots import plot_metric_vs_eps
 from dprec.evaluation.runner import Experiment, RunResult
 from dprec.protocol.poisoning import STRATEGIES, Poisoning, poison
+from dprec.protocol.sum_poisoning import SUM_STRATEGIES, SumPoisoning, poison_sum
 from dprec.random import derive_generator
+from dprec.selection import top_k
 from dprec.systems.registry import make_config, make_system, read_config
 
 RANDOM_HR10 = 0.10
@@ -80,13 +102,94 @@ def summary(res: RunResult) -> dict[str, Any]:
     return {"sampled": res.metrics["sampled"]["HR@10"], "full": res.metrics["full"]["HR@10"]}
 
 
+def targets_in_top10(model: Any, train: sp.csr_matrix, targets: np.ndarray | None
+                     ) -> dict[str, float]:
+    """How the promoted items fare in each user's top-10 (the model's scores, the user's
+    training items removed, ties by :func:`top_k`): ``mean`` targets per user's top-10 and
+    ``everyone``, the targets in the top-10 of every user who does not hold them."""
+    if targets is None or not len(targets):
+        return {"mean": 0.0, "everyone": 0}
+    train = sp.csr_matrix(train)
+    scores = np.array(model.score(train), np.float64)
+    rows, cols = train.nonzero()
+    scores[rows, cols] = -np.inf
+    top = top_k(scores, 10)
+    hit = top[:, :, None] == np.asarray(targets)[None, None, :]  # users x 10 x targets
+    in_top = hit.any(axis=1)
+    eligible = np.asarray(train[:, targets].todense()) == 0
+    everyone = int((in_top | ~eligible).all(axis=0).sum())
+    return {"mean": float(hit.any(axis=2).sum(axis=1).mean()), "everyone": everyone}
+
+
+def secure_point(exp: Experiment, system: str, config: Any, poisoning: SumPoisoning
+                 ) -> tuple[dict[str, Any], RunResult]:
+    """One (secure-sum system, poisoning) run over the experiment's seeds: HR@10 and the
+    targets' reach (:func:`targets_in_top10`, mean over seeds)."""
+    seeds = iter(exp.seeds)
+    fitted: list[tuple[int, Any, Any]] = []
+
+    def make() -> Any:
+        seed = next(seeds)
+        model = make_system(system, None, config)
+        fitted.append((seed, model, poison_sum(model, poisoning, derive_generator(seed,
+                                                                                 "poison"))))
+        return model
+
+    res = exp.run(make)
+    reach = []
+    for seed, model, hook in fitted:
+        fold = exp.folds(seed)[0][0]
+        clients = hook.clients
+        reach.append(targets_in_top10(model, exp.evaluator.train_matrix(fold, model),
+                                      None if clients is None else clients.targets))
+    return {"fraction": poisoning.fraction,
+            "attackers": [len(h.clients.attackers) if h.clients is not None else 0
+                          for _, _, h in fitted],
+            **summary(res),
+            "targets_in_top10": float(np.mean([r["mean"] for r in reach])),
+            "targets_in_everyones_top10": float(np.mean([r["everyone"] for r in reach])),
+            "wall_time_s": res.wall_time_s}, res
+
+
+def run_secure(exp: Experiment, args: argparse.Namespace) -> dict[str, Any]:
+    """The secure-sum systems under each malicious-client strategy (module docstring)."""
+    out: dict[str, Any] = {}
+    for name, sc in configs_for(args.secure_systems, args.configs).items():
+        if name not in args.secure_systems:
+            continue
+        config = replace(sc["config"], aggregation="secure")
+        clean, res = secure_point(exp, sc["system"], config, SumPoisoning(0.0))
+        entry: dict[str, Any] = {"system": sc["system"], "config_source": sc["source"],
+                                 "parameters": res.parameters,
+                                 "privacy_true": (res.privacy or {}).get("true"),
+                                 "ring": {k: (res.privacy or {}).get("secure_sum", {}).get(k)
+                                          for k in ("q", "q_bits", "expected_clients")},
+                                 "clean": clean, "strategies": {}}
+        print(f"{name:10s} {'clean':10s}   0.0%  HR@10 sampled {clean['sampled']['mean']:.4f}"
+              f"  full {clean['full']['mean']:.4f}", flush=True)
+        for strategy in args.secure_strategies:
+            points = []
+            for f in args.secure_fractions:
+                pt, _ = secure_point(exp, sc["system"], config, SumPoisoning(
+                    f, strategy, targets=args.targets))
+                points.append(pt)
+                print(f"{name:10s} {strategy:10s} {100 * f:5.1f}%  HR@10 sampled "
+                      f"{pt['sampled']['mean']:.4f}  full {pt['full']['mean']:.4f}  targets "
+                      f"in top-10 {pt['targets_in_top10']:.2f} (everyone's: "
+                      f"{pt['targets_in_everyones_top10']:.1f})  ({pt['wall_time_s']:.1f} s)",
+                      flush=True)
+            entry["strategies"][strategy] = points
+        out[name] = entry
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", default="ml-100k")
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--configs", type=Path, default=Path("configs/ml-100k"))
-    ap.add_argument("--systems", nargs="+", default=["dplcf-sp", "dplcf-eb", "fmf-ldp"])
+    ap.add_argument("--systems", nargs="*", default=["dplcf-sp", "dplcf-eb", "fmf-ldp"])
     ap.add_argument("--fractions", type=float, nargs="+", default=[0.0, 0.01, 0.05, 0.1])
     ap.add_argument("--strategies", nargs="+", choices=STRATEGIES, default=list(STRATEGIES))
     ap.add_argument("--targets", type=int, default=10, help="promoted items")
@@ -96,6 +199,14 @@ def main() -> None:
                     help="override FMF-LDP's epochs (to bound the wall time)")
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--out", type=Path, default=Path("results/poisoning"))
+    ap.add_argument("--secure-systems", nargs="*", default=["dp-pop"],
+                    help="secure-sum systems (aggregation=secure)")
+    ap.add_argument("--secure-fractions", type=float, nargs="+",
+                    default=[0.001, 0.01, 0.05, 0.1])
+    ap.add_argument("--secure-strategies", nargs="+", choices=SUM_STRATEGIES,
+                    default=list(SUM_STRATEGIES))
+    ap.add_argument("--table", type=Path, default=None,
+                    help="write the secure-sum table as Markdown to this file")
     args = ap.parse_args()
     if 0.0 not in args.fractions:
         args.fractions = [0.0, *args.fractions]
@@ -148,11 +259,17 @@ def main() -> None:
                 key=lambda p: p["sampled"]["mean"])}
             for i, f in enumerate(args.fractions)]
         doc["systems"][name] = entry
+    doc["secure_sum"] = {
+        "attack": "malicious clients send any element of Z_q^d (dprec.protocol.sum_poisoning)",
+        "targets": args.targets, "generator": "(seed, 'poison')",
+        "systems": run_secure(exp, args)}
     doc["wall_time_s"] = time.perf_counter() - start
 
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "poisoning.json").write_text(json.dumps(doc, indent=2, default=float))
     for protocol, png in (("sampled", "poisoning.png"), ("full", "poisoning_full.png")):
+        if not doc["systems"]:
+            break
         sweep = {f"{name} ({s})": [{"fraction": 100 * p["fraction"],
                                     "mean": p[protocol]["mean"], "std": p[protocol]["std"]}
                                    for p in e["strategies"][s]]
@@ -165,17 +282,78 @@ def main() -> None:
                            ylabel=f"HR@10 ({protocol})", references=refs,
                            xlabel="poisoned clients (%)", x="fraction")
     print_table(doc)
+    if args.table is not None:
+        command = shlex.join([".venv/bin/python", "experiments/poisoning.py", *sys.argv[1:]])
+        args.table.parent.mkdir(parents=True, exist_ok=True)
+        args.table.write_text(secure_table_markdown(doc, command))
     print(f"saved {args.out} ({doc['wall_time_s']:.0f} s)")
+
+
+def secure_table_markdown(doc: dict[str, Any], command: str) -> str:
+    """The secure-sum part of ``doc`` as Markdown: per system, HR@10 (sampled, full) and the
+    targets' reach for every strategy and fraction, with the command and the date."""
+    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    ds = doc["dataset"]
+    lines = [f"# Malicious clients of the secure sum: {ds.get('name', '?')}, "
+             f"{len(doc['seeds'])} seeds", "", f"Command: `{command}`  ", f"Date: {date}, "
+             f"dprec {doc['dprec_version']}", ""]
+    for name, e in doc["secure_sum"]["systems"].items():
+        sec = (e.get("privacy_true") or {})
+        c = e["clean"]
+        pts = next(iter(e["strategies"].values()), [])
+        heads = [f"{100 * p['fraction']:g}% ({p['attackers'][0]} client"
+                 f"{'s' if p['attackers'][0] != 1 else ''})" for p in pts]
+        lines += [f"## {name} (aggregation=secure), per-user ε {sec.get('epsilon', '?')} "
+                  f"at δ {sec.get('delta', '?')}", "",
+                  f"q = {e.get('ring', {}).get('q', '?')}, clients n = "
+                  f"{e.get('ring', {}).get('expected_clients', '?')}. "
+                  f"No attacker: sampled HR@10 {c['sampled']['mean']:.3f} ± "
+                  f"{c['sampled']['std']:.3f}, full {c['full']['mean']:.4f}.", "",
+                  "Sampled HR@10 / full HR@10 (mean over seeds):", "",
+                  "| strategy | " + " | ".join(heads) + " |",
+                  "|---|" + "---|" * len(heads)]
+        for s, points in e["strategies"].items():
+            lines.append(f"| {s} | " + " | ".join(
+                f"{p['sampled']['mean']:.3f} / {p['full']['mean']:.4f}" for p in points) + " |")
+        lines += ["", f"Targets ({doc['secure_sum']['targets']} items) in a user's top-10, "
+                  "mean over users (in brackets: targets in the top-10 of every user who "
+                  "does not hold them):", "",
+                  "| strategy | " + " | ".join(heads) + " |",
+                  "|---|" + "---|" * len(heads)]
+        for s, points in e["strategies"].items():
+            if s in ("promote", "k-hot", "huge"):
+                lines.append(f"| {s} | " + " | ".join(
+                    f"{p['targets_in_top10']:.2f} ({p['targets_in_everyones_top10']:.1f})"
+                    for p in points) + " |")
+        lines.append("")
+    lines += ["Strategies (`dprec.protocol.sum_poisoning`): promote, the coalition adds n (the "
+              "enrolled clients) to each target; k-hot, each attacker sends a vector an honest "
+              "client could send, 1 on each target; huge, each attacker adds 10^9 to each "
+              "target, which the ring reduces mod q; reverse, the coalition adds -2x the "
+              "honest noisy sum (full knowledge), so the published counts are negated; "
+              "random, a uniform vector mod q. Interpretation: docs/secure_sum.md, "
+              "\"Malicious clients\".", ""]
+    return "\n".join(lines)
 
 
 def print_table(doc: dict[str, Any]) -> None:
     fr = doc["fractions"]
-    print("\nHR@10 sampled (full) vs poisoned fraction")
-    print(f"{'system':10s} {'strategy':10s} " + " ".join(f"{100 * f:>15.0f}%" for f in fr))
+    if doc["systems"]:
+        print("\nHR@10 sampled (full) vs poisoned fraction")
+        print(f"{'system':10s} {'strategy':10s} " + " ".join(f"{100 * f:>15.0f}%" for f in fr))
     for name, e in doc["systems"].items():
         for s, pts in e["strategies"].items():
             print(f"{name:10s} {s:10s} " + " ".join(
                 f"{p['sampled']['mean']:8.4f} ({p['full']['mean']:.4f})" for p in pts))
+    secure = doc.get("secure_sum", {}).get("systems", {})
+    for name, e in secure.items():
+        print(f"\n{name} (secure sum), clean HR@10 {e['clean']['sampled']['mean']:.4f}: "
+              "HR@10 sampled (full) / targets in a user's top-10 (in everyone's)")
+        for s, pts in e["strategies"].items():
+            print(f"{name:10s} {s:10s} " + " ".join(
+                f"{100 * p['fraction']:.1f}%: {p['sampled']['mean']:.4f} "
+                f"({p['full']['mean']:.4f}) / {p['targets_in_top10']:.2f} "
+                f"({p['targets_in_everyones_top10']:.1f})" for p in pts))
 
 
 if __name__ == "__main__":

@@ -43,10 +43,12 @@ def test_simulate_gives_the_same_ranking_and_privacy_over_both_transports(tmp_pa
         assert a[key] == b[key], key
     privacy = b["privacy"]
     assert privacy["model"] == "secure-sum" and privacy["levels"]["user"]["epsilon"] <= 1.0
+    assert privacy["adjacency"] == "zero_out"  # each device's noise share stays in the sum
     assert privacy["threat_model_assumptions"]["server_proxy_collusion"] is False
     ss = privacy["secure_sum"]
     assert (ss["m"], ss["gamma"], ss["batches"]) == (2, 1.0, 1)
     assert ss["contributors"] == privacy["threat_model_assumptions"]["min_honest"]
+    assert ss["contributors"] == privacy["threat_model_assumptions"]["contributors"]
     assert ss["q"] == 2 ** ss["q_bits"]
 
 

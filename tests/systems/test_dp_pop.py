@@ -98,7 +98,7 @@ def test_report_has_the_skellam_accounting(aggregation: str) -> None:
     assert user["epsilon"] < skellam_epsilon(SkellamDpEvent(mu, 10, math.sqrt(10)), 1e-6)
     assert any(n.startswith("analysis: PLD") for n in user["notes"])
     assert 1.99 <= user["epsilon"] <= 2.0 and user["delta"] == 1e-6
-    assert doc["adjacency"] == "add_remove_one"
+    assert doc["adjacency"] == ("zero_out" if aggregation == "secure" else "add_remove_one")
     assert doc["events"]["events"][0]["event"]["type"] == "SkellamDpEvent"
     want = "secure-sum" if aggregation == "secure" else "central"
     assert doc["model"] == want and user["model"] == want

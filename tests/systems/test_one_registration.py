@@ -21,7 +21,7 @@ NAMES = [
     "dplcf-eb", "bpr-mf", "gmf", "mf-np", "fcf", "fmf-ldp", "global-mean", "bias", "nondp-svd",
     "pcc-knn", "cos-knn", "laplace-svd", "laplace-rr-svd", "ldp-svd", "dpsgd-mf", "dpps-mf",
     "pnbm", "dpsgd-pnbm", "dpps-pnbm", "privrec", "dp-privrec", "privrec-cen", "fofl-self",
-    "nn-self", "dp-pop", "ldp-pop", "dpals",
+    "nn-self", "dp-pop", "ldp-pop", "dpals", "dp-fedavg",
 ]
 """The registered systems, in the order ``dprec systems`` lists them."""
 

@@ -19,6 +19,12 @@ reduced sums (server side):
   mechanism, the 2^-32 grid otherwise); the server steps from them by
   :meth:`~dprec.systems.fmf.server.FactorServer.apply_sums` (Eq. 9, written once in
   :func:`~dprec.systems.fmf.server.mean_gradient`).
+- :class:`IntegerSumAdapter`: per shard, the exact int64 sum of its clients' integer
+  vectors (what a secure sum of them yields, so the simulation adds them directly; issue 23
+  §1); the proxy forwards the total as the round's one batch (``forward_sum``, with its
+  threshold) and the server aggregates it as in process. The clients draw from their own
+  generators of the round's key (``step_rows``), so the sum is the in-process engine's bit
+  for bit whenever the in-process clients draw their seed first in the round.
 """
 
 from __future__ import annotations
@@ -44,7 +50,8 @@ from dprec.systems.dplcf.server import PairCounts, SimilarityServer
 from dprec.systems.fmf.client import FederatedClients, check_item_matrix
 from dprec.systems.fmf.server import FactorServer
 
-__all__ = ["ADAPTERS", "DplcfAdapter", "FmfAdapter", "Shard", "SystemAdapter", "adapter_for"]
+__all__ = ["ADAPTERS", "DplcfAdapter", "FmfAdapter", "IntegerSumAdapter", "Shard",
+           "SystemAdapter", "adapter_for"]
 
 ClientsSource = Callable[[], Clients]
 """Builds a shard's clients where the shard runs (a ready subset, or a synthetic factory)."""
@@ -199,6 +206,53 @@ class FmfAdapter(SystemAdapter):
         clients.restore(state)
 
 
+class IntegerSumAdapter(SystemAdapter):
+    """Exact integer sums (the secure sum's output): per shard, the int64 sum of its
+    clients' vectors, ``clients.step_rows(start, stop, key) -> (vector, Sent or a list of
+    them)``, after ``clients.prepare_round(broadcast, round)`` where the clients have one
+    (a multi-round protocol's clients read the broadcast); the vectors have the server's
+    ``sum_length`` (default ``n_items``) coordinates; the proxy's
+    ``forward_sum(total, senders)`` makes the round's one batch (None below its threshold)
+    and ``server.aggregate([batch], round)`` the broadcast. Integer addition is exact and
+    associative, so the total does not depend on the shards or their order."""
+
+    def __init__(self, n_items: int, proxy: Proxy, max_piece_bytes: int = 256 * 2**20) -> None:
+        self.n_items = int(n_items)
+        self.proxy = proxy
+        self.pieces = Pieces((("sum", (self.n_items,), "int64"),), max_piece_bytes)
+
+    @classmethod
+    def for_server(cls, server: Any, n_users: int, proxy: Proxy | None, k: int | None,
+                   max_piece_bytes: int) -> IntegerSumAdapter:
+        """A run whose proxy forwards one exact sum (``forward_sum``)."""
+        if proxy is None or not callable(getattr(proxy, "forward_sum", None)):
+            raise DprecError(f"an integer-sum run needs its system's summing proxy, got "
+                             f"{type(proxy).__name__}: build the run as the system's fit does")
+        return cls(int(getattr(server, "sum_length", server.n_items)), proxy, max_piece_bytes)
+
+    def fold_round(self, clients: Clients, spans: list[tuple[int, int, int]], round: int,
+                   key: int, broadcast: Any) -> tuple[dict[str, np.ndarray], RoundPartial]:
+        t = time.perf_counter()
+        total = np.zeros(self.n_items, np.int64)
+        partial = RoundPartial()
+        prepare = getattr(clients, "prepare_round", None)
+        if prepare is not None:
+            prepare(broadcast, round)
+        for _block, start, stop in spans:
+            vector, sent = clients.step_rows(start, stop, key)  # type: ignore[attr-defined]
+            total += vector
+            partial.senders += stop - start
+            for one in sent if isinstance(sent, list) else [sent]:
+                _record(partial, one)
+        partial.seconds = time.perf_counter() - t
+        return {"sum": total}, partial
+
+    def finish(self, server: Server, sums: dict[str, np.ndarray], total: RoundPartial,
+               round: int) -> Any:
+        batch = self.proxy.forward_sum(sums["sum"], total.senders)  # type: ignore[attr-defined]
+        return None if batch is None else server.aggregate([batch], round)
+
+
 def adapter_for(server: Server, n_users: int, proxy: Proxy | None, k: int | None = None,
                 max_piece_bytes: int = 256 * 2**20) -> SystemAdapter:
     """The adapter the server role's system declares (its
@@ -212,12 +266,14 @@ def adapter_for(server: Server, n_users: int, proxy: Proxy | None, k: int | None
         if isinstance(server, serving.role_type) and serving.shard_adapter is not None:
             adapter: type[SystemAdapter] = ADAPTERS[serving.shard_adapter]
             return adapter.for_server(server, n_users, proxy, k, max_piece_bytes)
-    raise DprecError(f"no sharded backend for {type(server).__name__}: the DPLCF family and "
-                     "fmf-ldp run on one")
+    raise DprecError(f"no sharded backend for {type(server).__name__}: only the systems whose "
+                     "deployment descriptor (systems/<name>/serve.py) names a shard adapter "
+                     "run on one")
 
 
 ADAPTERS: dict[str, type[SystemAdapter]] = {"DplcfAdapter": DplcfAdapter,
-                                            "FmfAdapter": FmfAdapter}
+                                            "FmfAdapter": FmfAdapter,
+                                            "IntegerSumAdapter": IntegerSumAdapter}
 """The adapters a :class:`~dprec.protocol.deployment.Serving` can name."""
 
 

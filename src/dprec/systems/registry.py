@@ -45,6 +45,7 @@ SPEC_MODULES = (
     "dprec.systems.privrec.specs",
     "dprec.systems.dp_pop.specs",
     "dprec.systems.dpals.specs",
+    "dprec.systems.dp_fedavg.specs",
 )
 """The one way a system is registered: its module (a single-module system) or its package's
 ``specs.py`` defines ``SPECS: list[SystemSpec]``, and that module is one line here. The

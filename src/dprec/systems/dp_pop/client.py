@@ -23,7 +23,7 @@ from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel
 
 __all__ = ["BLOCK_CELLS", "PopClients", "Sampling", "client_generator", "k_hot",
-           "noisy_vectors"]
+           "no_proxy_key", "noisy_vectors"]
 
 Sampling = Literal["uniform", "recency"]
 
@@ -47,8 +47,8 @@ def k_hot(train: sp.csr_matrix, k: int, sampling: Sampling, rng: np.random.Gener
         order = np.lexsort((rng.random(cols.size), rows))
     elif sampling == "recency":
         if timestamps is None:
-            raise DprecError("sampling=recency needs the interactions' timestamps, which "
-                             "`dprec run` does not hand to systems yet (library: "
+            raise DprecError("sampling=recency needs the interactions' timestamps (`dprec "
+                             "run` hands them over from a data set that has them; library: "
                              "DpPop.set_timestamps before fit); use sampling=uniform")
         ts_csr = sp.csr_matrix(timestamps)
         if ts_csr.shape != csr.shape:
@@ -103,6 +103,11 @@ def noisy_vectors(rows: sp.csr_matrix, ids: np.ndarray, k: int, sampling: Sampli
     return out
 
 
+def no_proxy_key() -> bytes | None:
+    """The proxy key of clients that only sum (a shard of a sharded run): none."""
+    return None
+
+
 class PopClients(Clients):
     """dp-pop's simulated clients: in round 0 each adds its Skellam share to its k-hot
     vector (:func:`noisy_vectors`) and hands it on in blocks; the keys a client seals to
@@ -137,6 +142,33 @@ class PopClients(Clients):
                                              ts),
                                round, broadcast.server_key, self._proxy_key(), self._params)
         self._sent = [Sent(self._event, self._ids.copy(), unit="user")]
+
+    @property
+    def ids(self) -> np.ndarray:
+        """The clients' global ids (row ``i`` is client ``ids[i]``)."""
+        return self._ids
+
+    def subset(self, rows: np.ndarray) -> PopClients:
+        """The clients of rows ``rows`` (in that order), with their global ids; they only
+        sum (:meth:`step_rows`), so they seal to no proxy key."""
+        rows = np.asarray(rows, np.int64)
+        ts = None if self._timestamps is None else self._timestamps[rows]
+        return PopClients(self._train[rows], self._ids[rows], self._k, self._sampling,
+                          self._share, self._event, no_proxy_key, self._params, ts)
+
+    def step_rows(self, start: int, stop: int, run_seed: int) -> tuple[np.ndarray, Sent]:
+        """The exact int64 sum of rows start:stop's noisy vectors (:func:`noisy_vectors`,
+        each client from its own :func:`client_generator` of ``run_seed``; what the secure
+        sum of those clients yields) and who sent it: a shard's part of :meth:`step`."""
+        d = self._train.shape[1]
+        total = np.zeros(d, np.int64)
+        step = max(1, BLOCK_CELLS // max(d, 1))
+        for lo in range(start, stop, step):
+            hi = min(stop, lo + step)
+            ts = None if self._timestamps is None else self._timestamps[lo:hi]
+            total += noisy_vectors(self._train[lo:hi], self._ids[lo:hi], self._k,
+                                   self._sampling, self._share, run_seed, ts).sum(axis=0)
+        return total, Sent(self._event, self._ids[start:stop].copy(), unit="user")
 
     def sent(self) -> list[Sent]:
         return self._sent

@@ -111,21 +111,29 @@ class ExactSumProxy(Proxy):
         self.public_key = bytes.fromhex(raw)
 
     def forward(self, messages: Any) -> Any:
-        self.forwarded = False
-        self.senders = 0
-        self.batches = []
         total: np.ndarray | None = None
+        senders = 0
         for m in messages:
             if not isinstance(m, NoisyVectors):
                 raise DprecError(f"dp-pop's proxy sums NoisyVectors, got {type(m).__name__}")
             part = m.vectors.sum(axis=0, dtype=np.int64)
             total = part if total is None else total + part
-            self.senders += m.n_clients
+            senders += m.n_clients
+        batch = self.forward_sum(total, senders)
+        if batch is not None:
+            yield batch
+
+    def forward_sum(self, total: np.ndarray | None, senders: int) -> ExactSum | None:
+        """The round's one batch from the exact sum of ``senders`` clients' noisy vectors
+        (summed here, or by the shards of a sharded run); None below the threshold."""
+        self.forwarded = False
+        self.senders = int(senders)
+        self.batches = []
         if total is None or self.senders < self.threshold:
-            return
+            return None
         self.forwarded = True
         self.batches = [self.senders]
-        yield ExactSum(total, self.senders)
+        return ExactSum(np.asarray(total, np.int64), self.senders)
 
     def account(self, event: Any) -> Any:
         """The event itself: one batch carries the round's whole noise."""

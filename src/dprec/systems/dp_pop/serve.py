@@ -21,6 +21,8 @@ class PopServing(Serving):
     """The server half of dp-pop (aggregation=secure)."""
 
     role_type = PopularityServer
+    shard_adapter = "IntegerSumAdapter"
+    """A sharded run sums the clients' noisy vectors exactly (what the secure sum yields)."""
 
     def server_role(self, info: Any, aggregator: Aggregator) -> PopularityServer:
         """As ``DpPop.fit`` builds it."""

@@ -2,10 +2,14 @@
 
 dp-pop (issue 23 §3): each user contributes a k-hot vector (:mod:`.client`); one round of
 summation with Skellam noise (:mod:`.server`) calibrated to the target per-user ``epsilon``
-at ``delta`` under add/remove-one-user adjacency, where a k-hot vector has L1 sensitivity
-``k`` and L2 sensitivity ``sqrt(k)`` and differs from its absence by +1 in k coordinates:
-accounted by :class:`~dprec.privacy.accountant.PldAccountant` from the run's event log (the
-exact PLD of k unit shifts of Skellam noise; AKL21's RDP bound where smaller).
+at ``delta``, where a k-hot vector has L1 sensitivity ``k`` and L2 sensitivity ``sqrt(k)``
+and differs from the zero vector by +1 in k coordinates: accounted by
+:class:`~dprec.privacy.accountant.PldAccountant` from the run's event log (the exact PLD of k
+unit shifts of Skellam noise; AKL21's RDP bound where smaller). The neighbouring relation
+(:func:`adjacency_of`): ``secure``, zero-out (one user's vector replaced by zeros while their
+device still sends its noise share, so both sides carry the same noise; under add/remove the
+share would leave with the user and the two sums would carry different noise); ``trusted``,
+add/remove one user (one central draw, independent of the data). The numbers are the same.
 
 ldp-pop: padding-and-sampling (Wang, Li, Jha, IEEE S&P 2018): a user pads their item set to
 ``pad`` with dummies (or samples ``pad`` of their items), picks one of the ``pad`` uniformly
@@ -21,6 +25,7 @@ user's own training items, as for the popularity baseline).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -36,7 +41,7 @@ from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.events import EventLog, LocalReportDpEvent
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
 from dprec.privacy.skellam import calibrate_skellam_mu
-from dprec.protocol.engine import run_protocol
+from dprec.protocol.engine import Clients, run_protocol
 from dprec.systems.base import NotFittedError, Ranker, check_history
 from dprec.systems.dp_pop.calibration import RoundCalibration, calibrate
 from dprec.systems.dp_pop.client import PopClients, Sampling, k_hot
@@ -46,21 +51,33 @@ from dprec.systems.dp_pop.server import PopularityServer, rank_items, trusted_no
 from dprec.systems.reporting import privacy_report_from_log
 
 __all__ = ["DpPop", "DpPopConfig", "LdpPop", "LdpPopConfig", "SECURE_THREAT_MODEL",
-           "TRUSTED_THREAT_MODEL"]
+           "TRUSTED_THREAT_MODEL", "adjacency_of"]
 
 SECURE_THREAT_MODEL = (
     "secure sum: the server learns only the sum of the clients' noisy k-hot vectors; the "
     "server and the shuffling proxy do not collude; a coalition of the server and some "
     "clients learns only the sum of the others; the guarantee holds while at least "
-    "min_honest clients are honest and contribute (their noise shares alone reach mu)"
+    "min_honest clients are honest and contribute (their noise shares alone reach mu); "
+    "zero-out adjacency: every enrolled device sends its noise share in the round, also one "
+    "with no data, so a user's neighbour (their vector replaced by zeros) carries the same "
+    "noise; a device that drops out takes its share with it, which the contributor count "
+    "accounts for"
 )
 TRUSTED_THREAT_MODEL = (
     "central: a trusted curator sees every user's k-hot vector, sums them and adds one "
-    "Skellam draw; DP protects what the published ranking reveals"
+    "Skellam draw; DP protects what the published ranking reveals; add/remove-one-user "
+    "adjacency (the one draw does not depend on who is present)"
 )
 LDP_THREAT_MODEL = (
     "local: the untrusted server sees each user's one OUE report (padding-and-sampling)"
 )
+
+
+def adjacency_of(aggregation: str) -> Adjacency:
+    """The relation dp-pop is accounted under: zero-out for the secure sum (each client's
+    noise share stays in the sum whatever its data), add/remove one user for the trusted
+    curator's one draw (module docstring; the same epsilon for the same mu)."""
+    return Adjacency.ZERO_OUT if aggregation == "secure" else Adjacency.ADD_REMOVE_ONE
 
 
 @dataclass(frozen=True)
@@ -68,7 +85,8 @@ class DpPopConfig:
     """Settings of dp-pop."""
 
     epsilon: float = 1.0
-    """Target per-user epsilon (add/remove one user) of the one release."""
+    """Target per-user epsilon of the one release (zero-out adjacency for secure, add/remove
+    one user for trusted: :func:`adjacency_of`)."""
     delta: float = 1e-6
     """Target delta."""
     k: int = 50
@@ -164,14 +182,22 @@ class DpPop(_RankedList):
         self._timestamps: sp.csr_matrix | None = None
         self._fit_info: dict[str, object] = {}
         self._round: RoundCalibration | None = None
+        self.clients_hook: Callable[[Clients, int], Clients] | None = None
+        """Wraps the simulated clients (secure path), e.g. malicious ones
+        (:func:`dprec.protocol.sum_poisoning.poison_sum`)."""
+
+    @property
+    def uses_timestamps(self) -> bool:
+        """``sampling="recency"`` picks each user's k latest items."""
+        return self.config.sampling == "recency"
 
     def set_timestamps(self, timestamps: sp.csr_matrix) -> None:
         """Each (user, item) interaction's time, for ``sampling="recency"`` (before fit)."""
         self._timestamps = sp.csr_matrix(timestamps)
 
     def sensitivities(self, n_items: int) -> tuple[float, float]:
-        """(L1, L2) of one user's k-hot vector under add/remove one user: (k, sqrt(k)),
-        with k capped at the number of items."""
+        """(L1, L2) of one user's k-hot vector against the zero vector (zero-out) or its
+        absence (add/remove): (k, sqrt(k)), with k capped at the number of items."""
         k = min(int(self.config.k), int(n_items))
         return float(k), math.sqrt(k)
 
@@ -191,8 +217,9 @@ class DpPop(_RankedList):
         clients = PopClients(train, np.arange(n), c.k, c.sampling, cal.share,
                              cal.mechanism.dp_event(cal.l1, cal.l2, int(cal.l1)),
                              lambda: proxy.public_key, cal.params, self._timestamps)
+        sim = self.clients_hook(clients, n) if self.clients_hook else clients
         self.events = EventLog(n)
-        run = run_protocol(server, clients, 1, rng, self.events, proxy, self.transport)
+        run = run_protocol(server, sim, 1, rng, self.events, proxy, self.transport)
         if not run.rounds or not run.rounds[0].updated:
             raise DprecError(f"the round released nothing: fewer than min_honest = "
                              f"{cal.min_honest} clients contributed")
@@ -261,14 +288,23 @@ class DpPop(_RankedList):
         extra: dict[str, object] = {
             "model": model,
             "contribution_bound": f"a k-hot vector over items, k = {c.k} ({c.sampling}); "
-                                  f"L1 = {l1:g}, L2 = {l2:.6g} under add/remove one user",
+                                  f"L1 = {l1:g}, L2 = {l2:.6g} under "
+                                  f"{adjacency_of(c.aggregation).describe()}",
             "threat_model_assumptions": {
                 "min_honest": info["min_honest"], "n_clients": info["n_clients"],
                 "contributors": info.get("contributors"),
                 "server_proxy_collusion": False,
                 "notes": ["the noise protecting a user is the sum of the honest clients' "
                           "shares: at least min_honest shares of Sk(mu / min_honest); the "
-                          "proxy releases a round only once min_honest clients contributed",
+                          "proxy releases a round only once min_honest clients contributed "
+                          "and the server refuses a sum of fewer",
+                          "zero-out adjacency: a user's neighbour replaces their k-hot vector "
+                          "by zeros while their device still sends its noise share (every "
+                          "enrolled device sends one, also one with no data), so both "
+                          "neighbouring sums carry the same noise; a device that drops out "
+                          "takes its share with it: contributors counts the clients whose "
+                          "shares the server summed, total_mu = contributors x share_mu, and "
+                          "the guarantee holds while at least min_honest of them are honest",
                           "the server sees the sum of the contributors' noisy vectors only "
                           "(one batch per round); the proxy sees senders and mask seeds",
                           "a malicious client's contribution is not checked (shares mod q)"],
@@ -279,7 +315,7 @@ class DpPop(_RankedList):
         return privacy_report_from_log(
             self.name, SECURE_THREAT_MODEL if secure else TRUSTED_THREAT_MODEL, self.events,
             claimed, mechanisms, delta=c.delta, extra=extra, model=model,  # type: ignore
-            accountant=PldAccountant(adjacency=Adjacency.ADD_REMOVE_ONE))
+            accountant=PldAccountant(adjacency=adjacency_of(c.aggregation)))
 
 
 class LdpPop(_RankedList):

@@ -1,4 +1,10 @@
-"""What one dpals user can change, and the noise that hides it (add/remove one user).
+"""What one dpals user can change, and the noise that hides it (zero-out adjacency for the
+secure sum, add/remove one user for the trusted curator: :func:`adjacency_of`).
+
+The sensitivities below bound a user's contribution ``x`` against the zero vector, which is
+both what zero-out replaces it by (the device still sends its noise share, so both sides
+carry the same noise) and what its absence leaves under add/remove with one central draw;
+the epsilon of a release is the same under either relation.
 
 A client contributes its clipped vector in units of the clip, ``u = u_clipped / C`` with
 ``||u||_2 <= 1`` (the server multiplies Gramians by ``C^2`` and right-hand sides by ``C``, so
@@ -45,8 +51,8 @@ from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.skellam import SkellamDpEvent
 from dprec.systems.dpals.statistics import stats_width, triangle_size
 
-__all__ = ["Release", "calibrate", "choose_gamma", "count_sensitivity", "gram_sensitivity",
-           "item_stats_sensitivity", "releases_epsilon"]
+__all__ = ["Release", "adjacency_of", "calibrate", "choose_gamma", "count_sensitivity",
+           "gram_sensitivity", "item_stats_sensitivity", "releases_epsilon"]
 
 ROUNDING_SLACK = 0.01
 """The automatic gamma keeps the rounding term of ``Delta_2`` within 1% of the exact part."""
@@ -101,31 +107,39 @@ class Release:
         return SkellamDpEvent(self.mu(multiplier), self.l1, self.l2)
 
 
-def releases_epsilon(releases: Sequence[Release], multiplier: float, delta: float) -> float:
-    """Epsilon at ``delta`` of every release, composed by RDP (add/remove one user)."""
-    acc = RdpAccountant(Adjacency.ADD_REMOVE_ONE)
+def adjacency_of(aggregation: str) -> Adjacency:
+    """The relation a run is accounted under: zero-out for the secure sum (each client's
+    noise share stays in the sum whatever its data), add/remove one user for the trusted
+    curator's central draws (module docstring)."""
+    return Adjacency.ZERO_OUT if aggregation == "secure" else Adjacency.ADD_REMOVE_ONE
+
+
+def releases_epsilon(releases: Sequence[Release], multiplier: float, delta: float,
+                     adjacency: Adjacency = Adjacency.ADD_REMOVE_ONE) -> float:
+    """Epsilon at ``delta`` of every release, composed by RDP under ``adjacency``."""
+    acc = RdpAccountant(adjacency)
     return acc.compose([(r.event(multiplier), r.count) for r in releases], delta).epsilon
 
 
 def calibrate(releases: Sequence[Release], epsilon: float, delta: float,
-              rtol: float = 1e-6) -> float:
+              rtol: float = 1e-6, adjacency: Adjacency = Adjacency.ADD_REMOVE_ONE) -> float:
     """The smallest common multiplier ``z`` (to ``rtol``, rounded up: more noise) whose
-    composition meets ``epsilon`` at ``delta``; bisection on ``log z``."""
+    composition under ``adjacency`` meets ``epsilon`` at ``delta``; bisection on ``log z``."""
     if not (epsilon > 0 and math.isfinite(epsilon)):
         raise PrivacyParameterError(f"epsilon must be finite and > 0, got {epsilon}")
     lo, hi = 1e-3, 1.0
-    while releases_epsilon(releases, hi, delta) > epsilon:
+    while releases_epsilon(releases, hi, delta, adjacency) > epsilon:
         lo, hi = hi, hi * 4.0
         if hi > 1e12:
             raise PrivacyParameterError(f"no noise reaches epsilon {epsilon} at delta {delta}; "
                                         "raise epsilon or delta")
-    while releases_epsilon(releases, lo, delta) <= epsilon:
+    while releases_epsilon(releases, lo, delta, adjacency) <= epsilon:
         hi, lo = lo, lo / 4.0
         if lo < 1e-12:
             return hi
     while hi / lo > 1.0 + rtol:
         mid = math.sqrt(lo * hi)
-        if releases_epsilon(releases, mid, delta) <= epsilon:
+        if releases_epsilon(releases, mid, delta, adjacency) <= epsilon:
             hi = mid
         else:
             lo = mid

@@ -83,14 +83,21 @@ def _subset(csr: sp.csr_matrix, keep: np.ndarray, values: np.ndarray | None = No
     return sp.csr_matrix((data, (rows[keep], csr.indices[keep])), shape=csr.shape)
 
 
-def count_sample(train: sp.csr_matrix, k: int, seed: int, purpose: str = COUNT
-                 ) -> sp.csr_matrix:
+def _user_ids(ids: np.ndarray | None, n: int) -> np.ndarray:
+    """The global user id of each of ``n`` rows (default ``0..n-1``)."""
+    return np.arange(n, dtype=np.int64) if ids is None else np.asarray(ids, dtype=np.int64)
+
+
+def count_sample(train: sp.csr_matrix, k: int, seed: int, purpose: str = COUNT,
+                 ids: np.ndarray | None = None) -> sp.csr_matrix:
     """At most ``k`` of each user's items, uniformly at random (keys from the client's
-    generator; ties, which have probability 0, by the smaller item id), as 0/1 CSR."""
+    generator, ``ids``: the rows' user ids; ties, which have probability 0, by the smaller
+    item id), as 0/1 CSR."""
     csr = _binary(train)
     sizes = np.diff(csr.indptr)
+    users = _user_ids(ids, csr.shape[0])
     keys = np.concatenate([np.empty(0)] + [
-        client_generator(seed, purpose, 0, u).random(int(n))
+        client_generator(seed, purpose, 0, int(users[u])).random(int(n))
         for u, n in enumerate(sizes) if n])
     order = np.lexsort((csr.indices, keys, _rows(csr)))
     return _subset(csr, _keep_first(csr, order, k))
@@ -103,12 +110,13 @@ def _least_frequent(csr: sp.csr_matrix, counts: np.ndarray, k: int) -> np.ndarra
 
 def select_items(train: sp.csr_matrix, weighting: Weighting, k: int, seed: int,
                  counts: np.ndarray | None = None, max_items: int | None = None,
-                 exponent: float = 0.0) -> sp.csr_matrix:
+                 exponent: float = 0.0, ids: np.ndarray | None = None) -> sp.csr_matrix:
     """(users x items) CSR of the weights ``c_ij`` each user contributes with (module
-    docstring); ``counts``: the DP item counts (tail and adaptive)."""
+    docstring); ``counts``: the DP item counts (tail and adaptive); ``ids``: the rows' user
+    ids."""
     csr = _binary(train)
     if weighting == "uniform":
-        return count_sample(csr, k, seed, SELECT)
+        return count_sample(csr, k, seed, SELECT, ids)
     if counts is None:
         raise InvalidParameterError(f"weighting={weighting} needs the DP item counts")
     counts = np.maximum(np.asarray(counts, dtype=np.float64), 1.0)
@@ -156,19 +164,21 @@ def _user_blocks(sizes: np.ndarray, width: int) -> Iterator[tuple[int, int]]:
 
 
 def _uniforms(seed: int, purpose: str, round_id: int, users: range, sizes: np.ndarray,
-              width: int) -> np.ndarray:
-    parts = [client_generator(seed, purpose, round_id, u).random(int(sizes[u]) * width)
-             for u in users if sizes[u]]
+              width: int, ids: np.ndarray) -> np.ndarray:
+    parts = [client_generator(seed, purpose, round_id, int(ids[u])).random(
+        int(sizes[u]) * width) for u in users if sizes[u]]
     return np.concatenate([np.empty(0)] + parts).reshape(-1, width)
 
 
 def item_statistics(U: np.ndarray, weights: sp.csr_matrix, gamma: float, seed: int,
-                    round_id: int, rhs_weight: float = 1.0) -> np.ndarray:
+                    round_id: int, rhs_weight: float = 1.0, ids: np.ndarray | None = None
+                    ) -> np.ndarray:
     """``sum_u R(gamma c_uj (UT(u u^T), beta u))`` per item (``beta`` = rhs_weight):
     (items, W) int64, the exact integer sum of every client's quantised per-item statistics
-    (zeros off its selected items)."""
+    (zeros off its selected items); ``ids``: the rows' user ids."""
     w = sp.csr_matrix(weights)
     n_users, n_items = w.shape
+    ids = _user_ids(ids, n_users)
     f = U.shape[1]
     width = stats_width(f)
     sizes = np.diff(w.indptr)
@@ -182,22 +192,24 @@ def item_statistics(U: np.ndarray, weights: sp.csr_matrix, gamma: float, seed: i
         per_user = np.hstack([pack_gram(Ub), rhs_weight * Ub])[users - start]
         x = gamma * w.data[lo:hi, None] * per_user
         v = randomised_round(x, _uniforms(seed, STATS, round_id, range(start, stop), sizes,
-                                          width))
+                                          width, ids))
         items = w.indices[lo:hi]
         np.add.at(total, items, v)
     return total
 
 
-def gram_statistics(U: np.ndarray, gamma: float, seed: int, round_id: int) -> np.ndarray:
+def gram_statistics(U: np.ndarray, gamma: float, seed: int, round_id: int,
+                    ids: np.ndarray | None = None) -> np.ndarray:
     """``sum_u R(gamma UT(u u^T))``: (T,) int64, the exact sum of the quantised global
-    Gramian terms."""
+    Gramian terms; ``ids``: the rows' user ids."""
     grams = pack_gram(U)
     n, t = grams.shape
+    ids = _user_ids(ids, n)
     ones = np.ones(n, dtype=np.int64)
     total = np.zeros(t, dtype=np.int64)
     for start, stop in _user_blocks(ones, t):
         v = randomised_round(gamma * grams[start:stop],
-                             _uniforms(seed, GRAM, round_id, range(start, stop), ones, t))
+                             _uniforms(seed, GRAM, round_id, range(start, stop), ones, t, ids))
         total += v.sum(axis=0)
     return total
 

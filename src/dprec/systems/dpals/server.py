@@ -10,16 +10,35 @@ anchor), and solves the implicit ALS normal equations of every item
     (G_j + w G + reg I) v_j = b_j          (w = unobserved_weight),
 
 which are positive definite for ``reg > 0``.
+
+:class:`DpalsServer` is the untrusted server as the engine's role: it publishes its X25519
+public key (from the OS CSPRNG) and the initial item factors, takes each round's ONE batch
+(the in-process proxy's exact sum, or the proxy's secure-sum release, which it opens and
+sums mod q), refuses a sum of fewer than ``min_honest`` clients, and publishes the DP counts
+(count round) or the item factors solved from the released sums (ALS round).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import numba
 import numpy as np
 
-from dprec.systems.dpals.statistics import triangle_size, unpack_gram
+from dprec.errors import DprecError
+from dprec.protocol.engine import Server
+from dprec.protocol.messages import MessageError
+from dprec.protocol.secure_sum.errors import SecureSumError
+from dprec.protocol.secure_sum.messages import Release
+from dprec.protocol.secure_sum.sealed import KeyPair
+from dprec.protocol.secure_sum.server import SecureSumServer
+from dprec.systems.dp_pop.messages import SumRelease
+from dprec.systems.dpals.messages import DpalsModel, ExactSum
+from dprec.systems.dpals.plan import RunPlan
+from dprec.systems.dpals.statistics import stats_width, triangle_size, unpack_gram
 
-__all__ = ["project_psd", "solve_items"]
+__all__ = ["DpalsServer", "project_psd", "solve_items"]
 
 
 def project_psd(M: np.ndarray, floor: float = 0.0) -> np.ndarray:
@@ -54,3 +73,88 @@ def solve_items(stats: np.ndarray, gram: np.ndarray, gamma: float, factors: int,
     rhs = stats[:, t:] * (clip / (gamma * rhs_weight))
     lhs = local + unobserved_weight * glob + reg * np.eye(factors)
     return np.linalg.solve(lhs, rhs[..., None])[..., 0]
+
+
+class DpalsServer(Server):
+    """dpals' server role (module docstring); ``plan`` holds the public numbers, the other
+    arguments are the config's solve settings."""
+
+    def __init__(self, plan: RunPlan, factors: int, reg: float, unobserved_weight: float,
+                 clip: float, rhs_weight: float, init_scale: float) -> None:
+        self.plan = plan
+        self.n_items = plan.n_items
+        self.n_clients = plan.n_clients
+        self.min_honest = plan.min_honest
+        self.steps = sum(r.kind == "step" for r in plan.rounds)
+        self.factors, self.reg, self.clip = int(factors), float(reg), float(clip)
+        self.unobserved_weight, self.rhs_weight = float(unobserved_weight), float(rhs_weight)
+        self.init_scale = float(init_scale)
+        self.sum_length = plan.length
+        """The longest round vector (a sharded run's partial sums)."""
+        self.keys: KeyPair | None = None
+        self.model: DpalsModel | None = None
+        self.initial_factors: np.ndarray | None = None
+        """The factors of the start (what the first ALS round's clients solve from)."""
+        self.contributors = 0
+        self.batches = 0
+
+    def start(self, rng: np.random.Generator) -> DpalsModel:
+        """The key pair (OS CSPRNG) and ``V_0 = init_scale N(0, 1)`` from ``rng``."""
+        self.keys = KeyPair()
+        V = self.init_scale * rng.standard_normal((self.n_items, self.factors))
+        self.model = DpalsModel(self.keys.public, V, np.zeros(0, np.int64))
+        self.initial_factors = self.model.factors_matrix
+        return self.model
+
+    def private_key(self) -> bytes:
+        """The raw private key (what the server's store keeps to reopen after a restart)."""
+        if self.keys is None:
+            raise DprecError("start the server first")
+        return self.keys.private_raw()
+
+    def restore(self, private: bytes, model: DpalsModel) -> None:
+        """The key and the model a restarted server had published."""
+        self.keys = KeyPair.from_raw(private)
+        self.model = model
+
+    def aggregate(self, batches: Iterable[Any], round: int) -> DpalsModel | None:
+        if self.keys is None or self.model is None:
+            raise DprecError("start the server first")
+        got = list(batches)
+        self.batches = len(got)
+        if not got:
+            return None
+        if len(got) > 1:
+            raise DprecError(f"round {round} brought {len(got)} batches: a secure sum takes "
+                             "one (each batch would reveal its own sum)")
+        rp = self.plan.round(round)
+        batch = got[0]
+        if isinstance(batch, ExactSum):
+            total, contributors = np.asarray(batch.total, np.int64), int(batch.contributors)
+        elif isinstance(batch, SumRelease):
+            try:
+                result = SecureSumServer(rp.params, self.keys).aggregate(
+                    Release.from_bytes(batch.data, rp.params), round)
+            except SecureSumError as e:
+                raise MessageError(f"the release is refused: {e}") from None
+            total, contributors = result.integer_sum, result.contributors
+        else:
+            raise DprecError(f"dpals' server takes one SumRelease, got {type(batch).__name__}")
+        if contributors < self.min_honest:
+            raise DprecError(f"round {round} sums {contributors} clients, fewer than "
+                             f"min_honest = {self.min_honest}: its noise is below the "
+                             "guarantee; refused")
+        if total.shape[0] < rp.dimension or total[rp.dimension:].any():
+            raise DprecError(f"round {round}'s sum must have {rp.dimension} coordinates")
+        self.contributors = contributors
+        total = total[:rp.dimension]
+        if rp.kind == "counts":
+            self.model = DpalsModel(self.keys.public, self.model.factors_matrix, total,
+                                    contributors)
+            return self.model
+        d, f = self.n_items, self.factors
+        stats = total[:d * stats_width(f)].reshape(d, stats_width(f))
+        V = solve_items(stats, total[d * stats_width(f):], self.plan.gamma, f, self.reg,
+                        self.unobserved_weight, self.clip, self.rhs_weight)
+        self.model = DpalsModel(self.keys.public, V, self.model.counts, contributors)
+        return self.model

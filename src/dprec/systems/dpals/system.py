@@ -13,15 +13,19 @@ Least Squares", ICML 2021, Alg. 1; google-research ``dp_alternating_minimization
 A user's vector never leaves the device (joint DP, the "billboard" model); scoring solves
 it again from the user's history and the published factors. Every release is a
 :class:`~dprec.privacy.skellam.SkellamDpEvent` with the sensitivities of the quantised
-contribution under add/remove one user (:mod:`.accounting`), recorded in the run's event log
-and composed by :class:`~dprec.privacy.accountant.RdpAccountant`; the noise is calibrated so
-that the whole run meets the target per-user epsilon at delta.
+contribution against the zero vector (:mod:`.accounting`), recorded in the run's event log
+and composed by :class:`~dprec.privacy.accountant.RdpAccountant` under zero-out adjacency
+for the secure sum (a user's neighbour zeroes their statistics while their device still
+sends its noise shares, so both sides carry the same noise) and add/remove one user for the
+trusted curator (:func:`~dprec.systems.dpals.accounting.adjacency_of`; the same epsilon);
+the noise is calibrated so that the whole run meets the target per-user epsilon at delta.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -29,12 +33,13 @@ import scipy.sparse as sp
 from dprec.errors import InvalidParameterError, NotFittedError, PrivacyParameterError
 from dprec.iteration import IterationHook
 from dprec.privacy.accountant import RdpAccountant
-from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
+from dprec.protocol.secure_sum.messages import Upload
 from dprec.systems.base import Ranker, check_history
 from dprec.systems.dpals.accounting import (
     Release,
+    adjacency_of,
     calibrate,
     choose_gamma,
     count_sensitivity,
@@ -51,7 +56,9 @@ from dprec.systems.dpals.client import (
     select_items,
     solve_users,
 )
+from dprec.systems.dpals.plan import RunPlan
 from dprec.systems.dpals.server import solve_items
+from dprec.systems.dpals.simulation import run_secure
 from dprec.systems.dpals.statistics import stats_width, triangle_size
 from dprec.systems.reporting import privacy_report_from_log
 
@@ -64,12 +71,15 @@ SECURE_THREAT_MODEL = (
     "Gramian, the k-hot item counts); user vectors never leave the device; the server and "
     "the shuffling proxy do not collude; a coalition of the server and some clients learns "
     "only the sum of the others; the guarantee holds while at least min_honest clients are "
-    "honest and contribute (their noise shares alone reach mu)"
+    "honest and contribute (their noise shares alone reach mu); zero-out adjacency: every "
+    "enrolled device sends its noise shares each round, also one with no data, so a user's "
+    "neighbour (their statistics replaced by zeros) carries the same noise"
 )
 TRUSTED_THREAT_MODEL = (
     "central: a trusted curator sums the clients' quantised statistics and adds one Skellam "
     "draw per release; DP protects what the published item factors reveal (joint DP: each "
-    "user's own vector stays on the device)"
+    "user's own vector stays on the device); add/remove-one-user adjacency (the central "
+    "draws do not depend on who is present)"
 )
 
 
@@ -103,7 +113,8 @@ class DpalsConfig:
     """
 
     epsilon: float = 1.0
-    """Target per-user epsilon of the whole run (add/remove one user)."""
+    """Target per-user epsilon of the whole run (zero-out adjacency for secure, add/remove
+    one user for trusted)."""
     delta: float = 1e-6
     """Target delta."""
     weighting: Weighting = "uniform"
@@ -149,8 +160,13 @@ class DpalsConfig:
     init_scale: float = 0.1
     """Standard deviation of the random initial item factors (public)."""
     shares: ShareDraws = "summed"
-    """secure, in process: per-client (each client's share from its own generator, as the
-    services draw them) or summed (their sum at once: same distribution, O(items))."""
+    """secure: per-client (each client's share from its own generator) or summed (their sum
+    at once, split among the clients by a binary tree of binomials: the same distribution,
+    O(items) in process; :mod:`.noise`). Either way every transport and backend gives the
+    same numbers."""
+    n_clients: int | None = None
+    """secure: the clients enrolled (they fix each share and q); None: the training rows. A
+    server started as a service needs it."""
 
     def __post_init__(self) -> None:
         if not (self.epsilon > 0 and math.isfinite(self.epsilon)):
@@ -162,7 +178,7 @@ class DpalsConfig:
                                         f"{self.weighting!r}")
         for name in ("k", "factors"):
             _positive_int(name, getattr(self, name))
-        for name in ("steps", "min_honest", "max_items", "count_k"):
+        for name in ("steps", "min_honest", "max_items", "count_k", "n_clients"):
             _positive_int(name, getattr(self, name), allow_none=True)
         for name in ("reg", "unobserved_weight", "clip", "rhs_weight", "count_noise_ratio",
                      "gram_noise_ratio", "init_scale"):
@@ -200,7 +216,11 @@ class DpalsConfig:
 
 
 class Dpals(Ranker):
-    """dpals (module docstring)."""
+    """dpals (module docstring). ``transport`` (None: in process) carries the secure path's
+    rounds: ``dprec simulate --transport http`` runs them through the services (the
+    clients' uploads are the cryptographic secure sum's), ``--backend`` in shards."""
+
+    transport: Any = None
 
     def __init__(self, name: str, config: DpalsConfig) -> None:
         self.name = name
@@ -208,6 +228,8 @@ class Dpals(Ranker):
         self.events: EventLog | None = None
         self._V: np.ndarray | None = None
         self._fit_info: dict[str, object] = {}
+        self._plan: RunPlan | None = None
+        """The secure run's plan: one secure sum per round over the services."""
 
     def releases(self, n_items: int) -> tuple[float, list[Release]]:
         """(gamma, the releases of one run) for ``n_items`` items: sensitivities from
@@ -231,8 +253,10 @@ class Dpals(Ranker):
         c = self.config
         n, d = train.shape
         seed = int(rng.integers(0, 2 ** 63 - 1))
+        if c.aggregation == "secure":
+            return self._fit_secure(train, rng, seed, on_iteration)
         gamma, releases = self.releases(d)
-        z = calibrate(releases, c.epsilon, c.delta)
+        z = calibrate(releases, c.epsilon, c.delta, adjacency=adjacency_of(c.aggregation))
         by_name = {r.name: r for r in releases}
         users = np.arange(n)
         self.events = EventLog(n)
@@ -280,6 +304,28 @@ class Dpals(Ranker):
         }
         return self
 
+    def _fit_secure(self, train: sp.csr_matrix, rng: np.random.Generator, seed: int,
+                    on_iteration: IterationHook | None) -> Dpals:
+        """The secure path through the round engine (:mod:`.simulation`)."""
+        run = run_secure(asdict(self.config), train, rng, seed, self.transport, on_iteration,
+                         self)
+        p, n = run.plan, train.shape[0]
+        self._V, self.events, self._plan = run.factors, run.events, run.plan
+        self._fit_info = {
+            "n_clients": n, "n_items": train.shape[1], "gamma": p.gamma,
+            "noise_multiplier": p.multiplier, "steps": self.config.n_steps,
+            "items_bound": min(self.config.items_bound, train.shape[1]),
+            "contributed_pairs": run.contributed_pairs,
+            "clipped_fraction": run.clipped_fraction,
+            "median_user_norm": run.median_user_norm,
+            "releases": [{"name": r.name, "mu": r.mu(p.multiplier), "l1_sensitivity": r.l1,
+                          "l2_sensitivity": r.l2, "noise_ratio": r.ratio, "count": r.count,
+                          "noise_std_clip_units": r.ratio * p.multiplier * r.l2 / (
+                              1.0 if r.name == "item_counts" else p.gamma)}
+                         for r in p.releases],
+        }
+        return self
+
     @property
     def item_factors(self) -> np.ndarray:
         """(items, F) published item factors."""
@@ -324,6 +370,11 @@ class Dpals(Ranker):
         out["note"] = ("parameters of each round's secure sum (clip = the largest coordinate "
                        "of one contribution, L-inf); the in-process simulation takes the "
                        "exact integer sum the secure sum yields")
+        if self._plan is not None:
+            out["deployed_rounds"] = [
+                {"kind": r.kind, "releases": [s.name for s in r.segments],
+                 "dimension": r.dimension, "q_bits": r.params.bits, "m": r.params.shares,
+                 "upload_bytes": Upload.size(r.params)} for r in self._plan.rounds]
         return out
 
     def privacy_report(self) -> PrivacyReport | None:
@@ -347,8 +398,9 @@ class Dpals(Ranker):
                  f"{info['items_bound']} items ({c.weighting}, k = {c.k}, sum c_j^2 <= k, "
                  f"beta = {c.rhs_weight:g}) with u the user vector clipped to clip = {c.clip:g} "
                  f"and divided by it (||u||_2 <= 1), quantised at gamma = {info['gamma']:.6g}, "
-                 f"and the global Gramian term UT(u u^T); sensitivities under add/remove one user "
-                 f"in dprec.systems.dpals.accounting (randomised rounding included)")
+                 f"and the global Gramian term UT(u u^T); sensitivities against the zero "
+                 f"vector ({adjacency_of(c.aggregation).describe()}) in "
+                 f"dprec.systems.dpals.accounting (randomised rounding included)")
         if c.uses_counts:
             bound += f"; once: a k-hot count vector of {c.count_k or c.k} items"
         extra: dict[str, object] = {
@@ -357,15 +409,23 @@ class Dpals(Ranker):
             "noise_multiplier": info["noise_multiplier"],
             "steps": info["steps"],
             "threat_model_assumptions": {
-                "min_honest": honest, "n_clients": n, "server_proxy_collusion": False,
+                "min_honest": honest, "n_clients": n, "contributors": n,
+                "server_proxy_collusion": False,
                 "notes": ["the noise protecting a user is the sum of the honest clients' "
                           "shares: at least min_honest shares of Sk(mu / min_honest)",
                           "a malicious client's contribution is not checked (shares mod q)",
                           "joint DP: a user's own vector is solved on the device, never sent",
-                          "adjacency: one user's data present or absent, where an absent "
-                          "user's device still takes part with an all-zero contribution and "
-                          "its noise share (zero-out: the participant list is public), so the "
-                          "noise is the same on both sides"],
+                          "zero-out adjacency: a user's neighbour replaces their statistics "
+                          "by zeros while their device still sends its noise shares (every "
+                          "enrolled device sends them each round, also one with no data; the "
+                          "participant list is public), so both neighbouring sums carry the "
+                          "same noise; add/remove would take the user's shares out of the sum "
+                          "too (different noise on the two sides, which the Skellam bound "
+                          "does not cover)",
+                          "contributors: the clients whose shares each round summed (in "
+                          "process every enrolled client); a device that drops out takes its "
+                          "shares with it, and the guarantee holds while at least min_honest "
+                          "contributors are honest"],
             } if secure else {"trusted_curator": True},
         }
         if secure:
@@ -373,4 +433,4 @@ class Dpals(Ranker):
         return privacy_report_from_log(
             self.name, SECURE_THREAT_MODEL if secure else TRUSTED_THREAT_MODEL, self.events,
             claimed, mechanisms, delta=c.delta, extra=extra, model=model,  # type: ignore
-            accountant=RdpAccountant(Adjacency.ADD_REMOVE_ONE))
+            accountant=RdpAccountant(adjacency_of(c.aggregation)))

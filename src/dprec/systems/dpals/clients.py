@@ -1,0 +1,191 @@
+"""dpals' simulated clients as the engine's client role: per round each client turns the
+server's broadcast into ONE integer vector for the secure sum (:mod:`.plan`), vectorised
+over a block of clients.
+
+- Count round: its k-hot sample of its items (:func:`~.client.count_sample`).
+- ALS round: it checks the broadcast item factors (shape, finite), solves and clips its own
+  vector (never sent), and sends its quantised per-item statistics (dense over all items)
+  and global Gramian term (:func:`~.client.item_statistics`, :func:`~.client.gram_statistics`),
+  with the items it selected once from the DP counts (:func:`~.client.select_items`).
+
+Each release gets the client's noise share (:class:`~.noise.ShareNoise`). Every draw comes
+from generators keyed by the run's seed and the client's global id, so a block, a shard or
+one device produces the same integers, and ``total`` of a block is the sum of its clients'
+own vectors bit for bit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from dprec.errors import DprecError
+from dprec.protocol.engine import Clients, Sent
+from dprec.systems.dpals.client import (
+    clip_users,
+    count_sample,
+    gram_statistics,
+    item_statistics,
+    select_items,
+    solve_users,
+)
+from dprec.systems.dpals.messages import ClientBlock, DpalsModel
+from dprec.systems.dpals.noise import ShareNoise
+from dprec.systems.dpals.plan import RoundPlan, RunPlan, items_bound
+
+__all__ = ["BLOCK_CELLS", "DpalsClients", "check_model"]
+
+BLOCK_CELLS = 1 << 22
+"""Numbers of the clients' vectors built at once (rows x round length)."""
+
+
+def check_model(model: Any, n_items: int, factors: int, counts: bool) -> DpalsModel:
+    """``model`` if it is a broadcast a client can use: item factors of shape
+    ``(n_items, factors)``, finite, and the DP counts of ``n_items`` items when ``counts``
+    (what a client receives is hostile)."""
+    if not isinstance(model, DpalsModel):
+        raise DprecError(f"dpals' clients need the server's DpalsModel, got "
+                         f"{type(model).__name__}")
+    V = model.factors_matrix
+    if V.shape != (n_items, factors) or not np.isfinite(V).all():
+        raise DprecError(f"the broadcast item factors must be finite, of shape "
+                         f"({n_items}, {factors}); got {V.shape}: refused")
+    if counts and model.counts.shape != (n_items,):
+        raise DprecError(f"the broadcast must carry the DP counts of {n_items} items after "
+                         f"the count round, got {model.counts.shape}: refused")
+    return model
+
+
+def _runs(ids: np.ndarray) -> list[tuple[int, int]]:
+    """``ids`` (increasing) as maximal runs ``[start, stop)`` of consecutive ids."""
+    if ids.size == 0:
+        return []
+    cut = np.flatnonzero(np.diff(ids) != 1) + 1
+    starts = np.concatenate([[0], cut])
+    stops = np.concatenate([cut, [ids.size]])
+    return [(int(ids[a]), int(ids[b - 1]) + 1) for a, b in zip(starts, stops, strict=True)]
+
+
+class DpalsClients(Clients):
+    """The clients ``ids`` (global, increasing) of a dpals run with public plan ``plan``,
+    config fields ``cfg`` and the run's client seed ``seed``; ``proxy_key()`` gives the key
+    a client seals its mask seed to (over the services)."""
+
+    def __init__(self, train: sp.csr_matrix, ids: np.ndarray, cfg: Mapping[str, Any],
+                 plan: RunPlan, seed: int, events: Mapping[str, Any],
+                 proxy_key: Callable[[], bytes | None] | None = None) -> None:
+        self.train = sp.csr_matrix(train)
+        self.ids = np.asarray(ids, dtype=np.int64)
+        if self.ids.shape != (self.train.shape[0],) or (np.diff(self.ids) <= 0).any():
+            raise DprecError("ids must be the training rows' increasing global user ids")
+        self.cfg, self.plan, self.seed, self.events = dict(cfg), plan, int(seed), events
+        self._proxy_key = proxy_key
+        self.weights: sp.csr_matrix | None = None
+        self.lengths: dict[int, np.ndarray] = {}
+        """The unclipped norms of the users' vectors in each ALS round (by round id)."""
+        self._round: RoundPlan | None = None
+        self._U: np.ndarray | None = None
+        self._noise: list[ShareNoise] = []
+        self._sent: list[Sent] = []
+
+    def subset(self, users: np.ndarray) -> DpalsClients:
+        """The clients ``users`` (global ids, increasing) of this population."""
+        pos = np.searchsorted(self.ids, users)
+        return DpalsClients(self.train[pos], self.ids[pos], self.cfg, self.plan, self.seed,
+                            self.events)
+
+    # -- a round ----------------------------------------------------------------------------
+
+    def prepare_round(self, broadcast: Any, round: int) -> None:
+        """Read round ``round``'s broadcast: check it, solve and clip the users' vectors."""
+        plan, c = self.plan, self.cfg
+        rp = plan.round(round)
+        needs_counts = rp.kind == "step" and c["weighting"] != "uniform"
+        model = check_model(broadcast, plan.n_items, int(c["factors"]), needs_counts)
+        self._round, self._U = rp, None
+        self._noise = [ShareNoise(s.mu_share, s.dimension, plan.n_clients, self.seed, s.name,
+                                  rp.round_id, str(c["shares"])) for s in rp.segments]
+        if rp.kind == "counts":
+            return
+        if self.weights is None:
+            counts = model.counts.astype(np.float64) if needs_counts else None
+            self.weights = select_items(self.train, c["weighting"], int(c["k"]), self.seed,
+                                        counts, self._items_bound(), float(c["exponent"]),
+                                        self.ids)
+        U = solve_users(model.factors_matrix, self.train, float(c["reg"]),
+                        float(c["unobserved_weight"]))
+        self.lengths[rp.round_id] = np.linalg.norm(U, axis=1)
+        self._U = clip_users(U, float(c["clip"]))
+
+    def _items_bound(self) -> int:
+        """M of the selection (as ``DpalsConfig.items_bound``: every item for adaptive
+        weighting without max_items)."""
+        return items_bound(self.cfg)
+
+    def _exact(self, a: int, b: int) -> np.ndarray:
+        """The exact integer sum of rows ``a..b-1``'s quantised contributions."""
+        rp, c, ids = self._round, self.cfg, self.ids[a:b]
+        assert rp is not None
+        if rp.kind == "counts":
+            kc = int(c["k"] if c.get("count_k") is None else c["count_k"])
+            sample = count_sample(self.train[a:b], kc, self.seed, ids=ids)
+            return np.asarray(sample.sum(axis=0), dtype=np.int64).ravel()
+        assert self._U is not None and self.weights is not None
+        g = self.plan.gamma
+        stats = item_statistics(self._U[a:b], self.weights[a:b], g, self.seed, rp.round_id,
+                                float(c["rhs_weight"]), ids)
+        gram = gram_statistics(self._U[a:b], g, self.seed, rp.round_id, ids)
+        return np.concatenate([stats.ravel(), gram])
+
+    def _noise_sum(self, a: int, b: int) -> np.ndarray:
+        return np.concatenate([sum((n.range_sum(lo, hi) for lo, hi in _runs(self.ids[a:b])),
+                                   np.zeros(n.dimension, np.int64))
+                               for n in self._noise])
+
+    def block_total(self, a: int, b: int) -> np.ndarray:
+        """Rows ``a..b-1``'s noisy vectors, summed (int64, the round's length)."""
+        return self._exact(a, b) + self._noise_sum(a, b)
+
+    def block_vectors(self, a: int, b: int) -> np.ndarray:
+        """Rows ``a..b-1``'s own noisy vectors (what each device seals)."""
+        exact = np.stack([self._exact(i, i + 1) for i in range(a, b)])
+        runs = _runs(self.ids[a:b])
+        noise = [np.concatenate([n.leaves(lo, hi) for lo, hi in runs]) for n in self._noise]
+        return exact + np.hstack(noise)
+
+    def round_sent(self, a: int, b: int) -> list[Sent]:
+        """The events rows ``a..b-1`` sent this round (one per release)."""
+        assert self._round is not None
+        return [Sent(self.events[s.name], self.ids[a:b].copy(), unit="user")
+                for s in self._round.segments]
+
+    def step_rows(self, start: int, stop: int, key: int) -> tuple[np.ndarray, list[Sent]]:
+        """A sharded round's rows (after :meth:`prepare_round`): their summed vectors,
+        padded with zeros to the plan's longest round, and what they sent."""
+        total = self.block_total(start, stop)
+        out = np.zeros(self.plan.length, dtype=np.int64)
+        out[:total.size] = total
+        return out, self.round_sent(start, stop)
+
+    def step(self, broadcast: Any, round: int, rng: np.random.Generator
+             ) -> Iterator[ClientBlock]:
+        self._sent = []
+        self.prepare_round(broadcast, round)
+        rp = self._round
+        assert rp is not None
+        n = self.ids.size
+        step = max(1, BLOCK_CELLS // max(rp.dimension, 1))
+        key = broadcast.server_key
+        for a in range(0, n, step):
+            b = min(n, a + step)
+            yield ClientBlock(self.ids[a:b], self.block_total(a, b),
+                              lambda a=a, b=b: self.block_vectors(a, b), round, key,
+                              None if self._proxy_key is None else self._proxy_key(),
+                              rp.params)
+        self._sent = self.round_sent(0, n)
+
+    def sent(self) -> list[Sent]:
+        return self._sent

@@ -1,0 +1,181 @@
+"""The public numbers of a dpals run, from its config, the item count and the number of
+enrolled clients alone: what the simulation, the clients, the proxy and the server all
+compute (over the services each from the published description).
+
+- The releases and their sensitivities (:mod:`.accounting`), the scale ``gamma`` and the
+  common noise multiplier ``z`` that meets the target (epsilon, delta).
+- The rounds: the DP count round first (tail and adaptive weighting), then one round per ALS
+  step. A round is ONE secure sum of one vector per client, the concatenation of its
+  releases (``item_statistics``: items x W, then ``global_gramian``: T; or ``item_counts``:
+  items), each release with its own noise share ``Sk(mu_r / min_honest)``.
+- Each round's secure-sum parameters (:func:`~dprec.protocol.secure_sum.params.choose_params`):
+  the vector is already integer (gamma 1), its largest coordinate is the largest
+  ``ceil(gamma_r c_r)`` of its releases (L-inf), the noise variance the largest summed
+  one, ``2 mu_r n / min_honest``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from dprec.errors import DprecError
+from dprec.protocol.secure_sum.params import SecureSumParams, choose_params
+from dprec.systems.dpals.accounting import (
+    Release,
+    adjacency_of,
+    calibrate,
+    choose_gamma,
+    count_sensitivity,
+    gram_sensitivity,
+    item_stats_sensitivity,
+)
+from dprec.systems.dpals.statistics import stats_width, triangle_size
+
+__all__ = ["RoundPlan", "RunPlan", "Segment", "items_bound", "plan_of", "run_plan"]
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One release inside a round's vector: ``dimension`` coordinates from ``offset``."""
+
+    name: str
+    offset: int
+    dimension: int
+    mu: float
+    """The release's central ``Sk(mu)``."""
+    mu_share: float
+    """One client's share, ``mu / min_honest``."""
+
+
+@dataclass(frozen=True)
+class RoundPlan:
+    """One round: its kind, the generator id its client draws use, its segments and the
+    secure-sum parameters of the concatenated vector."""
+
+    kind: str
+    """``counts`` or ``step``."""
+    round_id: int
+    """The round id the clients' generators are keyed by (0: counts, s + 1: ALS step s)."""
+    segments: tuple[Segment, ...]
+    params: SecureSumParams
+
+    @property
+    def dimension(self) -> int:
+        return self.params.dimension
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Everything public about a dpals run over ``n_items`` items and ``n_clients``
+    clients."""
+
+    n_items: int
+    n_clients: int
+    min_honest: int
+    gamma: float
+    multiplier: float
+    releases: tuple[Release, ...]
+    rounds: tuple[RoundPlan, ...]
+
+    @property
+    def length(self) -> int:
+        """The longest round vector (a sharded run pads every round to it)."""
+        return max(r.dimension for r in self.rounds)
+
+    def round(self, index: int) -> RoundPlan:
+        if not 0 <= int(index) < len(self.rounds):
+            raise DprecError(f"dpals runs {len(self.rounds)} rounds, got round {index}")
+        return self.rounds[int(index)]
+
+
+def _steps(cfg: Mapping[str, Any]) -> int:
+    if cfg.get("steps") is not None:
+        return int(cfg["steps"])
+    eps = float(cfg["epsilon"])
+    return 3 if eps <= 1 else 4 if eps <= 5 else 5
+
+
+def items_bound(cfg: Mapping[str, Any]) -> int:
+    """M, the most items one user contributes to (``DpalsConfig.items_bound``)."""
+    if cfg["weighting"] != "adaptive":
+        return int(cfg["k"])
+    return 2 ** 62 if cfg.get("max_items") is None else int(cfg["max_items"])
+
+
+def _items_bound(cfg: Mapping[str, Any], n_items: int) -> int:
+    if cfg["weighting"] != "adaptive":
+        return min(int(cfg["k"]), n_items)
+    return n_items if cfg.get("max_items") is None else min(int(cfg["max_items"]), n_items)
+
+
+def _releases(cfg: Mapping[str, Any], n_items: int) -> tuple[float, list[Release]]:
+    """(gamma, releases) as :meth:`~dprec.systems.dpals.system.Dpals.releases` gives them."""
+    k, f, beta, steps = cfg["k"], int(cfg["factors"]), float(cfg["rhs_weight"]), _steps(cfg)
+    m = _items_bound(cfg, n_items)
+    gamma = float(cfg["gamma"]) if cfg.get("gamma") is not None else choose_gamma(k, m, f, beta)
+    out = [Release("item_statistics", *item_stats_sensitivity(k, m, f, gamma, beta), 1.0,
+                   steps),
+           Release("global_gramian", *gram_sensitivity(f, gamma),
+                   float(cfg["gram_noise_ratio"]), steps)]
+    if cfg["weighting"] != "uniform":
+        kc = min(int(k if cfg.get("count_k") is None else cfg["count_k"]), n_items)
+        out.append(Release("item_counts", *count_sensitivity(kc),
+                           float(cfg["count_noise_ratio"]), 1))
+    return gamma, out
+
+
+def run_plan(cfg: Mapping[str, Any], n_items: int, n_clients: int) -> RunPlan:
+    """The plan of a run of ``cfg`` (dpals' config fields; module docstring)."""
+    if isinstance(n_clients, bool) or int(n_clients) != n_clients or n_clients < 1:
+        raise DprecError(f"n_clients must be an integer >= 1, got {n_clients!r}")
+    n, d = int(n_clients), int(n_items)
+    t = n if cfg.get("min_honest") is None else int(cfg["min_honest"])
+    if t > n:
+        raise DprecError(f"min_honest ({t}) must be <= the {n} enrolled clients")
+    gamma, releases = _releases(cfg, d)
+    z = calibrate(releases, float(cfg["epsilon"]), float(cfg["delta"]),
+                  adjacency=adjacency_of(str(cfg["aggregation"])))
+    by_name = {r.name: r for r in releases}
+    f = int(cfg["factors"])
+    weight = math.sqrt(float(cfg["k"])) if cfg["weighting"] == "adaptive" else 1.0
+    # (dimension, the largest |quantised coordinate| before rounding up)
+    shapes = {"item_statistics": (d * stats_width(f),
+                                  gamma * weight * max(1.0, float(cfg["rhs_weight"]))),
+              "global_gramian": (triangle_size(f), gamma), "item_counts": (d, 1.0)}
+
+    def plan(kind: str, round_id: int, names: tuple[str, ...]) -> RoundPlan:
+        segments, at = [], 0
+        for name in names:
+            mu = by_name[name].mu(z)
+            segments.append(Segment(name, at, shapes[name][0], mu, mu / t))
+            at += shapes[name][0]
+        params = choose_params(dimension=at, expected_clients=n,
+                               clip=max(math.ceil(shapes[s][1]) for s in names), gamma=1.0,
+                               norm="linf",
+                               noise_variance=max(2.0 * s.mu_share * n for s in segments))
+        return RoundPlan(kind, round_id, tuple(segments), params)
+
+    rounds = [plan("counts", 0, ("item_counts",))] if "item_counts" in by_name else []
+    rounds += [plan("step", s + 1, ("item_statistics", "global_gramian"))
+               for s in range(_steps(cfg))]
+    return RunPlan(d, n, t, gamma, z, tuple(releases), tuple(rounds))
+
+
+def plan_of(config: Mapping[str, Any], n_items: int) -> RunPlan:
+    """:func:`run_plan` of a published description (``config`` with ``n_clients``), computed
+    once per description (the proxy asks for every upload)."""
+    if config.get("n_clients") is None:
+        raise DprecError("a dpals service needs n_clients, the clients enrolled (they fix "
+                         "each noise share and the modulus q): --param n_clients=N")
+    return _plan(json.dumps(dict(config), sort_keys=True), int(n_items))
+
+
+@lru_cache(maxsize=16)
+def _plan(config: str, n_items: int) -> RunPlan:
+    cfg = json.loads(config)
+    return run_plan(cfg, n_items, int(cfg["n_clients"]))

@@ -1,0 +1,131 @@
+"""dpals with ``aggregation=secure`` through the round engine: the clients, the summing
+proxy and the server as roles (:mod:`.clients`, :mod:`.proxy`, :mod:`.server`), so that the
+same run goes in process, over the services (``transport``: the clients' uploads are the
+cryptographic secure sum's) or in shards (a sharded backend: each shard sums its clients'
+integer vectors, the partials are added).
+
+Randomness: the clients' seed is drawn from the run's generator first, then the server's
+start draws the initial item factors from it (the order of the direct loop, so the item
+factors are those of the loop bit for bit); every later client draw is keyed by the seed and
+the client's id, so no transport or sharding changes a number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from dprec.errors import DprecError
+from dprec.iteration import IterationHook
+from dprec.privacy.events import EventLog
+from dprec.protocol.engine import Transport, run_protocol
+from dprec.systems.dpals.client import select_items, solve_users
+from dprec.systems.dpals.clients import DpalsClients
+from dprec.systems.dpals.messages import DpalsModel
+from dprec.systems.dpals.plan import RunPlan, items_bound, run_plan
+from dprec.systems.dpals.proxy import ExactSumProxy
+from dprec.systems.dpals.server import DpalsServer
+
+__all__ = ["SecureRun", "run_secure"]
+
+
+@dataclass
+class SecureRun:
+    """What a secure run gives the system: the published item factors, the event log, the
+    plan and what the clients measured."""
+
+    factors: np.ndarray
+    events: EventLog
+    plan: RunPlan
+    contributed_pairs: int
+    clipped_fraction: list[float] = field(default_factory=list)
+    median_user_norm: list[float] = field(default_factory=list)
+    contributors: list[int] = field(default_factory=list)
+    batches: list[int] = field(default_factory=list)
+
+
+def run_secure(cfg: dict[str, Any], train: sp.csr_matrix, rng: np.random.Generator,
+               seed: int, transport: Transport | None, on_step: IterationHook | None = None,
+               model: Any = None) -> SecureRun:
+    """Run dpals (config fields ``cfg``, client seed ``seed``) through the engine; the
+    hook ``on_step(step, model)`` after every ALS round, with ``model`` holding the new
+    factors in ``_V``."""
+    n, d = train.shape
+    if cfg.get("n_clients") is not None and int(cfg["n_clients"]) != n:
+        raise DprecError(f"n_clients = {cfg['n_clients']}, but the training data has {n} "
+                         "users: drop n_clients or match it")
+    plan = run_plan(cfg, d, n)
+    server = DpalsServer(plan, int(cfg["factors"]), float(cfg["reg"]),
+                         float(cfg["unobserved_weight"]), float(cfg["clip"]),
+                         float(cfg["rhs_weight"]), float(cfg["init_scale"]))
+    proxy = ExactSumProxy(plan.min_honest)
+    events = {r.name: r.event(plan.multiplier) for r in plan.releases}
+    clients = DpalsClients(train, np.arange(n), cfg, plan, seed, events,
+                           lambda: proxy.public_key)
+    log = EventLog(n)
+    before: dict[int, np.ndarray] = {}
+    current: list[np.ndarray | None] = [None]
+    contributors: list[int] = []
+    steps = 0
+
+    def hook(r: int, broadcast: Any) -> None:
+        nonlocal steps
+        assert isinstance(broadcast, DpalsModel)
+        rp = plan.round(r)
+        contributors.append(int(broadcast.contributors))
+        if rp.kind != "step":
+            return
+        start = current[0] if current[0] is not None else server.initial_factors
+        if start is not None:
+            before[rp.round_id] = start
+        current[0] = broadcast.factors_matrix
+        if model is not None:
+            model._V = broadcast.factors_matrix
+        if on_step is not None:
+            on_step(steps, model)
+        steps += 1
+
+    run = run_protocol(server, clients, len(plan.rounds), rng, log, proxy, transport, hook)
+    if len(run.rounds) != len(plan.rounds) or not all(r.updated for r in run.rounds):
+        raise DprecError(f"a round released nothing: fewer than min_honest = "
+                         f"{plan.min_honest} clients contributed")
+    final = run.broadcast
+    assert isinstance(final, DpalsModel)
+    lengths = _lengths(clients, plan, before, train, cfg)
+    c = float(cfg["clip"])
+    return SecureRun(final.factors_matrix, log, plan,
+                     int(clients.weights.nnz) if clients.weights is not None else _pairs(
+                         cfg, train, seed, final, plan),
+                     [float(np.mean(x > c)) for x in lengths],
+                     [float(np.median(x)) for x in lengths], contributors,
+                     [len(proxy.batches)])
+
+
+def _lengths(clients: DpalsClients, plan: RunPlan, before: dict[int, np.ndarray],
+             train: sp.csr_matrix, cfg: dict[str, Any]) -> list[np.ndarray]:
+    """Each ALS round's unclipped user norms: measured by the clients where they ran in this
+    process, else solved again from the factors that round started from (a sharded run)."""
+    out = []
+    for rp in plan.rounds:
+        if rp.kind != "step":
+            continue
+        if rp.round_id in clients.lengths:
+            out.append(clients.lengths[rp.round_id])
+        else:
+            U = solve_users(before[rp.round_id], train, float(cfg["reg"]),
+                            float(cfg["unobserved_weight"]))
+            out.append(np.linalg.norm(U, axis=1))
+    return out
+
+
+def _pairs(cfg: dict[str, Any], train: sp.csr_matrix, seed: int, final: DpalsModel,
+           plan: RunPlan) -> int:
+    """The (user, item) pairs the clients contributed to (a sharded run's clients selected
+    them in their shards): the same selection, made again."""
+    counts = final.counts.astype(np.float64) if cfg["weighting"] != "uniform" else None
+    return int(select_items(train, cfg["weighting"], int(cfg["k"]), seed, counts,
+                            items_bound(cfg),
+                            float(cfg["exponent"])).nnz)

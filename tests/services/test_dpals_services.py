@@ -1,0 +1,35 @@
+"""dpals over the services on the cryptographic secure sum (issue 24, "Done when"):
+``dprec simulate dpals --transport http`` gives the in-process item factors' metrics,
+privacy JSON and diagnostics bit for bit, over the DP count round and the ALS rounds."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from dprec.cli import app
+
+
+@pytest.mark.slow  # a server and a proxy, one sealed upload per client and round
+def test_simulate_dpals_gives_the_same_model_and_privacy_over_both_transports(tmp_path):
+    args = ["simulate", "dpals", "--dataset", "synthetic-150x80", "--negatives", "20",
+            "--param", "k=5", "--param", "weighting=tail", "--epsilon", "2", "--seeds", "1",
+            "--json", "--out", str(tmp_path)]
+    docs = {}
+    for transport in ("inproc", "http"):
+        res = CliRunner().invoke(app, [*args, "--transport", transport])
+        assert res.exit_code == 0, res.output[-3000:]
+        docs[transport] = json.loads(res.stdout.strip().splitlines()[-1])
+    a, b = docs["inproc"], docs["http"]
+    for key in ("metrics", "per_seed", "privacy", "parameters", "dataset", "protocol",
+                "diagnostics"):
+        assert a[key] == b[key], key
+    privacy = b["privacy"]
+    assert privacy["model"] == "secure-sum" and privacy["levels"]["user"]["epsilon"] <= 2.0
+    assert privacy["threat_model_assumptions"]["server_proxy_collusion"] is False
+    assert set(privacy["secure_sum"]) >= {"item_statistics", "global_gramian", "item_counts"}
+    rounds = privacy["secure_sum"]["deployed_rounds"]
+    assert [r["kind"] for r in rounds] == ["counts", "step", "step"]
+    assert [r["dimension"] for r in rounds] == [80, 80 * 14 + 10, 80 * 14 + 10]
