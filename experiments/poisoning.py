@@ -31,7 +31,8 @@ runs the secure sum alone; --table writes its Markdown table (command and date o
 Usage:
   .venv/bin/python experiments/poisoning.py [--dataset ml-100k] [--seeds 1]
       [--systems dplcf-sp dplcf-eb fmf-ldp] [--fractions 0 0.01 0.05 0.1]
-      [--strategies untargeted promote] [--fmf-epochs N] [--out results/poisoning]
+      [--strategies untargeted promote] [--fmf-epochs N] [--fmf-cells assigned]
+      [--out results/poisoning]
       [--secure-systems dp-pop] [--secure-fractions 0.001 0.01 0.05 0.1]
       [--secure-strategies promote k-hot huge reverse random]
 """
@@ -197,6 +198,8 @@ def main() -> None:
                     help="DPLCF promote: popular items set beside the targets")
     ap.add_argument("--fmf-epochs", type=int, default=None,
                     help="override FMF-LDP's epochs (to bound the wall time)")
+    ap.add_argument("--fmf-cells", choices=("chosen", "assigned"), default=None,
+                    help="FMF-LDP cell rule (issue 26 §1; default: the config's, chosen)")
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--out", type=Path, default=Path("results/poisoning"))
     ap.add_argument("--secure-systems", nargs="*", default=["dp-pop"],
@@ -233,6 +236,8 @@ def main() -> None:
         config = sc["config"]
         if args.fmf_epochs is not None and hasattr(config, "epochs"):
             config = replace(config, epochs=args.fmf_epochs)
+        if args.fmf_cells is not None and hasattr(config, "cells"):
+            config = replace(config, cells=args.fmf_cells)
         entry: dict[str, Any] = {"system": sc["system"], "config_source": sc["source"],
                                  "provenance": sc["provenance"], "strategies": {}}
         clean, _ = run_point(exp, sc["system"], config, Poisoning(0.0))

@@ -14,7 +14,14 @@ import pytest
 import dprec
 from dprec.errors import DprecError
 from dprec.protocol.deployed import ProtocolInfo
-from dprec.protocol.deployment import DEPLOYABLE, Deployment, Serving, deployment_for, deployments
+from dprec.protocol.deployment import (
+    DEPLOYABLE,
+    Deployment,
+    Serving,
+    deployment_for,
+    deployments,
+    serving_of,
+)
 from dprec.systems.dplcf.system import LocalItemCFConfig
 from dprec.systems.fmf.system import FMFConfig
 
@@ -118,3 +125,12 @@ def test_an_ambiguous_config_is_refused(monkeypatch):
         monkeypatch.setattr(type(d), "accepts", lambda self, config: True)
     with pytest.raises(DprecError, match="claimed by 2 deployable systems"):
         deployment_for({"anything": 1})
+
+
+def test_serving_of_takes_the_most_specific_role_type():
+    """dp-fedavg's server subclasses FCF's: its own server half, not FCF's, must answer."""
+    from dprec.systems.dp_fedavg.server import FedAvgServer
+    from dprec.systems.fmf.server import FactorServer
+    assert issubclass(FedAvgServer, FactorServer)
+    role = FedAvgServer.__new__(FedAvgServer)
+    assert serving_of(role).role_type is FedAvgServer

@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from dprec.cli.common import DataDir, ResultsDir, Seeds, err, fail, load_dataset, out, progress
-from dprec.cli.tables import print_tables
+from dprec.cli.tables import fitted_tables, print_tables
 from dprec.errors import DprecError
 
 __all__ = [
@@ -317,20 +317,17 @@ def _compare_into_folder(plan: ComparisonPlan, out_dir: Path) -> None:
         raise typer.Exit(1)
 
 
-def _sweep_table(plan: ComparisonPlan, sweep: dict[str, list[dict]]) -> Table:
-    """The sweep's metric (mean±std) per system and ε, with the per-user ε in brackets."""
+def _sweep_tables(plan: ComparisonPlan, sweep: dict[str, list[dict]]) -> list[Table]:
+    """The sweep's metric (mean±std) per system and ε, with the per-user ε in brackets, over
+    as many tables as fit :data:`~dprec.cli.tables.TABLE_WIDTH`."""
     metric, proto = SWEEP_METRIC[plan.task]
-    t = Table(title=f"{metric} ({proto}) against ε, {plan.sweep_seeds} seeds; in brackets the "
-                    "per-user ε")
-    t.add_column("system")
-    for e in plan.grid:
-        t.add_column(f"ε={e:g}", justify="right")
-    for n, pts in sweep.items():
-        by_eps = {p["epsilon"]: p for p in pts}
-        t.add_row(escape(n), *[f"{by_eps[e]['mean']:.4f}±{by_eps[e]['std']:.4f} "
-                       f"[{by_eps[e]['user_epsilon']:.3g}]" if e in by_eps else "failed"
-                       for e in plan.grid])
-    return t
+    by_eps = {n: {p["epsilon"]: p for p in pts} for n, pts in sweep.items()}
+    columns = [(f"ε={e:g}", [f"{at[e]['mean']:.4f}±{at[e]['std']:.4f} "
+                             f"[{at[e]['user_epsilon']:.3g}]" if e in at else "failed"
+                             for at in by_eps.values()])
+               for e in plan.grid]
+    return fitted_tables(f"{metric} ({proto}) against ε, {plan.sweep_seeds} seeds; in "
+                         "brackets the per-user ε", "system", list(sweep), columns)
 
 
 def print_comparison(plan: ComparisonPlan, docs: dict[str, dict], sweep: dict | None) -> None:
@@ -339,7 +336,8 @@ def print_comparison(plan: ComparisonPlan, docs: dict[str, dict], sweep: dict | 
     print_tables(f"{plan.dataset}, ε={plan.epsilon or 'paper default'}, {plan.seeds} seeds "
                  f"(mean±std); tuned configs: {tuned}", docs)
     if sweep:
-        out.print(_sweep_table(plan, sweep))
+        for t in _sweep_tables(plan, sweep):
+            out.print(t)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,16 +1,28 @@
-"""The tables the commands print: metrics with their ε per interaction and per user, and a
-run's privacy report (what ``run``, ``compare`` and ``simulate`` show)."""
+"""The tables the commands print: metrics, the paper's numbers, each system's ε per
+interaction and per user, and a run's privacy report (what ``run``, ``compare`` and
+``simulate`` show), each table at most :data:`TABLE_WIDTH` columns wide."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
+from rich.cells import cell_len
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from dprec.cli.common import out
 
-__all__ = ["eps_text", "fmt_value", "metrics_table", "print_privacy", "print_tables"]
+__all__ = [
+    "TABLE_WIDTH", "eps_text", "fitted_tables", "fmt_value", "mean_std", "metric_tables",
+    "paper_table", "print_privacy", "print_tables", "privacy_tables",
+]
+
+TABLE_WIDTH = 120
+"""The widest a printed table gets, in columns: in a log of 120 columns or more every number
+is whole; columns that do not fit go to a further table led by the same row labels (and the
+results folder's CSV holds every column, with δ and the model)."""
 
 
 def fmt_value(v: object) -> str:
@@ -29,54 +41,105 @@ def eps_text(g: dict | None) -> str:
     return text + (f", δ={g['delta']:.0e}" if g.get("delta") else "")
 
 
-def _table_metrics(docs: dict[str, dict], protocol: str) -> tuple[str, ...]:
-    """The metric columns: the standard ranking set where present, else all the results have."""
+def mean_std(v: dict) -> str:
+    """A metric over seeds as ``mean±std`` (mean to 4 decimals, std to 3)."""
+    return f"{v['mean']:.4f}±{v['std']:.3f}"
+
+
+def _column_width(header: str, cells: Sequence[str]) -> int:
+    """The cells a column takes on screen: its widest cell or its unwrapped header."""
+    return max([cell_len(header), *(cell_len(c) for c in cells)])
+
+
+def fitted_tables(title: str, label: str, rows: Sequence[str],
+                  columns: Sequence[tuple[str, Sequence[str]]],
+                  width: int | None = None) -> list[Table]:
+    """``columns`` (header, one cell per row) over as few tables as fit ``width`` columns
+    (default: the console's, at most :data:`TABLE_WIDTH`), each led by the ``label`` column
+    of ``rows``, so that no cell is cut. A table's width is the sum of its columns plus
+    3 per column (padding and rule) plus 1 (rich's default box). A column too wide on its
+    own gets a table of its own and folds rather than being cut."""
+    width = min(out.width, TABLE_WIDTH) if width is None else width
+    room = width - 1 - (_column_width(label, rows) + 3)
+    groups: list[list[tuple[str, Sequence[str]]]] = [[]]
+    used = 0
+    for col in columns:
+        need = _column_width(*col) + 3
+        if groups[-1] and used + need > room:
+            groups.append([])
+            used = 0
+        groups[-1].append(col)
+        used += need
+    tables = []
+    for i, group in enumerate(groups):
+        part = f" (part {i + 1} of {len(groups)})" if len(groups) > 1 else ""
+        t = Table(title=escape(title + part))
+        t.add_column(label, overflow="fold")
+        for header, _ in group:
+            t.add_column(header, justify="right", overflow="fold")
+        for r, row in enumerate(rows):
+            t.add_row(Text(row), *(Text(cells[r]) for _, cells in group))
+        tables.append(t)
+    return tables
+
+
+def metric_tables(title: str, results: dict[str, dict], protocol: str,
+                  width: int | None = None) -> list[Table]:
+    """One row per system: mean±std over seeds of each metric of ``protocol``, over as many
+    tables as fit ``width`` (see :func:`fitted_tables`)."""
     from dprec.evaluation.compare import table_metrics
-    return table_metrics(list(next(iter(docs.values()))["metrics"][protocol]))
+    metrics = table_metrics(list(next(iter(results.values()))["metrics"][protocol]))
+    columns = [(m, [mean_std(r["metrics"][protocol][m]) for r in results.values()])
+               for m in metrics]
+    return fitted_tables(title, "system", list(results), columns, width)
 
 
-def metrics_table(title: str, results: dict[str, dict], protocol: str,
-                  paper: dict[str, dict[str, float]] | None = None) -> Table:
-    """One row per system: mean±std of each metric of ``protocol`` (beside the paper's
-    numbers if given) and its ε per interaction, per user and per user by basic composition."""
-    metrics = _table_metrics(results, protocol)
-    t = Table(title=title)
-    t.add_column("system")
-    for m in metrics:
-        t.add_column(m, justify="right")
-    if paper is not None:
-        for m in metrics:
-            t.add_column(f"paper {m}", justify="right", style="dim")
-    for col in ("ε per interaction", "ε per user", "ε per user (basic)", "sides"):
-        t.add_column(col, justify="right")
-    for name, r in results.items():
-        row = [escape(name)]
-        for m in metrics:
-            v = r["metrics"][protocol][m]
-            row.append(f"{v['mean']:.4f}±{v['std']:.3f}")
-        if paper is not None:
-            row += [fmt_value(paper.get(name, {}).get(m, math.nan)) for m in metrics]
-        levels = (r["privacy"] or {}).get("levels") or {}
-        row += [eps_text(levels.get("event")), eps_text(levels.get("user")),
-                eps_text(levels.get("user_basic")),
-                levels["user"]["sides"] if levels else "—"]
-        t.add_row(*row)
-    return t
+def paper_table(title: str, results: dict[str, dict], protocol: str,
+                paper: dict[str, dict[str, float]], width: int | None = None) -> list[Table]:
+    """The paper's numbers of the systems of ``results`` it reports, under the metric names
+    of ``protocol``'s table (none: an empty list)."""
+    from dprec.evaluation.compare import table_metrics
+    metrics = table_metrics(list(next(iter(results.values()))["metrics"][protocol]))
+    names = [n for n in results if any(m in paper.get(n, {}) for m in metrics)]
+    if not names:
+        return []
+    columns = [(m, [fmt_value(paper[n].get(m, math.nan)) for n in names]) for m in metrics]
+    return fitted_tables(title, "system", names, columns, width)
+
+
+def privacy_tables(title: str, results: dict[str, dict],
+                   width: int | None = None) -> list[Table]:
+    """One row per system: its ε per interaction, per user and per user by basic
+    composition, and whether the per-user guarantee is two- or one-sided."""
+    levels = [(r["privacy"] or {}).get("levels") or {} for r in results.values()]
+    columns = [
+        ("ε per interaction", [eps_text(lv.get("event")) for lv in levels]),
+        ("ε per user", [eps_text(lv.get("user")) for lv in levels]),
+        ("ε per user (basic)", [eps_text(lv.get("user_basic")) for lv in levels]),
+        ("sides", [str(lv["user"]["sides"]) if lv else "—" for lv in levels]),
+    ]
+    return fitted_tables(title, "system", list(results), columns, width)
 
 
 def print_tables(title: str, docs: dict[str, dict]) -> None:
-    """One :func:`metrics_table` per evaluation protocol of the results ``docs``."""
+    """The metrics of the results ``docs``, per evaluation protocol (the sampled one with the
+    paper's numbers after it), then their privacy, each at most :data:`TABLE_WIDTH` wide."""
     from dprec.evaluation.paper_numbers import DPLCF_PAPER_DATASET, PAPER_ML20M
     protocols = list(next(iter(docs.values()))["metrics"])
+    tables: list[Table] = []
     for proto in protocols:
         if proto == "sampled":
-            out.print(metrics_table(f"{title} — sampled (1 + negatives); paper columns: "
-                                    f"{DPLCF_PAPER_DATASET}", docs, proto, PAPER_ML20M))
+            tables += metric_tables(f"{title} — sampled (1 + negatives)", docs, proto)
+            tables += paper_table(f"the paper's numbers on {DPLCF_PAPER_DATASET}, beside the "
+                                  "sampled table above", docs, proto, PAPER_ML20M)
         elif proto == "full":
-            out.print(metrics_table(f"{title} — full ranking (all never-seen items)", docs,
-                                    proto))
+            tables += metric_tables(f"{title} — full ranking (all never-seen items)", docs,
+                                    proto)
         else:
-            out.print(metrics_table(f"{title} — {proto}", docs, proto))
+            tables += metric_tables(f"{title} — {proto}", docs, proto)
+    tables += privacy_tables(f"{title} — privacy", docs)
+    for t in tables:
+        out.print(t)
 
 
 def print_privacy(doc: dict) -> None:

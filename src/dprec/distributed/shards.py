@@ -43,7 +43,7 @@ from dprec.mechanisms.numeric import BinaryMechanism
 from dprec.models.bitcount import BitGram
 from dprec.protocol.aggregation import CellSums, MeanAggregator, planned_unit
 from dprec.protocol.batches import ReportBatch
-from dprec.protocol.deployment import deployments
+from dprec.protocol.deployment import serving_of
 from dprec.protocol.engine import Clients, PassThrough, Proxy, Sent, Server, ShufflingProxy
 from dprec.systems.dplcf.client import ObfuscatingClients
 from dprec.systems.dplcf.server import PairCounts, SimilarityServer
@@ -256,16 +256,16 @@ class IntegerSumAdapter(SystemAdapter):
 def adapter_for(server: Server, n_users: int, proxy: Proxy | None, k: int | None = None,
                 max_piece_bytes: int = 256 * 2**20) -> SystemAdapter:
     """The adapter the server role's system declares (its
-    :class:`~dprec.protocol.deployment.Serving`); a clear error for what cannot be sharded."""
+    :class:`~dprec.protocol.deployment.Serving`, the one with the most specific role type);
+    a clear error for what cannot be sharded."""
     aggregator = getattr(server, "aggregator", None)
     if aggregator is not None and type(aggregator) is not MeanAggregator:
         raise DprecError(f"a sharded backend sums every report (the plain mean); the "
                          f"{aggregator.name!r} aggregator needs the reports themselves")
-    for deployment in deployments():
-        serving = deployment.serving()
-        if isinstance(server, serving.role_type) and serving.shard_adapter is not None:
-            adapter: type[SystemAdapter] = ADAPTERS[serving.shard_adapter]
-            return adapter.for_server(server, n_users, proxy, k, max_piece_bytes)
+    serving = serving_of(server)
+    if serving is not None and serving.shard_adapter is not None:
+        adapter: type[SystemAdapter] = ADAPTERS[serving.shard_adapter]
+        return adapter.for_server(server, n_users, proxy, k, max_piece_bytes)
     raise DprecError(f"no sharded backend for {type(server).__name__}: only the systems whose "
                      "deployment descriptor (systems/<name>/serve.py) names a shard adapter "
                      "run on one")

@@ -16,9 +16,9 @@ from dprec.systems.registry import make_config, make_system, parse_label, spec
 
 __all__ = [
     "DEFAULT_COMPARISON", "DEFAULT_EPS_GRID", "DEFAULT_PRIVREC_COMPARISON",
-    "DEFAULT_RATING_COMPARISON", "NARROW_LEVELS", "SweepPoint", "TABLE_METRICS", "Tick",
-    "comparison_rows", "eps_sweep", "level_epsilon", "private_names", "run_systems",
-    "save_comparison", "table_metrics",
+    "DEFAULT_RATING_COMPARISON", "NARROW_LEVELS", "SWEEP_REFERENCES", "SweepPoint",
+    "TABLE_METRICS", "Tick", "comparison_rows", "eps_sweep", "level_epsilon", "private_names",
+    "run_systems", "save_comparison", "sweep_references", "table_metrics",
 ]
 
 TABLE_METRICS = ("HR@2", "HR@5", "HR@10", "NDCG@10")
@@ -44,6 +44,11 @@ DEFAULT_PRIVREC_COMPARISON = (
 )
 """Seed 002's table (PrivRec, its baselines, DP-PrivRec at z = 1, M = 30) on its protocol."""
 DEFAULT_EPS_GRID = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
+SWEEP_REFERENCES = {"random": "random", "popularity": "popularity (non-private)",
+                    "lcf-ub": "lcf-ub (non-private)"}
+"""The systems drawn as horizontal lines on the eps-sweep plots, with their labels: random
+(the floor), non-private popularity (the bar every private system must clear to be worth
+its privacy loss) and LCF-UB (the DPLCF family's non-private upper bound)."""
 NARROW_LEVELS = ("event_values", "user_values")
 """Levels of a narrower unit some systems report beside the whole-data ones (ldp-svd's
 rating values, with which items were rated held fixed); never read as the per-user eps."""
@@ -127,6 +132,14 @@ def _sides(privacy: dict[str, Any] | None) -> str:
     return str(privacy["levels"]["user"]["sides"])
 
 
+def sweep_references(results: Mapping[str, dict], metric: str = "HR@10",
+                     protocol: str = "sampled") -> dict[str, float]:
+    """label -> mean ``metric`` of each :data:`SWEEP_REFERENCES` system among the results
+    ``results`` (name -> result JSON)."""
+    return {label: results[n]["metrics"][protocol][metric]["mean"]
+            for n, label in SWEEP_REFERENCES.items() if n in results}
+
+
 def comparison_rows(results: dict[str, RunResult]) -> list[dict[str, object]]:
     """One row per system: sampled/full metrics (mean, std), the privacy levels, the paper.
 
@@ -191,14 +204,14 @@ def save_comparison(out_dir: Path, dataset: str, results: dict[str, RunResult],
     paths.append(plot_hr_at_k(js, ks, out_dir / "hr_at_k_full.png",
                               f"HR@K on {dataset} (full ranking)", protocol="full"))
     if sweep:
-        refs = {n: results[n].metrics["sampled"]["HR@10"]["mean"]
-                for n in ("lcf-ub", "random") if n in results}
+        refs = sweep_references(js)
         paths.append(plot_metric_vs_eps(sweep, out_dir / "hr10_vs_eps.png",
-                                        f"HR@10 against ε on {dataset}", references=refs))
+                                        f"HR@10 against ε on {dataset}", references=refs,
+                                        order=list(js)))
         paths.append(plot_metric_vs_eps(
             sweep, out_dir / "hr10_vs_user_eps.png",
             f"HR@10 against the per-user ε on {dataset}", references=refs,
-            x="user_epsilon", log_x=True,
+            x="user_epsilon", log_x=True, order=list(js),
             xlabel="per-user ε (all of a user's data; tightest sound analysis, log scale)"))
     return paths
 

@@ -3,32 +3,51 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
 
-__all__ = ["plot_hr_at_k", "plot_metric_vs_eps", "unbounded_points"]
+__all__ = [
+    "MARKERS", "PALETTE", "plot_hr_at_k", "plot_metric_vs_eps", "system_styles",
+    "unbounded_points",
+]
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-_MARKERS = "osD^vP*Xh<>p"
+MARKERS = "osD^vP*Xh<>p"
+"""Line markers, one per system in turn: 12 against :data:`PALETTE`'s 10 colours, so a
+(colour, marker) pair repeats only after lcm(10, 12) = 60 systems."""
+PALETTE = "tab10"
+"""A qualitative palette of 10 clearly different hues (tab20's light/dark pairs look alike
+as thin lines)."""
+_REFERENCE_LINES = ("--", "-.", ":")
 
 
-def _style(i: int) -> dict[str, object]:
-    """A distinct colour and marker per line (more lines than the default cycle's 10)."""
-    return {"color": plt.get_cmap("tab20")(i % 20), "marker": _MARKERS[i % len(_MARKERS)]}
+def system_styles(names: Sequence[str],
+                  order: Sequence[str] | None = None) -> dict[str, dict[str, object]]:
+    """Per system, the colour and marker of its line: the i-th name of ``order`` (default:
+    ``names``; a name not in it comes after) gets colour ``i mod 10`` of :data:`PALETTE` and
+    marker ``i mod 12`` of :data:`MARKERS`, so no two of 60 systems share both, and plots
+    given the same ``order`` draw a system alike."""
+    place = {n: i for i, n in enumerate(dict.fromkeys([*(order or names), *names]))}
+    cmap = plt.get_cmap(PALETTE)
+    return {n: {"color": cmap(place[n] % cmap.N), "marker": MARKERS[place[n] % len(MARKERS)]}
+            for n in names}
 
 
 def plot_hr_at_k(results: dict[str, dict], ks: list[int], path: Path, title: str,
-                 protocol: str = "sampled") -> Path:
-    """HR@K against K for every system, error bars = std over seeds."""
+                 protocol: str = "sampled", order: Sequence[str] | None = None) -> Path:
+    """HR@K against K for every system, error bars = std over seeds; each system's colour
+    and marker from :func:`system_styles` (``order``: the names that fix them)."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for i, (name, res) in enumerate(results.items()):
+    styles = system_styles(list(results), order)
+    for name, res in results.items():
         m = res["metrics"][protocol]
         ys = [m[f"HR@{k}"]["mean"] for k in ks]
         es = [m[f"HR@{k}"]["std"] for k in ks]
-        ax.errorbar(ks, ys, yerr=es, ms=4, capsize=2, label=name, **_style(i))
+        ax.errorbar(ks, ys, yerr=es, ms=4, capsize=2, label=name, **styles[name])
     ax.set_xlabel("K")
     ax.set_ylabel(f"HR@K ({protocol})")
     ax.set_title(title)
@@ -54,16 +73,20 @@ def plot_metric_vs_eps(sweep: dict[str, list[dict[str, float]]], path: Path,
                        title: str, ylabel: str = "HR@10 (sampled)",
                        references: dict[str, float] | None = None,
                        xlabel: str = "ε (DPLCF family: per interaction bit; FMF-LDP: per report)",
-                       x: str = "epsilon", log_x: bool = False) -> Path:
-    """A metric against ``x`` (a sweep point's key) for each private system.
+                       x: str = "epsilon", log_x: bool = False,
+                       order: Sequence[str] | None = None) -> Path:
+    """A metric against ``x`` (a sweep point's key) for each private system, each in its
+    :func:`system_styles` colour and marker (``order``: the names that fix them).
 
-    ``references`` are drawn as horizontal lines; systems whose guarantee protects presence
+    ``references`` (label: value) are grey horizontal lines, each in its own dash pattern
+    and named in the legend; systems whose guarantee protects presence
     only are dashed and labelled one-sided. A point with no finite ``x`` (no finite
     guarantee) cannot be placed: it is left out and its system named in a note on the plot
     ("ε = ∞"), never dropped silently.
     """
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for i, (name, pts) in enumerate(sweep.items()):
+    styles = system_styles(list(sweep), order)
+    for name, pts in sweep.items():
         pts = [p for p in pts if math.isfinite(p[x]) and (p[x] > 0 or not log_x)]
         if not pts:
             continue
@@ -71,11 +94,12 @@ def plot_metric_vs_eps(sweep: dict[str, list[dict[str, float]]], path: Path,
         one_sided = any(p.get("sides") == "one" for p in pts)
         ax.errorbar(xs, [p["mean"] for p in pts], yerr=[p["std"] for p in pts], ms=4,
                     capsize=2, label=f"{name} (one-sided)" if one_sided else name,
-                    ls="--" if one_sided else "-", **_style(i))
+                    ls="--" if one_sided else "-", **styles[name])
     if log_x:
         ax.set_xscale("log")
-    for name, y in (references or {}).items():
-        ax.axhline(y, ls="--", lw=1, color="grey")
+    for i, (name, y) in enumerate((references or {}).items()):
+        ax.axhline(y, ls=_REFERENCE_LINES[i % len(_REFERENCE_LINES)], lw=1, color="grey",
+                   label=name)
         ax.text(ax.get_xlim()[0], y, f" {name}", va="bottom", fontsize=8, color="grey")
     unbounded = unbounded_points(sweep, x)
     if unbounded:

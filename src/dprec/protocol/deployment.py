@@ -38,7 +38,8 @@ __all__ = ["DEPLOYABLE", "Deployment", "DeviceReader", "ProxySecrets", "Serving"
            "deployment_for", "deployments", "serving_of"]
 
 DEPLOYABLE = ("dprec.systems.dplcf", "dprec.systems.fmf", "dprec.systems.ldp_svd",
-              "dprec.systems.privrec", "dprec.systems.dp_pop", "dprec.systems.dpals")
+              "dprec.systems.privrec", "dprec.systems.dp_pop", "dprec.systems.dpals",
+              "dprec.systems.dp_fedavg")
 """The packages of the deployable systems, each with ``deploy.py`` and ``serve.py`` (at most
 one descriptor accepts a config: :func:`deployment_for` refuses an ambiguous one)."""
 
@@ -288,12 +289,11 @@ def _serving(package: str) -> Serving:
 
 
 def serving_of(role: Any) -> Serving | None:
-    """The server half whose role ``role`` is (None: no deployable system's)."""
-    for d in deployments():
-        serving = d.serving()
-        if isinstance(role, serving.role_type):
-            return serving
-    return None
+    """The server half whose role ``role`` is, the one with the most specific role type
+    (dp-fedavg's server is an FCF server); None: no deployable system's."""
+    mro = type(role).__mro__
+    matching = [s for s in (d.serving() for d in deployments()) if isinstance(role, s.role_type)]
+    return min(matching, key=lambda s: mro.index(s.role_type)) if matching else None
 
 
 def deployments() -> tuple[Deployment, ...]:

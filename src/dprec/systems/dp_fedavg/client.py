@@ -63,20 +63,46 @@ class FedAvgClients(Clients):
         self._batch_size = batch_size
         self.ids = client_ids(ids, history.shape[0])
         self._sent: list[Sent] = []
+        self._V: np.ndarray | None = None
+        self._gram: np.ndarray | None = None
         self.sampled_per_round: list[int] = []
         """How many clients included their data, per round (a simulation diagnostic: the
         server never learns it)."""
 
+    def subset(self, users: np.ndarray) -> FedAvgClients:
+        """The clients ``users`` (global ids, increasing) of this population (a shard's)."""
+        pos = np.searchsorted(self.ids, users)
+        return FedAvgClients(
+            self._history[pos], factors=self._factors, alpha=self._alpha, reg=self._reg,
+            clip=self._clip, gamma=self._gamma, rate=self._rate,
+            share_mu=None if self._share is None else self._share.mu, event=self._event,
+            batch_size=self._batch_size, ids=self.ids[pos])
+
+    def prepare_round(self, broadcast: np.ndarray, round: int) -> None:
+        """Read round ``round``'s broadcast: check the item factors (what a client receives
+        is hostile) and keep them and their Gramian for the round's blocks."""
+        self._V = check_item_matrix(broadcast, self._history.shape[1], self._factors)
+        self._gram = self._V.T @ self._V
+        self.sampled_per_round.append(0)
+
+    def step_rows(self, start: int, stop: int, key: int) -> tuple[np.ndarray, Sent]:
+        """A sharded round's rows ``start..stop-1`` (after :meth:`prepare_round`), keyed by
+        the round's ``key`` (the seed :meth:`step` draws first): their summed vectors and
+        what they sent."""
+        assert self._V is not None and self._gram is not None
+        block = self._block(self._V, self._gram, start, stop, int(key))
+        return block.total, Sent(self._event, self.ids[start:stop].copy(), 1, "user")
+
     def step(self, broadcast: np.ndarray, round: int, rng: np.random.Generator
              ) -> Iterator[NoisySum]:
-        V = check_item_matrix(broadcast, self._history.shape[1], self._factors)
         seed = int(rng.integers(2 ** 63))
-        gram = V.T @ V
+        self.prepare_round(broadcast, round)
+        assert self._V is not None and self._gram is not None
         n = self._history.shape[0]
         self._sent = [Sent(self._event, self.ids, 1, "user")]
-        self.sampled_per_round.append(0)
         for start in range(0, n, self._batch_size):
-            yield self._block(V, gram, start, min(n, start + self._batch_size), seed)
+            yield self._block(self._V, self._gram, start, min(n, start + self._batch_size),
+                              seed)
 
     def _block(self, V: np.ndarray, gram: np.ndarray, start: int, stop: int,
                seed: int) -> NoisySum:
@@ -85,7 +111,6 @@ class FedAvgClients(Clients):
         sampled = np.array([g.random() < self._rate for g in gens], dtype=bool)
         self.sampled_per_round[-1] += int(sampled.sum())
         total = np.zeros(d, np.int64)
-        senders = len(gens) if self._share is not None else int(sampled.sum())
         rows = np.flatnonzero(sampled)
         if rows.size:
             hist = self._history[start + rows]
@@ -97,7 +122,7 @@ class FedAvgClients(Clients):
         if self._share is not None:
             for g in gens:
                 total += self._share.noise(d, g)
-        return NoisySum(total, senders)
+        return NoisySum(total, len(gens))
 
     def sent(self) -> list[Sent]:
         return list(self._sent)

@@ -11,6 +11,7 @@ import numpy as np
 
 from dprec.errors import DprecError
 from dprec.mechanisms.skellam import SkellamMechanism
+from dprec.random import is_secure
 from dprec.systems.dp_fedavg.messages import NoisySum
 from dprec.systems.fmf.server import FactorServer
 
@@ -33,10 +34,15 @@ class FedAvgServer(FactorServer):
         self.expected = expected_contributors
         self._curator = None if curator_mu is None else SkellamMechanism(curator_mu)
         self._rng: np.random.Generator | None = None
+        self.sum_length = n_items * factors
+        """Coordinates of the clients' integer vectors (N F), for a sharded run's sums."""
 
     def start(self, rng: np.random.Generator) -> np.ndarray:
+        """The initial item factors; the curator's noise then draws from ``rng`` itself when
+        it is the CSPRNG (a deployed server: never a seeded generator derived from it), else
+        from a generator seeded from it (a simulation)."""
         V = super().start(rng)
-        self._rng = np.random.default_rng(rng.integers(2 ** 63))
+        self._rng = rng if is_secure(rng) else np.random.default_rng(rng.integers(2 ** 63))
         return V
 
     def aggregate(self, batches: Iterable[object], round: int) -> np.ndarray | None:

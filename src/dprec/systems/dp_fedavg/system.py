@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -38,6 +38,7 @@ from dprec.systems.dp_fedavg.accounting import (
     update_sensitivity,
 )
 from dprec.systems.dp_fedavg.client import FedAvgClients
+from dprec.systems.dp_fedavg.proxy import FedAvgSumProxy
 from dprec.systems.dp_fedavg.server import FedAvgServer
 from dprec.systems.fmf.client import user_vectors
 from dprec.systems.reporting import privacy_report_from_log
@@ -146,7 +147,12 @@ _calibrate = functools.lru_cache(maxsize=256)(calibrate_mu)
 
 
 class DpFedAvg(Ranker):
-    """dp-fedavg (module docstring); scores are x_u . v_i, x_u solved on the device."""
+    """dp-fedavg (module docstring); scores are x_u . v_i, x_u solved on the device.
+    ``transport`` (None: in process) carries the rounds: a sharded backend (``dprec run
+    --backend local|ray``) sums the clients' integer vectors in its shards, with the same
+    numbers as in process."""
+
+    transport: Any = None
 
     def __init__(self, name: str, config: DpFedAvgConfig) -> None:
         self.name = name
@@ -181,7 +187,9 @@ class DpFedAvg(Ranker):
             if on_iteration is not None:
                 on_iteration(r, V)
 
-        run = run_protocol(srv, clients, c.rounds, rng, self.events, on_iteration=after_round)
+        proxy = FedAvgSumProxy(honest if honest is not None else 1)
+        run = run_protocol(srv, clients, c.rounds, rng, self.events, proxy, self.transport,
+                           after_round)
         self.V = run.broadcast
         l1, l2 = update_sensitivity(dim, c.clip, gamma)
         self._info = {
@@ -190,7 +198,8 @@ class DpFedAvg(Ranker):
             "noise_std_clip_units": math.sqrt(2 * mu) / (gamma * c.clip),
             "noise_std_on_mean_gradient": math.sqrt(2 * mu) / (gamma * c.rate * n),
             "expected_contributors": c.rate * n,
-            "sampled_per_round": list(clients.sampled_per_round),
+            "sampled_per_round": (list(clients.sampled_per_round)
+                                  if len(clients.sampled_per_round) == c.rounds else None),
             "rounds_without_update": run.rounds_without_update,
             "seconds_by_role": dict(run.seconds),
         }

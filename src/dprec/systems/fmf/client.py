@@ -19,6 +19,7 @@ from dprec.models.als import solve_user_factors
 from dprec.privacy.ledger import PrivacyLedger
 from dprec.protocol.batches import ReportBatch
 from dprec.protocol.engine import Clients, Sent, client_ids
+from dprec.systems.fmf.cells import assigned_cells, round_seed
 
 __all__ = [
     "FederatedClients", "GradientSum", "check_item_matrix", "gradient_entries", "gradient_sum",
@@ -121,13 +122,17 @@ class FederatedClients(Clients):
     (a user stops reporting once the next round would pass ``user_budget``); the population
     is simulated in batches. ``ids``: the global user id of each history row (default: the
     row index); a subset (:meth:`subset`, the clients of one shard) keeps its users' ids.
+    ``cell_tokens``: one registration token per row (``cells=assigned``: the k cells come
+    from :func:`~dprec.systems.fmf.cells.assigned_cells` of the broadcast and the token);
+    None: each client draws its cells (Algorithm 1).
     """
 
     def __init__(self, history: sp.csr_matrix, *, factors: int, alpha: float, reg: float,
                  k: int, clip: float, exact: bool,
                  mechanism: BinaryMechanism | PiecewiseMechanism | None,
                  ledger: PrivacyLedger | None, batch_size: int,
-                 ids: np.ndarray | None = None) -> None:
+                 ids: np.ndarray | None = None,
+                 cell_tokens: list[bytes] | None = None) -> None:
         self._history = history
         self._factors = factors
         self._alpha = alpha
@@ -139,6 +144,10 @@ class FederatedClients(Clients):
         self._ledger = ledger
         self._batch_size = batch_size
         self.ids = client_ids(ids, history.shape[0])
+        if cell_tokens is not None and len(cell_tokens) != history.shape[0]:
+            raise DprecError(f"need one cell token per client, got {len(cell_tokens)} for "
+                             f"{history.shape[0]}")
+        self._tokens = cell_tokens
         self._sent: list[Sent] = []
         self.reporting_rounds = np.zeros(history.shape[0], np.int64)
 
@@ -175,7 +184,11 @@ class FederatedClients(Clients):
             users, X, hist = users[ok], X[ok], hist[ok]
         if not len(users):
             return None, None
-        items, factors = sample_slots(len(users), self._k, n_items, self._factors, rng)
+        if self._tokens is None:
+            items, factors = sample_slots(len(users), self._k, n_items, self._factors, rng)
+        else:
+            items, factors = assigned_cells(round_seed(V), [self._tokens[u] for u in users],
+                                            self._k, n_items, self._factors)
         x = np.clip(gradient_entries(X, V, hist, items, factors, self._alpha),
                     -self._clip, self._clip) / self._clip
         mech = self._mechanism
@@ -198,7 +211,8 @@ class FederatedClients(Clients):
         part = FederatedClients(
             self._history[rows], factors=self._factors, alpha=self._alpha, reg=self._reg,
             k=self._k, clip=self._clip, exact=self._exact, mechanism=self._mechanism,
-            ledger=ledger, batch_size=self._batch_size, ids=self.ids[rows])
+            ledger=ledger, batch_size=self._batch_size, ids=self.ids[rows],
+            cell_tokens=None if self._tokens is None else [self._tokens[r] for r in rows])
         part.reporting_rounds[:] = self.reporting_rounds[rows]
         return part
 

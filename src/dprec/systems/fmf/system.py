@@ -31,7 +31,7 @@ from dprec.protocol.messages import GradientReports, ItemMatrix, ValueReports
 from dprec.protocol.shuffler import DEFAULT_MAX_REPORTS_PER_SENDER, DEFAULT_THRESHOLD
 from dprec.systems.base import NotFittedError, Ranker, check_history
 from dprec.systems.central import factor_scores
-from dprec.systems.fmf import client, server
+from dprec.systems.fmf import cells, client, server
 from dprec.systems.reporting import privacy_report_from_log
 
 __all__ = ["FMFConfig", "FederatedMF", "MAX_REPORT_SCALE", "Mechanism", "THREAT_MODEL"]
@@ -39,6 +39,7 @@ __all__ = ["FMFConfig", "FederatedMF", "MAX_REPORT_SCALE", "Mechanism", "THREAT_
 log = logging.getLogger(__name__)
 
 Mechanism = Literal["binary", "piecewise", "none"]
+CellRule = Literal["chosen", "assigned"]
 
 THREAT_MODEL = (
     "untrusted server receives, each epoch, k single (item, factor, value) reports per user "
@@ -85,6 +86,10 @@ class FMFConfig:
     """Clients simulated per vectorised batch."""
     allow_no_update: bool = False
     """Accept a run in which no round reached the server (otherwise it is an error)."""
+    cells: CellRule = "chosen"
+    """Who picks a client's k (item, factor) cells: ``chosen`` (the client, Algorithm 1) or
+    ``assigned`` (a hash of the broadcast and the client's proxy-issued token, checked by the
+    proxy: :mod:`dprec.systems.fmf.cells`; same report law, same privacy)."""
 
     def __post_init__(self) -> None:
         for name in ("factors", "epochs", "server_steps", "k", "batch_size",
@@ -106,6 +111,8 @@ class FMFConfig:
             if not (math.isfinite(value) and value >= 0):
                 raise DprecError(f"{name} must be a finite number >= 0, got {value}")
         check_positive("clip", self.clip)
+        if self.cells not in ("chosen", "assigned"):
+            raise DprecError(f"cells must be chosen or assigned, got {self.cells!r}")
         if self.mechanism not in ("binary", "piecewise", "none"):
             raise DprecError(f"mechanism must be binary, piecewise or none, got {self.mechanism!r}")
         if self.k > DEFAULT_MAX_REPORTS_PER_SENDER:
@@ -180,12 +187,25 @@ class FederatedMF(Ranker):
         self._n_users = n_users
         mech = None if c.exact else self._mechanism()
         ledger = PrivacyLedger(c.user_budget, n_users) if c.user_budget is not None else None
+        assigned = c.cells == "assigned" and not c.exact
+        if assigned and self.transport is not None:
+            raise DprecError("cells=assigned runs in process only so far: the services' proxy "
+                             "and the sharded backends do not check the assignment yet; drop "
+                             "--backend/--transport or use cells=chosen")
+        # the proxy's registration key (simulated: from the run's stream)
+        key = rng.bytes(32) if assigned else b""
         clients = client.FederatedClients(
             train, factors=c.factors, alpha=c.alpha, reg=c.regularization, k=c.k, clip=c.clip,
-            exact=c.exact, mechanism=mech, ledger=ledger, batch_size=c.batch_size)
+            exact=c.exact, mechanism=mech, ledger=ledger, batch_size=c.batch_size,
+            cell_tokens=cells.client_tokens(key, np.arange(n_users)) if assigned else None)
         srv = server.FactorServer(n_items, c.factors, c.lr, c.regularization, c.server_steps,
                                   c.clip, c.init_scale, mech)
-        proxy = None if c.exact else ShufflingProxy(c.shuffle_threshold)
+        proxy: ShufflingProxy | None = None
+        if assigned:
+            proxy = cells.CellCheckingProxy(c.shuffle_threshold, key, lambda: srv.V, c.k,
+                                            n_items, c.factors)
+        elif not c.exact:
+            proxy = ShufflingProxy(c.shuffle_threshold)
         self.events = EventLog(n_users)
 
         def after_round(r: int, V: np.ndarray) -> None:
@@ -225,6 +245,8 @@ class FederatedMF(Ranker):
                                           if not c.exact else 0),
             "seconds_by_role": dict(run.seconds),
         }
+        if isinstance(proxy, cells.CellCheckingProxy):
+            self._diag["messages_refused_by_cell_check"] = proxy.refused
         return self
 
     def score(self, history: sp.csr_matrix, items: np.ndarray | None = None,

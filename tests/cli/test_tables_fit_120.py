@@ -1,0 +1,93 @@
+"""`dprec compare`'s tables in a 120-column log: every number whole (issue 25 §3)."""
+
+from types import SimpleNamespace
+
+import pytest
+from rich.cells import cell_len
+from rich.console import Console
+
+from dprec.cli import compare as compare_cli
+from dprec.cli import tables
+from dprec.evaluation.compare import table_metrics
+from dprec.evaluation.paper_numbers import PAPER_ML20M
+
+SYSTEMS = (
+    "random", "popularity", "lcf-ub", "lcf-sp", "lcf-ap", "dplcf-sp", "dplcf-ap", "dplcf-oue",
+    "dplcf-eb", "bpr-mf", "gmf", "mf-np", "fcf", "fmf-ldp", "dp-pop", "dpals",
+    "ldp-svd[mechanism=piecewise,epsilon=2]",
+)
+RANKING = ("HR@1", "HR@2", "HR@5", "HR@10", "HR@20", "NDCG@10")
+PRIVREC = ("HR@5", "HR@10", "HR@20", "HR@30", "NDCG@5", "NDCG@10", "NDCG@20", "NDCG@30")
+
+
+def _levels(i: int) -> dict | None:
+    if i % 3 == 0:
+        return None
+    g = {"epsilon": "inf" if i % 3 == 2 else 12.345 * i, "delta": 1e-6, "sides": "two",
+         "model": "add/remove"}
+    return {"levels": {"event": g, "user": g, "user_basic": g}}
+
+
+def _docs(protocols: dict[str, tuple[str, ...]]) -> dict[str, dict]:
+    return {name: {"metrics": {p: {m: {"mean": 0.10274 + i / 97 + j / 1013,
+                                        "std": 0.01234 + j / 7919}
+                                    for j, m in enumerate(ms)}
+                               for p, ms in protocols.items()},
+                   "privacy": _levels(i)}
+            for i, name in enumerate(SYSTEMS)}
+
+
+@pytest.fixture
+def screen(monkeypatch):
+    console = Console(width=120, record=True, color_system=None)
+    monkeypatch.setattr(tables, "out", console)
+    monkeypatch.setattr(compare_cli, "out", console)
+    return console
+
+
+def _check_whole(text: str, docs: dict[str, dict]) -> None:
+    assert "…" not in text
+    assert max(cell_len(line) for line in text.splitlines()) <= 120
+    for name, doc in docs.items():
+        assert name in text
+        for proto, metrics in doc["metrics"].items():
+            for m in table_metrics(list(metrics)):  # results.csv holds the rest
+                v = metrics[m]
+                assert f"{v['mean']:.4f}±{v['std']:.3f}" in text, (name, proto, m)
+
+
+@pytest.mark.parametrize("protocols", [
+    {"sampled": RANKING, "full": RANKING},
+    {"full": PRIVREC},
+])
+def test_every_mean_and_std_is_whole_at_120_columns(screen, protocols):
+    docs = _docs(protocols)
+    tables.print_tables("ml-100k, ε=paper default, 5 seeds (mean±std); tuned configs: none",
+                        docs)
+    text = screen.export_text()
+    _check_whole(text, docs)
+    for eps in ("12.3, δ=1e-06", "∞, δ=1e-06", "—"):
+        assert eps in text
+    if "sampled" in protocols:  # the paper's numbers, whole, for the systems it reports
+        paper = {n: v for n, v in PAPER_ML20M.items() if n in docs}
+        assert paper
+        for v in paper.values():
+            for x in v.values():
+                assert f"{x:.4f}" in text
+
+
+def test_the_sweep_table_is_whole_at_120_columns(screen):
+    docs = _docs({"sampled": RANKING, "full": RANKING})
+    grid = [0.5, 1.0, 1.5, 2.0, 2.5, 3.0]
+    sweep = {n: [{"epsilon": e, "mean": 0.2 + e / 31, "std": 0.01 + e / 977,
+                  "user_epsilon": 123.456 * e, "sides": "two"} for e in grid if e != 2.5]
+             for n in SYSTEMS[5:9]}
+    plan = SimpleNamespace(files={}, dataset="ml-100k", epsilon=None, seeds=5,
+                           task="ranking", sweep_seeds=3, grid=grid)
+    compare_cli.print_comparison(plan, docs, sweep)
+    text = screen.export_text()
+    _check_whole(text, docs)
+    for n, pts in sweep.items():
+        for p in pts:
+            assert (f"{p['mean']:.4f}±{p['std']:.4f} [{p['user_epsilon']:.3g}]" in text), n
+    assert text.count("failed") == len(sweep)
