@@ -213,6 +213,12 @@ def test_the_stores_refuse_a_replay_and_a_second_batch_across_a_restart(tmp_path
         store.hold(0, b"tag-b", b"upload-b", b"id-1")
     with pytest.raises(Duplicate):
         store.hold(0, b"tag-a", b"upload-c", b"id-2")
+    # the same sender resending its acknowledged upload after a lost answer (a proxy killed
+    # between its commit and its 202) is a duplicate, which the client reads as accepted,
+    # not a replay, which ends its run
+    with pytest.raises(Duplicate) as resend:
+        store.hold(0, b"tag-a", b"upload-a", b"id-1")
+    assert not isinstance(resend.value, Replayed)
     store.hold(0, b"tag-b", b"upload-b", b"id-2")
     assert store.held(0) == 2 and store.senders(0) == 2
     server = ServerStore(tmp_path / "s.sqlite3", "fp")

@@ -323,9 +323,14 @@ class ProxyStore:
 
     def hold(self, round: int, tag: bytes, body: bytes, unique: bytes | None = None) -> None:
         """Record the sender's tag and its anonymous submission together, or neither; with
-        ``unique``, also that id (:class:`Replayed` if the round already holds it)."""
+        ``unique``, also that id. The sender is checked first: a sender's resend after a lost
+        answer is :class:`Duplicate` (the client reads it as accepted), another sender's
+        message carrying an id the round holds is :class:`Replayed`."""
         try:
             with _transaction(self.db):
+                if self.db.execute("SELECT 1 FROM seen WHERE round = ? AND tag = ?",
+                                   (round, tag)).fetchone():
+                    raise Duplicate("this client already submitted in this round")
                 if unique is not None and self.db.execute(
                         "SELECT 1 FROM ids WHERE round = ? AND id = ?",
                         (round, unique)).fetchone():
