@@ -39,7 +39,7 @@ from dprec.protocol.secure_sum.sealed import OVERHEAD
 from dprec.systems.dp_pop.calibration import RoundCalibration, calibrate
 from dprec.systems.dp_pop.messages import NoisyVectors, SumRelease, SumUpload
 
-__all__ = ["DEPLOYMENT", "PopDeployment", "round_of"]
+__all__ = ["DEPLOYMENT", "PopDeployment", "SecureSumDeployment", "round_of", "sealed_uploads"]
 
 _RELEASE_HEAD = 16  # "DSR1", round u64, count u32
 
@@ -60,27 +60,40 @@ def _params(info: Any) -> SecureSumParams:
     return round_of(info).params
 
 
-class PopDeployment(Deployment):
-    """dp-pop with ``aggregation = secure``."""
+class SecureSumDeployment(Deployment):
+    """What every system on the secure sum deploys the same way (dp-pop, dpals): one
+    :class:`SumUpload` per client per round, one :class:`SumRelease` per round made by the
+    proxy's secure-sum part, secure aggregation only, no device client yet. A subclass gives
+    ``name``, ``accepts``, ``mechanism``, the parameters of the round a record names
+    (:meth:`round_params`), all rounds' parameters (:meth:`all_params`), its proxy part and
+    the type of its simulated client blocks."""
 
-    name = "dp_pop"
-    package = "dprec.systems.dp_pop"
     noisy = ("skellam",)
     default_mechanisms = frozenset({"skellam"})
     artefacts = ("model",)
     broadcast_artefact = "model"
     one_batch = True
+    label = "a secure-sum system"
+    """The system's name in messages."""
+    block_type: type = object
+    """The simulated clients' block (ids, vectors, round, keys, params)."""
 
-    def accepts(self, config: Mapping[str, Any]) -> bool:
-        return {"k", "sampling", "min_honest", "aggregation"} <= set(config)
+    def round_params(self, info: Any, data: bytes) -> SecureSumParams:
+        """The parameters of the round the secure-sum record ``data`` belongs to."""
+        raise NotImplementedError
+
+    def all_params(self, info: Any) -> list[SecureSumParams]:
+        """The parameters of every round of the run."""
+        raise NotImplementedError
 
     def validate(self, config: Mapping[str, Any]) -> None:
         if config.get("aggregation") != "secure":
-            raise DprecError("dp-pop runs as services with aggregation=secure only (a trusted "
-                             "curator is not the untrusted server)")
+            raise DprecError(f"{self.label} runs as services with aggregation=secure only (a "
+                             "trusted curator is not the untrusted server)")
         if config.get("n_clients") is None:
-            raise DprecError("a dp-pop server needs n_clients, the clients enrolled (they fix "
-                             "each noise share and the modulus q): --param n_clients=N")
+            raise DprecError(f"a {self.label} server needs n_clients, the clients enrolled "
+                             "(they fix each noise share and the modulus q): "
+                             "--param n_clients=N")
 
     def upload(self, config: Mapping[str, Any]) -> type[Message]:
         return SumUpload
@@ -88,82 +101,108 @@ class PopDeployment(Deployment):
     def forward(self, config: Mapping[str, Any]) -> type[Message]:
         return SumRelease
 
-    def mechanism(self, config: Mapping[str, Any]) -> SkellamMechanism:
-        """Each client's noise share ``Sk(mu / min_honest)``, for k at most the item count
-        (:func:`round_of` caps k at the item count)."""
-        n = int(config["n_clients"])
-        return calibrate(config, max(int(config["k"]), 1), n).share
-
     def upload_size(self, info: Any) -> int:
-        return HEADER.size + Upload.size(_params(info))
+        """The largest round's upload: the proxy's body limit."""
+        return HEADER.size + max(Upload.size(p) for p in self.all_params(info))
 
     def batch_bytes(self, info: Any, senders: int) -> int:
-        p = _params(info)
-        item = MESSAGE_ID_BYTES + p.share_bytes + OVERHEAD
-        return HEADER.size + _RELEASE_HEAD + 8 * p.dimension + senders * item
+        def size(p: SecureSumParams) -> int:
+            item = MESSAGE_ID_BYTES + p.share_bytes + OVERHEAD
+            return HEADER.size + _RELEASE_HEAD + 8 * p.dimension + senders * item
+        return max(size(p) for p in self.all_params(info))
 
     def check_upload(self, message: Message, info: Any) -> None:
         assert isinstance(message, SumUpload)
         try:
-            Upload.from_bytes(message.data, _params(info))
+            Upload.from_bytes(message.data, self.round_params(info, message.data))
         except SecureSumError as e:
             raise MessageError(str(e)) from None
 
     def check_forwarded(self, message: Message, info: Any) -> None:
         assert isinstance(message, SumRelease)
         try:
-            Release.from_bytes(message.data, _params(info))
+            Release.from_bytes(message.data, self.round_params(info, message.data))
         except SecureSumError as e:
             raise MessageError(str(e)) from None
 
     def shuffle(self, rows: list[bytes], info: Any, rng: np.random.Generator,
                 threshold: int) -> bytes:
-        raise DprecError("a dp-pop round is released by the proxy's secure-sum part (its key "
-                         "opens the mask seeds): proxy_secrets(...).release")
+        raise DprecError(f"a {self.label} round is released by the proxy's secure-sum part "
+                         "(its key opens the mask seeds): proxy_secrets(...).release")
 
     def unique_id(self, message: Message) -> bytes | None:
         assert isinstance(message, SumUpload)
         return message.message_id
+
+    def client_messages(self, message: Any, first_id: int) -> Iterator[tuple[int, bytes]]:
+        """Each simulated client's sealed upload of its noisy vector (its own id)."""
+        if not isinstance(message, self.block_type):
+            raise DprecError(f"{type(message).__name__} is not a block of {self.label} "
+                             "clients")
+        yield from sealed_uploads(message)
+
+    # -- the device -------------------------------------------------------------------------
+
+    def _no_device(self) -> DprecError:
+        return DprecError(f"{self.label} has no device client yet: a device would need the "
+                          "proxy's key in its policy")
+
+    def terms(self, read: DeviceReader, info: Any) -> dict[str, Any]:
+        raise self._no_device()
+
+    def build_mechanism(self, mechanism: str, epsilon: float | None) -> Any:
+        raise self._no_device()
+
+    def client_step(self, terms: Any, history: Any, round: int, rng: np.random.Generator,
+                    client_id: int, artefact: Callable[[], Any]) -> bytes:
+        raise self._no_device()
+
+    def decode_artefact(self, terms: Any, body: bytes) -> Any:
+        raise self._no_device()
+
+    def scores(self, terms: Any, history: Any, artefact: Any) -> np.ndarray:
+        raise self._no_device()
+
+
+class PopDeployment(SecureSumDeployment):
+    """dp-pop with ``aggregation = secure``."""
+
+    name = "dp_pop"
+    package = "dprec.systems.dp_pop"
+    label = "dp-pop"
+    block_type = NoisyVectors
+
+    def accepts(self, config: Mapping[str, Any]) -> bool:
+        return {"k", "sampling", "min_honest", "aggregation"} <= set(config)
+
+    def mechanism(self, config: Mapping[str, Any]) -> SkellamMechanism:
+        """Each client's noise share ``Sk(mu / min_honest)``, for k at most the item count
+        (:func:`round_of` caps k at the item count)."""
+        n = int(config["n_clients"])
+        return calibrate(config, max(int(config["k"]), 1), n).share
+
+    def round_params(self, info: Any, data: bytes) -> SecureSumParams:
+        return _params(info)
+
+    def all_params(self, info: Any) -> list[SecureSumParams]:
+        return [_params(info)]
 
     def proxy_secrets(self, info: Any, state_dir: Path) -> ProxySecrets:
         from dprec.systems.dp_pop.proxy import SecureSumRelay  # the proxy's code, lazily
 
         return SecureSumRelay(_params(info), state_dir)
 
-    def client_messages(self, message: Any, first_id: int) -> Iterator[tuple[int, bytes]]:
-        """Each simulated client's sealed upload of its noisy vector (its own id)."""
-        if not isinstance(message, NoisyVectors):
-            raise DprecError(f"{type(message).__name__} is not a block of dp-pop clients")
-        yield from sealed_uploads(message)
 
-    # -- the device -------------------------------------------------------------------------
-
-    def terms(self, read: DeviceReader, info: Any) -> dict[str, Any]:
-        raise DprecError("dp-pop has no device client yet: a device would need the proxy's "
-                         "key in its policy")
-
-    def build_mechanism(self, mechanism: str, epsilon: float | None) -> Any:
-        raise DprecError("dp-pop has no device client yet")
-
-    def client_step(self, terms: Any, history: Any, round: int, rng: np.random.Generator,
-                    client_id: int, artefact: Callable[[], Any]) -> bytes:
-        raise DprecError("dp-pop has no device client yet")
-
-    def decode_artefact(self, terms: Any, body: bytes) -> Any:
-        raise DprecError("dp-pop has no device client yet")
-
-    def scores(self, terms: Any, history: Any, artefact: Any) -> np.ndarray:
-        raise DprecError("dp-pop has no device client yet")
-
-
-def sealed_uploads(block: NoisyVectors) -> Iterator[tuple[int, bytes]]:
-    """(client id, :class:`SumUpload` bytes) of every client of ``block``, sealed to the
-    block's proxy and server keys (checked first: what a client receives is hostile)."""
+def sealed_uploads(block: Any) -> Iterator[tuple[int, bytes]]:
+    """(client id, :class:`SumUpload` bytes) of every client of ``block`` (its ``vectors``:
+    an array, or a callable giving one), sealed to the block's proxy and server keys
+    (checked first: what a client receives is hostile)."""
     if block.proxy_key is None:
         raise DprecError("the proxy published no secure-sum key: a client has nothing to "
                          "seal its mask seed to")
     client = SecureSumClient(block.params, block.proxy_key, block.server_key)
-    for uid, v in zip(block.ids, block.vectors, strict=True):
+    vectors = block.vectors() if callable(block.vectors) else block.vectors
+    for uid, v in zip(block.ids, vectors, strict=True):
         yield int(uid), SumUpload(client.seal(v, block.round)).to_bytes()
 
 
