@@ -4,10 +4,10 @@ through others, and every module states its public names in ``__all__``.
 The layers (README.md, "Layout"), lowest first: the base modules (``errors``, ``random``,
 ``selection``), data, privacy (events, accountants, guarantees), mechanisms (each emits a
 privacy event, so privacy's vocabulary lies below them), protocol, models, systems,
-evaluation, audit, then the deployment tier (client < services: the simulation's HTTP
-transport plays the devices with the SDK; distributed), then the command line, a package
-whose command groups share only its common modules. Every import counts, those inside
-functions included: a lazy import still ties the two modules.
+evaluation, audit, the report (reads results), then the deployment tier (client < services:
+the simulation's HTTP transport plays the devices with the SDK; distributed), then the
+command line, a package whose command groups share only its common modules. Every import
+counts, those inside functions included: a lazy import still ties the two modules.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ ROOT = Path(dprec.__file__).parent
 LAYERS: dict[str, float] = {
     "errors": 0, "random": 0, "selection": 0, "iteration": 0,
     "data": 1, "privacy": 2, "mechanisms": 3, "protocol": 4, "models": 5, "systems": 6,
-    "evaluation": 7, "audit": 8,
+    "evaluation": 7, "audit": 8, "report": 8.5,
     "client": 9, "services": 9.5, "distributed": 9,
     "cli": 10,
 }
@@ -39,8 +39,8 @@ KNOWN_CYCLES: dict[str, frozenset[str]] = {}
 # only the lower modules common and tables and never import each other or the face.
 CLI_LAYERS: dict[str, int] = {
     "common": 0, "tables": 1,
-    "audit": 2, "compare": 2, "data": 2, "privacy": 2, "run": 2, "serve": 2, "systems": 2,
-    "tune": 2,
+    "audit": 2, "compare": 2, "data": 2, "privacy": 2, "report": 2, "run": 2, "serve": 2,
+    "systems": 2, "tune": 2,
     "__init__": 3, "__main__": 4,
 }
 

@@ -6,6 +6,7 @@ group, registered here on :data:`app` (the ``dprec`` console script is :func:`ma
 - :mod:`~dprec.cli.data`, :mod:`~dprec.cli.privacy`: ``dprec data ...``, ``dprec privacy ...``;
 - :mod:`~dprec.cli.serve`: ``dprec serve ...`` and ``dprec simulate``;
 - :mod:`~dprec.cli.audit`: ``dprec audit``;
+- :mod:`~dprec.cli.report`: ``dprec report``, one HTML page of a results folder;
 - :mod:`~dprec.cli.common`, :mod:`~dprec.cli.tables`: what they share (consoles, options,
   progress, result tables). The command modules import only these two, never each other.
 """
@@ -17,13 +18,13 @@ import sys
 
 import typer
 
-from dprec.cli import audit, compare, data, privacy, run, serve, systems, tune
+from dprec.cli import audit, compare, data, privacy, report, run, serve, systems, tune
 
 __all__ = ["app", "main"]
 
 app = typer.Typer(help="dprec: recommendation under differential privacy with an untrusted server.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
-for _group in (data, privacy, serve, audit, systems, run, compare, tune):  # help's order
+for _group in (data, privacy, serve, audit, systems, run, compare, report, tune):  # help's order
     _group.register(app)
 
 
