@@ -56,6 +56,8 @@ import dprec
 from dprec.data.registry import load_dataset
 from dprec.evaluation.plots import plot_metric_vs_eps
 from dprec.evaluation.runner import Experiment, RunResult
+from dprec.protocol.aggregation import AGGREGATORS, make_aggregator
+from dprec.protocol.bit_screens import BitLaw, ones_range, screen_threshold
 from dprec.protocol.poisoning import STRATEGIES, Poisoning, poison
 from dprec.protocol.sum_poisoning import SUM_STRATEGIES, SumPoisoning, poison_sum
 from dprec.random import derive_generator
@@ -83,6 +85,60 @@ def configs_for(systems: list[str], folder: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
+def with_defences(systems: dict[str, dict[str, Any]], defences: list[str] | None
+                  ) -> dict[str, dict[str, Any]]:
+    """Each system once per ``defences`` entry that applies to it (issue 26), named
+    ``system [defence]``; all of them as they are when ``defences`` is None. FMF-LDP
+    (a config with ``aggregator``): every entry :func:`make_aggregator` reads sets the
+    server's aggregator."""
+    if defences is None:
+        return systems
+    out: dict[str, dict[str, Any]] = {}
+    for name, sc in systems.items():
+        config = sc["config"]
+        if hasattr(config, "aggregator"):
+            for d in defences:
+                if d.partition(":")[0] in AGGREGATORS and defence_applies(config, d):
+                    out[f"{name} [{d}]"] = {**sc, "config": replace(config, aggregator=d),
+                                            "defence": d}
+    return out
+
+
+def defence_applies(config: Any, defence: str) -> bool:
+    """DPLCF (a config with ``flip``) takes mean and the ``dplcf-*`` upload screens; the
+    other protocols every aggregator but those."""
+    dplcf = defence.startswith("dplcf-")
+    return defence.partition(":")[0] == "mean" or dplcf == hasattr(config, "flip")
+
+
+def dplcf_adaptive(config: Any, n_users: int, n_items: int) -> dict[str, Any] | None:
+    """The attack shape that passes DPLCF's defence ``config.aggregator`` (issue 26,
+    adaptive attacks; :class:`Poisoning`'s ``ones_range`` and ``screen``), from the public
+    parameters the server uses; None for an aggregator that is not a DPLCF screen."""
+    spec = str(getattr(config, "aggregator", "mean"))
+    if not hasattr(config, "flip") or not spec.startswith("dplcf-"):
+        return None
+    agg = make_aggregator(spec)
+    mech = config.mechanism()
+    p, q = (1.0, 0.0) if mech is None else (mech.p, mech.q)
+    cap = n_items if config.history_cap is None else min(config.history_cap, n_items)
+    law = BitLaw(n_items, p, q, cap)
+    shape: dict[str, Any] = {}
+    if spec.startswith(("dplcf-range",)):
+        bounds = ones_range(law, agg.rate)  # type: ignore[attr-defined]
+        shape["ones_range"] = (bounds.low, bounds.high)
+    if "screen" in spec:
+        z = agg.z  # type: ignore[attr-defined]
+        shape["screen"] = (z, screen_threshold(n_users, n_items, p, z, agg.rate))  # type: ignore[attr-defined]
+    return shape
+
+
+def removed_uploads(res: RunResult) -> list[int]:
+    """Uploads the DPLCF screens removed in each fit (refused + dropped)."""
+    return [int(d.get("uploads_refused", 0)) + int(d.get("uploads_dropped", 0))  # type: ignore[call-overload]
+            for d in res.diagnostics]
+
+
 def run_point(exp: Experiment, system: str, config: Any, poisoning: Poisoning
               ) -> tuple[RunResult, list[int]]:
     """One (system, poisoning) run over the experiment's seeds; the attackers per fold."""
@@ -97,6 +153,33 @@ def run_point(exp: Experiment, system: str, config: Any, poisoning: Poisoning
     res = exp.run(make)
     attackers = [len(h.clients.attackers) if h.clients is not None else 0 for h in hooks]
     return res, attackers
+
+
+def run_adaptive(exp: Experiment, name: str, system: str, config: Any, entry: dict[str, Any],
+                 args: argparse.Namespace, n_users: int, n_items: int, clean: RunResult
+                 ) -> None:
+    """DPLCF under a ``dplcf-*`` defence: the uploads it removes with no attacker (its false
+    positives), and every strategy again shaped to pass it (``entry["adaptive"]``)."""
+    shape = dplcf_adaptive(config, n_users, n_items)
+    if shape is None:
+        return
+    entry["removed_at_0"] = removed_uploads(clean)
+    entry["adaptive_shape"] = {k: list(v) for k, v in shape.items()}
+    entry["adaptive"] = {}
+    for strategy in args.strategies:
+        points = []
+        for f in args.fractions:
+            if f == 0.0:
+                res, attackers = clean, [0] * len(exp.seeds)
+            else:
+                res, attackers = run_point(exp, system, config, Poisoning(
+                    f, strategy, targets=args.targets, fillers=args.fillers, **shape))
+            points.append({"fraction": f, "attackers": attackers, **summary(res),
+                           "removed": removed_uploads(res), "wall_time_s": res.wall_time_s})
+            print(f"{name:10s} {strategy:10s} {100 * f:5.1f}%  adaptive  HR@10 sampled "
+                  f"{points[-1]['sampled']['mean']:.4f}  removed {points[-1]['removed']}",
+                  flush=True)
+        entry["adaptive"][strategy] = points
 
 
 def summary(res: RunResult) -> dict[str, Any]:
@@ -200,6 +283,16 @@ def main() -> None:
                     help="override FMF-LDP's epochs (to bound the wall time)")
     ap.add_argument("--fmf-cells", choices=("chosen", "assigned"), default=None,
                     help="FMF-LDP cell rule (issue 26 §1; default: the config's, chosen)")
+    ap.add_argument("--fmf-false-inputs", action="store_true",
+                    help="FMF-LDP attackers run the binary mechanism on false inputs "
+                         "(issue 26: the attack no aggregator can tell from honest clients)")
+    ap.add_argument("--defences", nargs="+", default=None,
+                    help="issue 26: run each system once per defence that applies to it; "
+                         "fmf-ldp: the server's aggregator (mean, trimmed[:FRAC], "
+                         "median-of-means[:GROUPS]); the DPLCF family: dplcf-range[:RATE], "
+                         "dplcf-screen[:Z], dplcf-range+screen[:Z], each also run against "
+                         "the attacks shaped to pass it (adaptive); rows are named "
+                         "'system [defence]'")
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--out", type=Path, default=Path("results/poisoning"))
     ap.add_argument("--secure-systems", nargs="*", default=["dp-pop"],
@@ -225,21 +318,23 @@ def main() -> None:
         "dataset": ds.summary(), "protocol": exp.protocol(), "seeds": list(exp.seeds),
         "fractions": args.fractions, "strategies": args.strategies,
         "attack": {"targets": args.targets, "fillers": args.fillers,
-                   "aggregator": "mean", "generator": "(seed, 'poison')"},
+                   "aggregator": "mean", "generator": "(seed, 'poison')",
+                   "fmf_false_inputs": args.fmf_false_inputs},
         "metric": "HR@10, sampled (99 negatives) and full ranking",
         "references": {"random (sampled)": RANDOM_HR10,
                        "popularity (non-private, sampled)": summary(popularity)["sampled"],
                        "popularity (non-private, full)": summary(popularity)["full"]},
         "dprec_version": dprec.__version__, "systems": {},
     }
-    for name, sc in systems.items():
+    for name, sc in with_defences(systems, args.defences).items():
         config = sc["config"]
         if args.fmf_epochs is not None and hasattr(config, "epochs"):
             config = replace(config, epochs=args.fmf_epochs)
         if args.fmf_cells is not None and hasattr(config, "cells"):
             config = replace(config, cells=args.fmf_cells)
         entry: dict[str, Any] = {"system": sc["system"], "config_source": sc["source"],
-                                 "provenance": sc["provenance"], "strategies": {}}
+                                 "provenance": sc["provenance"], "strategies": {},
+                                 "defence": sc.get("defence")}
         clean, _ = run_point(exp, sc["system"], config, Poisoning(0.0))
         entry["parameters"] = clean.parameters
         entry["privacy"] = clean.privacy
@@ -250,14 +345,18 @@ def main() -> None:
                     res, attackers = clean, [0] * len(exp.seeds)
                 else:
                     res, attackers = run_point(exp, sc["system"], config, Poisoning(
-                        f, strategy, targets=args.targets, fillers=args.fillers))
+                        f, strategy, targets=args.targets, fillers=args.fillers,
+                        false_inputs=args.fmf_false_inputs and hasattr(config, "cells")))
                 points.append({"fraction": f, "attackers": attackers, **summary(res),
+                               "removed": removed_uploads(res),
                                "wall_time_s": res.wall_time_s})
                 print(f"{name:10s} {strategy:10s} {100 * f:5.1f}%  HR@10 sampled "
                       f"{points[-1]['sampled']['mean']:.4f}  full "
                       f"{points[-1]['full']['mean']:.4f}  ({res.wall_time_s:.1f} s)",
                       flush=True)
             entry["strategies"][strategy] = points
+        run_adaptive(exp, name, sc["system"], config, entry, args, ds.n_users, ds.n_items,
+                     clean)
         entry["worst"] = [
             {"fraction": f, **min(
                 ({"strategy": s, **entry["strategies"][s][i]} for s in args.strategies),

@@ -202,7 +202,12 @@ def serve_server(
     param: Annotated[list[str] | None, typer.Option(
         "--param", help="KEY=VALUE on the system's config, as for `dprec run`.")] = None,
     config: Annotated[Path | None, typer.Option("--config", help="A TOML config.")] = None,
-    aggregator: Annotated[str, typer.Option(help="How reports are combined: mean.")] = "mean",
+    aggregator: Annotated[str, typer.Option(help=(
+        "How reports are combined: mean; for fmf-ldp also trimmed[:FRACTION] (per-cell "
+        "trimmed mean, default 0.1) and median-of-means[:GROUPS] (default 5); for the "
+        "DPLCF family dplcf-range[:RATE] (validity range of the number of ones, default "
+        "1e-9), dplcf-screen[:Z] and dplcf-range+screen[:Z] (itemset screening, z = 20)."
+        ))] = "mean",
     host: Host = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port (0: any free port).")] = 8400,
     port_file: PortFile = None,

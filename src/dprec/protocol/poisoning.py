@@ -42,6 +42,17 @@ DPLCF (:class:`~dprec.systems.dplcf.messages.ObfuscatedBits`, one N-bit vector p
   lists, displacing the true neighbours that users hold. A few fillers hurt most: with
   many, the popular items' estimated similarities to each other grow instead (on ML-100K
   at 10%: sampled HR@10 0.06 with 1-10 fillers, 0.08 with 20, none lost with 200).
+- Adaptive shapes (issue 26: the attacker knows the defence). ``Poisoning.ones_range``
+  = (low, high), the public validity range of ``dplcf-range``
+  (:func:`~dprec.protocol.bit_screens.ones_range`): every attacker adds uniformly random
+  other items up to ``low`` ones (``promote``: about 320 noise ones beside its 20 at
+  eps = 1 on ML-100K) or clears random ones down to ``high`` (``untargeted``: all-ones
+  thinned to ``high`` ones), each with its own draws. (Putting the ``high`` ones on the
+  rarest items instead raised sampled HR@10 above the clean run on ML-100K: the rare
+  negatives' neighbour lists fill with rare items no user holds.) ``Poisoning.screen`` = (z,
+  threshold), ``dplcf-screen``'s itemset size and threshold: each attacker keeps each of its
+  chosen items independently with probability rho = min(1, (threshold / (2 m))^(1/z)) (m
+  attackers), so any z of them are held by about threshold / 2 attackers, under the screen.
 
 FMF-LDP (:class:`~dprec.protocol.batches.ReportBatch`, k (item, factor, value) reports)
 
@@ -69,6 +80,10 @@ FMF-LDP (:class:`~dprec.protocol.batches.ReportBatch`, k (item, factor, value) r
   raises the targets' rank too). Nearly all its damage comes from that second half, which
   needs no choice of cells: the target half alone (a target cell is about k T / N of an
   attacker's k cells) barely moves sampled HR@10 on ML-100K.
+- ``false_inputs`` (binary mechanism): the same signs, but each bit drawn from the mechanism
+  on the false input x' = sign, so the attacker is, report by report, an honest client with
+  gradient +-1: the attack no aggregator can tell apart (issue 26 §3's measured floor,
+  docs/results/poisoning_defences_fmf.md).
 
 ``promote`` needs ``targets`` items; :func:`choose_targets` draws them with the attack's
 generator, after the attackers.
@@ -83,6 +98,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 
 from dprec.errors import DprecError
+from dprec.mechanisms.numeric import BinaryMechanism
 from dprec.protocol.batches import ReportBatch
 from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.engine import Clients, Sent
@@ -130,6 +146,20 @@ def choose_attackers(n_users: int, fraction: float, rng: np.random.Generator) ->
     return np.sort(order[:int(round(fraction * n_users))]).astype(np.int64)
 
 
+def _into_range(rows: np.ndarray, low: int, high: int, rng: np.random.Generator
+                ) -> np.ndarray:
+    """Each bool row with uniformly random zeros set until it has ``low`` ones, or random
+    ones cleared until it has ``high`` (its own draws per row)."""
+    ones = rows.sum(axis=1)
+    keys = rng.random(rows.shape)
+    add = np.where(rows, np.inf, keys)  # the zeros, in a random order
+    rank_add = np.argsort(np.argsort(add, axis=1, kind="stable"), axis=1, kind="stable")
+    rows = rows | (rank_add < np.maximum(low - ones, 0)[:, None])
+    drop = np.where(rows, keys, np.inf)  # the ones, in a random order
+    rank_drop = np.argsort(np.argsort(drop, axis=1, kind="stable"), axis=1, kind="stable")
+    return rows & ~(rank_drop < np.maximum(rows.sum(axis=1) - high, 0)[:, None])
+
+
 def choose_targets(n_items: int, count: int, rng: np.random.Generator) -> np.ndarray:
     """``count`` distinct target items drawn uniformly from ``rng``, sorted (int64)."""
     if isinstance(count, bool) or int(count) != count or not 1 <= count <= n_items:
@@ -162,6 +192,18 @@ class Poisoning:
     fixed_cells: bool = False
     """FMF-LDP: the attackers must keep the (item, factor) cells of their own messages
     (``cells=assigned``); they choose only the values."""
+    false_inputs: bool = False
+    """FMF-LDP, binary mechanism: the attackers run the mechanism itself on the false input
+    x' = the attack's sign (+-1) in each cell, bit +1 with probability (1 + x' / C) / 2
+    (``value_bound`` = C, set by :func:`poison`): such a client is, report by report, an
+    honest one whose clipped gradient is x', so no aggregator can tell it apart (the floor
+    of issue 26's bound: a cell mean moves by up to 2 m / n, against (C + 1) m / n)."""
+    ones_range: tuple[int, int] | None = None
+    """DPLCF: (low, high), the ones an upload may have to pass ``dplcf-range`` (None: no
+    shaping)."""
+    screen: tuple[int, int] | None = None
+    """DPLCF: (z, threshold) of ``dplcf-screen``, to keep every z-itemset of the attackers
+    under it (None: no shaping)."""
 
     def __post_init__(self) -> None:
         check_fraction(self.fraction)
@@ -175,6 +217,11 @@ class Poisoning:
         if self.value_bound is not None and not (np.isfinite(self.value_bound)
                                                  and self.value_bound > 0):
             raise DprecError(f"value_bound must be a finite number > 0, got {self.value_bound}")
+        if self.ones_range is not None and not 0 <= self.ones_range[0] <= self.ones_range[1]:
+            raise DprecError(f"ones_range must be (low, high) with 0 <= low <= high, got "
+                             f"{self.ones_range}")
+        if self.screen is not None and not (self.screen[0] >= 2 and self.screen[1] >= 1):
+            raise DprecError(f"screen must be (z >= 2, threshold >= 1), got {self.screen}")
 
 
 class PoisonedClients(Clients):
@@ -233,39 +280,54 @@ class PoisonedClients(Clients):
         if not messages:
             return messages
         if isinstance(messages[0], PackedBitUploads):
-            row = self._bit_row(messages, masks)
+            rows = self._bit_rows(messages, masks)
             out: list[Any] = []
+            start = 0
             for m, mask in zip(messages, masks, strict=True):
                 if mask.any():
+                    n_bad = int(mask.sum())
                     packed = m.packed.copy()
-                    packed[mask] = row
+                    packed[mask] = rows[start:start + n_bad]
+                    start += n_bad
                     m = replace(m, packed=packed)  # validated again
-                    self.replaced += int(mask.sum())
+                    self.replaced += n_bad
                 out.append(m)
             return out
         return self._rewrite_reports(messages, masks, broadcast)
 
     # -- DPLCF --------------------------------------------------------------------------
 
-    def _bit_row(self, messages: list[PackedBitUploads], masks: list[np.ndarray]
-                 ) -> np.ndarray:
-        """The packed vector every attacker uploads."""
+    def _bit_rows(self, messages: list[PackedBitUploads], masks: list[np.ndarray]
+                  ) -> np.ndarray:
+        """The packed vectors of the attackers, in the order of the messages' rows."""
         n_items = messages[0].n_items
+        n_bad = int(sum(int(mask.sum()) for mask in masks))
+        pz = self.poisoning
         dense = np.ones(n_items, bool)
-        if self.poisoning.strategy == "promote":
-            counts = np.zeros(n_items, np.int64)
+        counts = np.zeros(n_items, np.int64)
+        if pz.strategy == "promote":
             for m, mask in zip(messages, masks, strict=True):
                 honest = m.packed[~mask]
                 if len(honest):
                     counts += np.unpackbits(honest, axis=1, count=n_items).sum(
                         axis=0, dtype=np.int64)
+        if pz.strategy == "promote":
             targets = self._targets(n_items)
             dense[:] = False
             dense[targets] = True
             ranked = np.argsort(-counts, kind="stable")
-            popular = ranked[~np.isin(ranked, targets)][:self.poisoning.fillers]
+            popular = ranked[~np.isin(ranked, targets)][:pz.fillers]
             dense[popular] = True
-        return np.packbits(dense)
+        if pz.ones_range is None and pz.screen is None:
+            return np.tile(np.packbits(dense), (n_bad, 1))
+        rows = np.tile(dense, (n_bad, 1))
+        if pz.screen is not None:
+            z, threshold = pz.screen
+            rho = min(1.0, (threshold / (2.0 * max(n_bad, 1))) ** (1.0 / z))
+            rows &= self._rng.random(rows.shape) < rho
+        if pz.ones_range is not None:
+            rows = _into_range(rows, *pz.ones_range, self._rng)
+        return np.packbits(rows, axis=1)
 
     # -- FMF-LDP ------------------------------------------------------------------------
 
@@ -319,7 +381,11 @@ class PoisonedClients(Clients):
             self.replaced += n_bad
             if bits:
                 new = m.bits.copy()
-                new[mask] = (sign > 0).astype(new.dtype)
+                if self.poisoning.false_inputs:
+                    c = float(self.poisoning.value_bound)  # type: ignore[arg-type]
+                    new[mask] = self._rng.random(sign.shape) < 0.5 * (1.0 + sign / c)
+                else:
+                    new[mask] = (sign > 0).astype(new.dtype)
                 out.append(ReportBatch(m.client_ids, items, factors, bits=new))
             else:
                 new = np.array(m.values, np.float64, copy=True)
@@ -361,5 +427,10 @@ def poison(model: Any, poisoning: Poisoning, rng: np.random.Generator) -> Poison
         poisoning = replace(poisoning, value_bound=bound)
     if getattr(model.config, "cells", "chosen") == "assigned":
         poisoning = replace(poisoning, fixed_cells=True)
+    if poisoning.false_inputs:
+        if getattr(model.config, "mechanism", None) != "binary":
+            raise DprecError("false_inputs runs the binary mechanism: use fmf-ldp with "
+                             "mechanism=binary")
+        poisoning = replace(poisoning, value_bound=BinaryMechanism(model.config.epsilon).scale)
     model.clients_hook = PoisonHook(poisoning, rng)
     return model.clients_hook

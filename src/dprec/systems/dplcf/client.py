@@ -20,7 +20,36 @@ from dprec.models.itemknn import (
 from dprec.protocol.engine import Clients, Sent, client_ids
 from dprec.systems.dplcf.messages import NeighbourLists, ObfuscatedBits
 
-__all__ = ["ObfuscatingClients", "local_scores", "obfuscate"]
+__all__ = ["ObfuscatingClients", "cap_history", "local_scores", "obfuscate"]
+
+
+def cap_history(history: sp.csr_matrix, cap: int | None, rng: np.random.Generator
+                ) -> sp.csr_matrix:
+    """Each row with more than ``cap`` items keeps a uniformly random ``cap`` of them (the
+    items with the ``cap`` smallest of i.i.d. uniform keys drawn from ``rng``); rows within
+    the cap, or ``cap=None``, are returned as they are and draw nothing from ``rng``.
+
+    The contribution bound of issue 26 §2: with it, an honest upload has at most ``cap``
+    true ones, which the server's validity range (``dplcf-range``) assumes.
+    """
+    csr = sp.csr_matrix(history)
+    if cap is None:
+        return csr
+    lengths = np.diff(csr.indptr)
+    over = np.flatnonzero(lengths > cap)
+    if not over.size:
+        return csr
+    rows = np.repeat(np.arange(csr.shape[0]), lengths)
+    key = np.full(csr.nnz, -1.0)
+    in_over = np.isin(rows, over)
+    key[in_over] = rng.random(int(in_over.sum()))
+    order = np.lexsort((key, rows))  # by row, then key (kept rows: all keys -1)
+    rank = np.empty(csr.nnz, np.int64)
+    rank[order] = np.arange(csr.nnz) - csr.indptr[rows[order]]
+    keep = rank < cap
+    out = sp.csr_matrix((csr.data[keep], (rows[keep], csr.indices[keep])), shape=csr.shape)
+    out.sort_indices()
+    return out
 
 
 def obfuscate(
@@ -42,15 +71,19 @@ class ObfuscatingClients(Clients):
 
     ``ids``: the global user id of each history row (default: the row index); a subset of
     the population (:meth:`subset`, the clients of one shard) keeps its users' global ids.
+    ``history_cap``: each client first keeps at most that many items (:func:`cap_history`,
+    drawn from the round's generator, before the flips; None: no cap).
     """
 
     def __init__(self, history: sp.csr_matrix, mechanism: BitFlip | None,
-                 batch_size: int, ids: np.ndarray | None = None) -> None:
+                 batch_size: int, ids: np.ndarray | None = None,
+                 history_cap: int | None = None) -> None:
         if int(batch_size) != batch_size or batch_size < 1:
             raise DprecError(f"batch_size must be an integer >= 1, got {batch_size}")
         self._history = history
         self._mechanism = mechanism
         self._batch_size = int(batch_size)
+        self._cap = history_cap
         self.ids = client_ids(ids, history.shape[0])
         self._sent: list[Sent] = []
         self.upload_bytes = 0
@@ -69,7 +102,8 @@ class ObfuscatingClients(Clients):
                   ) -> tuple[ObfuscatedBits, Sent | None]:
         """The upload of history rows start:stop (one batch, or one block of a sharded run)
         drawn from ``rng``, and who sent what (None without a mechanism)."""
-        msg = obfuscate(self._history[start:stop], self._mechanism, rng)
+        rows = cap_history(self._history[start:stop], self._cap, rng)
+        msg = obfuscate(rows, self._mechanism, rng)
         self.upload_bytes += msg.packed.nbytes
         if self._mechanism is None:
             return msg, None
@@ -81,7 +115,7 @@ class ObfuscatingClients(Clients):
         """The clients of history rows ``rows`` (in that order), with their global ids."""
         rows = np.asarray(rows, np.int64)
         return ObfuscatingClients(self._history[rows], self._mechanism, self._batch_size,
-                                  ids=self.ids[rows])
+                                  ids=self.ids[rows], history_cap=self._cap)
 
     def sent(self) -> list[Sent]:
         return list(self._sent)

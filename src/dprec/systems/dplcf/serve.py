@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from dprec.errors import DprecError
 from dprec.protocol.aggregation import Aggregator
 from dprec.protocol.deployment import Serving
 from dprec.systems.dplcf.messages import NeighbourLists
@@ -25,6 +26,12 @@ class DplcfServing(Serving):
         """As ``LocalItemCF.fit`` builds it."""
         c = info.config
         extra = {"count_method": c["count_method"]} if "count_method" in c else {}
+        if c.get("history_cap") is not None:
+            raise DprecError("history_cap is enforced by the simulated clients only (the device "
+                             "client does not cap its history yet): serve without it")
+        if c.get("aggregator", "mean") not in ("mean", aggregator.spec, aggregator.name):
+            raise DprecError(f"the config names aggregator {c['aggregator']!r} but the server "
+                             f"runs {aggregator.spec!r}: choose it with --aggregator")
         return SimilarityServer(info.n_items, info.mechanism(), c["estimator"],
                                 int(c["neighbours"]), c["neighbourhood"] == "user",
                                 aggregator, **extra)

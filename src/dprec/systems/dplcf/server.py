@@ -19,6 +19,7 @@ from dprec.mechanisms.bitflip import BitFlip
 from dprec.models.bitcount import BitGram, symmetrize_upper
 from dprec.models.itemknn import jaccard_from_counts, top_k_neighbours
 from dprec.protocol.aggregation import Aggregator, MeanAggregator
+from dprec.protocol.bit_screens import BitLaw
 from dprec.protocol.engine import Server
 from dprec.systems.dplcf.messages import NeighbourLists, ObfuscatedBits
 
@@ -283,21 +284,24 @@ class SimilarityServer(Server):
 
     Holds only public parameters (mechanism, estimator, K) and what it received. The
     uploads that count are ``aggregator``'s choice (all of them for the plain mean; the hook
-    for robust aggregation). Pair counts are exact integer sums: any order and any batching
-    of the uploads give the same estimate.
+    for robust aggregation), given the uploads' public law (:meth:`upload_law`: N, the flips
+    p and q, and the history cap). Pair counts are exact integer sums: any order and any
+    batching of the uploads give the same estimate.
     """
 
     def __init__(self, n_items: int, mechanism: BitFlip | None, estimator: Estimator,
                  neighbours: int, include_full: bool,
                  aggregator: Aggregator | None = None,
-                 count_method: CountMethod = "bits") -> None:
+                 count_method: CountMethod = "bits", history_cap: int | None = None) -> None:
         if count_method not in ("bits", "syrk"):
             raise DprecError(f"count_method must be 'bits' or 'syrk', got {count_method!r}")
-        self.aggregator = aggregator or MeanAggregator()
-        self.count_method: CountMethod = count_method
-        """How the pair counts are accumulated (see :class:`PairCounts`; same counts)."""
+        self.history_cap = history_cap
+        """L, the public bound on an honest client's history (None: N)."""
         self.n_items = n_items
         self.mechanism = mechanism
+        self.aggregator = (aggregator or MeanAggregator()).for_uploads(self.upload_law())
+        self.count_method: CountMethod = count_method
+        """How the pair counts are accumulated (see :class:`PairCounts`; same counts)."""
         self.estimator = estimator
         self.neighbours = neighbours
         self.include_full = include_full
@@ -305,6 +309,14 @@ class SimilarityServer(Server):
         self.users_received = 0
         self.seconds = {"accumulate": 0.0, "estimate": 0.0, "publish": 0.0}
         """Time in each server phase (accumulate counts as batches arrive)."""
+
+    def upload_law(self) -> BitLaw:
+        """The public law of an honest upload: N bits flipped with (p, q) (p = 1, q = 0 for
+        the true bits), at most L = ``history_cap`` (or N) true ones."""
+        mech = self.mechanism
+        p, q = (1.0, 0.0) if mech is None else (mech.p, mech.q)
+        cap = self.n_items if self.history_cap is None else min(self.history_cap, self.n_items)
+        return BitLaw(self.n_items, p, q, cap)
 
     def start(self, rng: np.random.Generator) -> None:
         return None

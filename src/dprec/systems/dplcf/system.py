@@ -16,7 +16,7 @@ The variants differ only in the flip mechanism and the server's estimator:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -27,6 +27,7 @@ from dprec.iteration import IterationHook
 from dprec.mechanisms.bitflip import BitFlip
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
+from dprec.protocol.aggregation import AGGREGATORS, make_aggregator
 from dprec.protocol.engine import Clients, Transport, run_protocol
 from dprec.systems.base import NotFittedError, Ranker, check_history
 from dprec.systems.dplcf import client, server
@@ -59,6 +60,19 @@ class LocalItemCFConfig:
     """item = the item's global top-K (Eq. 12); user = top-K among the user's own items."""
     batch_size: int = 4096
     """Clients simulated per vectorised batch."""
+    aggregator: str = "mean"
+    """How the server combines the uploads (:data:`~dprec.protocol.aggregation.AGGREGATORS`,
+    ``NAME`` or ``NAME:ARG``): mean, or the defences of issue 26, dplcf-range[:RATE],
+    dplcf-screen[:Z], dplcf-range+screen[:Z]. In-process runs; the services take
+    ``dprec serve server --aggregator``."""
+    history_cap: int | None = None
+    """L, a public bound on the history a client uploads (None: no cap). A client holding
+    more keeps a uniformly random L of its items before flipping (:func:`client.cap_history`);
+    the validity range of ``dplcf-range`` is computed with it. Privacy: the flips of the
+    capped vector keep their per-bit guarantee; one interaction more or less moves at most
+    two bits of the capped vector (it enters, one other leaves), so the event-level epsilon
+    of a user over the cap is at most 2 eps (group privacy), eps for everyone else
+    (:meth:`LocalItemCF.privacy_report` reports 2 eps when the cap bound some user)."""
 
     def __post_init__(self) -> None:
         if self.flip not in ("none", "symmetric", "asymmetric", "oue"):
@@ -73,6 +87,14 @@ class LocalItemCFConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or int(value) != value or value < 1:
                 raise DprecError(f"{name} must be an integer >= 1, got {value}")
+        if self.history_cap is not None and (isinstance(self.history_cap, bool)
+                                             or int(self.history_cap) != self.history_cap
+                                             or self.history_cap < 1):
+            raise DprecError(f"history_cap must be an integer >= 1 or None, got "
+                             f"{self.history_cap!r}")
+        if str(self.aggregator).partition(":")[0] not in AGGREGATORS:
+            raise DprecError(f"aggregator must be one of {sorted(AGGREGATORS)}, got "
+                             f"{self.aggregator!r}")
 
     def mechanism(self) -> BitFlip | None:
         if self.flip == "none":
@@ -99,6 +121,7 @@ class LocalItemCF(Ranker):
         self.transport: Transport | None = None
         """How the protocol's messages travel: in this process (None) or between services
         (:class:`~dprec.services.transport.HttpTransport`); the same roles either way."""
+        self._capped_users = 0
         self.clients_hook: Callable[[Clients, int], Clients] | None = None
         """Wraps the simulated population (clients, n_users) before the run, e.g. with
         poisoned clients (:mod:`dprec.protocol.poisoning`); None: the clients as they are."""
@@ -110,9 +133,14 @@ class LocalItemCF(Ranker):
         if cfg.neighbours >= n_items:
             raise DprecError(
                 f"neighbours must be < number of items ({n_items}), got {cfg.neighbours}")
-        clients = client.ObfuscatingClients(train, self.mechanism, cfg.batch_size)
+        clients = client.ObfuscatingClients(train, self.mechanism, cfg.batch_size,
+                                            history_cap=cfg.history_cap)
         srv = server.SimilarityServer(n_items, self.mechanism, cfg.estimator, cfg.neighbours,
-                                      cfg.neighbourhood == "user")
+                                      cfg.neighbourhood == "user",
+                                      make_aggregator(cfg.aggregator),
+                                      history_cap=cfg.history_cap)
+        self._capped_users = (0 if cfg.history_cap is None else
+                              int((np.diff(train.indptr) > cfg.history_cap).sum()))
         self.events = EventLog(n_users)
         sim = self.clients_hook(clients, n_users) if self.clients_hook else clients
         run = run_protocol(srv, sim, 1, rng, self.events, transport=self.transport,
@@ -133,6 +161,14 @@ class LocalItemCF(Ranker):
         }
         if est.shrinkage_phi is not None:
             self._diag["shrinkage_phi"] = est.shrinkage_phi
+        if cfg.aggregator != "mean" or cfg.history_cap is not None:
+            agg = srv.aggregator
+            self._diag["aggregator"] = agg.spec
+            self._diag["uploads_counted"] = srv.users_received
+            for key in ("refused", "dropped"):
+                if hasattr(agg, key):
+                    self._diag[f"uploads_{key}"] = int(getattr(agg, key))
+            self._diag["capped_users"] = self._capped_users
         return self
 
     def score(self, history: sp.csr_matrix, items: np.ndarray | None = None,
@@ -157,5 +193,13 @@ class LocalItemCF(Ranker):
         claimed = Guarantee(self.config.epsilon, level="event", sides="two", model="local",
                             mechanism=mech.name,
                             notes=("as published: eps-LDP per interaction bit",))
-        return privacy_report_from_log(self.name, THREAT_MODEL, self.events, claimed,
-                                       (mech.event(),), true_level="event")
+        report = privacy_report_from_log(self.name, THREAT_MODEL, self.events, claimed,
+                                         (mech.event(),), true_level="event")
+        if not self._capped_users:
+            return report
+        true = report.true
+        note = (f"history_cap = {self.config.history_cap} bound {self._capped_users} users: "
+                "for them one interaction moves up to two bits of the capped vector, so the "
+                "event-level epsilon is doubled (group privacy of 2 bits)")
+        return replace(report, true=replace(true, epsilon=2 * true.epsilon,
+                                            notes=(*true.notes, note)))

@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from dprec.protocol.aggregation import Aggregator
+from dprec.errors import DprecError
+from dprec.protocol.aggregation import Aggregator, make_aggregator
 from dprec.protocol.deployment import Serving
 from dprec.protocol.messages import ItemMatrix, ItemMatrix64
 from dprec.systems.fmf.server import FactorServer
@@ -23,8 +24,16 @@ class FmfServing(Serving):
     shard_adapter = "FmfAdapter"
 
     def server_role(self, info: Any, aggregator: Aggregator) -> FactorServer:
-        """As ``FederatedMF.fit`` builds it."""
+        """As ``FederatedMF.fit`` builds it; the aggregator is ``--aggregator``'s, or the
+        config's ``aggregator`` when ``--aggregator`` is left at mean (a simulation passes
+        its config), and they must agree when both are set."""
         c = info.config
+        wanted = str(c.get("aggregator", "mean"))
+        if aggregator.spec == "mean":
+            aggregator = make_aggregator(wanted)
+        elif wanted != "mean" and make_aggregator(wanted).spec != aggregator.spec:
+            raise DprecError(f"--aggregator {aggregator.spec} and the config's aggregator "
+                             f"{wanted} differ: set one")
         return FactorServer(info.n_items, int(c["factors"]), float(c["lr"]),
                             float(c["regularization"]), int(c["server_steps"]),
                             float(c["clip"]), float(c["init_scale"]), info.mechanism(),

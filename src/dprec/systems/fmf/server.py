@@ -124,6 +124,10 @@ class FactorServer(Server):
         (:func:`mean_gradient`) then descent, as :meth:`aggregate` does with the plain
         mean; None (no step) when no report came."""
         assert self.V is not None
+        if not isinstance(self.aggregator, MeanAggregator):
+            raise DprecError(f"the {self.aggregator.spec} aggregator needs every report of a "
+                             "round in one place; sharded sums give only the plain mean: run "
+                             "without --backend, or with aggregator=mean")
         n = sums.n
         if n == 0:
             return None

@@ -26,6 +26,7 @@ from dprec.privacy.events import EventLog, ShuffledReportDpEvent
 from dprec.privacy.guarantee import Guarantee, PrivacyReport, reported_epsilon
 from dprec.privacy.ledger import PrivacyLedger
 from dprec.privacy.shuffle import attack_lower_bound
+from dprec.protocol.aggregation import make_aggregator
 from dprec.protocol.engine import Clients, ShufflingProxy, Transport, run_protocol
 from dprec.protocol.messages import GradientReports, ItemMatrix, ValueReports
 from dprec.protocol.shuffler import DEFAULT_MAX_REPORTS_PER_SENDER, DEFAULT_THRESHOLD
@@ -34,12 +35,15 @@ from dprec.systems.central import factor_scores
 from dprec.systems.fmf import cells, client, server
 from dprec.systems.reporting import privacy_report_from_log
 
-__all__ = ["FMFConfig", "FederatedMF", "MAX_REPORT_SCALE", "Mechanism", "THREAT_MODEL"]
+__all__ = ["CELL_AGGREGATORS", "FMFConfig", "FederatedMF", "MAX_REPORT_SCALE", "Mechanism",
+           "THREAT_MODEL"]
 
 log = logging.getLogger(__name__)
 
 Mechanism = Literal["binary", "piecewise", "none"]
 CellRule = Literal["chosen", "assigned"]
+CELL_AGGREGATORS = ("mean", "trimmed", "median-of-means")
+"""The server aggregators of FMF-LDP's cell reports (:mod:`dprec.protocol.aggregation`)."""
 
 THREAT_MODEL = (
     "untrusted server receives, each epoch, k single (item, factor, value) reports per user "
@@ -90,6 +94,10 @@ class FMFConfig:
     """Who picks a client's k (item, factor) cells: ``chosen`` (the client, Algorithm 1) or
     ``assigned`` (a hash of the broadcast and the client's proxy-issued token, checked by the
     proxy: :mod:`dprec.systems.fmf.cells`; same report law, same privacy)."""
+    aggregator: str = "mean"
+    """How the server combines a round's reports per cell (issue 26 §3,
+    :func:`~dprec.protocol.aggregation.make_aggregator`): ``mean`` (Eq. 9), ``trimmed[:FRAC]``
+    or ``median-of-means[:GROUPS]``. Post-processing of the reports: same privacy."""
 
     def __post_init__(self) -> None:
         for name in ("factors", "epochs", "server_steps", "k", "batch_size",
@@ -111,6 +119,10 @@ class FMFConfig:
             if not (math.isfinite(value) and value >= 0):
                 raise DprecError(f"{name} must be a finite number >= 0, got {value}")
         check_positive("clip", self.clip)
+        if str(self.aggregator).partition(":")[0] not in CELL_AGGREGATORS:
+            raise DprecError(f"aggregator must be one of {', '.join(CELL_AGGREGATORS)} (with "
+                             f":ARG for the robust ones), got {self.aggregator!r}")
+        make_aggregator(self.aggregator)
         if self.cells not in ("chosen", "assigned"):
             raise DprecError(f"cells must be chosen or assigned, got {self.cells!r}")
         if self.mechanism not in ("binary", "piecewise", "none"):
@@ -199,7 +211,7 @@ class FederatedMF(Ranker):
             exact=c.exact, mechanism=mech, ledger=ledger, batch_size=c.batch_size,
             cell_tokens=cells.client_tokens(key, np.arange(n_users)) if assigned else None)
         srv = server.FactorServer(n_items, c.factors, c.lr, c.regularization, c.server_steps,
-                                  c.clip, c.init_scale, mech)
+                                  c.clip, c.init_scale, mech, make_aggregator(c.aggregator))
         proxy: ShufflingProxy | None = None
         if assigned:
             proxy = cells.CellCheckingProxy(c.shuffle_threshold, key, lambda: srv.V, c.k,

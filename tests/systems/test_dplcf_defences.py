@@ -1,0 +1,186 @@
+"""DPLCF's poisoning defences (issue 26 §2, §4) as the server runs them: selected by
+``--param aggregator=`` in process and by the services' ``--aggregator``; bit for bit the
+plain mean on honest uploads; the all-ones and promotion attacks refused or dropped; the
+history cap enforced by the client, with its privacy cost reported."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from dprec.data.synthetic import synthetic
+from dprec.errors import DprecError
+from dprec.protocol.aggregation import (
+    BitRangeAggregator,
+    BitScreenAggregator,
+    RangeScreenAggregator,
+    make_aggregator,
+)
+from dprec.protocol.bit_screens import ones_counts, ones_range, screen_threshold
+from dprec.protocol.deployed import ProtocolInfo
+from dprec.protocol.poisoning import Poisoning, poison
+from dprec.random import derive_generator
+from dprec.services.roles import server_role
+from dprec.systems.dplcf.client import cap_history
+from dprec.systems.dplcf.server import SimilarityServer
+from dprec.systems.registry import make_system
+
+N_USERS, N_ITEMS = 400, 300
+DEFENCES = ("dplcf-range", "dplcf-screen", "dplcf-range+screen")
+
+
+@pytest.fixture(scope="module")
+def train():
+    return synthetic(N_USERS, N_ITEMS, 12000, rng=0).binary()
+
+
+def _fit(train, params: dict, poisoning: Poisoning | None = None):
+    model = make_system("dplcf-sp", params)
+    if poisoning is not None:
+        poison(model, poisoning, derive_generator(3, "poison"))
+    model.fit(train, derive_generator(7, "system"))
+    return model
+
+
+@pytest.mark.parametrize("defence", DEFENCES)
+def test_honest_runs_are_the_mean_bit_for_bit(train, defence):
+    mean = _fit(train, {})
+    guarded = _fit(train, {"aggregator": defence})
+    assert guarded.diagnostics()["uploads_counted"] == N_USERS
+    assert guarded.diagnostics().get("uploads_refused", 0) == 0
+    assert guarded.diagnostics().get("uploads_dropped", 0) == 0
+    assert np.array_equal(mean.broadcast.indices, guarded.broadcast.indices)
+    assert np.array_equal(mean.broadcast.sims, guarded.broadcast.sims)
+    assert mean.privacy_report().to_json() == guarded.privacy_report().to_json()
+
+
+@pytest.mark.parametrize("strategy", ["untargeted", "promote"])
+def test_the_range_refuses_the_plain_attacks(train, strategy):
+    attack = Poisoning(0.1, strategy)
+    plain = _fit(train, {}, attack)
+    guarded = _fit(train, {"aggregator": "dplcf-range"}, attack)
+    assert guarded.diagnostics()["uploads_refused"] == 40  # every attacker, no honest one
+    assert guarded.diagnostics()["uploads_counted"] == N_USERS - 40
+    assert not np.array_equal(plain.broadcast.indices, guarded.broadcast.indices)
+
+
+def _law(n_items: int):
+    mech = make_system("dplcf-sp").mechanism
+    return SimilarityServer(n_items, mech, "unbiased", 20, False).upload_law()
+
+
+def test_the_adaptive_attack_passes_the_range(train):
+    bounds = ones_range(_law(N_ITEMS), 1e-9)
+    for strategy in ("untargeted", "promote"):
+        model = _fit(train, {"aggregator": "dplcf-range"},
+                     Poisoning(0.1, strategy, ones_range=(bounds.low, bounds.high)))
+        assert model.diagnostics()["uploads_refused"] == 0
+
+
+def test_the_screen_drops_a_large_promotion_coalition(train):
+    model = _fit(train, {"aggregator": "dplcf-screen:10"}, Poisoning(0.25, "promote"))
+    assert model.diagnostics()["uploads_dropped"] >= 100  # the 100 attackers (and a few more)
+    assert model.diagnostics()["uploads_dropped"] <= 110
+
+
+def test_aggregators_by_name_and_spec():
+    assert isinstance(make_aggregator("dplcf-range"), BitRangeAggregator)
+    assert make_aggregator("dplcf-range:0.01").rate == 0.01
+    assert make_aggregator("dplcf-screen:15").z == 15
+    both = make_aggregator("dplcf-range+screen")
+    assert isinstance(both, RangeScreenAggregator) and isinstance(both, BitScreenAggregator)
+    for name in DEFENCES:
+        agg = make_aggregator(name)
+        assert make_aggregator(agg.spec).spec == agg.spec
+        with pytest.raises(DprecError, match="bit uploads"):
+            agg.cell_totals(np.zeros(1, np.int64), np.zeros(1), 1)
+        with pytest.raises(DprecError, match="public law"):
+            list(agg.uploads([]))
+    with pytest.raises(DprecError, match="aggregator"):
+        make_system("dplcf-sp", {"aggregator": "nope"})
+
+
+def test_the_services_server_runs_the_named_defence():
+    cfg = asdict(make_system("dplcf-sp").config)
+    info = ProtocolInfo("dplcf-sp", 50, cfg, "dplcf-range:0.001")
+    role = server_role(info, make_aggregator(info.aggregator))
+    assert isinstance(role.aggregator, BitRangeAggregator)
+    assert role.aggregator.rate == 0.001 and role.aggregator.law.n_items == 50
+    with pytest.raises(DprecError, match="history_cap"):
+        server_role(ProtocolInfo("dplcf-sp", 50, {**cfg, "history_cap": 10}),
+                    make_aggregator("mean"))
+    with pytest.raises(DprecError, match="--aggregator"):
+        server_role(ProtocolInfo("dplcf-sp", 50, {**cfg, "aggregator": "dplcf-screen"}),
+                    make_aggregator("mean"))
+
+
+def test_cap_history_keeps_a_random_subset_and_draws_nothing_under_the_cap():
+    hist = sp.csr_matrix((np.random.default_rng(0).random((30, 40)) < 0.3).astype(np.float32))
+    lengths = np.diff(hist.indptr)
+    rng = np.random.default_rng(1)
+    state = rng.bit_generator.state
+    assert cap_history(hist, int(lengths.max()), rng) is not None
+    assert rng.bit_generator.state == state  # nobody over the cap: no draw
+    capped = cap_history(hist, 8, rng)
+    new = np.diff(capped.indptr)
+    assert (new == np.minimum(lengths, 8)).all()
+    assert (capped.multiply(hist) != capped).nnz == 0  # a subset of each history
+    under = lengths <= 8
+    assert (capped[under] != hist[under]).nnz == 0
+
+
+def test_a_binding_cap_doubles_the_reported_event_epsilon(train):
+    free = _fit(train, {}).privacy_report().true.epsilon
+    loose = _fit(train, {"history_cap": N_ITEMS})
+    assert loose.privacy_report().true.epsilon == free
+    tight = _fit(train, {"history_cap": 5})
+    assert tight.privacy_report().true.epsilon == pytest.approx(2 * free)
+    assert tight.diagnostics()["capped_users"] > 0
+    # every upload of the capped run is honest within L = 5: the range refuses none
+    guarded = _fit(train, {"history_cap": 5, "aggregator": "dplcf-range:0.01"})
+    assert guarded.diagnostics()["uploads_refused"] <= 0.05 * N_USERS
+
+
+def test_screen_shaped_attackers_pass_the_screen(train):
+    law = _law(N_ITEMS)
+    threshold = screen_threshold(N_USERS, N_ITEMS, law.p, 10, 1e-9)
+    model = _fit(train, {"aggregator": "dplcf-screen:10"},
+                 Poisoning(0.25, "promote", screen=(10, threshold)))
+    assert model.diagnostics()["uploads_dropped"] < 100  # not the 100 attackers any more
+
+
+def test_range_shaped_attack_rows_are_inside_the_range(train):
+    bounds = ones_range(_law(N_ITEMS), 1e-9)
+    model = make_system("dplcf-sp")
+    hook = poison(model, Poisoning(0.1, "promote", ones_range=(bounds.low, bounds.high)),
+                  derive_generator(3, "poison"))
+    seen = []
+    inner = SimilarityServer.aggregate
+
+    def spy(self, batches, round):
+        batches = list(batches)
+        seen.extend(batches)
+        return inner(self, batches, round)
+
+    SimilarityServer.aggregate = spy
+    try:
+        model.fit(train, derive_generator(7, "system"))
+    finally:
+        SimilarityServer.aggregate = inner
+    packed = np.concatenate([m.packed for m in seen])
+    bad = packed[hook.clients.attackers]
+    assert (ones_counts(bad) == bounds.low).all()  # 20 chosen ones padded up to low
+    assert len({row.tobytes() for row in bad}) == len(bad)  # each with its own draws
+
+
+@pytest.mark.parametrize("cell_estimate", ["trimmed", "median-of-means:3"])
+def test_a_dplcf_server_refuses_fmf_cell_estimates_at_start(cell_estimate):
+    """A DPLCF server given FMF-LDP's trimmed or median-of-means estimate once ran the
+    plain mean under that name; it now refuses before any round (in process and services)."""
+    cfg = asdict(make_system("dplcf-sp").config)
+    with pytest.raises(DprecError, match="per-cell means"):
+        server_role(ProtocolInfo("dplcf-sp", 50, cfg, cell_estimate),
+                    make_aggregator(cell_estimate))
