@@ -5,6 +5,11 @@ HR@K = 1[rank < K] and NDCG@K = 1[rank < K] / log2(rank + 2), averaged over user
 items and then over users (:func:`grouped_ranking_metrics`).
 
 ``ranks`` are 0-based positions of the held-out item among its candidates.
+
+Two other readings of a user's "Hits@K" when a user has several held-out items:
+:func:`best_rank_metrics` (a hit when any of the user's held-out items is in the top K) and
+:func:`held_out_share_metrics` (the user's hits over all their held-out ratings, positive or
+not, every test user averaged).
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ import numpy as np
 from dprec.errors import DprecError
 
 __all__ = [
-    "group_mean", "grouped_ranking_metrics", "hit_rate", "hits", "ndcg", "ndcg_gains",
+    "best_rank_metrics", "group_mean", "group_min", "grouped_ranking_metrics",
+    "held_out_share_metrics", "hit_rate", "hits", "ndcg", "ndcg_gains",
     "rank_with_random_ties", "ranking_metrics",
 ]
 
@@ -51,6 +57,65 @@ def group_mean(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
                          f"got shapes {values.shape} and {groups.shape}")
     _, inverse, counts = np.unique(groups, return_inverse=True, return_counts=True)
     return np.bincount(inverse, weights=values, minlength=len(counts)) / counts
+
+
+def group_min(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Minimum of ``values`` within each group, in sorted label order (as :func:`group_mean`)."""
+    values = np.asarray(values)
+    groups = np.asarray(groups)
+    if values.shape != groups.shape or values.ndim != 1:
+        raise DprecError(f"values and groups must be 1-d arrays of equal length, "
+                         f"got shapes {values.shape} and {groups.shape}")
+    _, inverse = np.unique(groups, return_inverse=True)
+    out = np.full(int(inverse.max()) + 1 if len(inverse) else 0, np.iinfo(np.int64).max,
+                  np.int64)
+    np.minimum.at(out, inverse, values.astype(np.int64))
+    return out
+
+
+def best_rank_metrics(ranks: np.ndarray, groups: np.ndarray,
+                      ks: list[int] | tuple[int, ...]) -> dict[str, float]:
+    """{"HR@K": .., "NDCG@K": ..} with one hit per user: HR@K = 1[min_j rank_j < K], the
+    user's top-K list holds at least one of their held-out items; NDCG@K = the gain
+    1/log2(r + 2) of that best-ranked item. Means over users; NaN when there are no ranks.
+
+    A held-out item's rank among its candidates is also its position in the list of the
+    candidates plus the user's other held-out items whenever none of those scores above it,
+    which holds for the best-ranked one: so the minimum rank is the position of the user's
+    first hit in that list."""
+    best = group_min(ranks, groups)
+    out: dict[str, float] = {}
+    for name, per_user in (("HR", hits), ("NDCG", ndcg_gains)):
+        for k in ks:
+            out[f"{name}@{k}"] = float(np.mean(per_user(best, k))) if len(best) else float("nan")
+    return out
+
+
+def held_out_share_metrics(ranks: np.ndarray, groups: np.ndarray, users: np.ndarray,
+                           held_out: np.ndarray,
+                           ks: list[int] | tuple[int, ...]) -> dict[str, float]:
+    """{"HR@K": .., "NDCG@K": ..} with each user's hits divided by all their held-out
+    ratings: per user u of ``users``, sum_{j: groups[j] = u} metric(rank_j) / held_out[u]
+    (``held_out`` > 0, aligned with ``users``; a user without ranks scores 0), then the mean
+    over ``users``. With only positives held out it is :func:`grouped_ranking_metrics`
+    over ``users``."""
+    users = np.asarray(users)
+    held_out = np.asarray(held_out, dtype=np.float64)
+    if users.shape != held_out.shape or users.ndim != 1 or np.any(held_out <= 0):
+        raise DprecError("users and held_out must be 1-d of equal length, held_out > 0")
+    order = np.argsort(users, kind="stable")
+    pos = np.searchsorted(users[order], np.asarray(groups))
+    if len(groups) and (np.any(pos >= len(users)) or
+                        np.any(users[order][np.minimum(pos, len(users) - 1)] != groups)):
+        raise DprecError("every group label must be one of users")
+    owner = order[pos] if len(groups) else np.zeros(0, np.int64)
+    out: dict[str, float] = {}
+    for name, per_item in (("HR", hits), ("NDCG", ndcg_gains)):
+        for k in ks:
+            total = np.bincount(owner, weights=per_item(ranks, k), minlength=len(users))
+            out[f"{name}@{k}"] = (float(np.mean(total / held_out)) if len(users)
+                                  else float("nan"))
+    return out
 
 
 def grouped_ranking_metrics(ranks: np.ndarray, groups: np.ndarray,

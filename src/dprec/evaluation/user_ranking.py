@@ -5,6 +5,13 @@ each test user personalises it on the device from the fine-tune half of their ra
 (``Ranker.score`` with ``users = -1``), and every held-out positive of the other half is
 ranked against all the items the user never interacted with. HR@K and NDCG@K are averaged
 over each user's held-out positives, then over users.
+
+That is the paper's reading, and the default (:data:`HITS_READINGS`): "for each positive
+user-item interaction in the test set D_test, ... (1) We compute ranking scores for the
+positive item as well as the negative items that the user has never interacted with. (2) We
+form a top-k recommendation list by picking k items with the highest ranking scores. If the
+ground-truth item appears in the top-k recommendation list, we have a hit" (§3.3). The other
+readings of "Hits@K" are options, computed on the same run and the same ranks.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ from __future__ import annotations
 import logging
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import numpy as np
@@ -21,14 +28,21 @@ import scipy.sparse as sp
 from dprec.data.dataset import Dataset
 from dprec.errors import DprecError
 from dprec.evaluation.evaluator import Evaluator, Metrics
-from dprec.evaluation.metrics import grouped_ranking_metrics, rank_with_random_ties
+from dprec.evaluation.metrics import (
+    best_rank_metrics,
+    grouped_ranking_metrics,
+    held_out_share_metrics,
+    rank_with_random_ties,
+)
 from dprec.evaluation.outputs import checked_output
 from dprec.evaluation.split import UserFold, _ratings_subset
+from dprec.random import derive_generator
+from dprec.selection import top_k
 from dprec.systems.base import Ranker, Recommender, Task
 
 __all__ = [
-    "BATCH_USERS", "BLOCK_BYTES", "PROTOCOL", "UserRankingEvaluator", "UserTargets",
-    "evaluate_user_ranking", "user_targets",
+    "BATCH_USERS", "BLOCK_BYTES", "HITS_READINGS", "PROTOCOL", "UserRankingEvaluator",
+    "UserTargets", "evaluate_user_ranking", "target_negatives", "user_targets",
 ]
 
 log = logging.getLogger(__name__)
@@ -40,6 +54,30 @@ BATCH_USERS = 256
 """Test users scored per ``Ranker.score`` call."""
 BLOCK_BYTES = 64 << 20
 """Upper bound on one (users, n_items) float64 score block; fewer users per call if needed."""
+HITS_READINGS: dict[str, str] = {
+    "per-positive": "full",
+    "per-user": "full-per-user",
+    "all-held-out": "full-all-held-out",
+    "sampled": "sampled",
+    "optimistic-ties": "full-optimistic-ties",
+}
+"""The readings of PrivRec's Hits@K (and NDCG@K), by name, to their key in the metrics:
+
+- ``per-positive`` (the paper's, the default): each held-out positive ranked against all
+  never-interacted items; per-user mean, then mean over users with a positive;
+- ``per-user``: one hit per user when any held-out positive is in the top K of the
+  never-interacted items and the user's held-out positives (the minimum rank of the
+  user's positives; :func:`~dprec.evaluation.metrics.best_rank_metrics`);
+- ``all-held-out``: Eq. (10) with |D_test| = all the user's held-out ratings, positive or
+  not, averaged over every test user
+  (:func:`~dprec.evaluation.metrics.held_out_share_metrics`);
+- ``sampled``: each held-out positive ranked against ``n_negatives`` never-interacted items
+  drawn uniformly per positive (NCF's 1 + 99), per-user mean, then mean over users;
+- ``optimistic-ties``: as ``per-positive``, but a target ties in its favour (rank = the
+  never-interacted items scoring strictly higher), what an evaluation that counts only
+  strictly higher scores computes; a diagnostic for scorers with many tied items (PrivRec's
+  items are genres only), not a protocol to report.
+"""
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,6 +94,12 @@ class UserTargets:
     seen: sp.csr_matrix
     targets: sp.csr_matrix
     n_test_users: int
+    test_user_ids: np.ndarray | None = None
+    """Every test user, with or without a target (``all-held-out`` reading)."""
+    held_out: np.ndarray | None = None
+    """Per ``test_user_ids`` entry: how many ratings the user has held out, any rating."""
+    negatives: np.ndarray | None = None
+    """(targets.nnz, n) sampled negatives per target in CSR order (``sampled`` reading)."""
 
     @property
     def n_without_targets(self) -> int:
@@ -93,8 +137,34 @@ def user_targets(fold: UserFold, threshold: float) -> UserTargets:
     positive = np.asarray(fold.test_ratings, dtype=np.float64) > threshold
     targets = structure(owner[positive], items[positive])
     has = np.flatnonzero(np.diff(targets.indptr) > 0)
+    held_out = np.bincount(owner, minlength=len(test_ids))
     return UserTargets(users=test_ids[has], seen=seen[has], targets=targets[has],
-                       n_test_users=len(test_ids))
+                       n_test_users=len(test_ids), test_user_ids=test_ids, held_out=held_out)
+
+
+def target_negatives(targets: UserTargets, n_negatives: int,
+                     rng: np.random.Generator) -> np.ndarray:
+    """(targets.nnz, ``n_negatives``) items: for each target (CSR order), ``n_negatives``
+    distinct items its user never interacted with (neither half, any rating), uniform without
+    replacement (the smallest random keys, as :func:`~dprec.evaluation.candidates.
+    sample_negatives`). Draw once per (dataset, fold, seed), shared by every system."""
+    n_items = targets.targets.shape[1]
+    seen_count = np.diff(targets.seen.indptr)
+    if len(seen_count) and seen_count.max() + n_negatives > n_items:
+        worst = int(targets.users[np.argmax(seen_count)])
+        raise DprecError(f"test user {worst} has only {n_items - int(seen_count.max())} "
+                         f"never-interacted items, fewer than n_negatives={n_negatives}; "
+                         "lower n_negatives")
+    row_of = np.repeat(np.arange(len(targets.users)), np.diff(targets.targets.indptr))
+    out = np.empty((len(row_of), n_negatives), np.int64)
+    step = max(1, BLOCK_BYTES // (8 * n_items))
+    for start in range(0, len(row_of), step):
+        rows = row_of[start:start + step]
+        keys = rng.random((len(rows), n_items))
+        seen = targets.seen[rows]
+        keys[np.repeat(np.arange(len(rows)), np.diff(seen.indptr)), seen.indices] = np.inf
+        out[start:start + len(rows)] = top_k(np.negative(keys, out=keys), n_negatives)
+    return out
 
 
 def _rule(matrix: sp.csr_matrix, threshold: float, uses_ratings: bool,
@@ -126,8 +196,11 @@ def evaluate_user_ranking(
     ks: tuple[int, ...],
     threshold: float,
     batch_users: int = BATCH_USERS,
+    readings: tuple[str, ...] = ("per-positive",),
 ) -> Metrics:
-    """HR@K and NDCG@K of ``model`` under the PrivRec protocol; returns {"full": {...}}.
+    """HR@K and NDCG@K of ``model`` under the PrivRec protocol; returns {"full": {...}}, plus
+    one entry per other reading asked for (:data:`HITS_READINGS`; ``sampled`` needs
+    ``targets.negatives``).
 
     Each test user with a target is scored over all items from their fine-tune half
     (``users = -1``; ratings or positives as ``model.uses_ratings`` says). A side-feature
@@ -135,15 +208,32 @@ def evaluate_user_ranking(
     device holds, and has no per-user parameters to look up. Every target is
     ranked against the items the user never interacted with, ties broken at random by
     ``rng`` (one draw per target, in (user, item) order, so batching does not change the
-    result); the metrics are averaged over each user's targets, then over users.
+    result); the metrics are averaged over each user's targets, then over users. The
+    ``per-user`` and ``all-held-out`` readings reuse these ranks, ``optimistic-ties`` counts
+    the strictly higher candidates; ``sampled`` ranks each
+    target against its negatives with ties broken by a child stream of ``rng``
+    (``rng.spawn``), so asking for it leaves the other readings unchanged.
     """
+    unknown = sorted(set(readings) - set(HITS_READINGS))
+    if unknown:
+        raise DprecError(f"unknown Hits@K readings {unknown}; choose from "
+                         f"{sorted(HITS_READINGS)}")
+    sampled = "sampled" in readings
+    if sampled and (targets.negatives is None
+                    or len(targets.negatives) != targets.targets.nnz):
+        raise DprecError("the sampled reading needs one row of negatives per target: "
+                         "prepare the targets with UserRankingEvaluator(readings=...)")
+    sampled_rng = rng.spawn(1)[0] if sampled else None
     n_items = fold.train.shape[1]
     if int(batch_users) != batch_users or batch_users < 1:
         raise DprecError(f"batch_users must be an integer >= 1, got {batch_users}")
     step = max(1, min(int(batch_users), BLOCK_BYTES // (8 * n_items)))
     history = _rule(fold.fine_tune, threshold, model.uses_ratings)[targets.users]
     ranks: list[np.ndarray] = []
+    optimistic: list[np.ndarray] = []
+    sampled_ranks: list[np.ndarray] = []
     owners: list[np.ndarray] = []
+    first = 0
     for start in range(0, len(targets.users), step):
         stop = min(start + step, len(targets.users))
         b = stop - start
@@ -159,10 +249,33 @@ def evaluate_user_ranking(
         for c in range(0, len(row_of), step):
             rows = row_of[c:c + step]
             ranks.append(rank_with_random_ties(target_scores[c:c + step], scores[rows], rng))
+            if "optimistic-ties" in readings:
+                optimistic.append(np.sum(scores[rows] > target_scores[c:c + step, None],
+                                         axis=1))
+        if sampled_rng is not None and targets.negatives is not None:
+            negs = targets.negatives[first:first + len(row_of)]
+            sampled_ranks.append(rank_with_random_ties(
+                target_scores, scores[row_of[:, None], negs], sampled_rng))
+        first += len(row_of)
         owners.append(targets.users[start:stop][row_of])
     r = np.concatenate(ranks) if ranks else np.zeros(0, np.int64)
     u = np.concatenate(owners) if owners else np.zeros(0, np.int64)
-    return {"full": grouped_ranking_metrics(r, u, ks)}
+    out: Metrics = {"full": grouped_ranking_metrics(r, u, ks)}
+    if "per-user" in readings:
+        out[HITS_READINGS["per-user"]] = best_rank_metrics(r, u, ks)
+    if "all-held-out" in readings:
+        if targets.test_user_ids is None or targets.held_out is None:
+            raise DprecError("the all-held-out reading needs the targets' test_user_ids and "
+                             "held_out counts (user_targets fills them)")
+        out[HITS_READINGS["all-held-out"]] = held_out_share_metrics(
+            r, u, targets.test_user_ids, targets.held_out, ks)
+    if "optimistic-ties" in readings:
+        o = np.concatenate(optimistic) if optimistic else np.zeros(0, np.int64)
+        out[HITS_READINGS["optimistic-ties"]] = grouped_ranking_metrics(o, u, ks)
+    if sampled:
+        s = np.concatenate(sampled_ranks) if sampled_ranks else np.zeros(0, np.int64)
+        out[HITS_READINGS["sampled"]] = grouped_ranking_metrics(s, u, ks)
+    return out
 
 
 @dataclass(frozen=True)
@@ -172,13 +285,19 @@ class UserRankingEvaluator(Evaluator):
     Positives are ratings > ``threshold``. Systems are trained on the train users' rows only;
     each test user fine-tunes from their fine-tune half; every held-out positive is ranked
     against all never-interacted items; HR@K and NDCG@K are per-user means, then means over
-    the test users with at least one held-out positive.
+    the test users with at least one held-out positive. ``readings`` adds other readings of
+    Hits@K on the same ranks (:data:`HITS_READINGS`); the paper's, ``per-positive``, is always
+    reported, under ``"full"``.
     """
 
     ks: tuple[int, ...] = (5, 10, 20, 30)
     """Cut-offs K of HR@K and NDCG@K."""
     threshold: float = 3.0
     """A rating is positive when it is > threshold (ML-1M: 4 and 5)."""
+    readings: tuple[str, ...] = ("per-positive",)
+    """Readings of Hits@K reported (keys of :data:`HITS_READINGS`)."""
+    n_negatives: int = 99
+    """Sampled negatives per held-out positive (``sampled`` reading only)."""
     task: ClassVar[Task] = "ranking"
 
     def __post_init__(self) -> None:
@@ -190,6 +309,19 @@ class UserRankingEvaluator(Evaluator):
         if isinstance(t, bool) or not isinstance(t, numbers.Real) or not math.isfinite(t):
             raise DprecError(f"threshold must be a finite number, got {t!r}")
         object.__setattr__(self, "threshold", float(t))
+        readings = (tuple(self.readings) if isinstance(self.readings, tuple | list)
+                    else (self.readings,))
+        unknown = [r for r in readings if r not in HITS_READINGS]
+        if not readings or unknown:
+            raise DprecError(f"readings must be a non-empty list of {sorted(HITS_READINGS)}, "
+                             f"got {self.readings!r}")
+        object.__setattr__(self, "readings", tuple(dict.fromkeys(readings)))
+        n = self.n_negatives
+        if not _is_int(n) or n < 1:
+            raise DprecError(f"n_negatives must be an integer >= 1, got {n!r}")
+        if "sampled" in self.readings and max(self.ks) > n + 1:
+            raise DprecError(f"K={max(self.ks)} is larger than the sampled candidate list "
+                             f"({n + 1} items); lower K or raise n_negatives")
 
     def train_matrix(self, fold: UserFold, model: Recommender | None = None) -> sp.csr_matrix:
         """The train users' rows of ``fold.train`` (test users' rows empty): ratings as they
@@ -210,6 +342,10 @@ class UserRankingEvaluator(Evaluator):
         if targets.n_without_targets:
             log.info("%d of %d test users have no held-out rating > %g and are not averaged",
                      targets.n_without_targets, targets.n_test_users, self.threshold)
+        if "sampled" in self.readings:
+            negatives = target_negatives(targets, int(self.n_negatives), derive_generator(
+                seed, "user-negatives", dataset.name, int(fold.index)))
+            targets = replace(targets, negatives=negatives)
         return targets
 
     def evaluate(self, model: Recommender, fold: UserFold, prepared: UserTargets | None,
@@ -223,7 +359,8 @@ class UserRankingEvaluator(Evaluator):
                              "scores test users from their fine-tune half alone")
         _check_fold(fold, _label(fold))
         targets = prepared if prepared is not None else user_targets(fold, self.threshold)
-        return evaluate_user_ranking(model, fold, targets, rng, self.ks, self.threshold)
+        return evaluate_user_ranking(model, fold, targets, rng, self.ks, self.threshold,
+                                     readings=self.readings)
 
     def describe(self) -> dict[str, object]:
         return {
@@ -237,6 +374,11 @@ class UserRankingEvaluator(Evaluator):
                     "with (either half, any rating)",
             "ties": "broken uniformly at random with the run's seed",
             "ks": list(self.ks),
+            "readings": {r: HITS_READINGS[r] for r in self.readings},
+            **({"sampled": {"negatives_per_positive": self.n_negatives,
+                            "drawn": "once per (dataset, split, seed), uniform over the "
+                                     "user's never-interacted items"}}
+               if "sampled" in self.readings else {}),
         }
 
     def describe_fold(self, fold: UserFold, prepared: UserTargets) -> dict[str, object]:

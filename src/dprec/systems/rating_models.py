@@ -74,7 +74,7 @@ SPECS: list[SystemSpec] = [
     SystemSpec("nondp-svd", FunkSVDConfig, _svd, "rating", False,
                "Funk-SVD by SGD on the true ratings, mu + b_u + b_i + U.I (non-private)",
                {}, {"factors": (20, 50, 100), "lr": (0.005, 0.01),
-                    "reg": (0.02, 0.05, 0.1)}),
+                    "reg": (0.02, 0.05, 0.1)}, paper={"biases": False}),
     SystemSpec("pcc-knn", KNNRatingConfig, _knn, "rating", False,
                "item-kNN with means, Pearson similarity on co-rating users (non-private)",
                {"similarity": "pearson"}, _KNN_GRID),

@@ -16,8 +16,9 @@ def _build(name: str, cfg: Any) -> Recommender:
     return LocalRatingSVD(name, cfg)
 
 
-PAPER = {"noise_weighting": False}
-"""The paper trains plain Funk SVD on the reports (no weighting by the noise variance)."""
+PAPER = {"noise_weighting": False, "biases": False}
+"""The paper trains plain Funk SVD on the reports: r_hat = U_u . I_i (its Eq. 6, no global
+mean or biases) with loss Eq. 9, and no weighting by the noise variance."""
 
 SPECS: list[SystemSpec] = [
     SystemSpec("laplace-svd", LDPSVDConfig, _build, "rating", True,
