@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-cpu bench lint clean
+.PHONY: run test test-cpu bench lint clean reproduce
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -15,6 +15,12 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/dprec compare --dataset ml-100k --seeds 5 --configs configs/ml-100k
 	$(BIN)/dprec compare --task rating --dataset ml-100k --seeds 1 --folds 5
+
+# Every seed's table and figure analogue that fits this machine (ML-100K and synthetic data,
+# about 60 min on 2 cores): small summaries under docs/results/<seed>/<step>/, each with its
+# command and date; docs/results/reproduce.json has every step's status and wall time.
+reproduce: $(STAMP)
+	$(BIN)/python scripts/reproduce.py
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
