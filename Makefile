@@ -53,6 +53,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_pnbm.py
 	$(BIN)/python benchmarks/bench_scaling.py
 	$(BIN)/python benchmarks/bench_services.py
+	$(BIN)/python benchmarks/bench_dpals.py
 
 clean:
 	rm -rf $(VENV) results benchmarks/results

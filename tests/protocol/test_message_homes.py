@@ -11,6 +11,7 @@ import pytest
 
 import dprec.protocol.messages as framing
 from dprec.protocol.messages import Message
+from dprec.systems.dp_fedavg import messages as dp_fedavg
 from dprec.systems.dp_pop import messages as dp_pop
 from dprec.systems.dpals import messages as dpals
 from dprec.systems.dplcf import messages as dplcf
@@ -28,8 +29,10 @@ HOMES = {
     "dprec.systems.dp_pop.messages": {"SumUpload": 40, "SumRelease": 41, "PopularityModel": 42,
                                       "PopularityState": 43},
     "dprec.systems.dpals.messages": {"DpalsModel": 44, "DpalsState": 45},
+    "dprec.systems.dp_fedavg.messages": {"FedAvgModel": 46, "FedAvgState": 47},
 }
-MODULES = {m.__name__: m for m in (framing, dplcf, privrec, ldp_svd, dp_pop, dpals)}
+MODULES = {m.__name__: m for m in (framing, dplcf, privrec, ldp_svd, dp_pop, dpals,
+                                   dp_fedavg)}
 
 
 def _kinds_defined_in(path: Path) -> set[str]:
@@ -114,6 +117,11 @@ def _instances() -> dict[str, Message]:
             bytes(range(32, 64)),
             dpals.DpalsModel(bytes(range(32)), np.arange(6.0).reshape(3, 2) / 4,
                              np.array([3, -1, 7]), 5)),
+        "FedAvgModel": dp_fedavg.FedAvgModel(bytes(range(32)),
+                                             np.arange(6.0).reshape(3, 2) / 4, 5),
+        "FedAvgState": dp_fedavg.FedAvgState(
+            bytes(range(32, 64)),
+            dp_fedavg.FedAvgModel(bytes(range(32)), np.arange(6.0).reshape(3, 2) / 4, 5)),
     }
 
 
@@ -133,6 +141,8 @@ WIRE = {
     "PopularityModel": (74, "219ac57c5d91de55"), "PopularityState": (112, "099614e9d15ff5fb"),
     # dpals' kinds, recorded from their home when they were added (issue 24)
     "DpalsModel": (130, "493e16b9e6226ac7"), "DpalsState": (168, "f3671391a808a4f2"),
+    # dp-fedavg's service kinds, recorded from their home when they were added (issue 24)
+    "FedAvgModel": (106, "aed04bcd9a9dff6a"), "FedAvgState": (144, "ff1cb70350a705f5"),
 }
 
 

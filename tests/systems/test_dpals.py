@@ -125,27 +125,40 @@ def test_user_solve_is_the_implicit_als_normal_equations() -> None:
         np.testing.assert_allclose(U[u], np.linalg.solve(A, V[S].sum(axis=0)), rtol=1e-9)
 
 
-def test_the_per_client_generator_gives_the_same_sums_for_any_block_size(monkeypatch) -> None:
+def test_the_counter_based_draws_give_the_same_sums_for_any_grouping_of_users(monkeypatch
+                                                                             ) -> None:
     train = _train()
     U = clip_users(np.random.default_rng(0).standard_normal((train.shape[0], 4)), 1.0)
     weights = select_items(train, "uniform", 6, seed=1)
-    big = item_statistics(U, weights, 977.0, 4, 2), gram_statistics(U, 977.0, 4, 2)
-    monkeypatch.setattr(client, "_BLOCK_CELLS", 50)
-    small = item_statistics(U, weights, 977.0, 4, 2), gram_statistics(U, 977.0, 4, 2)
-    np.testing.assert_array_equal(big[0], small[0])
-    np.testing.assert_array_equal(big[1], small[1])
+    whole = item_statistics(U, weights, 977.0, 4, 2), gram_statistics(U, 977.0, 4, 2)
+    monkeypatch.setattr(client, "_ACCUMULATOR_BYTES", 8)  # one chunk, one thread
+    one = item_statistics(U, weights, 977.0, 4, 2), gram_statistics(U, 977.0, 4, 2)
+    np.testing.assert_array_equal(whole[0], one[0])
+    np.testing.assert_array_equal(whole[1], one[1])
+    # two blocks of users, the second given in reverse order with its global ids
+    ids = np.arange(train.shape[0])
+    back = ids[25:][::-1]
+    parts = (item_statistics(U[:25], weights[:25], 977.0, 4, 2, ids=ids[:25])
+             + item_statistics(U[back], weights[back], 977.0, 4, 2, ids=back))
+    np.testing.assert_array_equal(parts, whole[0])
+    np.testing.assert_array_equal(gram_statistics(U[:25], 977.0, 4, 2, ids[:25])
+                                  + gram_statistics(U[back], 977.0, 4, 2, back), whole[1])
     # a user draws the same alone as inside the batch (the others' zeros round to zero)
     others_zero = U.copy()
     others_zero[1:] = 0.0
     np.testing.assert_array_equal(item_statistics(U[:1], weights[:1], 977.0, 4, 2),
                                   item_statistics(others_zero, weights, 977.0, 4, 2))
+    # the selection too: a block of users keeps the items the whole population keeps
+    np.testing.assert_array_equal(
+        select_items(train[back], "uniform", 6, seed=1, ids=back).toarray(),
+        weights[back].toarray())
 
 
-def test_whole_fits_agree_for_any_block_size(monkeypatch) -> None:
+def test_whole_fits_agree_for_any_number_of_chunks(monkeypatch) -> None:
     train = _train()
     cfg = DpalsConfig(epsilon=4.0, factors=3, k=5, steps=2, weighting="tail")
     a = Dpals("dpals", cfg).fit(train, np.random.default_rng(3))
-    monkeypatch.setattr(client, "_BLOCK_CELLS", 64)
+    monkeypatch.setattr(client, "_ACCUMULATOR_BYTES", 8)
     b = Dpals("dpals", cfg).fit(train, np.random.default_rng(3))
     np.testing.assert_array_equal(a.item_factors, b.item_factors)
 
@@ -407,3 +420,24 @@ def test_at_a_huge_epsilon_dpals_ranks_like_implicit_als() -> None:
     plain = hr("mf-np", {"factors": "16", "alpha": "10", "regularization": "1",
                          "iterations": "10"})
     assert abs(private - plain) < 0.05, (private, plain)
+
+
+@pytest.mark.parametrize("params", [
+    {}, {"steps": None, "epsilon": 0.5}, {"steps": None, "epsilon": 3.0},
+    {"steps": None, "epsilon": 9.0}, {"weighting": "tail", "count_k": 7, "k": 30},
+    {"weighting": "adaptive"}, {"weighting": "adaptive", "max_items": 12, "gamma": 40.0},
+    {"k": 500, "rhs_weight": 2.0, "gram_noise_ratio": 3.0}])
+def test_the_system_and_the_plan_share_one_derivation_of_steps_bound_and_releases(params):
+    from dataclasses import asdict
+
+    from dprec.systems.dpals import plan, system
+
+    assert system.paper_steps is plan.paper_steps
+    cfg = DpalsConfig(**params)
+    fields = asdict(cfg)
+    assert cfg.n_steps == plan.n_steps(fields)
+    assert cfg.items_bound == plan.items_bound(fields)
+    assert Dpals("dpals", cfg).releases(80) == plan.releases(fields, 80)
+    p = plan.run_plan({**fields, "aggregation": "secure"}, 80, 50)
+    assert p.releases == tuple(plan.releases(fields, 80)[1])
+    assert sum(r.kind == "step" for r in p.rounds) == cfg.n_steps

@@ -174,3 +174,25 @@ def test_the_server_takes_one_batch_of_at_least_min_honest_clients():
     with pytest.raises(DprecError, match="min_honest = 20"):
         server.aggregate([ExactSum(zero, 19)], 0)
     assert server.aggregate([ExactSum(zero, 20)], 0).contributors == 20
+
+
+def test_a_round_is_one_block_whose_clients_vectors_are_built_a_few_at_a_time(train,
+                                                                               monkeypatch):
+    """The total sums every client at once (the noise shares at the tree's root, not one
+    split per small block); the clients' own vectors still come a few rows at a time."""
+    from dprec.systems.dpals import clients as clients_module
+
+    cfg = _cfg()
+    plan = plan_of(cfg, N_ITEMS)
+    server = server_of(cfg, N_ITEMS, N_USERS)
+    model = server.start(np.random.default_rng(0))
+    events = {r.name: r.event(plan.multiplier) for r in plan.releases}
+    clients = DpalsClients(train, np.arange(N_USERS), cfg, plan, 7, events)
+    monkeypatch.setattr(clients_module, "BLOCK_CELLS", 3 * plan.rounds[0].dimension)
+    blocks = list(clients.step(model, 0, np.random.default_rng(0)))
+    assert len(blocks) == 1 and blocks[0].n_clients == N_USERS
+    rows = blocks[0].vectors()
+    assert not isinstance(rows, np.ndarray)  # built on demand
+    rows = np.stack(list(rows))
+    assert rows.shape == (N_USERS, plan.rounds[0].dimension)
+    np.testing.assert_array_equal(rows.sum(axis=0), blocks[0].total)

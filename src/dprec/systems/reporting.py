@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Literal
 
 from dprec.errors import DprecError
@@ -9,7 +10,7 @@ from dprec.privacy.accountant import Accountant, PldAccountant, account
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import Guarantee, Model, PrivacyReport
 
-__all__ = ["privacy_report_from_log"]
+__all__ = ["privacy_report_from_log", "secure_sum_report"]
 
 
 def privacy_report_from_log(
@@ -50,3 +51,44 @@ def privacy_report_from_log(
         mechanisms=mechanisms,
         extra=body,
     )
+
+
+def secure_sum_report(
+    system: str,
+    *,
+    aggregation: str,
+    epsilon: float,
+    delta: float,
+    log: EventLog,
+    threat_models: tuple[str, str],
+    mechanisms: tuple[dict[str, object], ...],
+    contribution_bound: str,
+    assumptions: Mapping[str, object],
+    secure_sum: Callable[[], dict[str, object]],
+    accountant: Accountant,
+    details: Mapping[str, object] | None = None,
+) -> PrivacyReport:
+    """The report of a system on the secure sum (dp-pop, dpals, dp-fedavg), calibrated to a
+    per-user target (``epsilon``, ``delta``) and accounted from ``log``.
+
+    ``aggregation`` "secure": model ``secure-sum``, the first of ``threat_models``, the
+    ``threat_model_assumptions`` ``assumptions`` (min_honest, clients, notes; the server and
+    the proxy never collude) and the secure sum's parameters ``secure_sum()``; "trusted": model
+    ``central``, the second threat model and a trusted curator. ``extra`` holds, in order,
+    ``model``, ``contribution_bound``, the system's own ``details``, the assumptions and (secure
+    only) ``secure_sum``, besides the levels, adjacency and events of
+    :func:`privacy_report_from_log`."""
+    if aggregation not in ("secure", "trusted"):
+        raise DprecError(f"aggregation must be secure or trusted, got {aggregation!r}")
+    secure = aggregation == "secure"
+    model: Model = "secure-sum" if secure else "central"
+    claimed = Guarantee(epsilon, delta, "user", "two", model, "target of the calibration")
+    extra: dict[str, object] = {
+        "model": model, "contribution_bound": contribution_bound, **(details or {}),
+        "threat_model_assumptions": dict(assumptions) if secure else {"trusted_curator": True},
+    }
+    if secure:
+        extra["secure_sum"] = secure_sum()
+    return privacy_report_from_log(
+        system, threat_models[0] if secure else threat_models[1], log, claimed, mechanisms,
+        delta=delta, extra=extra, model=model, accountant=accountant)

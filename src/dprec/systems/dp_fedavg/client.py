@@ -2,9 +2,10 @@
 L2, quantised, Poisson-sampled and noised (McMahan et al. ICLR 2018, Alg. 1 ``UserUpdate``
 with one exact gradient as the local step).
 
-Each client draws everything from its own generator, derived from the round's seed and its
-user id (:func:`dprec.random.derive_generator`; a device uses its CSPRNG), so the result does
-not depend on how the population is cut into blocks. Per client and round:
+Each client draws its coin and its rounding from its own generator, derived from the
+round's seed and its user id (:func:`dprec.random.derive_generator`; a device uses its
+CSPRNG), so the result does not depend on how the population is cut into blocks. Per
+client and round:
 
 - ``x_u`` solved from the broadcast ``V`` (FCF, :func:`dprec.systems.fmf.client.user_vectors`,
   never sent);
@@ -13,23 +14,31 @@ not depend on how the population is cut into blocks. Per client and round:
 - sampled with probability ``q`` (a coin from its own generator, kept on the device);
 - ``v_u = R(gamma g_u)`` if sampled, else 0 (:func:`dprec.protocol.secure_sum.client.quantise`);
 - plus its share ``Sk(mu / t)`` (secure aggregation; every client, sampled or not).
+
+The shares of a round are drawn as dpals draws its own (:class:`dprec.systems.dpals.noise.
+ShareNoise`): one summed Skellam draw split exactly into the N clients' shares by a binomial
+tree, so a block's sum costs ``O(log N)`` splits instead of one draw per client, and each
+client's own share (what it seals over the services) is its leaf; the block, the shard and
+the single device add up to the same integers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import scipy.sparse as sp
 
-from dprec.mechanisms.skellam import SkellamMechanism
+from dprec.errors import DprecError
 from dprec.protocol.engine import Clients, Sent, client_ids
 from dprec.protocol.secure_sum.client import quantise
+from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.random import derive_generator
-from dprec.systems.dp_fedavg.messages import NoisySum
+from dprec.systems.dp_fedavg.messages import ClientBlock, FedAvgModel
+from dprec.systems.dpals.noise import ShareNoise
 from dprec.systems.fmf.client import check_item_matrix, user_vectors
 
-__all__ = ["FedAvgClients", "clipped_weights"]
+__all__ = ["FedAvgClients", "check_model", "clipped_weights"]
 
 
 def clipped_weights(X: np.ndarray, V: np.ndarray, history: sp.csr_matrix, alpha: float,
@@ -43,6 +52,30 @@ def clipped_weights(X: np.ndarray, V: np.ndarray, history: sp.csr_matrix, alpha:
     return W * scale[:, None]
 
 
+def check_model(model: object, n_items: int, factors: int, secure: bool) -> FedAvgModel:
+    """``model`` if it is a broadcast a client can use: item factors of shape
+    ``(n_items, factors)``, finite, and with secure aggregation the server's 32-byte key
+    (what a client receives is hostile; the sealing checks the key itself)."""
+    if not isinstance(model, FedAvgModel):
+        raise DprecError(f"dp-fedavg's clients need the server's FedAvgModel, got "
+                         f"{type(model).__name__}")
+    check_item_matrix(model.factors_matrix, n_items, factors)
+    if secure and not model.server_key:
+        raise DprecError("the broadcast carries no server key: a client has nothing to seal "
+                         "its share to; refused")
+    return model
+
+
+def _runs(ids: np.ndarray) -> list[tuple[int, int]]:
+    """``ids`` (increasing) as maximal runs ``[start, stop)`` of consecutive ids."""
+    if ids.size == 0:
+        return []
+    cut = np.flatnonzero(np.diff(ids) != 1) + 1
+    starts = np.concatenate([[0], cut])
+    stops = np.concatenate([cut, [ids.size]])
+    return [(int(ids[a]), int(ids[b - 1]) + 1) for a, b in zip(starts, stops, strict=True)]
+
+
 class FedAvgClients(Clients):
     """The population of dp-fedavg clients (module docstring); simulated in blocks of
     ``batch_size``, each block's uploads summed (what the secure sum gives).
@@ -50,21 +83,35 @@ class FedAvgClients(Clients):
     ``share_mu``: each client's Skellam share (None: no shares, a trusted curator adds the
     noise; then unsampled clients send nothing, and every block still yields its sum, zero or
     not, so that the round updates whoever was sampled). ``event``: the DpEvent every client
-    undergoes per round (the sampled release), recorded for the whole population."""
+    undergoes per round (the sampled release), recorded for the whole population.
+    ``population``: the clients enrolled (global ids ``0..population-1``; default: these
+    rows), over whom a round's shares are split. ``params``: the round's secure-sum
+    parameters and ``proxy_key()`` the proxy's published key, what a client seals to over
+    the services."""
 
     def __init__(self, history: sp.csr_matrix, *, factors: int, alpha: float, reg: float,
                  clip: float, gamma: float, rate: float, share_mu: float | None, event: object,
-                 batch_size: int, ids: np.ndarray | None = None) -> None:
+                 batch_size: int, ids: np.ndarray | None = None,
+                 population: int | None = None, params: SecureSumParams | None = None,
+                 proxy_key: Callable[[], bytes | None] | None = None) -> None:
         self._history = history.tocsr()
         self._factors, self._alpha, self._reg = factors, alpha, reg
         self._clip, self._gamma, self._rate = clip, gamma, rate
-        self._share = None if share_mu is None else SkellamMechanism(share_mu)
+        self._share_mu = share_mu
         self._event = event
         self._batch_size = batch_size
         self.ids = client_ids(ids, history.shape[0])
+        self.population = int(history.shape[0] if population is None else population)
+        if self.ids.size and (self.ids[0] < 0 or self.ids[-1] >= self.population
+                              or (np.diff(self.ids) <= 0).any()):
+            raise DprecError(f"ids must be increasing global ids in 0..{self.population - 1}")
+        self._params = params
+        self._proxy_key = proxy_key
         self._sent: list[Sent] = []
-        self._V: np.ndarray | None = None
+        self._model: FedAvgModel | None = None
         self._gram: np.ndarray | None = None
+        self._round = 0
+        self._noise: ShareNoise | None = None
         self.sampled_per_round: list[int] = []
         """How many clients included their data, per round (a simulation diagnostic: the
         server never learns it)."""
@@ -74,55 +121,95 @@ class FedAvgClients(Clients):
         pos = np.searchsorted(self.ids, users)
         return FedAvgClients(
             self._history[pos], factors=self._factors, alpha=self._alpha, reg=self._reg,
-            clip=self._clip, gamma=self._gamma, rate=self._rate,
-            share_mu=None if self._share is None else self._share.mu, event=self._event,
-            batch_size=self._batch_size, ids=self.ids[pos])
+            clip=self._clip, gamma=self._gamma, rate=self._rate, share_mu=self._share_mu,
+            event=self._event, batch_size=self._batch_size, ids=self.ids[pos],
+            population=self.population, params=self._params)
 
-    def prepare_round(self, broadcast: np.ndarray, round: int) -> None:
-        """Read round ``round``'s broadcast: check the item factors (what a client receives
-        is hostile) and keep them and their Gramian for the round's blocks."""
-        self._V = check_item_matrix(broadcast, self._history.shape[1], self._factors)
-        self._gram = self._V.T @ self._V
+    def prepare_round(self, broadcast: object, round: int) -> None:
+        """Read round ``round``'s broadcast: check it (what a client receives is hostile)
+        and keep the item factors and their Gramian for the round's blocks."""
+        self._model = check_model(broadcast, self._history.shape[1], self._factors,
+                                  self._share_mu is not None)
+        V = self._model.factors_matrix
+        self._gram = V.T @ V
+        self._round = int(round)
+        self._noise = None
         self.sampled_per_round.append(0)
 
     def step_rows(self, start: int, stop: int, key: int) -> tuple[np.ndarray, Sent]:
         """A sharded round's rows ``start..stop-1`` (after :meth:`prepare_round`), keyed by
         the round's ``key`` (the seed :meth:`step` draws first): their summed vectors and
         what they sent."""
-        assert self._V is not None and self._gram is not None
-        block = self._block(self._V, self._gram, start, stop, int(key))
-        return block.total, Sent(self._event, self.ids[start:stop].copy(), 1, "user")
+        return self._total(start, stop, int(key)), Sent(self._event,
+                                                        self.ids[start:stop].copy(), 1, "user")
 
-    def step(self, broadcast: np.ndarray, round: int, rng: np.random.Generator
-             ) -> Iterator[NoisySum]:
+    def step(self, broadcast: object, round: int, rng: np.random.Generator
+             ) -> Iterator[ClientBlock]:
         seed = int(rng.integers(2 ** 63))
         self.prepare_round(broadcast, round)
-        assert self._V is not None and self._gram is not None
+        assert self._model is not None
         n = self._history.shape[0]
         self._sent = [Sent(self._event, self.ids, 1, "user")]
-        for start in range(0, n, self._batch_size):
-            yield self._block(self._V, self._gram, start, min(n, start + self._batch_size),
-                              seed)
+        proxy_key = None if self._proxy_key is None else self._proxy_key()
+        for a in range(0, n, self._batch_size):
+            b = min(n, a + self._batch_size)
+            yield ClientBlock(self.ids[a:b], self._total(a, b, seed),
+                              lambda a=a, b=b: self._vectors(a, b, seed), round,
+                              self._model.server_key, proxy_key, self._params)
 
-    def _block(self, V: np.ndarray, gram: np.ndarray, start: int, stop: int,
-               seed: int) -> NoisySum:
-        d = V.size
+    def _shares(self, seed: int) -> ShareNoise | None:
+        """The round's shares (keyed by its seed), None without secure aggregation."""
+        if self._share_mu is None:
+            return None
+        assert self._model is not None
+        if self._noise is None or self._noise.seed != seed:
+            self._noise = ShareNoise(self._share_mu, self._model.factors_matrix.size,
+                                     self.population, seed, "dp-fedavg", self._round)
+        return self._noise
+
+    def _quantised(self, start: int, stop: int, seed: int, each: bool
+                   ) -> tuple[np.ndarray, int]:
+        """Rows ``start..stop-1``'s quantised clipped gradients (zeros where the client's
+        coin did not sample it): their sum, or with ``each`` one row per client; and how
+        many were sampled."""
+        assert self._model is not None and self._gram is not None
+        V = self._model.factors_matrix
         gens = [derive_generator(seed, int(u)) for u in self.ids[start:stop]]
         sampled = np.array([g.random() < self._rate for g in gens], dtype=bool)
-        self.sampled_per_round[-1] += int(sampled.sum())
-        total = np.zeros(d, np.int64)
+        out = np.zeros((stop - start, V.size) if each else V.size, np.int64)
         rows = np.flatnonzero(sampled)
         if rows.size:
             hist = self._history[start + rows]
-            X = user_vectors(V, hist, self._alpha, self._reg, gram)
+            X = user_vectors(V, hist, self._alpha, self._reg, self._gram)
             W = clipped_weights(X, V, hist, self._alpha, self._clip)
             limit = self._gamma * self._clip
             for j, r in enumerate(rows):
-                total += quantise(np.outer(W[j], X[j]).ravel(), self._gamma, limit, gens[r])
-        if self._share is not None:
-            for g in gens:
-                total += self._share.noise(d, g)
-        return NoisySum(total, len(gens))
+                v = quantise(np.outer(W[j], X[j]).ravel(), self._gamma, limit, gens[r])
+                if each:
+                    out[r] = v
+                else:
+                    out += v
+        return out, int(rows.size)
+
+    def _total(self, start: int, stop: int, seed: int) -> np.ndarray:
+        """Rows ``start..stop-1``'s noisy vectors, summed (int64, ``N F``)."""
+        total, sampled = self._quantised(start, stop, seed, False)
+        self.sampled_per_round[-1] += sampled
+        noise = self._shares(seed)
+        if noise is not None:
+            for lo, hi in _runs(self.ids[start:stop]):
+                total += noise.range_sum(lo, hi)
+        return total
+
+    def _vectors(self, start: int, stop: int, seed: int) -> np.ndarray:
+        """Rows ``start..stop-1``'s own noisy vectors (what each device seals); they add up
+        to :meth:`_total` bit for bit."""
+        rows, _ = self._quantised(start, stop, seed, True)
+        noise = self._shares(seed)
+        if noise is not None:
+            rows += np.concatenate([noise.leaves(lo, hi)
+                                    for lo, hi in _runs(self.ids[start:stop])])
+        return rows
 
     def sent(self) -> list[Sent]:
         return list(self._sent)

@@ -1,94 +1,83 @@
-"""dp-fedavg's deployment descriptor, the device-safe half: which configs are dp-fedavg's and
-that its server half (:mod:`.serve`) runs on the sharded backends (``dprec run --backend
-local|ray``: the clients' integer vectors summed exactly, what the secure sum yields).
+"""dp-fedavg (aggregation=secure) as services, the device-safe half: every round is one
+cryptographic secure sum (:mod:`dprec.protocol.secure_sum`) through the shuffling proxy, as
+for dp-pop and dpals (:class:`~dprec.systems.dp_pop.deploy.SecureSumDeployment`):
 
-Its services (the cryptographic secure sum over HTTP, ``dprec simulate dp-fedavg
---transport http``) are not built yet: :meth:`FedAvgDeployment.validate` refuses every
-config with that message, so no service starts and no device reads a half-made protocol.
+- each client uploads ONE :class:`~dprec.systems.dp_pop.messages.SumUpload` per round: its
+  quantised clipped item gradient (zeros if its own coin did not sample it) plus its Skellam
+  share, split into a mask seed sealed to the proxy and a share sealed to the server; the
+  round id is bound into both boxes. Every client uploads every round, so the server cannot
+  tell who was sampled;
+- the proxy (dp-pop's :class:`~dprec.systems.dp_pop.proxy.SecureSumRelay`: every round has
+  the same parameters, :mod:`.plan`) opens only the seeds and at the close releases ONE
+  shuffled batch once ``min_honest`` distinct senders uploaded;
+- the server opens and sums it mod q, takes FCF's descent step (:mod:`.serve`) and
+  broadcasts the new item factors with its key (:class:`~.messages.FedAvgModel`), which
+  every client checks (shape, finite, a key) before it solves its own vector from them.
+
+The same descriptor runs the sharded backends (``dprec run --backend local|ray``: the
+clients' integer vectors summed exactly, what the secure sum yields).
+
+Threat model: the server and the proxy do not collude; the guarantee holds while at least
+``min_honest`` clients are honest and upload (docs/secure_sum.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, NoReturn
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
-import numpy as np
-
-from dprec.errors import DprecError
-from dprec.protocol.deployment import Deployment, DeviceReader
-from dprec.protocol.messages import Message
+from dprec.protocol.deployment import ProxySecrets
+from dprec.protocol.secure_sum.params import SecureSumParams
+from dprec.systems.dp_fedavg.messages import ClientBlock
+from dprec.systems.dp_fedavg.plan import plan_of
+from dprec.systems.dp_pop.deploy import SecureSumDeployment
 
 __all__ = ["DEPLOYMENT", "FedAvgDeployment"]
 
-_NOT_YET = ("dp-fedavg does not run as services yet (its secure sum over HTTP is not built): "
-            "run it in process, or on a sharded backend with `dprec run --backend local|ray`")
+
+def _params(info: Any) -> SecureSumParams:
+    """Every round's secure-sum parameters (validated configs are secure: they have some)."""
+    params = plan_of(info.config, int(info.n_items), int(info.config["n_clients"])).params
+    assert params is not None
+    return params
 
 
-def _refuse() -> NoReturn:
-    raise DprecError(_NOT_YET)
-
-
-class FedAvgDeployment(Deployment):
-    """dp-fedavg: sharded backends now, services not yet (module docstring)."""
+class FedAvgDeployment(SecureSumDeployment):
+    """dp-fedavg with ``aggregation = secure``: ``rounds`` secure-sum rounds, all with the
+    same parameters."""
 
     name = "dp_fedavg"
     package = "dprec.systems.dp_fedavg"
-    noisy = ("skellam",)
-    default_mechanisms = frozenset({"skellam"})
-    artefacts = ("model",)
-    broadcast_artefact = "model"
-    one_batch = True
+    label = "dp-fedavg"
+    block_type = ClientBlock
 
     def accepts(self, config: Mapping[str, Any]) -> bool:
         """dp-fedavg's own fields (no other system's config has all of them)."""
         return {"rounds", "rate", "server_steps", "min_honest", "gamma"} <= set(config)
 
-    def validate(self, config: Mapping[str, Any]) -> None:
-        _refuse()
+    def rounds(self, config: Mapping[str, Any]) -> int:
+        return int(config["rounds"])
 
-    def upload(self, config: Mapping[str, Any]) -> type[Message]:
-        _refuse()
+    def n_factors(self, config: Mapping[str, Any]) -> int | None:
+        return int(config["factors"])
 
-    def forward(self, config: Mapping[str, Any]) -> type[Message]:
-        _refuse()
+    def mechanism(self, config: Mapping[str, Any]) -> None:
+        """None here: each client's share ``Sk(mu / min_honest)`` depends on the item count
+        (``mu`` is calibrated for ``N F`` coordinates), which the plan of the description
+        gives (:func:`~dprec.systems.dp_fedavg.plan.plan_of`)."""
+        return None
 
-    def mechanism(self, config: Mapping[str, Any]) -> Any:
-        _refuse()
+    def round_params(self, info: Any, data: bytes) -> SecureSumParams:
+        return _params(info)
 
-    def upload_size(self, info: Any) -> int:
-        _refuse()
+    def all_params(self, info: Any) -> list[SecureSumParams]:
+        return [_params(info)]
 
-    def batch_bytes(self, info: Any, senders: int) -> int:
-        _refuse()
+    def proxy_secrets(self, info: Any, state_dir: Path) -> ProxySecrets:
+        from dprec.systems.dp_pop.proxy import SecureSumRelay  # the proxy's code, lazily
 
-    def check_upload(self, message: Message, info: Any) -> None:
-        _refuse()
-
-    def check_forwarded(self, message: Message, info: Any) -> None:
-        _refuse()
-
-    def shuffle(self, rows: list[bytes], info: Any, rng: np.random.Generator,
-                threshold: int) -> bytes:
-        _refuse()
-
-    def client_messages(self, message: Any, first_id: int) -> Iterator[tuple[int, bytes]]:
-        _refuse()
-
-    def terms(self, read: DeviceReader, info: Any) -> dict[str, Any]:
-        _refuse()
-
-    def build_mechanism(self, mechanism: str, epsilon: float | None) -> Any:
-        _refuse()
-
-    def client_step(self, terms: Any, history: Any, round: int, rng: np.random.Generator,
-                    client_id: int, artefact: Callable[[], Any]) -> bytes:
-        _refuse()
-
-    def decode_artefact(self, terms: Any, body: bytes) -> Any:
-        _refuse()
-
-    def scores(self, terms: Any, history: Any, artefact: Any) -> np.ndarray:
-        _refuse()
+        return SecureSumRelay(_params(info), state_dir)
 
 
 DEPLOYMENT = FedAvgDeployment()

@@ -5,7 +5,10 @@ cryptographic secure sum releases, bit for bit; issue 23 §1), and only once ``t
 clients uploaded: with secure aggregation ``min_honest`` (fewer honest shares would carry
 less noise than the calibration assumes), and a second batch would reveal the sum of a
 subset (docs/secure_sum.md, "One batch per round"). A sharded run sums in its shards and
-hands the total to :meth:`FedAvgSumProxy.forward_sum`.
+hands the total to :meth:`FedAvgSumProxy.forward_sum`. Over the services the proxy's
+secure-sum part is dp-pop's :class:`~dprec.systems.dp_pop.proxy.SecureSumRelay` (every round
+has the same parameters), and this object only holds the key it publishes, which the
+simulated clients seal their mask seeds to.
 """
 
 from __future__ import annotations
@@ -17,14 +20,15 @@ import numpy as np
 
 from dprec.errors import DprecError
 from dprec.protocol.engine import Proxy
-from dprec.systems.dp_fedavg.messages import NoisySum
+from dprec.systems.dp_fedavg.messages import KEY_BYTES, ClientBlock, NoisySum
 
 __all__ = ["FedAvgSumProxy"]
 
 
 class FedAvgSumProxy(Proxy):
-    """Sums the round's :class:`NoisySum` blocks into one; never a second batch. It draws
-    nothing from the run's generator (the clients' round seed is the round's first draw)."""
+    """Sums the round's :class:`ClientBlock` blocks into one :class:`NoisySum`; never a
+    second batch. It draws nothing from the run's generator (the clients' round seed is the
+    round's first draw)."""
 
     def __init__(self, threshold: int) -> None:
         if isinstance(threshold, bool) or int(threshold) != threshold or threshold < 1:
@@ -33,6 +37,19 @@ class FedAvgSumProxy(Proxy):
         self.senders = 0
         self.batches: list[int] = []
         """Senders in each batch the server received in the last round (one, or none)."""
+        self.public_key: bytes | None = None
+        """The service proxy's published key (None in process: nothing is sealed)."""
+
+    def adopt_published(self, published: dict[str, Any]) -> None:
+        """Over the services: the proxy's published key is what clients seal seeds to."""
+        raw = published.get("secure_sum_proxy_key")
+        try:
+            key = bytes.fromhex(raw) if isinstance(raw, str) else b""
+        except ValueError:
+            key = b""
+        if len(key) != KEY_BYTES:
+            raise DprecError("the proxy publishes no 32-byte secure-sum key")
+        self.public_key = key
 
     def forward_sum(self, total: np.ndarray | None, senders: int) -> NoisySum | None:
         """The round's one batch from the exact sum of ``senders`` clients' uploads (summed
@@ -49,8 +66,8 @@ class FedAvgSumProxy(Proxy):
         total: np.ndarray | None = None
         senders = 0
         for m in messages:
-            if not isinstance(m, NoisySum):
-                raise DprecError(f"dp-fedavg's proxy sums NoisySum blocks, got "
+            if not isinstance(m, ClientBlock):
+                raise DprecError(f"dp-fedavg's proxy sums ClientBlocks, got "
                                  f"{type(m).__name__}")
             total = m.total.copy() if total is None else total + m.total
             senders += m.n_clients

@@ -1,6 +1,9 @@
 """dp-fedavg, the server half: the :class:`FedAvgServer` role built from the public
-description, as ``DpFedAvg.fit`` builds it, and what a sharded run needs of it (its clients'
-integer vectors are summed exactly in the shards: ``IntegerSumAdapter``)
+description, as ``DpFedAvg.fit`` builds it; its broadcast (:class:`FedAvgModel`: the server's
+public key and the item factors) and the state its store keeps (:class:`FedAvgState`: the
+model and the server's private key, so a restarted server opens shares sealed to its
+published key; only the model is ever published); and what a sharded run needs of it (its
+clients' integer vectors are summed exactly in the shards: ``IntegerSumAdapter``)
 (:mod:`dprec.protocol.deployment`)."""
 
 from __future__ import annotations
@@ -8,12 +11,10 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-import numpy as np
-
 from dprec.protocol.aggregation import Aggregator
 from dprec.protocol.deployment import Serving
-from dprec.protocol.messages import ItemMatrix64
-from dprec.systems.dp_fedavg.accounting import calibrate_mu, choose_gamma
+from dprec.systems.dp_fedavg.messages import FedAvgModel, FedAvgState
+from dprec.systems.dp_fedavg.plan import plan_of
 from dprec.systems.dp_fedavg.server import FedAvgServer
 from dprec.systems.dp_fedavg.system import DpFedAvgConfig
 
@@ -24,11 +25,11 @@ def server_of(config: dict[str, Any], n_items: int, n_clients: int) -> FedAvgSer
     """The server role of ``config`` (dp-fedavg's fields) for ``n_clients`` enrolled."""
     c = DpFedAvgConfig(**{f.name: config[f.name] for f in fields(DpFedAvgConfig)
                           if f.name in config})
-    dim = n_items * c.factors
-    gamma = c.gamma if c.gamma is not None else choose_gamma(dim, c.clip)
-    mu = calibrate_mu(c.epsilon, c.delta, c.rounds, dim, c.clip, gamma, c.rate)
-    return FedAvgServer(n_items, c.factors, c.lr, c.reg, c.server_steps, c.init_scale, gamma,
-                        c.rate * n_clients, None if c.aggregation == "secure" else mu)
+    plan = plan_of(config, n_items, n_clients)
+    secure = c.aggregation == "secure"
+    return FedAvgServer(n_items, c.factors, c.lr, c.reg, c.server_steps, c.init_scale,
+                        plan.gamma, c.rate * n_clients, None if secure else plan.mu,
+                        plan.params, plan.min_honest or 1, n_clients)
 
 
 class FedAvgServing(Serving):
@@ -42,16 +43,46 @@ class FedAvgServing(Serving):
         return server_of(info.config, info.n_items, int(info.config["n_clients"]))
 
     def role_memory(self, info: Any) -> tuple[int, int, str]:
-        """V, N x F float64; a round holds V, the int64 sum, the mean and the new V."""
+        """V, N x F float64; a round holds V, the int64 sum, the mean and the new V, and the
+        release (one share per client)."""
         n, f = info.n_items, int(info.config["factors"])
         state = 8 * n * f
-        return state, 4 * state, f"V ({n:,} x {f:,} float64)"
+        plan = plan_of(info.config, n, int(info.config["n_clients"]))
+        release = 0 if plan.params is None else \
+            plan.n_clients * (plan.params.share_bytes + 128) * 2
+        return state, 4 * state + release, f"V ({n:,} x {f:,} float64)"
 
     def encode_broadcast(self, info: Any, broadcast: Any, version: int) -> bytes:
-        return ItemMatrix64(np.asarray(broadcast, np.float64), version).to_bytes()
+        assert isinstance(broadcast, FedAvgModel)
+        return broadcast.to_bytes()
 
-    def decode_broadcast(self, info: Any, body: bytes) -> np.ndarray:
-        return ItemMatrix64.from_bytes(body).matrix.astype(np.float64)
+    def decode_broadcast(self, info: Any, body: bytes) -> FedAvgModel:
+        return FedAvgModel.from_bytes(body)
+
+    def encode_state(self, info: Any, role: Any, broadcast: Any, version: int) -> bytes:
+        assert isinstance(role, FedAvgServer) and isinstance(broadcast, FedAvgModel)
+        return FedAvgState(role.private_key(), broadcast).to_bytes()
+
+    def artefact_bytes(self, info: Any, name: str, body: bytes) -> bytes:
+        """The model alone: the private key never leaves the store."""
+        return FedAvgState.from_bytes(body).model.to_bytes()
+
+    def restore(self, info: Any, role: Any, body: bytes | None) -> None:
+        if body is not None:
+            state = FedAvgState.from_bytes(body)
+            role.restore(state.private_key, state.model)
+
+    def diagnostics(self, role: Any) -> dict[str, Any]:
+        return {"contributors": int(role.contributors)}
+
+    def mirror(self, local: Any, diagnostics: dict[str, Any]) -> None:
+        if isinstance(local, FedAvgServer) and diagnostics:
+            local.contributors = int(diagnostics["contributors"])
+
+    def service_params(self, local: Any) -> dict[str, str]:
+        """The clients enrolled (the data's users: they fix each share and q)."""
+        assert isinstance(local, FedAvgServer)
+        return {"n_clients": str(local.n_clients)}
 
 
 SERVING = FedAvgServing()

@@ -1,7 +1,14 @@
 """dp-fedavg server (untrusted with secure aggregation): unscale the noisy integer sum, divide
 by the expected number of contributors, descend (McMahan et al. ICLR 2018, Alg. 1 with the
 fixed-denominator estimator ``sum / (q N)``; FCF's step, :func:`dprec.systems.fmf.server.
-descend`)."""
+descend`).
+
+With secure aggregation it publishes its X25519 public key (from the OS CSPRNG) with the
+item factors (:class:`~.messages.FedAvgModel`) and takes each round's ONE batch: the
+in-process proxy's exact sum, or the service proxy's secure-sum release, which it opens and
+sums mod q; it refuses a sum of fewer than ``min_honest`` clients (their shares would carry
+less noise than the calibration assumes).
+"""
 
 from __future__ import annotations
 
@@ -11,8 +18,15 @@ import numpy as np
 
 from dprec.errors import DprecError
 from dprec.mechanisms.skellam import SkellamMechanism
+from dprec.protocol.messages import MessageError
+from dprec.protocol.secure_sum.errors import SecureSumError
+from dprec.protocol.secure_sum.messages import Release
+from dprec.protocol.secure_sum.params import SecureSumParams
+from dprec.protocol.secure_sum.sealed import KeyPair
+from dprec.protocol.secure_sum.server import SecureSumServer
 from dprec.random import is_secure
-from dprec.systems.dp_fedavg.messages import NoisySum
+from dprec.systems.dp_fedavg.messages import FedAvgModel, NoisySum
+from dprec.systems.dp_pop.messages import SumRelease
 from dprec.systems.fmf.server import FactorServer
 
 __all__ = ["FedAvgServer"]
@@ -24,40 +38,93 @@ class FedAvgServer(FactorServer):
 
     ``curator_mu``: a trusted curator (aggregation=trusted) adds one ``Sk(curator_mu)`` draw
     to the exact sum, from its own generator; None with secure aggregation (the clients'
-    shares are already in the sum)."""
+    shares are already in the sum; the server then has a key pair). ``params``: the secure
+    sum's parameters (to open a service proxy's release); ``min_honest``: the fewest clients
+    a round may sum; ``n_clients``: the clients enrolled (default: the expected
+    contributors, rounded)."""
 
     def __init__(self, n_items: int, factors: int, lr: float, reg: float, steps: int,
                  init_scale: float, gamma: float, expected_contributors: float,
-                 curator_mu: float | None = None) -> None:
+                 curator_mu: float | None = None, params: SecureSumParams | None = None,
+                 min_honest: int = 1, n_clients: int | None = None) -> None:
         super().__init__(n_items, factors, lr, reg, steps, 1.0, init_scale, None)
         self.gamma = gamma
         self.expected = expected_contributors
         self._curator = None if curator_mu is None else SkellamMechanism(curator_mu)
+        self.params = params
+        self.min_honest = int(min_honest)
+        self.n_clients = int(round(expected_contributors) if n_clients is None else n_clients)
         self._rng: np.random.Generator | None = None
+        self.keys: KeyPair | None = None
+        self.contributors = 0
+        """How many clients the last round summed."""
         self.sum_length = n_items * factors
         """Coordinates of the clients' integer vectors (N F), for a sharded run's sums."""
 
-    def start(self, rng: np.random.Generator) -> np.ndarray:
-        """The initial item factors; the curator's noise then draws from ``rng`` itself when
-        it is the CSPRNG (a deployed server: never a seeded generator derived from it), else
-        from a generator seeded from it (a simulation)."""
+    def start(self, rng: np.random.Generator) -> FedAvgModel:
+        """The initial item factors; with secure aggregation the key pair (OS CSPRNG, never
+        ``rng``). The curator's noise then draws from ``rng`` itself when it is the CSPRNG
+        (a deployed server: never a seeded generator derived from it), else from a
+        generator seeded from it (a simulation)."""
         V = super().start(rng)
         self._rng = rng if is_secure(rng) else np.random.default_rng(rng.integers(2 ** 63))
-        return V
+        if self._curator is None:
+            self.keys = KeyPair()
+        return self._model(V)
 
-    def aggregate(self, batches: Iterable[object], round: int) -> np.ndarray | None:
+    def _model(self, V: np.ndarray) -> FedAvgModel:
+        return FedAvgModel(b"" if self.keys is None else self.keys.public, V, self.contributors)
+
+    def private_key(self) -> bytes:
+        """The raw private key (what the server's store keeps to reopen after a restart)."""
+        if self.keys is None:
+            raise DprecError("a dp-fedavg server with secure aggregation has a key once "
+                             "started; this one has none")
+        return self.keys.private_raw()
+
+    def restore(self, private: bytes, model: FedAvgModel) -> None:
+        """The key and the model a restarted server had published."""
+        self.keys = KeyPair.from_raw(private)
+        self.V = np.array(model.factors_matrix, dtype=np.float64)
+        self.contributors = int(model.contributors)
+
+    def _open(self, batch: object, round: int) -> tuple[np.ndarray, int]:
+        """The integer sum of a batch and how many clients it sums."""
+        if isinstance(batch, NoisySum):
+            return np.asarray(batch.total, np.int64), int(batch.n_clients)
+        if isinstance(batch, SumRelease) and self.keys is not None and self.params is not None:
+            try:
+                result = SecureSumServer(self.params, self.keys).aggregate(
+                    Release.from_bytes(batch.data, self.params), round)
+            except SecureSumError as e:
+                raise MessageError(f"the release is refused: {e}") from None
+            return result.integer_sum, result.contributors
+        raise DprecError(f"dp-fedavg's server takes NoisySum uploads (or, with its secure-sum "
+                         f"parameters, one SumRelease), got {type(batch).__name__}")
+
+    def aggregate(self, batches: Iterable[object], round: int) -> FedAvgModel | None:
         assert self.V is not None and self._rng is not None
-        total = np.zeros(self.V.size, np.int64)
-        seen = False
-        for batch in batches:
-            if not isinstance(batch, NoisySum):
-                raise DprecError(f"dp-fedavg's server takes NoisySum uploads, got "
-                                 f"{type(batch).__name__}")
-            total += batch.total
-            seen = True
-        if not seen:
+        got = list(batches)
+        if not got:
             return None
+        if self._curator is None and len(got) > 1:
+            raise DprecError(f"round {round} brought {len(got)} batches: a secure sum takes "
+                             "one (each batch would reveal its own sum)")
+        total = np.zeros(self.V.size, np.int64)
+        contributors = 0
+        for batch in got:
+            part, n = self._open(batch, round)
+            if part.shape != total.shape:
+                raise DprecError(f"round {round}'s sum must have {total.size} coordinates, "
+                                 f"got {part.shape}")
+            total += part
+            contributors += n
+        if contributors < self.min_honest:
+            raise DprecError(f"round {round} sums {contributors} clients, fewer than "
+                             f"min_honest = {self.min_honest}: its noise is below the "
+                             "guarantee; refused")
+        self.contributors = contributors
         if self._curator is not None:
             total += self._curator.noise(total.shape, self._rng)
         mean = (total / (self.gamma * self.expected)).reshape(self.V.shape)
-        return self._descend(mean)
+        return self._model(self._descend(mean))

@@ -14,9 +14,8 @@ and the event log records one sampled release per client and round, composed by
 
 from __future__ import annotations
 
-import functools
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -26,22 +25,22 @@ from dprec.errors import InvalidParameterError, NotFittedError, PrivacyParameter
 from dprec.iteration import IterationHook
 from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.events import EventLog
-from dprec.privacy.guarantee import Guarantee, PrivacyReport
+from dprec.privacy.guarantee import PrivacyReport
 from dprec.protocol.engine import run_protocol
 from dprec.systems.base import Ranker, check_history
 from dprec.systems.central import factor_scores
 from dprec.systems.dp_fedavg.accounting import (
     SampledSkellamAccountant,
-    calibrate_mu,
-    choose_gamma,
     sampled_event,
     update_sensitivity,
 )
 from dprec.systems.dp_fedavg.client import FedAvgClients
+from dprec.systems.dp_fedavg.messages import FedAvgModel
+from dprec.systems.dp_fedavg.plan import FedAvgPlan, plan_of
 from dprec.systems.dp_fedavg.proxy import FedAvgSumProxy
 from dprec.systems.dp_fedavg.server import FedAvgServer
 from dprec.systems.fmf.client import user_vectors
-from dprec.systems.reporting import privacy_report_from_log
+from dprec.systems.reporting import secure_sum_report
 
 __all__ = ["Aggregation", "DpFedAvg", "DpFedAvgConfig", "SECURE_THREAT_MODEL",
            "TRUSTED_THREAT_MODEL"]
@@ -119,6 +118,10 @@ class DpFedAvgConfig:
     all); shares are Sk(mu / min_honest)."""
     batch_size: int = 256
     """Clients simulated per block (the result does not depend on it)."""
+    n_clients: int | None = None
+    """The clients enrolled, which fix each share and the secure sum's modulus: what a
+    server started on its own needs (``--param n_clients=N``); a run checks it against the
+    training data's users (None: the data's)."""
 
     def __post_init__(self) -> None:
         if not (self.epsilon > 0 and math.isfinite(self.epsilon)):
@@ -128,6 +131,7 @@ class DpFedAvgConfig:
         for name in ("rounds", "factors", "server_steps", "batch_size"):
             _positive_int(name, getattr(self, name))
         _positive_int("min_honest", self.min_honest, allow_none=True)
+        _positive_int("n_clients", self.n_clients, allow_none=True)
         for name in ("clip", "lr", "reg", "init_scale"):
             _positive(name, getattr(self, name))
         if not (0 < self.rate <= 1):
@@ -143,14 +147,12 @@ class DpFedAvgConfig:
             raise InvalidParameterError("min_honest applies to aggregation=secure only")
 
 
-_calibrate = functools.lru_cache(maxsize=256)(calibrate_mu)
-
-
 class DpFedAvg(Ranker):
     """dp-fedavg (module docstring); scores are x_u . v_i, x_u solved on the device.
-    ``transport`` (None: in process) carries the rounds: a sharded backend (``dprec run
-    --backend local|ray``) sums the clients' integer vectors in its shards, with the same
-    numbers as in process."""
+    ``transport`` (None: in process) carries the rounds, with the same numbers as in
+    process: the services (``dprec simulate dp-fedavg --transport http``: each round a
+    cryptographic secure sum, :mod:`.deploy`) or a sharded backend (``dprec run --backend
+    local|ray``: the clients' integer vectors summed in the shards)."""
 
     transport: Any = None
 
@@ -160,6 +162,7 @@ class DpFedAvg(Ranker):
         self.V: np.ndarray | None = None
         self.events: EventLog | None = None
         self._info: dict[str, object] = {}
+        self._plan: FedAvgPlan | None = None
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
             on_iteration: IterationHook | None = None) -> DpFedAvg:
@@ -168,29 +171,32 @@ class DpFedAvg(Ranker):
         if c.min_honest is not None and c.min_honest > n:
             raise InvalidParameterError(f"min_honest must be <= the number of clients ({n}), "
                                         f"got {c.min_honest}")
-        dim = n_items * c.factors
-        gamma = c.gamma if c.gamma is not None else choose_gamma(dim, c.clip)
-        mu = _calibrate(c.epsilon, c.delta, c.rounds, dim, c.clip, gamma, c.rate)
+        if c.n_clients is not None and c.n_clients != n:
+            raise InvalidParameterError(f"n_clients = {c.n_clients}, but the training data has "
+                                        f"{n} users: drop n_clients or match it")
+        plan = plan_of(asdict(c), n_items, n)
+        dim, gamma, mu = plan.dimension, plan.gamma, plan.mu
         event = sampled_event(mu, dim, c.clip, gamma, c.rate)
         secure = c.aggregation == "secure"
-        honest = (c.min_honest or n) if secure else None
+        srv = FedAvgServer(n_items, c.factors, c.lr, c.reg, c.server_steps, c.init_scale,
+                           gamma, c.rate * n, None if secure else mu, plan.params,
+                           plan.min_honest or 1, n)
+        proxy = FedAvgSumProxy(plan.min_honest or 1)
         clients = FedAvgClients(
             train, factors=c.factors, alpha=c.alpha, reg=c.reg, clip=c.clip, gamma=gamma,
-            rate=c.rate, share_mu=mu / honest if honest else None, event=event,
-            batch_size=c.batch_size)
-        srv = FedAvgServer(n_items, c.factors, c.lr, c.reg, c.server_steps, c.init_scale,
-                           gamma, c.rate * n, None if secure else mu)
+            rate=c.rate, share_mu=plan.share_mu, event=event, batch_size=c.batch_size,
+            params=plan.params, proxy_key=lambda: proxy.public_key)
         self.events = EventLog(n)
 
-        def after_round(r: int, V: np.ndarray) -> None:
-            self.V = V
+        def after_round(r: int, model: FedAvgModel) -> None:
+            self.V = model.factors_matrix
             if on_iteration is not None:
-                on_iteration(r, V)
+                on_iteration(r, self.V)
 
-        proxy = FedAvgSumProxy(honest if honest is not None else 1)
         run = run_protocol(srv, clients, c.rounds, rng, self.events, proxy, self.transport,
                            after_round)
-        self.V = run.broadcast
+        self.V = run.broadcast.factors_matrix
+        self._plan = plan
         l1, l2 = update_sensitivity(dim, c.clip, gamma)
         self._info = {
             "n_clients": n, "n_items": n_items, "dimension": dim, "gamma": gamma, "mu": mu,
@@ -217,14 +223,8 @@ class DpFedAvg(Ranker):
         return dict(self._info)
 
     def _secure_sum_params(self) -> dict[str, object]:
-        from dprec.protocol.secure_sum.params import choose_params
-        c, info = self.config, self._info
-        n = int(info["n_clients"])  # type: ignore[call-overload]
-        t = c.min_honest or n
-        total_mu = float(info["mu"]) * n / t  # type: ignore[arg-type]
-        p = choose_params(dimension=int(info["dimension"]), expected_clients=n,  # type: ignore
-                          clip=c.clip, gamma=float(info["gamma"]), norm="l2",  # type: ignore
-                          noise_variance=2.0 * total_mu)
+        assert self._plan is not None and self._plan.params is not None
+        p = self._plan.params
         return {**p.to_json(), "q": p.modulus, "m": p.shares,
                 "note": ("parameters of each round's secure sum over all N clients (each "
                          "uploads every round); the in-process simulation takes the exact "
@@ -235,24 +235,14 @@ class DpFedAvg(Ranker):
             return None
         c, info = self.config, self._info
         secure = c.aggregation == "secure"
-        model = "secure-sum" if secure else "central"
         n = int(info["n_clients"])  # type: ignore[call-overload]
         honest = (c.min_honest or n) if secure else None
-        claimed = Guarantee(c.epsilon, c.delta, "user", "two", model,  # type: ignore[arg-type]
-                            "target of the calibration")
         mechanism = {"name": "skellam", "mu": info["mu"], "variance": 2 * info["mu"],  # type: ignore
                      "l1_sensitivity": info["l1_sensitivity"],
                      "l2_sensitivity": info["l2_sensitivity"], "rounds": c.rounds,
                      "sampling": "poisson", "rate": c.rate, "aggregation": c.aggregation,
                      **({"share_mu": info["mu"] / honest} if secure else {})}  # type: ignore
-        extra: dict[str, object] = {
-            "model": model,
-            "contribution_bound": (
-                f"per round: the item gradient (N F = {info['dimension']} coordinates) scaled "
-                f"to L2 norm <= clip = {c.clip:g}, quantised at gamma = {info['gamma']:.6g} "
-                "by randomised rounding; Delta_2 = gamma C + sqrt(N F), Delta_1 = min(sqrt(N F) "
-                "Delta_2, Delta_2^2) against the zero vector (dprec.systems.dp_fedavg."
-                "accounting)"),
+        details = {
             "sampling": {
                 "kind": "poisson", "rate": c.rate, "expected_contributors": c.rate * n,
                 "accounting": ("PoissonSampledDpEvent(q, SkellamDpEvent) per round: Zhu & Wang "
@@ -268,18 +258,24 @@ class DpFedAvg(Ranker):
                 "uploading its noise share (the participant list is public); with Poisson "
                 "sampling this is the add/remove pair of the subsampled release"
                 if secure else "add/remove one user's data (the curator's noise is fixed)"),
-            "threat_model_assumptions": {
+        }
+        return secure_sum_report(
+            self.name, aggregation=c.aggregation, epsilon=c.epsilon, delta=c.delta,
+            log=self.events, threat_models=(SECURE_THREAT_MODEL, TRUSTED_THREAT_MODEL),
+            mechanisms=(mechanism,), details=details,
+            contribution_bound=(
+                f"per round: the item gradient (N F = {info['dimension']} coordinates) scaled "
+                f"to L2 norm <= clip = {c.clip:g}, quantised at gamma = {info['gamma']:.6g} "
+                "by randomised rounding; Delta_2 = gamma C + sqrt(N F), Delta_1 = min(sqrt(N F) "
+                "Delta_2, Delta_2^2) against the zero vector (dprec.systems.dp_fedavg."
+                "accounting)"),
+            assumptions={
                 "min_honest": honest, "n_clients": n, "server_proxy_collusion": False,
                 "notes": ["the noise protecting a user is the sum of the honest clients' "
                           "shares: at least min_honest shares of Sk(mu / min_honest)",
                           "a malicious client's contribution is not checked (shares mod q)",
                           "a user's own vector is solved on the device, never sent"],
-            } if secure else {"trusted_curator": True},
-        }
-        if secure:
-            extra["secure_sum"] = self._secure_sum_params()
-        return privacy_report_from_log(
-            self.name, SECURE_THREAT_MODEL if secure else TRUSTED_THREAT_MODEL, self.events,
-            claimed, (mechanism,), delta=c.delta, extra=extra, model=model,  # type: ignore
+            },
+            secure_sum=self._secure_sum_params,
             accountant=SampledSkellamAccountant(
                 Adjacency.ZERO_OUT if secure else Adjacency.ADD_REMOVE_ONE))

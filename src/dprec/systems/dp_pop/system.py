@@ -48,7 +48,7 @@ from dprec.systems.dp_pop.client import PopClients, Sampling, k_hot
 from dprec.systems.dp_pop.messages import PopularityModel
 from dprec.systems.dp_pop.proxy import ExactSumProxy
 from dprec.systems.dp_pop.server import PopularityServer, rank_items, trusted_noisy_sum
-from dprec.systems.reporting import privacy_report_from_log
+from dprec.systems.reporting import privacy_report_from_log, secure_sum_report
 
 __all__ = ["DpPop", "DpPopConfig", "LdpPop", "LdpPopConfig", "SECURE_THREAT_MODEL",
            "TRUSTED_THREAT_MODEL", "adjacency_of"]
@@ -275,22 +275,21 @@ class DpPop(_RankedList):
             return None
         c, info = self.config, self._fit_info
         secure = c.aggregation == "secure"
-        model = "secure-sum" if secure else "central"
         mu, l1, l2 = info["mu"], info["l1_sensitivity"], info["l2_sensitivity"]
-        claimed = Guarantee(c.epsilon, c.delta, "user", "two", model,  # type: ignore[arg-type]
-                            "target of the calibration")
         mechanisms: tuple[dict[str, object], ...] = (
             {"name": "skellam", "mu": mu, "variance": 2 * float(mu),  # type: ignore[arg-type]
              "l1_sensitivity": l1, "l2_sensitivity": l2, "k": c.k, "sampling": c.sampling,
              "aggregation": c.aggregation,
              **({"share_mu": float(mu) / int(info["min_honest"]),  # type: ignore[arg-type]
                  "total_mu": info["total_mu"]} if secure else {})},)
-        extra: dict[str, object] = {
-            "model": model,
-            "contribution_bound": f"a k-hot vector over items, k = {c.k} ({c.sampling}); "
-                                  f"L1 = {l1:g}, L2 = {l2:.6g} under "
-                                  f"{adjacency_of(c.aggregation).describe()}",
-            "threat_model_assumptions": {
+        return secure_sum_report(
+            self.name, aggregation=c.aggregation, epsilon=c.epsilon, delta=c.delta,
+            log=self.events, threat_models=(SECURE_THREAT_MODEL, TRUSTED_THREAT_MODEL),
+            mechanisms=mechanisms,
+            contribution_bound=f"a k-hot vector over items, k = {c.k} ({c.sampling}); "
+                               f"L1 = {l1:g}, L2 = {l2:.6g} under "
+                               f"{adjacency_of(c.aggregation).describe()}",
+            assumptions={
                 "min_honest": info["min_honest"], "n_clients": info["n_clients"],
                 "contributors": info.get("contributors"),
                 "server_proxy_collusion": False,
@@ -308,13 +307,8 @@ class DpPop(_RankedList):
                           "the server sees the sum of the contributors' noisy vectors only "
                           "(one batch per round); the proxy sees senders and mask seeds",
                           "a malicious client's contribution is not checked (shares mod q)"],
-            } if secure else {"trusted_curator": True},
-        }
-        if secure:
-            extra["secure_sum"] = self._secure_sum_params()
-        return privacy_report_from_log(
-            self.name, SECURE_THREAT_MODEL if secure else TRUSTED_THREAT_MODEL, self.events,
-            claimed, mechanisms, delta=c.delta, extra=extra, model=model,  # type: ignore
+            },
+            secure_sum=self._secure_sum_params,
             accountant=PldAccountant(adjacency=adjacency_of(c.aggregation)))
 
 

@@ -18,16 +18,18 @@ weights ``c_j`` proportional to ``count_j^exponent`` and ``sum_j c_j^2 = k`` (Ad
 Krichene et al., ICML 2023). The DP counts come from one k-hot round (a uniform sample of
 ``k`` items).
 
-Every client-side random draw (sampling keys, rounding, noise shares) comes from the
-client's own generator, derived from ``(seed, purpose, round, user)``, so a result does not
-depend on how users are batched and a device running alone draws the same numbers.
+Every client-side random draw depends only on ``(seed, purpose, round, user)``: the sampling
+keys and the rounding are counter-based uniforms of ``(user, item, coordinate)``
+(:mod:`.draws`), the noise shares come from the client's own generator. So a result does not
+depend on how users are batched or ordered, a device running alone draws the same numbers,
+and the kernels run over all users at once (numba, in parallel).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Literal
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
@@ -35,7 +37,8 @@ from dprec.errors import InvalidParameterError
 from dprec.mechanisms.skellam import SkellamMechanism
 from dprec.models.als import solve_user_factors
 from dprec.random import derive_generator
-from dprec.systems.dpals.statistics import pack_gram, randomised_round, stats_width
+from dprec.systems.dpals.draws import pair_state, stream_key, uniform_at
+from dprec.systems.dpals.statistics import stats_width, triangle_size
 
 __all__ = ["COUNT", "GRAM", "SELECT", "SHARE", "STATS", "Weighting", "client_generator",
            "clip_users", "count_sample", "gram_statistics", "item_statistics", "noise_share",
@@ -46,7 +49,8 @@ Weighting = Literal["uniform", "tail", "adaptive"]
 SELECT, COUNT, STATS, GRAM, SHARE = "select", "count", "stats", "gram", "share"
 """Purposes of the client's generators."""
 
-_BLOCK_CELLS = 1 << 22
+_ACCUMULATOR_BYTES = 1 << 28
+"""The most memory the per-thread accumulators of :func:`item_statistics` take together."""
 
 
 def client_generator(seed: int, purpose: str, round_id: int, user: int,
@@ -56,6 +60,10 @@ def client_generator(seed: int, purpose: str, round_id: int, user: int,
 
 
 def _binary(train: sp.csr_matrix) -> sp.csr_matrix:
+    """``train`` as 0/1 float64 CSR with sorted rows (itself, not a copy, if it is one)."""
+    if (isinstance(train, sp.csr_matrix) and train.dtype == np.float64
+            and train.has_canonical_format and bool(np.all(train.data == 1.0))):
+        return train
     csr = sp.csr_matrix(train, dtype=np.float64, copy=True)
     csr.eliminate_zeros()
     csr.sum_duplicates()
@@ -68,19 +76,48 @@ def _rows(csr: sp.csr_matrix) -> np.ndarray:
     return np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))
 
 
-def _keep_first(csr: sp.csr_matrix, order: np.ndarray, k: int) -> np.ndarray:
-    """Positions (into ``csr``'s entries, ``order`` sorted by user first) of each user's
-    first ``k`` entries in ``order``."""
-    rows = _rows(csr)
-    rank = np.arange(order.size) - csr.indptr[rows[order]]
-    return np.sort(order[rank < k])
+@numba.njit(parallel=True, cache=True)
+def _first_k(indptr: np.ndarray, keys: np.ndarray, k: int) -> np.ndarray:
+    """Per row, its ``k`` entries of smallest key (a stable sort: ties by position, which is
+    the item id in a sorted row), as a mask over the entries."""
+    keep = np.zeros(keys.size, dtype=np.bool_)
+    for r in numba.prange(indptr.size - 1):
+        lo, hi = indptr[r], indptr[r + 1]
+        if hi - lo <= k:
+            keep[lo:hi] = True
+            continue
+        kth = np.partition(keys[lo:hi], k - 1)[k - 1]
+        taken = 0
+        for p in range(lo, hi):  # every key below the k-th, then ties in order
+            if keys[p] < kth:
+                keep[p] = True
+                taken += 1
+        for p in range(lo, hi):
+            if taken == k:
+                break
+            if keys[p] == kth:
+                keep[p] = True
+                taken += 1
+    return keep
+
+
+@numba.njit(parallel=True, cache=True)
+def _sample_keys(indptr: np.ndarray, indices: np.ndarray, users: np.ndarray,
+                 key: np.uint64) -> np.ndarray:
+    out = np.empty(indices.size)
+    for r in numba.prange(indptr.size - 1):
+        for p in range(indptr[r], indptr[r + 1]):
+            out[p] = uniform_at(pair_state(key, users[r], indices[p]), 0)
+    return out
 
 
 def _subset(csr: sp.csr_matrix, keep: np.ndarray, values: np.ndarray | None = None
             ) -> sp.csr_matrix:
-    rows = _rows(csr)
-    data = np.ones(keep.size) if values is None else values
-    return sp.csr_matrix((data, (rows[keep], csr.indices[keep])), shape=csr.shape)
+    """The entries ``keep`` (a mask) of ``csr`` (sorted rows), with ``values`` (default 1)."""
+    kept = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
+    indptr = kept[csr.indptr]
+    data = np.ones(int(indptr[-1])) if values is None else values
+    return sp.csr_matrix((data, csr.indices[keep], indptr), shape=csr.shape)
 
 
 def _user_ids(ids: np.ndarray | None, n: int) -> np.ndarray:
@@ -90,22 +127,18 @@ def _user_ids(ids: np.ndarray | None, n: int) -> np.ndarray:
 
 def count_sample(train: sp.csr_matrix, k: int, seed: int, purpose: str = COUNT,
                  ids: np.ndarray | None = None) -> sp.csr_matrix:
-    """At most ``k`` of each user's items, uniformly at random (keys from the client's
-    generator, ``ids``: the rows' user ids; ties, which have probability 0, by the smaller
-    item id), as 0/1 CSR."""
+    """At most ``k`` of each user's items, uniformly at random (the ``k`` smallest keys,
+    key of item ``j``: the user's counter-based uniform of ``j`` (:mod:`.draws`), ``ids``:
+    the rows' user ids; ties, which have probability about 2^-53, by the smaller item id),
+    as 0/1 CSR."""
     csr = _binary(train)
-    sizes = np.diff(csr.indptr)
     users = _user_ids(ids, csr.shape[0])
-    keys = np.concatenate([np.empty(0)] + [
-        client_generator(seed, purpose, 0, int(users[u])).random(int(n))
-        for u, n in enumerate(sizes) if n])
-    order = np.lexsort((csr.indices, keys, _rows(csr)))
-    return _subset(csr, _keep_first(csr, order, k))
+    keys = _sample_keys(csr.indptr, csr.indices, users, stream_key(seed, purpose, 0))
+    return _subset(csr, _first_k(csr.indptr, keys, int(k)))
 
 
 def _least_frequent(csr: sp.csr_matrix, counts: np.ndarray, k: int) -> np.ndarray:
-    order = np.lexsort((csr.indices, counts[csr.indices], _rows(csr)))
-    return _keep_first(csr, order, k)
+    return _first_k(csr.indptr, counts[csr.indices], int(k))
 
 
 def select_items(train: sp.csr_matrix, weighting: Weighting, k: int, seed: int,
@@ -150,24 +183,49 @@ def clip_users(U: np.ndarray, clip: float) -> np.ndarray:
     return U * (np.minimum(1.0, clip / np.maximum(norms, 1e-300)) / clip)[:, None]
 
 
-def _user_blocks(sizes: np.ndarray, width: int) -> Iterator[tuple[int, int]]:
-    """Consecutive user ranges holding about ``_BLOCK_CELLS`` numbers (at least one user)."""
-    n = sizes.size
-    cells = np.cumsum(sizes * width)
-    start = 0
-    while start < n:
-        base = cells[start - 1] if start else 0
-        stop = int(np.searchsorted(cells, base + _BLOCK_CELLS, side="right"))
-        stop = max(stop, start + 1)
-        yield start, stop
-        start = stop
+def _chunks(indptr: np.ndarray, cells: int) -> np.ndarray:
+    """Row bounds of at most one chunk per thread, balanced by entries, each with its own
+    ``cells``-number accumulator (no more chunks than fit in ``_ACCUMULATOR_BYTES``)."""
+    n = indptr.size - 1
+    parts = max(1, min(numba.get_num_threads(), _ACCUMULATOR_BYTES // max(8 * cells, 1), n))
+    targets = np.linspace(0, indptr[-1], parts + 1)
+    bounds = np.searchsorted(indptr, targets[1:-1], side="left")
+    return np.concatenate([[0], bounds, [n]]).astype(np.int64)
 
 
-def _uniforms(seed: int, purpose: str, round_id: int, users: range, sizes: np.ndarray,
-              width: int, ids: np.ndarray) -> np.ndarray:
-    parts = [client_generator(seed, purpose, round_id, int(ids[u])).random(
-        int(sizes[u]) * width) for u in users if sizes[u]]
-    return np.concatenate([np.empty(0)] + parts).reshape(-1, width)
+@numba.njit(parallel=True, cache=True)
+def _item_statistics(U: np.ndarray, indptr: np.ndarray, indices: np.ndarray,
+                     data: np.ndarray, users: np.ndarray, key: np.uint64, gamma: float,
+                     beta: float, n_items: int, bounds: np.ndarray) -> np.ndarray:
+    f = U.shape[1]
+    t = f * (f + 1) // 2
+    width = t + f
+    acc = np.zeros((bounds.size - 1, n_items, width), dtype=np.int64)
+    for c in numba.prange(bounds.size - 1):
+        vals = np.empty(width)
+        for r in range(bounds[c], bounds[c + 1]):
+            if indptr[r] == indptr[r + 1]:
+                continue
+            at = 0
+            for a in range(f):
+                for b in range(a, f):
+                    vals[at] = U[r, a] * U[r, b]
+                    at += 1
+            for a in range(f):
+                vals[t + a] = beta * U[r, a]
+            for p in range(indptr[r], indptr[r + 1]):
+                item = indices[p]
+                scale = gamma * data[p]
+                s = pair_state(key, users[r], item)
+                for j in range(width):
+                    y = scale * vals[j]
+                    low = np.floor(y)
+                    up = 1 if uniform_at(s, j) < y - low else 0
+                    acc[c, item, j] += np.int64(low) + up
+    out = np.zeros((n_items, width), dtype=np.int64)
+    for c in range(bounds.size - 1):
+        out += acc[c]
+    return out
 
 
 def item_statistics(U: np.ndarray, weights: sp.csr_matrix, gamma: float, seed: int,
@@ -175,43 +233,52 @@ def item_statistics(U: np.ndarray, weights: sp.csr_matrix, gamma: float, seed: i
                     ) -> np.ndarray:
     """``sum_u R(gamma c_uj (UT(u u^T), beta u))`` per item (``beta`` = rhs_weight):
     (items, W) int64, the exact integer sum of every client's quantised per-item statistics
-    (zeros off its selected items); ``ids``: the rows' user ids."""
+    (zeros off its selected items, and a zero rounds to zero, so only the selected items
+    draw); ``ids``: the rows' user ids. The rounding of coordinate ``i`` of user ``u``'s
+    item ``j`` uses the uniform ``(u, j, i)`` of the round's STATS stream (:mod:`.draws`)."""
     w = sp.csr_matrix(weights)
     n_users, n_items = w.shape
-    ids = _user_ids(ids, n_users)
+    width = stats_width(U.shape[1])
+    indptr = w.indptr.astype(np.int64)
+    return _item_statistics(np.ascontiguousarray(U, dtype=np.float64), indptr,
+                            w.indices.astype(np.int64), np.asarray(w.data, np.float64),
+                            _user_ids(ids, n_users), stream_key(seed, STATS, round_id),
+                            float(gamma), float(rhs_weight), int(n_items),
+                            _chunks(indptr, n_items * width))
+
+
+@numba.njit(parallel=True, cache=True)
+def _gram_statistics(U: np.ndarray, users: np.ndarray, key: np.uint64, gamma: float,
+                     bounds: np.ndarray) -> np.ndarray:
     f = U.shape[1]
-    width = stats_width(f)
-    sizes = np.diff(w.indptr)
-    total = np.zeros((n_items, width), dtype=np.int64)
-    for start, stop in _user_blocks(sizes, width):
-        lo, hi = w.indptr[start], w.indptr[stop]
-        if lo == hi:
-            continue
-        users = np.repeat(np.arange(start, stop), sizes[start:stop])
-        Ub = U[start:stop]
-        per_user = np.hstack([pack_gram(Ub), rhs_weight * Ub])[users - start]
-        x = gamma * w.data[lo:hi, None] * per_user
-        v = randomised_round(x, _uniforms(seed, STATS, round_id, range(start, stop), sizes,
-                                          width, ids))
-        items = w.indices[lo:hi]
-        np.add.at(total, items, v)
-    return total
+    t = f * (f + 1) // 2
+    acc = np.zeros((bounds.size - 1, t), dtype=np.int64)
+    for c in numba.prange(bounds.size - 1):
+        for r in range(bounds[c], bounds[c + 1]):
+            s = pair_state(key, users[r], 0)
+            at = 0
+            for a in range(f):
+                for b in range(a, f):
+                    y = gamma * (U[r, a] * U[r, b])
+                    low = np.floor(y)
+                    up = 1 if uniform_at(s, at) < y - low else 0
+                    acc[c, at] += np.int64(low) + up
+                    at += 1
+    out = np.zeros(t, dtype=np.int64)
+    for c in range(bounds.size - 1):
+        out += acc[c]
+    return out
 
 
 def gram_statistics(U: np.ndarray, gamma: float, seed: int, round_id: int,
                     ids: np.ndarray | None = None) -> np.ndarray:
     """``sum_u R(gamma UT(u u^T))``: (T,) int64, the exact sum of the quantised global
-    Gramian terms; ``ids``: the rows' user ids."""
-    grams = pack_gram(U)
-    n, t = grams.shape
-    ids = _user_ids(ids, n)
-    ones = np.ones(n, dtype=np.int64)
-    total = np.zeros(t, dtype=np.int64)
-    for start, stop in _user_blocks(ones, t):
-        v = randomised_round(gamma * grams[start:stop],
-                             _uniforms(seed, GRAM, round_id, range(start, stop), ones, t, ids))
-        total += v.sum(axis=0)
-    return total
+    Gramian terms; ``ids``: the rows' user ids (user ``u``'s coordinate ``i`` rounds with the
+    uniform ``(u, 0, i)`` of the round's GRAM stream)."""
+    U = np.ascontiguousarray(U, dtype=np.float64)
+    n, t = U.shape[0], triangle_size(U.shape[1])
+    return _gram_statistics(U, _user_ids(ids, n), stream_key(seed, GRAM, round_id),
+                            float(gamma), _chunks(np.arange(n + 1, dtype=np.int64), t))
 
 
 def noise_share(mu_share: float, shape: int | tuple[int, ...], seed: int, release: str,

@@ -1,6 +1,8 @@
 """dpals' simulated clients as the engine's client role: per round each client turns the
 server's broadcast into ONE integer vector for the secure sum (:mod:`.plan`), vectorised
-over a block of clients.
+over all clients at once: one block per round, whose total is the exact sum plus the summed
+noise shares (:class:`~.noise.ShareNoise`, O(length) at the root) and whose clients' own
+vectors are built on demand, a few at a time (what the services seal).
 
 - Count round: its k-hot sample of its items (:func:`~.client.count_sample`).
 - ALS round: it checks the broadcast item factors (shape, finite), solves and clips its own
@@ -39,7 +41,8 @@ from dprec.systems.dpals.plan import RoundPlan, RunPlan, items_bound
 __all__ = ["BLOCK_CELLS", "DpalsClients", "check_model"]
 
 BLOCK_CELLS = 1 << 22
-"""Numbers of the clients' vectors built at once (rows x round length)."""
+"""Numbers of the clients' own vectors built at once (rows x round length), when a transport
+seals them one by one."""
 
 
 def check_model(model: Any, n_items: int, factors: int, counts: bool) -> DpalsModel:
@@ -113,17 +116,12 @@ class DpalsClients(Clients):
         if self.weights is None:
             counts = model.counts.astype(np.float64) if needs_counts else None
             self.weights = select_items(self.train, c["weighting"], int(c["k"]), self.seed,
-                                        counts, self._items_bound(), float(c["exponent"]),
+                                        counts, items_bound(c), float(c["exponent"]),
                                         self.ids)
         U = solve_users(model.factors_matrix, self.train, float(c["reg"]),
                         float(c["unobserved_weight"]))
         self.lengths[rp.round_id] = np.linalg.norm(U, axis=1)
         self._U = clip_users(U, float(c["clip"]))
-
-    def _items_bound(self) -> int:
-        """M of the selection (as ``DpalsConfig.items_bound``: every item for adaptive
-        weighting without max_items)."""
-        return items_bound(self.cfg)
 
     def _exact(self, a: int, b: int) -> np.ndarray:
         """The exact integer sum of rows ``a..b-1``'s quantised contributions."""
@@ -156,6 +154,14 @@ class DpalsClients(Clients):
         noise = [np.concatenate([n.leaves(lo, hi) for lo, hi in runs]) for n in self._noise]
         return exact + np.hstack(noise)
 
+    def row_vectors(self, a: int, b: int) -> Iterator[np.ndarray]:
+        """Rows ``a..b-1``'s own noisy vectors one by one, built about ``BLOCK_CELLS``
+        numbers at a time."""
+        assert self._round is not None
+        rows = max(1, BLOCK_CELLS // max(self._round.dimension, 1))
+        for lo in range(a, b, rows):
+            yield from self.block_vectors(lo, min(b, lo + rows))
+
     def round_sent(self, a: int, b: int) -> list[Sent]:
         """The events rows ``a..b-1`` sent this round (one per release)."""
         assert self._round is not None
@@ -177,12 +183,9 @@ class DpalsClients(Clients):
         rp = self._round
         assert rp is not None
         n = self.ids.size
-        step = max(1, BLOCK_CELLS // max(rp.dimension, 1))
-        key = broadcast.server_key
-        for a in range(0, n, step):
-            b = min(n, a + step)
-            yield ClientBlock(self.ids[a:b], self.block_total(a, b),
-                              lambda a=a, b=b: self.block_vectors(a, b), round, key,
+        if n:
+            yield ClientBlock(self.ids, self.block_total(0, n),
+                              lambda: self.row_vectors(0, n), round, broadcast.server_key,
                               None if self._proxy_key is None else self._proxy_key(),
                               rp.params)
         self._sent = self.round_sent(0, n)

@@ -18,7 +18,7 @@ secure sum yields.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -136,12 +136,13 @@ class DpalsState(Message):
 @dataclass(frozen=True, eq=False)
 class ClientBlock:
     """A block of simulated clients' contributions to one round: ``total`` is the integer
-    sum of their noisy quantised vectors, ``vectors()`` each client's own (rows in ``ids``
-    order; they add up to ``total`` bit for bit), with the public keys a client seals to."""
+    sum of their noisy quantised vectors, ``vectors()`` each client's own (an iterable of
+    rows in ``ids`` order, built on demand; they add up to ``total`` bit for bit), with the
+    public keys a client seals to."""
 
     ids: np.ndarray
     total: np.ndarray
-    vectors: Callable[[], np.ndarray]
+    vectors: Callable[[], Iterable[np.ndarray]]
     round: int
     server_key: bytes
     proxy_key: bytes | None

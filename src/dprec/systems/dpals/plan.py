@@ -1,6 +1,8 @@
 """The public numbers of a dpals run, from its config, the item count and the number of
 enrolled clients alone: what the simulation, the clients, the proxy and the server all
-compute (over the services each from the published description).
+compute (over the services each from the published description). The one implementation of
+the steps, the items bound and the releases of a config (:class:`~.system.DpalsConfig` and
+:class:`~.system.Dpals` ask it too).
 
 - The releases and their sensitivities (:mod:`.accounting`), the scale ``gamma`` and the
   common noise multiplier ``z`` that meets the target (epsilon, delta).
@@ -36,7 +38,8 @@ from dprec.systems.dpals.accounting import (
 )
 from dprec.systems.dpals.statistics import stats_width, triangle_size
 
-__all__ = ["RoundPlan", "RunPlan", "Segment", "items_bound", "plan_of", "run_plan"]
+__all__ = ["RoundPlan", "RunPlan", "Segment", "items_bound", "n_steps", "paper_steps",
+           "plan_of", "releases", "run_plan"]
 
 
 @dataclass(frozen=True)
@@ -93,30 +96,33 @@ class RunPlan:
         return self.rounds[int(index)]
 
 
-def _steps(cfg: Mapping[str, Any]) -> int:
+def paper_steps(epsilon: float) -> int:
+    """The anchor's ALS steps on ML-20M: 3 at eps <= 1, 4 at eps <= 5, else 5."""
+    return 3 if epsilon <= 1 else 4 if epsilon <= 5 else 5
+
+
+def n_steps(cfg: Mapping[str, Any]) -> int:
+    """The ALS steps a config runs (``steps``, or :func:`paper_steps` when it is None)."""
     if cfg.get("steps") is not None:
         return int(cfg["steps"])
-    eps = float(cfg["epsilon"])
-    return 3 if eps <= 1 else 4 if eps <= 5 else 5
+    return paper_steps(float(cfg["epsilon"]))
 
 
-def items_bound(cfg: Mapping[str, Any]) -> int:
-    """M, the most items one user contributes to (``DpalsConfig.items_bound``)."""
+def items_bound(cfg: Mapping[str, Any], n_items: int | None = None) -> int:
+    """M, the most items one user contributes to: k (uniform, tail) or max_items (adaptive;
+    every item when None), capped at ``n_items`` when given (2^62 stands for every item)."""
     if cfg["weighting"] != "adaptive":
-        return int(cfg["k"])
-    return 2 ** 62 if cfg.get("max_items") is None else int(cfg["max_items"])
+        m = int(cfg["k"])
+    else:
+        m = 2 ** 62 if cfg.get("max_items") is None else int(cfg["max_items"])
+    return m if n_items is None else min(m, int(n_items))
 
 
-def _items_bound(cfg: Mapping[str, Any], n_items: int) -> int:
-    if cfg["weighting"] != "adaptive":
-        return min(int(cfg["k"]), n_items)
-    return n_items if cfg.get("max_items") is None else min(int(cfg["max_items"]), n_items)
-
-
-def _releases(cfg: Mapping[str, Any], n_items: int) -> tuple[float, list[Release]]:
-    """(gamma, releases) as :meth:`~dprec.systems.dpals.system.Dpals.releases` gives them."""
-    k, f, beta, steps = cfg["k"], int(cfg["factors"]), float(cfg["rhs_weight"]), _steps(cfg)
-    m = _items_bound(cfg, n_items)
+def releases(cfg: Mapping[str, Any], n_items: int) -> tuple[float, list[Release]]:
+    """(gamma, the releases of one run) for ``n_items`` items: sensitivities from
+    :mod:`.accounting`, statistics and Gramian per step, counts once (tail, adaptive)."""
+    k, f, beta, steps = cfg["k"], int(cfg["factors"]), float(cfg["rhs_weight"]), n_steps(cfg)
+    m = items_bound(cfg, n_items)
     gamma = float(cfg["gamma"]) if cfg.get("gamma") is not None else choose_gamma(k, m, f, beta)
     out = [Release("item_statistics", *item_stats_sensitivity(k, m, f, gamma, beta), 1.0,
                    steps),
@@ -137,10 +143,10 @@ def run_plan(cfg: Mapping[str, Any], n_items: int, n_clients: int) -> RunPlan:
     t = n if cfg.get("min_honest") is None else int(cfg["min_honest"])
     if t > n:
         raise DprecError(f"min_honest ({t}) must be <= the {n} enrolled clients")
-    gamma, releases = _releases(cfg, d)
-    z = calibrate(releases, float(cfg["epsilon"]), float(cfg["delta"]),
+    gamma, rels = releases(cfg, d)
+    z = calibrate(rels, float(cfg["epsilon"]), float(cfg["delta"]),
                   adjacency=adjacency_of(str(cfg["aggregation"])))
-    by_name = {r.name: r for r in releases}
+    by_name = {r.name: r for r in rels}
     f = int(cfg["factors"])
     weight = math.sqrt(float(cfg["k"])) if cfg["weighting"] == "adaptive" else 1.0
     # (dimension, the largest |quantised coordinate| before rounding up)
@@ -162,8 +168,8 @@ def run_plan(cfg: Mapping[str, Any], n_items: int, n_clients: int) -> RunPlan:
 
     rounds = [plan("counts", 0, ("item_counts",))] if "item_counts" in by_name else []
     rounds += [plan("step", s + 1, ("item_statistics", "global_gramian"))
-               for s in range(_steps(cfg))]
-    return RunPlan(d, n, t, gamma, z, tuple(releases), tuple(rounds))
+               for s in range(n_steps(cfg))]
+    return RunPlan(d, n, t, gamma, z, tuple(rels), tuple(rounds))
 
 
 def plan_of(config: Mapping[str, Any], n_items: int) -> RunPlan:

@@ -34,18 +34,10 @@ from dprec.errors import InvalidParameterError, NotFittedError, PrivacyParameter
 from dprec.iteration import IterationHook
 from dprec.privacy.accountant import RdpAccountant
 from dprec.privacy.events import EventLog
-from dprec.privacy.guarantee import Guarantee, PrivacyReport
+from dprec.privacy.guarantee import PrivacyReport
 from dprec.protocol.secure_sum.messages import Upload
 from dprec.systems.base import Ranker, check_history
-from dprec.systems.dpals.accounting import (
-    Release,
-    adjacency_of,
-    calibrate,
-    choose_gamma,
-    count_sensitivity,
-    gram_sensitivity,
-    item_stats_sensitivity,
-)
+from dprec.systems.dpals.accounting import Release, adjacency_of, calibrate
 from dprec.systems.dpals.aggregate import Aggregation, ShareDraws, noisy_release
 from dprec.systems.dpals.client import (
     Weighting,
@@ -56,11 +48,11 @@ from dprec.systems.dpals.client import (
     select_items,
     solve_users,
 )
-from dprec.systems.dpals.plan import RunPlan
+from dprec.systems.dpals.plan import RunPlan, items_bound, n_steps, paper_steps, releases
 from dprec.systems.dpals.server import solve_items
 from dprec.systems.dpals.simulation import run_secure
 from dprec.systems.dpals.statistics import stats_width, triangle_size
-from dprec.systems.reporting import privacy_report_from_log
+from dprec.systems.reporting import secure_sum_report
 
 __all__ = ["SECURE_THREAT_MODEL", "TRUSTED_THREAT_MODEL", "Dpals", "DpalsConfig",
            "paper_steps"]
@@ -81,11 +73,6 @@ TRUSTED_THREAT_MODEL = (
     "user's own vector stays on the device); add/remove-one-user adjacency (the central "
     "draws do not depend on who is present)"
 )
-
-
-def paper_steps(epsilon: float) -> int:
-    """The anchor's ALS steps on ML-20M: 3 at eps <= 1, 4 at eps <= 5, else 5."""
-    return 3 if epsilon <= 1 else 4 if epsilon <= 5 else 5
 
 
 def _positive_int(name: str, value: object, allow_none: bool = False) -> None:
@@ -198,16 +185,14 @@ class DpalsConfig:
 
     @property
     def n_steps(self) -> int:
-        """The ALS steps this config runs."""
-        return paper_steps(self.epsilon) if self.steps is None else int(self.steps)
+        """The ALS steps this config runs (:func:`~.plan.n_steps`)."""
+        return n_steps(asdict(self))
 
     @property
     def items_bound(self) -> int:
         """M: the most items one user contributes statistics to (capped at the number of
-        items where it is used)."""
-        if self.weighting != "adaptive":
-            return int(self.k)
-        return 2 ** 62 if self.max_items is None else int(self.max_items)
+        items where it is used; :func:`~.plan.items_bound`)."""
+        return items_bound(asdict(self))
 
     @property
     def uses_counts(self) -> bool:
@@ -232,21 +217,8 @@ class Dpals(Ranker):
         """The secure run's plan: one secure sum per round over the services."""
 
     def releases(self, n_items: int) -> tuple[float, list[Release]]:
-        """(gamma, the releases of one run) for ``n_items`` items: sensitivities from
-        :mod:`.accounting`, counts once (tail, adaptive), statistics and Gramian per step."""
-        c = self.config
-        m = min(c.items_bound, n_items)
-        gamma = c.gamma if c.gamma is not None else choose_gamma(c.k, m, c.factors,
-                                                                 c.rhs_weight)
-        out = [Release("item_statistics",
-                       *item_stats_sensitivity(c.k, m, c.factors, gamma, c.rhs_weight), 1.0,
-                       c.n_steps),
-               Release("global_gramian", *gram_sensitivity(c.factors, gamma),
-                       c.gram_noise_ratio, c.n_steps)]
-        if c.uses_counts:
-            kc = min(c.k if c.count_k is None else c.count_k, n_items)
-            out.append(Release("item_counts", *count_sensitivity(kc), c.count_noise_ratio, 1))
-        return gamma, out
+        """(gamma, the releases of one run) for ``n_items`` items (:func:`~.plan.releases`)."""
+        return releases(asdict(self.config), n_items)
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
             on_iteration: IterationHook | None = None) -> Dpals:
@@ -382,11 +354,8 @@ class Dpals(Ranker):
             return None
         c, info = self.config, self._fit_info
         secure = c.aggregation == "secure"
-        model = "secure-sum" if secure else "central"
         n = int(info["n_clients"])  # type: ignore[call-overload]
         honest = (c.min_honest or n) if secure else None
-        claimed = Guarantee(c.epsilon, c.delta, "user", "two", model,  # type: ignore[arg-type]
-                            "target of the calibration")
         mechanisms = tuple(
             {"name": "skellam", "release": r["name"], "mu": r["mu"],  # type: ignore[index]
              "variance": 2 * r["mu"], "l1_sensitivity": r["l1_sensitivity"],  # type: ignore
@@ -403,12 +372,12 @@ class Dpals(Ranker):
                  f"dprec.systems.dpals.accounting (randomised rounding included)")
         if c.uses_counts:
             bound += f"; once: a k-hot count vector of {c.count_k or c.k} items"
-        extra: dict[str, object] = {
-            "model": model,
-            "contribution_bound": bound,
-            "noise_multiplier": info["noise_multiplier"],
-            "steps": info["steps"],
-            "threat_model_assumptions": {
+        return secure_sum_report(
+            self.name, aggregation=c.aggregation, epsilon=c.epsilon, delta=c.delta,
+            log=self.events, threat_models=(SECURE_THREAT_MODEL, TRUSTED_THREAT_MODEL),
+            mechanisms=mechanisms, contribution_bound=bound,
+            details={"noise_multiplier": info["noise_multiplier"], "steps": info["steps"]},
+            assumptions={
                 "min_honest": honest, "n_clients": n, "contributors": n,
                 "server_proxy_collusion": False,
                 "notes": ["the noise protecting a user is the sum of the honest clients' "
@@ -426,11 +395,6 @@ class Dpals(Ranker):
                           "process every enrolled client); a device that drops out takes its "
                           "shares with it, and the guarantee holds while at least min_honest "
                           "contributors are honest"],
-            } if secure else {"trusted_curator": True},
-        }
-        if secure:
-            extra["secure_sum"] = self._secure_sum_params()
-        return privacy_report_from_log(
-            self.name, SECURE_THREAT_MODEL if secure else TRUSTED_THREAT_MODEL, self.events,
-            claimed, mechanisms, delta=c.delta, extra=extra, model=model,  # type: ignore
+            },
+            secure_sum=self._secure_sum_params,
             accountant=RdpAccountant(adjacency_of(c.aggregation)))

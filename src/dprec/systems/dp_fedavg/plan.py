@@ -1,0 +1,63 @@
+"""The public numbers of a dp-fedavg run, from its config, the item count and the clients
+enrolled: what the simulation, the server process, the proxy and the clients must agree on.
+
+- ``dimension = N F`` (one item gradient) and the quantisation scale ``gamma``
+  (:func:`~.accounting.choose_gamma` unless the config sets it);
+- ``mu``, the Skellam noise of the summed round, calibrated so that ``rounds`` sampled
+  releases meet the target (:func:`~.accounting.calibrate_mu`);
+- with secure aggregation, ``min_honest`` (default: every client), each client's share
+  ``Sk(mu / min_honest)`` and the parameters of each round's secure sum over all N clients
+  (:func:`~dprec.protocol.secure_sum.params.choose_params`, L2 clip, the summed shares'
+  variance ``2 mu N / min_honest``). Every round has the same parameters.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from dprec.protocol.secure_sum.params import SecureSumParams, choose_params
+from dprec.systems.dp_fedavg.accounting import calibrate_mu, choose_gamma
+
+__all__ = ["FedAvgPlan", "plan_of"]
+
+
+@dataclass(frozen=True)
+class FedAvgPlan:
+    """The public numbers of one run (module docstring); ``min_honest``, ``share_mu`` and
+    ``params`` are None with a trusted curator."""
+
+    n_clients: int
+    n_items: int
+    dimension: int
+    gamma: float
+    mu: float
+    min_honest: int | None
+    share_mu: float | None
+    params: SecureSumParams | None
+
+
+def plan_of(config: Mapping[str, Any], n_items: int, n_clients: int) -> FedAvgPlan:
+    """The plan of dp-fedavg's config fields ``config`` (a ``DpFedAvgConfig`` as a dict)
+    for ``n_items`` items and ``n_clients`` clients; computed once per description (the
+    proxy asks for every upload)."""
+    return _plan(json.dumps(dict(config), sort_keys=True), int(n_items), int(n_clients))
+
+
+@lru_cache(maxsize=64)
+def _plan(config: str, n_items: int, n: int) -> FedAvgPlan:
+    c = json.loads(config)
+    dim = n_items * int(c["factors"])
+    clip = float(c["clip"])
+    gamma = float(c["gamma"]) if c.get("gamma") is not None else choose_gamma(dim, clip)
+    mu = calibrate_mu(float(c["epsilon"]), float(c["delta"]), int(c["rounds"]), dim, clip,
+                      gamma, float(c["rate"]))
+    if c["aggregation"] != "secure":
+        return FedAvgPlan(n, n_items, dim, gamma, mu, None, None, None)
+    honest = int(c["min_honest"]) if c.get("min_honest") is not None else n
+    params = choose_params(dimension=dim, expected_clients=n, clip=clip, gamma=gamma,
+                           norm="l2", noise_variance=2.0 * mu * n / honest)
+    return FedAvgPlan(n, n_items, dim, gamma, mu, honest, mu / honest, params)
