@@ -74,9 +74,12 @@ def plot_metric_vs_eps(sweep: dict[str, list[dict[str, float]]], path: Path,
                        references: dict[str, float] | None = None,
                        xlabel: str = "ε (DPLCF family: per interaction bit; FMF-LDP: per report)",
                        x: str = "epsilon", log_x: bool = False,
-                       order: Sequence[str] | None = None) -> Path:
+                       order: Sequence[str] | None = None,
+                       legend_outside: bool = False) -> Path:
     """A metric against ``x`` (a sweep point's key) for each private system, each in its
     :func:`system_styles` colour and marker (``order``: the names that fix them).
+    ``legend_outside``: the legend right of the axes, on a wider figure (for many systems,
+    whose legend would cover the curves).
 
     ``references`` (label: value) are grey horizontal lines, each in its own dash pattern
     and named in the legend; systems whose guarantee protects presence
@@ -84,7 +87,7 @@ def plot_metric_vs_eps(sweep: dict[str, list[dict[str, float]]], path: Path,
     guarantee) cannot be placed: it is left out and its system named in a note on the plot
     ("ε = ∞"), never dropped silently.
     """
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(10.5, 5) if legend_outside else (7, 4.5))
     styles = system_styles(list(sweep), order)
     for name, pts in sweep.items():
         pts = [p for p in pts if math.isfinite(p[x]) and (p[x] > 0 or not log_x)]
@@ -113,7 +116,10 @@ def plot_metric_vs_eps(sweep: dict[str, list[dict[str, float]]], path: Path,
     ax.set_title(title)
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8, ncol=2)
+        if legend_outside:
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        else:
+            ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

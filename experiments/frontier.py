@@ -1,0 +1,612 @@
+"""Issue 24 §3: the HR@10 / per-user ε frontier of every private ranking system.
+
+Sampled and full HR@10 against the per-user ε (all of one user's data, the tightest sound
+analysis each system's privacy report gives, δ = 1e-6), with non-private popularity, ALS
+(mf-np, tuned where ``configs/<dataset>/mf-np.toml`` exists) and random as horizontal
+lines. Each system runs at the per-user ε of :data:`USER_EPSILONS`, and each seed system
+also at its own paper setting (:data:`PAPER_POINTS`: ε per bit or per report as published),
+placed at the per-user ε its report accounts.
+
+ε_user -> the system's ``epsilon``: dp-pop, ldp-pop, dpals and dp-fedavg take the per-user ε
+itself (their noise is calibrated to it). The DPLCF family, the flipped-data baselines and
+FMF-LDP take ε per bit or per report; :func:`calibrate` searches that ε (secant in log-log,
+kept inside a bracket) until the accounted per-user ε of a seed-0 fit lies in
+[(1 - tol) ε_user, ε_user]. Systems that flip the same bits the same way share one search
+(:data:`CALIBRATE_AS`); every cell still records its own accounted ε and flags one above
+its target. The ``dprec compare`` ε sweep goes the other way (mechanism ε in, per-user ε
+read from the report: :func:`dprec.evaluation.compare.level_epsilon`, reused here).
+
+Resumable: every (system, ε, seed) cell is one JSON under
+``results/frontier/<dataset>/cells/``; a cell whose file exists is loaded, not rerun. A cell
+file whose config differs from the one asked for is an error (``--force`` reruns and
+rewrites it, saying so). Outputs: ``frontier.json``, ``frontier_sampled.png`` and
+``frontier_full.png`` under ``results/frontier/<dataset>/``, and the summary table
+``docs/results/frontier_<dataset>.md`` (command and date at the top).
+
+Usage: nice -n 10 .venv/bin/python experiments/frontier.py --dataset ml-100k --seeds 3
+       [--systems dpals,popularity,...] [--user-eps 0.5 1 2 4 8 16] [--no-paper-points]
+       [--seeds-of LABEL=N ...] [--references random,popularity,mf-np] [--note TEXT ...]
+       [--out results/frontier] [--docs docs/results] [--configs configs/ml-100k] [--force]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from dprec.data.registry import load_dataset
+from dprec.errors import DprecError
+from dprec.evaluation.compare import level_epsilon
+from dprec.evaluation.plots import plot_metric_vs_eps
+from dprec.evaluation.runner import Experiment, RunResult, mean_std
+from dprec.privacy.events import strict_json
+from dprec.systems.registry import make_config, make_system, parse_label, read_config, spec
+
+__all__ = [
+    "CALIBRATE_AS", "DELTA", "PAPER_POINTS", "REFERENCES", "SYSTEMS", "TOLERANCE",
+    "USER_EPSILONS", "Calibration", "Frontier", "calibrate", "main", "start_epsilon",
+    "summary_markdown",
+]
+
+USER_EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+DELTA = 1e-6
+SYSTEMS = (
+    "lcf-sp", "lcf-ap", "dplcf-sp", "dplcf-ap", "dplcf-oue", "dplcf-eb", "bpr-mf", "gmf",
+    "fmf-ldp", "ldp-pop", "dp-pop", "dpals[weighting=uniform]", "dpals[weighting=tail]",
+    "dpals[weighting=adaptive]", "dp-fedavg",
+)
+"""Every private ranking system of the leave-one-out protocol (dp-privrec runs on the
+PrivRec user split and is not on this plot)."""
+REFERENCES = {"random": "random", "popularity": "popularity (non-private)",
+              "mf-np": "ALS (mf-np, non-private)"}
+PAPER_POINTS = ("lcf-sp", "lcf-ap", "dplcf-sp", "dplcf-ap", "dplcf-oue", "dplcf-eb", "bpr-mf",
+                "gmf", "fmf-ldp")
+"""The seed systems, also run at their paper setting (the default config: ε 1 per bit for
+the DPLCF family and its flipped-data baselines, ε 2.5 per report, k 100, 20 epochs for
+FMF-LDP)."""
+CALIBRATE_AS = {"lcf-sp": "dplcf-sp", "dplcf-eb": "dplcf-sp", "bpr-mf": "dplcf-sp",
+                "gmf": "dplcf-sp", "lcf-ap": "dplcf-ap"}
+"""Systems whose users flip the same bits with the same flip as another, cheaper, system
+(the same event log, so the same per-user ε at the same ε per bit): the ε search runs on
+the latter. Each cell's own report is still read and checked against its target."""
+TOLERANCE = 0.02
+"""The ε search stops when the accounted per-user ε is in [(1 - TOLERANCE) target, target]."""
+MAX_PROBES = 12
+_METRIC = "HR@10"
+_PROTOCOLS = ("sampled", "full")
+
+
+@dataclass
+class Calibration:
+    """The mechanism ε chosen for a target per-user ε, and every probe (mechanism ε, user ε)."""
+
+    target: float
+    epsilon: float
+    user_epsilon: float
+    probes: list[tuple[float, float]] = field(default_factory=list)
+
+
+def calibrate(target: float, probe: Callable[[float], float], start: float | None = None,
+              tol: float = TOLERANCE, max_probes: int = MAX_PROBES) -> Calibration:
+    """The mechanism ε whose per-user ε ``probe(ε)`` (increasing in ε) is in
+    [(1 - tol) target, target].
+
+    Secant steps on (log ε, log ε_user), starting at ``start`` (default: ``target``, right at
+    once for a system whose ε is the per-user ε) and kept inside the bracket found so far
+    (bisection in log ε otherwise). Without a hit after ``max_probes``, the largest probe
+    below the target is taken; none below is an error.
+    """
+    if not (target > 0 and math.isfinite(target)):
+        raise DprecError(f"the target per-user epsilon must be finite and > 0, got {target}")
+    aim = math.log(target * (1 - tol / 2))
+    probes: list[tuple[float, float]] = []
+    lo: tuple[float, float] | None = None  # (log eps, log user eps) below the target
+    hi: tuple[float, float] | None = None
+    first = float(start if start is not None else target)
+    x = math.log(first)
+    for i in range(max_probes):
+        eps = first if i == 0 else math.exp(x)  # the first probe exactly as given
+        user = probe(eps)
+        probes.append((eps, user))
+        if (1 - tol) * target <= user <= target:
+            return Calibration(target, eps, user, probes)
+        y = math.log(user) if user > 0 and math.isfinite(user) else math.inf
+        if user < target:
+            lo = (x, y) if lo is None or x > lo[0] else lo
+        else:
+            hi = (x, y) if hi is None or x < hi[0] else hi
+        x = _next_log_epsilon(lo, hi, aim, x, y)
+    below = [p for p in probes if p[1] <= target]
+    if not below:
+        raise DprecError(f"no mechanism epsilon found with a per-user epsilon <= {target} "
+                         f"after {max_probes} probes: {probes}")
+    eps, user = max(below, key=lambda p: p[1])
+    return Calibration(target, eps, user, probes)
+
+
+def _next_log_epsilon(lo: tuple[float, float] | None, hi: tuple[float, float] | None,
+                      aim: float, x: float, y: float) -> float:
+    """The next log ε: a secant through the bracket's ends (slope 1 from the last probe
+    while one side is missing), bisected when it leaves the bracket."""
+    if lo is None or hi is None:
+        if not math.isfinite(y):
+            return x - 2.0
+        step = aim - y  # at least 0.1% each way, so that every probe moves
+        return x + (max(step, 1e-3) if lo is not None else min(step, -1e-3))
+    if not math.isfinite(hi[1]) or hi[0] == lo[0]:
+        return (lo[0] + hi[0]) / 2
+    slope = (hi[1] - lo[1]) / (hi[0] - lo[0])
+    guess = lo[0] + (aim - lo[1]) / slope if slope > 0 else math.nan
+    inside = lo[0] + 0.05 * (hi[0] - lo[0]) <= guess <= hi[0] - 0.05 * (hi[0] - lo[0])
+    return guess if math.isfinite(guess) and inside else (lo[0] + hi[0]) / 2
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.-]+", "_", text).strip("_")
+
+
+def _write_new(path: Path, doc: object, force: bool) -> None:
+    """Write strict JSON to ``path``; an existing file is rewritten only with ``force``."""
+    if path.exists() and not force:
+        raise DprecError(f"{path} exists; pass --force to rewrite it")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(strict_json(doc), indent=1, allow_nan=False) + "\n")
+    tmp.replace(path)
+
+
+class Frontier:
+    """The cells of one data set: run on demand, stored one JSON each, loaded when present."""
+
+    def __init__(self, dataset: str, seeds: Sequence[int], out: Path,
+                 configs_dir: Path | None = None, force: bool = False,
+                 console: Console | None = None,
+                 seeds_of: dict[str, int] | None = None) -> None:
+        self.dataset_name = dataset
+        self.seeds = [int(s) for s in seeds]
+        self.seeds_of = dict(seeds_of or {})
+        self.root = out / _slug(dataset)
+        self.force = force
+        self.console = console or Console(stderr=True)
+        self.tuned = _tuned_files(configs_dir)
+        self._dataset: Any = None
+        self._experiments: dict[int, Experiment] = {}
+        self.ran = 0
+        self.loaded = 0
+
+    def label_seeds(self, label: str) -> list[int]:
+        """The seeds of ``label``: the first ``seeds_of[label]`` seeds, else all."""
+        return self.seeds[:self.seeds_of.get(label, len(self.seeds))]
+
+    def experiment(self, seed: int) -> Experiment:
+        if self._dataset is None:
+            self._dataset = load_dataset(self.dataset_name)
+        if seed not in self._experiments:
+            self._experiments[seed] = Experiment(self._dataset, [seed])
+        return self._experiments[seed]
+
+    def config(self, label: str, paper: bool = False) -> tuple[Any, str]:
+        """(config, provenance) of ``label``: the tuned file of its system if any, else the
+        system's defaults (its paper setting with ``paper``), the label's own settings on
+        top."""
+        name, own = parse_label(label)
+        cf = self.tuned.get(name)
+        if paper:
+            return make_config(name, own, spec(name).paper_config()), "paper setting"
+        if cf is None:
+            return make_config(name, own), "untuned (system defaults)"
+        base = make_config(name, cf.params)
+        at = f" at ε {cf.params['epsilon']}" if "epsilon" in cf.params else ""
+        return make_config(name, own, base), f"tuned ({cf.path}{at})"
+
+    def _known_probes(self, proxy: str, base_json: object) -> list[tuple[float, float]]:
+        """Every stored probe of ``proxy``'s ε searches with this config (other targets)."""
+        out: list[tuple[float, float]] = []
+        for path in (self.root / "calibration").glob(f"{_slug(proxy)}-eps*.json"):
+            doc = json.loads(path.read_text())
+            if doc["config"] == base_json:
+                out += [(float(e), float(u)) for e, u in doc["probes"]]
+        return out
+
+    def cell_path(self, label: str, kind: str, target: float | None, seed: int) -> Path:
+        where = kind if target is None else f"{kind}-eps{target:g}"
+        return self.root / "cells" / _slug(label) / where / f"seed{seed}.json"
+
+    def cell(self, label: str, kind: str, target: float | None, seed: int, config: Any,
+             provenance: str, result: RunResult | None = None,
+             calibration: dict[str, object] | None = None) -> dict[str, Any]:
+        """The stored cell, or (absent, or ``force``) a fresh run of ``config`` (``result``:
+        a run already made, e.g. by the ε search) written to its file."""
+        path = self.cell_path(label, kind, target, seed)
+        want = strict_json(asdict(config))
+        if path.exists() and not self.force:
+            doc = json.loads(path.read_text())
+            if doc["config"] != want:
+                raise DprecError(f"{path} holds a run of another config ({doc['config']}, "
+                                 f"asked {want}); pass --force to rerun it, or --out elsewhere")
+            self.loaded += 1
+            return doc
+        if path.exists():
+            self.console.print(f"[yellow]--force: rewriting {path}[/]")
+        name = parse_label(label)[0]
+        if result is None:
+            result = self.experiment(seed).run(lambda: make_system(name, config=config))
+        doc = _cell_doc(label, kind, target, seed, config, provenance, result, calibration)
+        doc["dataset"] = self.dataset_name
+        _write_new(path, doc, force=True)
+        self.ran += 1
+        return doc
+
+    def calibration(self, label: str, target: float) -> tuple[Calibration, str,
+                                                               RunResult | None]:
+        """The mechanism ε of ``label`` at per-user ``target`` (stored, or searched on seed
+        0 with the system of :data:`CALIBRATE_AS`); the searched system's run at the chosen
+        ε when it is ``label`` itself (that run is then the seed-0 cell)."""
+        name, own = parse_label(label)
+        proxy = CALIBRATE_AS.get(name, label)
+        path = self.root / "calibration" / f"{_slug(proxy)}-eps{target:g}.json"
+        base, _ = self.config(proxy)
+        base_json = strict_json({k: v for k, v in asdict(base).items() if k != "epsilon"})
+        if path.exists() and not self.force:
+            doc = json.loads(path.read_text())
+            if doc["config"] != base_json:
+                raise DprecError(f"{path} holds the epsilon search of another config "
+                                 f"({doc['config']}, asked {base_json}); pass --force to "
+                                 "redo it, or --out elsewhere")
+            cal = Calibration(doc["target"], doc["epsilon"], doc["user_epsilon"],
+                              [tuple(p) for p in doc["probes"]])
+            return cal, proxy, None
+        if path.exists():
+            self.console.print(f"[yellow]--force: redoing {path}[/]")
+            path.unlink()
+        runs: dict[float, RunResult] = {}
+        proxy_name = parse_label(proxy)[0]
+
+        def probe(eps: float) -> float:
+            cfg = make_config(proxy_name, {"epsilon": eps}, base)
+            res = self.experiment(self.seeds[0]).run(
+                lambda: make_system(proxy_name, config=cfg))
+            runs[eps] = res
+            return level_epsilon(res.privacy, "user")
+
+        cal = calibrate(target, probe, start_epsilon(target, self._known_probes(proxy,
+                                                                                 base_json)))
+        _write_new(path, {"system": proxy, "dataset": self.dataset_name, "config": base_json,
+                          **asdict(cal)}, force=True)
+        return cal, proxy, runs[cal.epsilon] if proxy == label else None
+
+
+def start_epsilon(target: float, known: Sequence[tuple[float, float]],
+                  tol: float = TOLERANCE) -> float:
+    """Where the ε search for ``target`` starts, given the (ε, per-user ε) probes ``known``
+    from the same system's other targets: at ``target`` itself when there are none or every
+    one had per-user ε = ε (a system calibrated to the per-user ε); else interpolated in
+    log-log between the nearest probes on either side (slope 1 from the nearest when the
+    target is outside them)."""
+    if not known or all((1 - tol) <= u / e <= 1 for e, u in known):
+        return target
+    aim = target * (1 - tol / 2)
+    below = [p for p in known if 0 < p[1] < aim]
+    above = [p for p in known if p[1] > aim and math.isfinite(p[1])]
+    if below and above:
+        (e0, u0), (e1, u1) = max(below, key=lambda p: p[1]), min(above, key=lambda p: p[1])
+        if e1 > e0:
+            t = math.log(aim / u0) / math.log(u1 / u0)
+            return math.exp(math.log(e0) + t * math.log(e1 / e0))
+    e, u = min(known, key=lambda p: abs(math.log(p[1] / aim)) if p[1] > 0 else math.inf)
+    return e * aim / u
+
+
+def _tuned_files(configs_dir: Path | None) -> dict[str, Any]:
+    if configs_dir is None or not configs_dir.is_dir():
+        return {}
+    return {cf.system: cf for cf in map(read_config, sorted(configs_dir.glob("*.toml")))}
+
+
+def _cell_doc(label: str, kind: str, target: float | None, seed: int, config: Any,
+              provenance: str, result: RunResult,
+              calibration: dict[str, object] | None) -> dict[str, Any]:
+    privacy = result.privacy or {}
+    user = (privacy.get("levels") or {}).get("user") or {}
+    return {
+        "system": label, "kind": kind, "seed": seed, "target_user_epsilon": target,
+        "config": strict_json(asdict(config)), "config_provenance": provenance,
+        "mechanism_epsilon": getattr(config, "epsilon", None),
+        "user_epsilon": level_epsilon(privacy, "user") if privacy else None,
+        "user_delta": user.get("delta"), "sides": user.get("sides"), "model": user.get("model"),
+        "adjacency": privacy.get("adjacency"),
+        "over_target": bool(target is not None and privacy
+                            and level_epsilon(privacy, "user") > target * (1 + 1e-9)),
+        "calibration": calibration,
+        "metrics": {p: {_METRIC: result.per_seed[0][p][_METRIC]} for p in _PROTOCOLS},
+        "wall_time_s": result.wall_time_s,
+    }
+
+
+def _point(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """One frontier point from its seeds' cells: mean and std of each protocol's HR@10, the
+    largest accounted per-user ε and δ (the report that holds for every seed's model)."""
+    first = cells[0]
+    users = [c["user_epsilon"] for c in cells if c["user_epsilon"] is not None]
+    deltas = [c["user_delta"] for c in cells if c["user_delta"] is not None]
+    return {
+        "kind": first["kind"], "target_user_epsilon": first["target_user_epsilon"],
+        "user_epsilon": max(users) if users else None,
+        "user_delta": max(deltas) if deltas else None,
+        "mechanism_epsilon": first["mechanism_epsilon"], "sides": first["sides"],
+        "model": first["model"], "adjacency": first["adjacency"],
+        "config_provenance": first["config_provenance"] if first["config"] else "no settings",
+        "calibration": first["calibration"],
+        "over_target": any(c["over_target"] for c in cells),
+        "seeds": [c["seed"] for c in cells],
+        **{p: mean_std([c["metrics"][p][_METRIC] for c in cells]) for p in _PROTOCOLS},
+    }
+
+
+def run_frontier(frontier: Frontier, systems: Sequence[str], user_eps: Sequence[float],
+                 references: Sequence[str], paper_points: bool) -> dict[str, Any]:
+    """Every cell (run or loaded) and the frontier document built from them."""
+    paper = [s for s in systems if parse_label(s)[0] in PAPER_POINTS] if paper_points else []
+    n = sum(len(frontier.label_seeds(r)) for r in references) + sum(
+        len(frontier.label_seeds(s)) * (len(user_eps) + (s in paper)) for s in systems)
+    points: dict[str, list[dict[str, Any]]] = {}
+    refs: dict[str, dict[str, Any]] = {}
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=frontier.console) as bar:
+        task = bar.add_task("frontier", total=n)
+
+        def seeds(label: str, kind: str, target: float | None, config: Any, prov: str,
+                  first: RunResult | None = None,
+                  calibration: dict[str, object] | None = None) -> list[dict[str, Any]]:
+            out = []
+            for i, seed in enumerate(frontier.label_seeds(label)):
+                bar.update(task, description=f"{label} {kind} ε={target}, seed {seed}")
+                out.append(frontier.cell(label, kind, target, seed, config, prov,
+                                         first if i == 0 else None, calibration))
+                bar.advance(task)
+            return out
+
+        for name in references:
+            cfg, prov = frontier.config(name)
+            refs[name] = {"label": REFERENCES.get(name, name), **_point(
+                seeds(name, "reference", None, cfg, prov))}
+        for label in systems:
+            points[label] = []
+            name = parse_label(label)[0]
+            for target in user_eps:
+                base, prov = frontier.config(label)
+                bar.update(task, description=f"{label}: the ε of ε_user={target}")
+                cal, proxy, first = frontier.calibration(label, float(target))
+                cfg = make_config(name, {"epsilon": cal.epsilon}, base)
+                cal_doc = {"searched_with": proxy, "user_epsilon": cal.user_epsilon,
+                           "probes": len(cal.probes)}
+                points[label].append(_point(seeds(label, "frontier", float(target), cfg,
+                                                  prov, first, cal_doc)))
+            if label in paper:
+                cfg, prov = frontier.config(label, paper=True)
+                points[label].append(_point(seeds(label, "paper", None, cfg, prov)))
+    return {"references": refs, "systems": points}
+
+
+def _fmt(point: dict[str, Any], proto: str) -> str:
+    """mean ± std of ``point[proto]``; the mean alone for one seed (no spread to show)."""
+    v = point[proto]
+    return f"{v['mean']:.3f}" if len(point["seeds"]) < 2 else f"{v['mean']:.3f} ± {v['std']:.3f}"
+
+
+def _matching_user_epsilon(curve: list[dict[str, Any]], value: float) -> float | None:
+    """The smallest per-user ε at which ``curve`` (sampled HR@10) reaches ``value``: linear
+    in log ε between the first two points that straddle it; None if it never does."""
+    pts = sorted((p for p in curve if p["kind"] == "frontier"), key=lambda p: p["user_epsilon"])
+    prev = None
+    for p in pts:
+        if p["sampled"]["mean"] >= value:
+            if prev is None:
+                return p["user_epsilon"]
+            x0, x1 = math.log(prev["user_epsilon"]), math.log(p["user_epsilon"])
+            y0, y1 = prev["sampled"]["mean"], p["sampled"]["mean"]
+            return math.exp(x0 + (value - y0) / (y1 - y0) * (x1 - x0))
+        prev = p
+    return None
+
+
+def summary_markdown(doc: dict[str, Any]) -> str:
+    """The committed summary: provenance, the sampled and full tables, the accounted
+    per-user ε, the seed systems' paper points, the references and the targets."""
+    eps = doc["user_epsilons"]
+    refs = doc["references"]
+    lines = [f"# HR@10 against the per-user ε on {doc['dataset']} (issue 24 §3)", "",
+             f"Command: `{doc['command']}`  ", f"Date: {doc['date']}, commit {doc['commit']} "
+             "(plus uncommitted changes, if any)  ",
+             f"Seeds: {doc['seeds']} (fewer where the seeds column says so); "
+             f"δ = {doc['delta']:g}; latest-item leave-one-out, sampled = 99 negatives, full = "
+             "all unseen items; mean ± std over seeds (the mean alone for one seed).  ",
+             "Configs: " + doc["provenance"], "", *(f"- {n}" for n in doc.get("notes", [])),
+             *([""] if doc.get("notes") else [])]
+    for proto in _PROTOCOLS:
+        lines += [f"## {proto.capitalize()} HR@10", "",
+                  "| system | config | seeds | " + " | ".join(f"ε_user {e:g}" for e in eps)
+                  + " |", "|---|---|---" + "|---" * len(eps) + "|"]
+        for label, pts in doc["systems"].items():
+            by = {p["target_user_epsilon"]: p for p in pts if p["kind"] == "frontier"}
+            prov = pts[0]["config_provenance"].split(" (")[0] if pts else ""
+            n = len(pts[0]["seeds"]) if pts else 0
+            lines.append(f"| {label} | {prov} | {n} | " + " | ".join(
+                _fmt(by[e], proto) if e in by else "–" for e in eps) + " |")
+        for r in refs.values():
+            lines.append(f"| {r['label']} | {r['config_provenance'].split(' (')[0]} | "
+                         f"{len(r['seeds'])} | "
+                         + " | ".join([_fmt(r, proto)] * len(eps)) + " |")
+        lines.append("")
+    lines += ["## Accounted per-user ε (the system's own ε)", "",
+              "Largest over seeds, from each run's privacy report; ! marks a point above its "
+              "target.", "", "| system | sides | " + " | ".join(f"{e:g}" for e in eps) + " |",
+              "|---|---" + "|---" * len(eps) + "|"]
+    for label, pts in doc["systems"].items():
+        by = {p["target_user_epsilon"]: p for p in pts if p["kind"] == "frontier"}
+        sides = pts[0]["sides"] if pts else ""
+        lines.append(f"| {label} | {sides} | " + " | ".join(
+            (f"{by[e]['user_epsilon']:.4g} ({by[e]['mechanism_epsilon']:.4g})"
+             + (" !" if by[e]["over_target"] else "")) if e in by else "–" for e in eps) + " |")
+    paper = [(label, p) for label, pts in doc["systems"].items() for p in pts
+             if p["kind"] == "paper"]
+    if paper:
+        dpals = {k: v for k, v in doc["systems"].items() if k.startswith("dpals")}
+        lines += ["", "## The seed systems at their paper setting", "",
+                  "Each dpals column: the per-user ε at which that dpals reaches the seed "
+                  "system's sampled HR@10 (linear in log ε between frontier points; ≤: already "
+                  "at its lowest point; >: not within the grid).", "",
+                  "| system | ε (own unit) | per-user ε | sampled HR@10 | full HR@10 |"
+                  + "".join(f" {k}: ε_user at this HR@10 |" for k in dpals),
+                  "|---|---|---|---|---" + "|---" * len(dpals) + "|"]
+        for label, p in paper:
+            match = [_matching_user_epsilon(c, p["sampled"]["mean"]) for c in dpals.values()]
+            lowest = [min((q["user_epsilon"] for q in c if q["kind"] == "frontier"),
+                          default=None) for c in dpals.values()]
+            lines.append(f"| {label} | {p['mechanism_epsilon']:g} | {p['user_epsilon']:.4g} | "
+                         f"{_fmt(p, 'sampled')} | {_fmt(p, 'full')} |" + "".join(
+                             f" > {max(eps):g} |" if m is None else
+                             f" ≤ {m:.3g} |" if m == low else f" {m:.3g} |"
+                             for m, low in zip(match, lowest, strict=True)))
+    lines += ["", "## Targets", ""] + [f"- {t}" for t in doc["targets"] or ["no dpals point "
+                                                                        "at ε_user 1 or 8"]]
+    return "\n".join(lines) + "\n"
+
+
+def _targets(doc: dict[str, Any]) -> list[str]:
+    """The issue's targets, measured: dpals against popularity and ALS at ε_user 1 and 8."""
+    refs = doc["references"]
+    out = []
+    pop = refs.get("popularity", {}).get("sampled", {}).get("mean")
+    als = refs.get("mf-np", {}).get("sampled", {}).get("mean")
+    for label, pts in doc["systems"].items():
+        if not label.startswith("dpals"):
+            continue
+        for p in pts:
+            if p["kind"] != "frontier" or p["target_user_epsilon"] not in (1.0, 8.0):
+                continue
+            hr = p["sampled"]["mean"]
+            parts = [f"{label} at ε_user {p['target_user_epsilon']:g}: sampled HR@10 {hr:.3f}"]
+            if pop is not None:
+                parts.append(f"popularity {pop:.3f} ({'above' if hr > pop else 'below'})")
+            if als is not None:
+                parts.append(f"{hr / als:.2f}× ALS ({als:.3f})")
+            out.append(", ".join(parts))
+    return out
+
+
+def build_document(result: dict[str, Any], args: argparse.Namespace, command: str,
+                   provenance: str) -> dict[str, Any]:
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, check=False).stdout.strip() or None
+    doc = {"dataset": args.dataset, "command": command,
+           "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+           "commit": commit, "seeds": args.seeds, "seeds_of": args.seeds_of, "delta": DELTA,
+           "user_epsilons": [float(e) for e in args.user_eps], "metric": _METRIC,
+           "provenance": provenance, "notes": list(args.note), **result}
+    doc["targets"] = _targets(doc)
+    return doc
+
+
+def save(doc: dict[str, Any], root: Path, docs: Path | None, console: Console) -> list[Path]:
+    """frontier.json and the two PNGs under ``root``, the Markdown summary under ``docs``;
+    an existing file is replaced only after saying so (they are rebuilt from the cells)."""
+    root.mkdir(parents=True, exist_ok=True)
+    paths = [root / "frontier.json"]
+    for p in [paths[0], *([docs / f"frontier_{_slug(doc['dataset'])}.md"] if docs else [])]:
+        if p.exists():
+            console.print(f"rewriting {p} (rebuilt from the stored cells)")
+    paths[0].write_text(json.dumps(strict_json(doc), indent=1, allow_nan=False) + "\n")
+    for proto in _PROTOCOLS:
+        sweep = {label: [{"user_epsilon": _number(p["user_epsilon"]), "mean": p[proto]["mean"],
+                          "std": p[proto]["std"], "sides": p["sides"]} for p in
+                         sorted(pts, key=lambda q: _number(q["user_epsilon"]))]
+                 for label, pts in doc["systems"].items()}
+        refs = {r["label"]: r[proto]["mean"] for r in doc["references"].values()}
+        paths.append(plot_metric_vs_eps(
+            sweep, root / f"frontier_{proto}.png",
+            f"HR@10 ({proto}) against the per-user ε on {doc['dataset']}",
+            ylabel=f"HR@10 ({proto})", references=refs, x="user_epsilon", log_x=True,
+            xlabel=f"per-user ε (δ = {doc['delta']:g}, tightest sound analysis; log scale)",
+            legend_outside=True))
+    if docs is not None:
+        docs.mkdir(parents=True, exist_ok=True)
+        paths.append(docs / f"frontier_{_slug(doc['dataset'])}.md")
+        paths[-1].write_text(summary_markdown(doc))
+    return paths
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dataset", default="ml-100k")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--systems", default=",".join(SYSTEMS),
+                    help="comma-separated labels; a label may carry [KEY=VALUE;...]")
+    ap.add_argument("--references", default=",".join(REFERENCES))
+    ap.add_argument("--user-eps", type=float, nargs="+", default=list(USER_EPSILONS))
+    ap.add_argument("--no-paper-points", action="store_true")
+    ap.add_argument("--configs", type=Path, default=None,
+                    help="folder of tuned TOML configs (default: configs/<dataset> if it exists)")
+    ap.add_argument("--out", type=Path, default=Path("results/frontier"))
+    ap.add_argument("--docs", type=Path, default=Path("docs/results"))
+    ap.add_argument("--seeds-of", action="append", default=[], metavar="LABEL=N",
+                    help="run LABEL on its first N seeds only (repeatable)")
+    ap.add_argument("--note", action="append", default=[],
+                    help="a line for the summary's head (repeatable)")
+    ap.add_argument("--force", action="store_true", help="rerun and rewrite stored cells")
+    args = ap.parse_args(argv)
+    command = shlex.join([".venv/bin/python", "experiments/frontier.py",
+                          *(sys.argv[1:] if argv is None else argv)])
+    configs = args.configs if args.configs is not None else Path("configs") / args.dataset
+    systems = [s.replace(";", ",") for s in _labels(args.systems)]
+    references = _labels(args.references)
+    for label in [*systems, *references]:
+        if spec(parse_label(label)[0]).task != "ranking":
+            raise DprecError(f"{label} is not a ranking system")
+    console = Console(stderr=True)
+    seeds_of = {}
+    for item in args.seeds_of:
+        label, eq, n = item.rpartition("=")
+        if not eq or not n.isdigit() or not 1 <= int(n) <= args.seeds:
+            raise DprecError(f"--seeds-of {item!r}: want LABEL=N with 1 <= N <= --seeds")
+        seeds_of[label.replace(";", ",")] = int(n)
+    frontier = Frontier(args.dataset, range(args.seeds), args.out, configs, args.force,
+                        console, seeds_of)
+    provenance = (f"a system's tuned TOML from {configs}/ where one exists (tuned on "
+                  "validation with `dprec tune`; the privacy cost of tuning on the private "
+                  "data is not accounted for in any privacy report), else its defaults, marked "
+                  "untuned" + (f"; tuned files: {', '.join(sorted(frontier.tuned))}"
+                               if frontier.tuned else "; no tuned files"))
+    result = run_frontier(frontier, systems, args.user_eps, references,
+                          not args.no_paper_points)
+    doc = build_document(result, args, command, provenance)
+    paths = save(doc, frontier.root, args.docs, console)
+    console.print(f"{frontier.ran} cells run, {frontier.loaded} loaded; saved "
+                  + ", ".join(map(str, paths)))
+    return doc
+
+
+def _number(value: float | None) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _labels(text: str) -> list[str]:
+    return [s.strip() for s in text.split(",") if s.strip()]
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+"""experiments/frontier.py (issue 24 §3): the per-user ε search, the frontier JSON, the
+per-user ε of each point against the system's own privacy report, and resuming."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from dprec.data.registry import load_dataset
+from dprec.errors import DprecError
+from dprec.evaluation.compare import level_epsilon
+from dprec.evaluation.runner import Experiment
+from dprec.systems.registry import make_config, make_system, parse_label
+
+ROOT = Path(__file__).resolve().parents[2]
+DATASET = "synthetic-100x200-1200"
+SYSTEMS = ["dp-pop", "dplcf-sp"]
+EPS = [1.0, 4.0]
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("frontier", ROOT / "experiments" / "frontier.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["frontier"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+frontier = _module()
+
+
+def _argv(tmp: Path, *extra: str) -> list[str]:
+    return ["--dataset", DATASET, "--seeds", "1", "--systems", ",".join(SYSTEMS),
+            "--references", "random,popularity", "--user-eps", *map(str, EPS),
+            "--out", str(tmp / "out"), "--docs", str(tmp / "docs"),
+            "--configs", str(tmp / "no-configs"), *extra]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("frontier")
+    return tmp, frontier.main(_argv(tmp))
+
+
+def test_the_search_lands_in_the_window_below_the_target():
+    calls = []
+
+    def probe(eps: float) -> float:  # a DPLCF-like curve: per-user ε >> ε per bit
+        calls.append(eps)
+        return 200 * eps + 500 * eps ** 2
+
+    cal = frontier.calibrate(2.0, probe)
+    assert (1 - frontier.TOLERANCE) * 2.0 <= cal.user_epsilon <= 2.0
+    assert cal.user_epsilon == probe(cal.epsilon) and len(cal.probes) == len(calls) - 1
+    assert len(calls) <= frontier.MAX_PROBES + 1
+
+
+def test_a_system_calibrated_to_the_per_user_epsilon_needs_one_probe():
+    cal = frontier.calibrate(8.0, lambda e: e * (1 - 1e-5))
+    assert cal.epsilon == 8.0 and len(cal.probes) == 1  # exactly, not exp(log(8))
+
+
+def test_no_epsilon_below_the_target_is_an_error():
+    with pytest.raises(DprecError, match="no mechanism epsilon"):
+        frontier.calibrate(1.0, lambda e: 10.0, max_probes=3)
+
+
+def test_the_json_has_every_field(run):
+    tmp, doc = run
+    on_disk = json.loads((tmp / "out" / DATASET / "frontier.json").read_text())
+    assert on_disk["dataset"] == DATASET and on_disk["delta"] == 1e-6
+    assert on_disk["user_epsilons"] == EPS and "command" in on_disk and "date" in on_disk
+    assert set(on_disk["systems"]) == set(SYSTEMS)
+    for pts in on_disk["systems"].values():
+        assert [p["target_user_epsilon"] for p in pts if p["kind"] == "frontier"] == EPS
+        for p in pts:
+            for key in ("user_epsilon", "user_delta", "mechanism_epsilon", "sides",
+                        "adjacency", "config_provenance", "seeds"):
+                assert p[key] is not None, key
+            for proto in ("sampled", "full"):
+                assert 0.0 <= p[proto]["mean"] <= 1.0 and p[proto]["std"] >= 0.0
+            assert p["config_provenance"].startswith("untuned" if p["kind"] == "frontier"
+                                                     else "paper setting")
+    # the seed system's paper point: its own ε (1 per bit), at the per-user ε it accounts
+    paper = [p for p in on_disk["systems"]["dplcf-sp"] if p["kind"] == "paper"]
+    assert len(paper) == 1 and paper[0]["mechanism_epsilon"] == 1.0
+    assert paper[0]["user_epsilon"] > max(EPS)
+    assert (tmp / "out" / DATASET / "cells" / "dplcf-sp" / "paper" / "seed0.json").exists()
+    assert not [p for p in on_disk["systems"]["dp-pop"] if p["kind"] == "paper"]
+    assert set(on_disk["references"]) == {"random", "popularity"}
+    for name in ("frontier_sampled.png", "frontier_full.png"):
+        assert (tmp / "out" / DATASET / name).stat().st_size > 1000
+    md = (tmp / "docs" / f"frontier_{DATASET}.md").read_text()
+    assert "Command: `" in md and "not accounted" in md and "| dplcf-sp | untuned | 1 |" in md
+    assert "## The seed systems at their paper setting" in md
+
+
+def test_each_point_is_at_the_per_user_epsilon_of_its_privacy_report(run):
+    tmp, doc = run
+    exp = Experiment(load_dataset(DATASET), [0])
+    for label, pts in doc["systems"].items():
+        name = parse_label(label)[0]
+        for p in pts:
+            cfg = make_config(name, {"epsilon": p["mechanism_epsilon"]})
+            report = exp.run(lambda n=name, c=cfg: make_system(n, config=c)).privacy
+            assert p["user_epsilon"] == pytest.approx(level_epsilon(report, "user"), rel=1e-9)
+            assert p["user_delta"] <= 1e-6
+            if p["kind"] == "paper":
+                continue
+            target = p["target_user_epsilon"]
+            assert (1 - frontier.TOLERANCE) * target <= p["user_epsilon"] <= target
+    # dplcf-sp's ε is per interaction bit: far below the per-user ε it is run at
+    assert all(p["mechanism_epsilon"] < p["target_user_epsilon"] / 10
+               for p in doc["systems"]["dplcf-sp"] if p["kind"] == "frontier")
+
+
+def test_a_second_run_loads_every_cell_and_runs_nothing(run, monkeypatch):
+    tmp, doc = run
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("a stored cell was recomputed")
+
+    monkeypatch.setattr(frontier.Experiment, "run", no_run)
+    again = frontier.main(_argv(tmp))
+    assert again["systems"] == doc["systems"] and again["references"] == doc["references"]
+
+
+def test_a_stored_cell_of_another_config_is_not_overwritten(run):
+    tmp, _ = run
+    path = tmp / "out" / DATASET / "cells" / "dp-pop" / "frontier-eps1" / "seed0.json"
+    cell = json.loads(path.read_text())
+    cell["config"]["k"] = cell["config"]["k"] + 1
+    path.write_text(json.dumps(cell))
+    with pytest.raises(DprecError, match="another config.*--force"):
+        frontier.main(_argv(tmp))
+    assert json.loads(path.read_text())["config"]["k"] == cell["config"]["k"]
+    assert not math.isnan(cell["user_epsilon"])
+
+
+def test_seeds_of_runs_a_label_on_its_first_seeds_only(tmp_path):
+    f = frontier.Frontier(DATASET, range(3), tmp_path, seeds_of={"dplcf-sp": 1})
+    assert f.label_seeds("dplcf-sp") == [0] and f.label_seeds("dp-pop") == [0, 1, 2]
+
+
+def test_the_per_user_epsilon_where_a_curve_reaches_a_value():
+    def pt(eps: float, hr: float) -> dict:
+        return {"kind": "frontier", "user_epsilon": eps, "sampled": {"mean": hr}}
+
+    curve = [pt(4.0, 0.3), pt(1.0, 0.1), pt(16.0, 0.5), {**pt(900.0, 0.9), "kind": "paper"}]
+    assert frontier._matching_user_epsilon(curve, 0.2) == pytest.approx(2.0)
+    assert frontier._matching_user_epsilon(curve, 0.05) == 1.0
+    assert frontier._matching_user_epsilon(curve, 0.6) is None
+
+
+def test_the_search_starts_from_the_probes_of_the_other_targets():
+    def curve(eps: float) -> float:
+        return 200 * eps + 500 * eps ** 2
+
+    known = [(e, curve(e)) for e in (0.001, 0.004, 0.03)]
+    start = frontier.start_epsilon(2.0, known)
+    assert 0.9 * 2.0 <= curve(start) <= 2.0 * 1.1
+    assert len(frontier.calibrate(2.0, curve, start).probes) <= 3
+    # a system whose epsilon is the per-user epsilon starts at the target, exactly
+    assert frontier.start_epsilon(2.0, [(1.0, 0.99998), (0.5, 0.49999)]) == 2.0
+    assert frontier.start_epsilon(2.0, []) == 2.0
