@@ -124,7 +124,7 @@ def test_cells_must_be_a_known_rule():
 
 
 def test_assigned_cells_refuse_a_transport_that_does_not_check_them():
-    """The services' proxy and the sharded backends do not check the assignment: refuse,
+    """The sharded backends do not check the assignment: refuse,
     rather than run with an unchecked rule."""
     import scipy.sparse as sp
 
@@ -135,5 +135,5 @@ def test_assigned_cells_refuse_a_transport_that_does_not_check_them():
     model.transport = InProcess()
     train = sp.random(20, 10, density=0.3, format="csr", random_state=0)
     train.data[:] = 1.0
-    with pytest.raises(DprecError, match="in process only"):
+    with pytest.raises(DprecError, match="sharded backends do not check"):
         model.fit(train, np.random.default_rng(0))

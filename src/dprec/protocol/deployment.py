@@ -85,6 +85,18 @@ class ProxySecrets(ABC):
         """The round's one forwarded batch of the held uploads ``rows`` (a function of their
         multiset and this proxy's CSPRNG only)."""
 
+    needs_broadcast: bool = False
+    """True: :meth:`admit` checks an upload against the round's broadcast, which the proxy
+    hands to :meth:`see_broadcast` (fetched from the server) before the round's first one."""
+
+    def see_broadcast(self, round: int, body: bytes) -> None:  # noqa: B027 - optional
+        """The server's broadcast artefact clients of ``round`` compute from."""
+
+    def adopt(self, doc: Mapping[str, Any]) -> None:
+        """Take the operator's secret for this protocol (``POST /v1/secret``);
+        :class:`DprecError` if this protocol takes none or holds another."""
+        raise DprecError("this protocol's proxy takes no operator secret")
+
 
 class Deployment(ABC):
     """The device-safe half of a deployable system (see the module docstring)."""

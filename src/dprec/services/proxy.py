@@ -26,7 +26,9 @@ sum's proxy key, kept in the state folder), which also checks every upload befor
 held (422) and whose public part ``GET /v1/round`` publishes (``published``). An upload
 repeating an accepted upload's id (:meth:`~dprec.protocol.deployment.Deployment.unique_id`)
 is a replay (409). The batch is computed from the held submissions alone, so a proxy
-killed mid-round and restarted releases the same sum.
+killed mid-round and restarted releases the same sum. A secret part that checks uploads
+against the round's broadcast (FMF-LDP's ``cells=assigned``) gets it from the server at the
+round's first upload; one that takes the operator's key gets it by ``POST /v1/secret``.
 
 What a 202 promises: the submission is held on disk and the round's outcome accounts for it,
 as forwarded (the server took its batch), below the threshold, or lost; the proxy never
@@ -204,6 +206,8 @@ class _Proxy:
         """The server refused a batch for a round it has closed: catch up."""
         self._synced_at = -math.inf
         self._sync_lock = asyncio.Lock()
+        self._broadcast_round: int | None = None
+        """The round whose broadcast the protocol's secret part holds (if it needs one)."""
 
     def _client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(base_url=self.settings.server_url.rstrip("/"),
@@ -396,6 +400,8 @@ class _Proxy:
         if getattr(message, "client_id", client_id) != client_id:
             raise ApiError(422, "the message's client_id is not the authenticated client")
         if self.secrets is not None:
+            if self.secrets.needs_broadcast:
+                await self._broadcast_for(round, info)
             try:
                 self.secrets.admit(message, round)
             except MessageError as e:
@@ -420,6 +426,26 @@ class _Proxy:
                                                        self._shuffler(round))
             self._wake.set()
         return {"accepted": True, "round": round}
+
+    async def _broadcast_for(self, round: int, info: ProtocolInfo) -> None:
+        """Hand the protocol's secret part the server's broadcast of ``round`` (fetched at
+        the round's first upload; the broadcast changes only when a round closes)."""
+        assert self.secrets is not None
+        if self._broadcast_round == round:
+            return
+        try:
+            r = await self.http.get(f"/v1/artefacts/{info.deployment.broadcast_artefact}")
+        except httpx.HTTPError as e:
+            raise ApiError(503, f"the server is unreachable ({type(e).__name__}); "
+                                "retry") from None
+        if r.status_code != 200:
+            raise ApiError(503, f"the server's broadcast is not available (status "
+                                f"{r.status_code}); retry")
+        try:
+            self.secrets.see_broadcast(round, r.content)
+        except (MessageError, DprecError) as e:
+            raise ApiError(503, f"the server's broadcast is malformed: {e}") from None
+        self._broadcast_round = round
 
     # -- forwarding -------------------------------------------------------------------------
 
@@ -696,6 +722,31 @@ def create_proxy_app(settings: ProxySettings) -> FastAPI:
         state.rate_limit(request)
         client_id = state.authenticate_client(authorization, x_dprec_client)
         return JSONResponse(await state.submit(round, client_id, request), status_code=202)
+
+    @app.post("/v1/secret", summary="Hand the proxy the operator's secret of the protocol",
+              responses=error_responses(401, 409, 422, 429, 503))
+    async def operator_secret(request: Request,
+                              authorization: Annotated[str | None, Header()] = None
+                              ) -> dict[str, Any]:
+        state.rate_limit(request)
+        if authorization is None:
+            raise ApiError(401, "missing credential: send Authorization: Bearer <shared secret>")
+        if not same_secret(bearer(authorization), settings.secret):
+            raise ApiError(401, "wrong credential")
+        await state.ensure_synced()
+        try:
+            doc = await request.json()
+        except ValueError:
+            raise ApiError(422, "the body must be a JSON object") from None
+        if not isinstance(doc, dict):
+            raise ApiError(422, "the body must be a JSON object")
+        if state.secrets is None:
+            raise ApiError(409, "this protocol's proxy takes no operator secret")
+        try:
+            state.secrets.adopt(doc)
+        except DprecError as e:
+            raise ApiError(409, str(e)) from None
+        return {"adopted": True}
 
     @app.post("/v1/rounds/{round}/close", summary="Close a round: forward the rest, or refuse",
               responses=error_responses(401, 409, 429, 503))

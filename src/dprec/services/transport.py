@@ -241,6 +241,11 @@ class RemoteProxy(Proxy):
     def start(self, rng: np.random.Generator) -> None:
         # the in-process proxy draws its generator from the simulation stream: so do we
         self.local.start(rng)
+        secret = getattr(self.local, "operator_secret", None)
+        if secret is not None:  # the key the in-process proxy checks with (cells=assigned)
+            doc = secret()
+            retrying(lambda: _call(lambda: self.admin.post("/v1/secret", json=doc)),
+                     self.retry_for)
         state = retrying(self.api.round, self.retry_for)
         self._enforced(state.get("threshold"))
         published = state.get("published")
@@ -338,6 +343,9 @@ class HttpTransport(Transport):
     """Run a protocol's server and proxy roles as the services at ``server_url`` and
     ``proxy_url``; the simulation holds the operator's ``secret`` and the ``token_key``
     its clients' tokens derive from."""
+
+    checks_assigned_cells = True
+    """The proxy service checks FMF-LDP's ``cells=assigned`` (it is handed the key)."""
 
     def __init__(self, server_url: str, proxy_url: str, secret: bytes, token_key: bytes,
                  retry_for: float = 120.0, concurrency: int = 4) -> None:

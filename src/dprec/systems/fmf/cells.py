@@ -121,6 +121,11 @@ class CellCheckingProxy(ShufflingProxy):
         self._shape = (int(k), int(n_items), int(n_factors))
         self.refused = 0
 
+    def operator_secret(self) -> dict[str, str]:
+        """The key, for the services' proxy to check with (``POST /v1/secret``; the same
+        check in :class:`~dprec.systems.fmf.proxy.AssignedCellsRelay`)."""
+        return {"cells_key": self._key.hex()}
+
     def forward(self, messages: Iterable[Any]) -> Iterator[Any]:
         seed = round_seed(self._broadcast())
         yield from super().forward(self._checked(m, seed) for m in messages)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ import numpy as np
 from dprec.errors import DprecError
 from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism
 from dprec.protocol.batches import ReportBatch
-from dprec.protocol.deployment import Deployment, DeviceReader
+from dprec.protocol.deployment import Deployment, DeviceReader, ProxySecrets
 from dprec.protocol.messages import (
     GradientReports,
     ItemMatrix,
@@ -140,6 +141,15 @@ class FmfDeployment(Deployment):
             shuffler.submit_batch(items, factors, client_ids=ids, values=values)
         return shuffler.flush().to_bytes()
 
+    def proxy_secrets(self, info: Any, state_dir: Path) -> ProxySecrets | None:
+        """``cells=assigned``: the proxy checks every upload's cells
+        (:class:`~dprec.systems.fmf.proxy.AssignedCellsRelay`); else it only shuffles."""
+        if info.config.get("cells", "chosen") != "assigned":
+            return None
+        from dprec.systems.fmf.proxy import AssignedCellsRelay  # the proxy's code, lazily
+
+        return AssignedCellsRelay(info, state_dir)
+
     def client_messages(self, message: Any, first_id: int) -> Iterator[tuple[int, bytes]]:
         if not isinstance(message, ReportBatch):
             raise DprecError(f"{type(message).__name__} is not a wire message: this system "
@@ -151,6 +161,8 @@ class FmfDeployment(Deployment):
 
     def terms(self, read: DeviceReader, info: Any) -> dict[str, Any]:
         n = info.n_items
+        if "cells" in info.config:  # a device draws its cells (cells=assigned: not yet)
+            read.choice("cells", ("chosen",))
         mech = read.choice("mechanism", ("none", *self.noisy))
         eps = None if mech == "none" else read.real("epsilon", positive=True)
         k = read.integer("k", "max_k")

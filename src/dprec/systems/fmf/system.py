@@ -200,11 +200,13 @@ class FederatedMF(Ranker):
         mech = None if c.exact else self._mechanism()
         ledger = PrivacyLedger(c.user_budget, n_users) if c.user_budget is not None else None
         assigned = c.cells == "assigned" and not c.exact
-        if assigned and self.transport is not None:
-            raise DprecError("cells=assigned runs in process only so far: the services' proxy "
-                             "and the sharded backends do not check the assignment yet; drop "
-                             "--backend/--transport or use cells=chosen")
-        # the proxy's registration key (simulated: from the run's stream)
+        if assigned and self.transport is not None \
+                and not getattr(self.transport, "checks_assigned_cells", False):
+            raise DprecError("cells=assigned runs in process or over the services only: the "
+                             "sharded backends do not check the assignment; drop --backend "
+                             "or use cells=chosen")
+        # the proxy's registration key (simulated: from the run's stream; over the services
+        # the simulation hands it to the proxy, so both runs assign the same cells)
         key = rng.bytes(32) if assigned else b""
         clients = client.FederatedClients(
             train, factors=c.factors, alpha=c.alpha, reg=c.regularization, k=c.k, clip=c.clip,

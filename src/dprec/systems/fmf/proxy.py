@@ -1,0 +1,117 @@
+"""The services proxy's check of FMF-LDP ``cells=assigned`` (issue 26 §1).
+
+The proxy holds the cells key (``token_u = HMAC-SHA256(key, id_u)``,
+:func:`~dprec.systems.fmf.cells.client_tokens`), fetches each round's broadcast V from the
+server, and admits an upload only if its k cells are
+:func:`~dprec.systems.fmf.cells.assigned_cells` of ``round_seed(V)`` and the sender's token
+(422 otherwise): the check :class:`~dprec.systems.fmf.cells.CellCheckingProxy` makes in
+process, per submission instead of per batch. Batches are shuffled as without the check.
+
+The key: the operator's (``POST /v1/secret`` before the first upload; a simulation hands
+the key its in-process run draws, so both runs assign the same cells), else made from the
+OS CSPRNG at the first upload. Kept in the state folder, so a restarted proxy checks with
+the same key. The server never sees it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dprec.errors import DprecError
+from dprec.protocol.deployment import ProxySecrets
+from dprec.protocol.messages import ItemMatrix64, Message, MessageError
+from dprec.random import secure_generator
+from dprec.systems.fmf.cells import assigned_cells, client_tokens, round_seed
+
+__all__ = ["KEY_FILE", "AssignedCellsRelay"]
+
+KEY_FILE = "fmf-cells.key"
+"""The cells key's file in the proxy's state folder (32 bytes, mode 0600)."""
+_KEY_BYTES = 32
+
+
+class AssignedCellsRelay(ProxySecrets):
+    """The service proxy's part of ``cells=assigned``: the key, the check of every upload
+    against the round's broadcast, and the usual shuffle of each batch."""
+
+    needs_broadcast = True
+
+    def __init__(self, info: Any, state_dir: Path) -> None:
+        self.info = info
+        self.path = Path(state_dir) / KEY_FILE
+        self._seeds: dict[int, bytes] = {}
+        self._key: bytes | None = None
+
+    def published(self) -> dict[str, Any]:
+        return {"cells": "assigned"}
+
+    def _held(self) -> bytes | None:
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return None
+        if len(raw) != _KEY_BYTES:
+            raise DprecError(f"{self.path} does not hold a {_KEY_BYTES}-byte cells key; "
+                             "restore it from a backup")
+        return raw
+
+    def _store(self, key: bytes) -> bytes:
+        """Write ``key`` unless a key is held already; the key held."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            held = self._held()
+            assert held is not None
+            return held
+        with os.fdopen(fd, "wb") as f:
+            f.write(key)
+            f.flush()
+            os.fsync(f.fileno())
+        return key
+
+    def key(self) -> bytes:
+        """The cells key: held, else a new one from the OS CSPRNG (read once, then kept)."""
+        if self._key is None:
+            held = self._held()
+            self._key = held if held is not None else self._store(os.urandom(_KEY_BYTES))
+        return self._key
+
+    def adopt(self, doc: Mapping[str, Any]) -> None:
+        raw = doc.get("cells_key")
+        try:
+            key = bytes.fromhex(raw) if isinstance(raw, str) else b""
+        except ValueError:
+            key = b""
+        if len(key) != _KEY_BYTES:
+            raise DprecError(f"cells_key must be {_KEY_BYTES} bytes in hex")
+        if self._store(key) != key:
+            raise DprecError("this proxy already holds another cells key (it may have "
+                             "checked uploads with it): give the operator's key before the "
+                             "first upload, or start the proxy on a fresh --state")
+
+    def see_broadcast(self, round: int, body: bytes) -> None:
+        V = ItemMatrix64.from_bytes(body).check_for(self.info.n_items, self.info.n_factors)
+        self._seeds = {round: round_seed(V.matrix)}
+
+    def admit(self, message: Message, round: int) -> None:
+        seed = self._seeds.get(round)
+        if seed is None:
+            raise MessageError(f"the proxy has not read round {round}'s broadcast; retry")
+        items, factors = assigned_cells(
+            seed, client_tokens(self.key(), np.array([message.client_id])),  # type: ignore[attr-defined]
+            int(self.info.k), int(self.info.n_items), int(self.info.n_factors))
+        if not (np.array_equal(message.items, items[0])  # type: ignore[attr-defined]
+                and np.array_equal(message.factors, factors[0])):  # type: ignore[attr-defined]
+            raise MessageError("the reports' cells are not the ones assigned to this client "
+                               "this round (cells=assigned: SHAKE-256 of the round's seed and "
+                               "the client's token)")
+
+    def release(self, rows: list[bytes], round: int, threshold: int) -> bytes:
+        """The rows shuffled as without the check (canonical order, CSPRNG permutation)."""
+        return self.info.deployment.shuffle(rows, self.info, secure_generator(), threshold)
