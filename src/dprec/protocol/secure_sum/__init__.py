@@ -17,7 +17,9 @@ bytes. docs/secure_sum.md gives the numbers, the threat model and the measured c
 Modules, one job each: :mod:`.params` (q, gamma, m and the no-wrap bound), :mod:`.sealed`
 (the HPKE-style sealed box), :mod:`.ring` (masks and encoding in ``Z_{2^b}^d``),
 :mod:`.messages` (upload and release records), :mod:`.client`, :mod:`.proxy` and
-:mod:`.server` (the three roles' steps), :mod:`.errors`. The package imports no role module,
+:mod:`.server` (the three roles' steps), :mod:`.errors`, :mod:`.noise_shares` (the clients'
+Skellam noise shares, for any range of clients) and :mod:`.in_process` (the simulation's
+proxy: one exact sum per round, at ``min_honest``). The package imports no role module,
 so a client importing it never reaches the proxy's or the server's code.
 """
 

@@ -15,11 +15,12 @@ client and round:
 - ``v_u = R(gamma g_u)`` if sampled, else 0 (:func:`dprec.protocol.secure_sum.client.quantise`);
 - plus its share ``Sk(mu / t)`` (secure aggregation; every client, sampled or not).
 
-The shares of a round are drawn as dpals draws its own (:class:`dprec.systems.dpals.noise.
-ShareNoise`): one summed Skellam draw split exactly into the N clients' shares by a binomial
-tree, so a block's sum costs ``O(log N)`` splits instead of one draw per client, and each
-client's own share (what it seals over the services) is its leaf; the block, the shard and
-the single device add up to the same integers.
+The shares of a round are drawn as dpals draws its own
+(:class:`dprec.protocol.secure_sum.noise_shares.ShareNoise`): one summed Skellam draw split
+exactly into the N clients' shares by a binomial tree, so a block's sum costs ``O(log N)``
+splits instead of one draw per client, and each client's own share (what it seals over the
+services) is its leaf; the block, the shard and the single device add up to the same
+integers.
 """
 
 from __future__ import annotations
@@ -32,10 +33,10 @@ import scipy.sparse as sp
 from dprec.errors import DprecError
 from dprec.protocol.engine import Clients, Sent, client_ids
 from dprec.protocol.secure_sum.client import quantise
+from dprec.protocol.secure_sum.noise_shares import ShareNoise, consecutive_runs
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.random import derive_generator
 from dprec.systems.dp_fedavg.messages import ClientBlock, FedAvgModel
-from dprec.systems.dpals.noise import ShareNoise
 from dprec.systems.fmf.client import check_item_matrix, user_vectors
 
 __all__ = ["FedAvgClients", "check_model", "clipped_weights"]
@@ -64,16 +65,6 @@ def check_model(model: object, n_items: int, factors: int, secure: bool) -> FedA
         raise DprecError("the broadcast carries no server key: a client has nothing to seal "
                          "its share to; refused")
     return model
-
-
-def _runs(ids: np.ndarray) -> list[tuple[int, int]]:
-    """``ids`` (increasing) as maximal runs ``[start, stop)`` of consecutive ids."""
-    if ids.size == 0:
-        return []
-    cut = np.flatnonzero(np.diff(ids) != 1) + 1
-    starts = np.concatenate([[0], cut])
-    stops = np.concatenate([cut, [ids.size]])
-    return [(int(ids[a]), int(ids[b - 1]) + 1) for a, b in zip(starts, stops, strict=True)]
 
 
 class FedAvgClients(Clients):
@@ -197,7 +188,7 @@ class FedAvgClients(Clients):
         self.sampled_per_round[-1] += sampled
         noise = self._shares(seed)
         if noise is not None:
-            for lo, hi in _runs(self.ids[start:stop]):
+            for lo, hi in consecutive_runs(self.ids[start:stop]):
                 total += noise.range_sum(lo, hi)
         return total
 
@@ -208,7 +199,7 @@ class FedAvgClients(Clients):
         noise = self._shares(seed)
         if noise is not None:
             rows += np.concatenate([noise.leaves(lo, hi)
-                                    for lo, hi in _runs(self.ids[start:stop])])
+                                    for lo, hi in consecutive_runs(self.ids[start:stop])])
         return rows
 
     def sent(self) -> list[Sent]:

@@ -4,7 +4,8 @@
 Both forward ONE batch per round, and only once ``threshold`` (= ``min_honest``) distinct
 clients contributed: fewer honest shares than ``min_honest`` would carry less noise than
 the guarantee is calibrated for, and a second batch would reveal the sum of a subset
-(docs/secure_sum.md, "One batch per round").
+(docs/secure_sum.md, "One batch per round"; the rule lives in
+:class:`~dprec.protocol.secure_sum.in_process.InProcessSumProxy`).
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ import numpy as np
 
 from dprec.errors import DprecError
 from dprec.protocol.deployment import ProxySecrets
-from dprec.protocol.engine import Proxy
 from dprec.protocol.messages import Message, MessageError
 from dprec.protocol.secure_sum.errors import SecureSumError
+from dprec.protocol.secure_sum.in_process import PUBLISHED_KEY, InProcessSumProxy
 from dprec.protocol.secure_sum.messages import Upload, associated_data
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.proxy import SecureSumProxy
@@ -63,7 +64,7 @@ class SecureSumRelay(ProxySecrets):
         self.keys = proxy_keys(state_dir)
 
     def published(self) -> dict[str, Any]:
-        return {"secure_sum_proxy_key": self.keys.public.hex()}
+        return {PUBLISHED_KEY: self.keys.public.hex()}
 
     def admit(self, message: Message, round: int) -> None:
         if not isinstance(message, SumUpload):
@@ -85,59 +86,15 @@ class SecureSumRelay(ProxySecrets):
         return SumRelease(agg.release().to_bytes()).to_bytes()
 
 
-class ExactSumProxy(Proxy):
-    """The in-process proxy: forwards the exact integer sum of the round's noisy vectors
-    (what the secure sum releases to the server, bit for bit), once at least
-    ``threshold`` clients contributed; never a second batch."""
+class ExactSumProxy(InProcessSumProxy):
+    """The in-process proxy (:class:`InProcessSumProxy`): forwards the exact integer sum of
+    the round's :class:`NoisyVectors` as one :class:`ExactSum`, once at least ``threshold``
+    clients contributed."""
 
-    def __init__(self, threshold: int) -> None:
-        if isinstance(threshold, bool) or int(threshold) != threshold or threshold < 1:
-            raise DprecError(f"threshold must be an integer >= 1, got {threshold!r}")
-        self.threshold = int(threshold)
-        self.senders = 0
-        self.batches: list[int] = []
-        """Senders in each batch the server received in the last round (one, or none)."""
-        self.public_key: bytes | None = None
+    system, accepts, accepts_plural = "dp-pop's", NoisyVectors, "NoisyVectors"
 
-    def start(self, rng: np.random.Generator) -> None:
-        """A key pair from the OS CSPRNG (never from ``rng``: it changes no sum)."""
-        self.public_key = KeyPair().public
+    def part(self, message: NoisyVectors) -> np.ndarray:
+        return message.vectors.sum(axis=0, dtype=np.int64)
 
-    def adopt_published(self, published: dict[str, Any]) -> None:
-        """Over the services: the proxy's published key is what clients seal seeds to."""
-        raw = published.get("secure_sum_proxy_key")
-        if not isinstance(raw, str) or len(raw) != 2 * KEY_BYTES:
-            raise DprecError("the proxy publishes no 32-byte secure-sum key")
-        self.public_key = bytes.fromhex(raw)
-
-    def forward(self, messages: Any) -> Any:
-        total: np.ndarray | None = None
-        senders = 0
-        for m in messages:
-            if not isinstance(m, NoisyVectors):
-                raise DprecError(f"dp-pop's proxy sums NoisyVectors, got {type(m).__name__}")
-            part = m.vectors.sum(axis=0, dtype=np.int64)
-            total = part if total is None else total + part
-            senders += m.n_clients
-        batch = self.forward_sum(total, senders)
-        if batch is not None:
-            yield batch
-
-    def forward_sum(self, total: np.ndarray | None, senders: int) -> ExactSum | None:
-        """The round's one batch from the exact sum of ``senders`` clients' noisy vectors
-        (summed here, or by the shards of a sharded run); None below the threshold."""
-        self.forwarded = False
-        self.senders = int(senders)
-        self.batches = []
-        if total is None or self.senders < self.threshold:
-            return None
-        self.forwarded = True
-        self.batches = [self.senders]
-        return ExactSum(np.asarray(total, np.int64), self.senders)
-
-    def account(self, event: Any) -> Any:
-        """The event itself: one batch carries the round's whole noise."""
-        if len(self.batches) != 1:
-            raise DprecError(f"a secure-sum round must reach the server as one batch, got "
-                             f"{len(self.batches)}: each batch would reveal its own sum")
-        return event
+    def batch(self, total: np.ndarray, senders: int) -> ExactSum:
+        return ExactSum(total, senders)

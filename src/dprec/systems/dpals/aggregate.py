@@ -17,8 +17,8 @@ from typing import Literal
 import numpy as np
 
 from dprec.mechanisms.skellam import SkellamMechanism
+from dprec.protocol.secure_sum.noise_shares import noise_share
 from dprec.random import derive_generator
-from dprec.systems.dpals.client import noise_share
 
 __all__ = ["Aggregation", "ShareDraws", "noisy_release"]
 

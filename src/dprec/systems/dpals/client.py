@@ -34,20 +34,20 @@ import numpy as np
 import scipy.sparse as sp
 
 from dprec.errors import InvalidParameterError
-from dprec.mechanisms.skellam import SkellamMechanism
 from dprec.models.als import solve_user_factors
 from dprec.random import derive_generator
 from dprec.systems.dpals.draws import pair_state, stream_key, uniform_at
 from dprec.systems.dpals.statistics import stats_width, triangle_size
 
-__all__ = ["COUNT", "GRAM", "SELECT", "SHARE", "STATS", "Weighting", "client_generator",
-           "clip_users", "count_sample", "gram_statistics", "item_statistics", "noise_share",
+__all__ = ["COUNT", "GRAM", "SELECT", "STATS", "Weighting", "client_generator",
+           "clip_users", "count_sample", "gram_statistics", "item_statistics",
            "select_items", "solve_users"]
 
 Weighting = Literal["uniform", "tail", "adaptive"]
 
-SELECT, COUNT, STATS, GRAM, SHARE = "select", "count", "stats", "gram", "share"
-"""Purposes of the client's generators."""
+SELECT, COUNT, STATS, GRAM = "select", "count", "stats", "gram"
+"""Purposes of the client's generators (its noise shares' are
+:mod:`dprec.protocol.secure_sum.noise_shares`')."""
 
 _ACCUMULATOR_BYTES = 1 << 28
 """The most memory the per-thread accumulators of :func:`item_statistics` take together."""
@@ -279,10 +279,3 @@ def gram_statistics(U: np.ndarray, gamma: float, seed: int, round_id: int,
     n, t = U.shape[0], triangle_size(U.shape[1])
     return _gram_statistics(U, _user_ids(ids, n), stream_key(seed, GRAM, round_id),
                             float(gamma), _chunks(np.arange(n + 1, dtype=np.int64), t))
-
-
-def noise_share(mu_share: float, shape: int | tuple[int, ...], seed: int, release: str,
-                round_id: int, user: int) -> np.ndarray:
-    """User ``user``'s Skellam share ``Sk(mu_share)`` of one release, from its generator."""
-    rng = client_generator(seed, SHARE, round_id, user, release)
-    return SkellamMechanism(mu_share).noise(shape, rng)

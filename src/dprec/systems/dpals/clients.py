@@ -1,8 +1,9 @@
 """dpals' simulated clients as the engine's client role: per round each client turns the
 server's broadcast into ONE integer vector for the secure sum (:mod:`.plan`), vectorised
 over all clients at once: one block per round, whose total is the exact sum plus the summed
-noise shares (:class:`~.noise.ShareNoise`, O(length) at the root) and whose clients' own
-vectors are built on demand, a few at a time (what the services seal).
+noise shares (:class:`~dprec.protocol.secure_sum.noise_shares.ShareNoise`, O(length) at
+the root) and whose clients' own vectors are built on demand, a few at a time (what the
+services seal).
 
 - Count round: its k-hot sample of its items (:func:`~.client.count_sample`).
 - ALS round: it checks the broadcast item factors (shape, finite), solves and clips its own
@@ -10,7 +11,7 @@ vectors are built on demand, a few at a time (what the services seal).
   and global Gramian term (:func:`~.client.item_statistics`, :func:`~.client.gram_statistics`),
   with the items it selected once from the DP counts (:func:`~.client.select_items`).
 
-Each release gets the client's noise share (:class:`~.noise.ShareNoise`). Every draw comes
+Each release gets the client's noise share (:class:`ShareNoise`). Every draw comes
 from generators keyed by the run's seed and the client's global id, so a block, a shard or
 one device produces the same integers, and ``total`` of a block is the sum of its clients'
 own vectors bit for bit.
@@ -26,6 +27,7 @@ import scipy.sparse as sp
 
 from dprec.errors import DprecError
 from dprec.protocol.engine import Clients, Sent
+from dprec.protocol.secure_sum.noise_shares import ShareNoise, consecutive_runs
 from dprec.systems.dpals.client import (
     clip_users,
     count_sample,
@@ -35,7 +37,6 @@ from dprec.systems.dpals.client import (
     solve_users,
 )
 from dprec.systems.dpals.messages import ClientBlock, DpalsModel
-from dprec.systems.dpals.noise import ShareNoise
 from dprec.systems.dpals.plan import RoundPlan, RunPlan, items_bound
 
 __all__ = ["BLOCK_CELLS", "DpalsClients", "check_model"]
@@ -60,16 +61,6 @@ def check_model(model: Any, n_items: int, factors: int, counts: bool) -> DpalsMo
         raise DprecError(f"the broadcast must carry the DP counts of {n_items} items after "
                          f"the count round, got {model.counts.shape}: refused")
     return model
-
-
-def _runs(ids: np.ndarray) -> list[tuple[int, int]]:
-    """``ids`` (increasing) as maximal runs ``[start, stop)`` of consecutive ids."""
-    if ids.size == 0:
-        return []
-    cut = np.flatnonzero(np.diff(ids) != 1) + 1
-    starts = np.concatenate([[0], cut])
-    stops = np.concatenate([cut, [ids.size]])
-    return [(int(ids[a]), int(ids[b - 1]) + 1) for a, b in zip(starts, stops, strict=True)]
 
 
 class DpalsClients(Clients):
@@ -139,7 +130,8 @@ class DpalsClients(Clients):
         return np.concatenate([stats.ravel(), gram])
 
     def _noise_sum(self, a: int, b: int) -> np.ndarray:
-        return np.concatenate([sum((n.range_sum(lo, hi) for lo, hi in _runs(self.ids[a:b])),
+        runs = consecutive_runs(self.ids[a:b])
+        return np.concatenate([sum((n.range_sum(lo, hi) for lo, hi in runs),
                                    np.zeros(n.dimension, np.int64))
                                for n in self._noise])
 
@@ -150,7 +142,7 @@ class DpalsClients(Clients):
     def block_vectors(self, a: int, b: int) -> np.ndarray:
         """Rows ``a..b-1``'s own noisy vectors (what each device seals)."""
         exact = np.stack([self._exact(i, i + 1) for i in range(a, b)])
-        runs = _runs(self.ids[a:b])
+        runs = consecutive_runs(self.ids[a:b])
         noise = [np.concatenate([n.leaves(lo, hi) for lo, hi in runs]) for n in self._noise]
         return exact + np.hstack(noise)
 

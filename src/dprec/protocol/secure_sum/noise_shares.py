@@ -1,10 +1,11 @@
-"""The clients' Skellam shares of one dpals release, for any range of clients.
+"""The clients' Skellam noise shares of one secure-sum release, for any range of clients
+(dpals' releases and dp-fedavg's rounds draw theirs here).
 
 A client's share is ``Sk(lam) = P - P'`` with ``P, P'`` independent ``Poisson(lam)``
 (Agarwal, Kairouz, Liu, NeurIPS 2021). Two ways to draw the ``n`` shares of a release:
 
 - ``per-client``: client ``u`` draws its share from its own generator
-  (:func:`~dprec.systems.dpals.client.noise_share`); a range sums its clients' shares.
+  (:func:`noise_share`); a range sums its clients' shares.
 - ``summed``: a binary tree over the clients ``[0, n)``. The root holds the Poisson parts of
   the total, ``(P, P') ~ Poisson(n lam)^2`` per coordinate (the draw of
   :func:`~dprec.systems.dpals.aggregate.noisy_release`); a node ``[lo, hi)`` splits at
@@ -17,17 +18,42 @@ A client's share is ``Sk(lam) = P - P'`` with ``P, P'`` independent ``Poisson(la
 
 Either way the total over all clients, a block, a shard or one device is the same integer
 vector, however the clients are grouped: the in-process sum, the sharded partials and the
-services' per-client uploads agree bit for bit.
+services' per-client uploads agree bit for bit. A block of clients is a set of ids, summed
+over its maximal runs of consecutive ids (:func:`consecutive_runs`).
+
+Every generator is derived under the label :data:`LABEL` (``"dpals"``), whichever system
+draws: the labels are part of each draw's seed, so renaming them would change every share
+and every published number of dpals and dp-fedavg; they keep the bytes they had.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from dprec.mechanisms.skellam import SkellamMechanism
 from dprec.random import derive_generator
-from dprec.systems.dpals.client import noise_share
 
-__all__ = ["ShareNoise"]
+__all__ = ["LABEL", "ShareNoise", "consecutive_runs", "noise_share"]
+
+LABEL = "dpals"
+"""The first label of every generator drawn here (module docstring: kept for the numbers)."""
+
+
+def noise_share(mu_share: float, shape: int | tuple[int, ...], seed: int, release: str,
+                round_id: int, user: int) -> np.ndarray:
+    """User ``user``'s Skellam share ``Sk(mu_share)`` of one release, from its generator."""
+    rng = derive_generator(seed, LABEL, "share", release, round_id, user)
+    return SkellamMechanism(mu_share).noise(shape, rng)
+
+
+def consecutive_runs(ids: np.ndarray) -> list[tuple[int, int]]:
+    """``ids`` (increasing) as maximal runs ``[start, stop)`` of consecutive ids."""
+    if ids.size == 0:
+        return []
+    cut = np.flatnonzero(np.diff(ids) != 1) + 1
+    starts = np.concatenate([[0], cut])
+    stops = np.concatenate([cut, [ids.size]])
+    return [(int(ids[a]), int(ids[b - 1]) + 1) for a, b in zip(starts, stops, strict=True)]
 
 
 class ShareNoise:
@@ -44,13 +70,13 @@ class ShareNoise:
         self._root: tuple[np.ndarray, np.ndarray] | None = None
 
     def _node_rng(self, lo: int, hi: int) -> np.random.Generator:
-        return derive_generator(self.seed, "dpals", "split", self.release, self.round_id,
+        return derive_generator(self.seed, LABEL, "split", self.release, self.round_id,
                                 lo, hi)
 
     def root(self) -> tuple[np.ndarray, np.ndarray]:
         """The Poisson parts of the total (drawn once)."""
         if self._root is None:
-            rng = derive_generator(self.seed, "dpals", "shares", self.release, self.round_id)
+            rng = derive_generator(self.seed, LABEL, "shares", self.release, self.round_id)
             lam = self.mu_share * self.n
             self._root = (rng.poisson(lam, self.dimension), rng.poisson(lam, self.dimension))
         return self._root

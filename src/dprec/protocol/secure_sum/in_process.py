@@ -1,0 +1,111 @@
+"""The in-process proxy of a secure-sum system: what the secure sum hands the server each round.
+
+It forwards ONE batch per round, the exact integer sum of the round's client vectors (what
+the cryptographic secure sum releases to the server, bit for bit; issue 23 §1), and only once
+``threshold`` (= ``min_honest``) clients contributed: fewer honest shares than ``min_honest``
+would carry less noise than the guarantee is calibrated for, and a second batch would reveal
+the sum of a subset (docs/secure_sum.md, "One batch per round"). A sharded run sums in its
+shards and hands the total to :meth:`InProcessSumProxy.forward_sum`.
+
+dp-pop, dpals and dp-fedavg subclass it with what differs: the message they sum, how one
+message's vectors add up, the batch they hand the server, and whether the simulation makes a
+key pair of its own (over the services the proxy's published key is adopted instead).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Iterable, Iterator
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dprec.errors import DprecError
+from dprec.protocol.engine import Proxy
+from dprec.protocol.secure_sum.sealed import KEY_BYTES, KeyPair
+
+__all__ = ["PUBLISHED_KEY", "InProcessSumProxy"]
+
+PUBLISHED_KEY = "secure_sum_proxy_key"
+"""The field of the service proxy's published record holding its X25519 key (hex)."""
+
+
+class InProcessSumProxy(Proxy):
+    """Sums the round's client messages into one batch, once ``threshold`` clients sent;
+    never a second batch. It draws nothing from the run's generator."""
+
+    system: ClassVar[str]
+    """Whose proxy, for errors (e.g. ``"dp-pop's"``)."""
+    accepts: ClassVar[type]
+    """The client message it sums (each has ``n_clients``)."""
+    accepts_plural: ClassVar[str]
+    """That message's name in the plural, for errors."""
+    key_in_process: ClassVar[bool] = True
+    """Whether :meth:`start` makes a key pair (the in-process clients then seal to it)."""
+
+    def __init__(self, threshold: int) -> None:
+        if isinstance(threshold, bool) or int(threshold) != threshold or threshold < 1:
+            raise DprecError(f"threshold must be an integer >= 1, got {threshold!r}")
+        self.threshold = int(threshold)
+        self.senders = 0
+        self.batches: list[int] = []
+        """Senders in each batch the server received in the last round (one, or none)."""
+        self.public_key: bytes | None = None
+        """The key clients seal their mask seeds to (None: nothing is sealed)."""
+
+    @abstractmethod
+    def part(self, message: Any) -> np.ndarray:
+        """One accepted message's vectors, summed (int64)."""
+
+    @abstractmethod
+    def batch(self, total: np.ndarray, senders: int) -> Any:
+        """The batch the server receives: the exact sum ``total`` of ``senders`` clients."""
+
+    def start(self, rng: np.random.Generator) -> None:
+        """With :attr:`key_in_process`, a key pair from the OS CSPRNG (never from ``rng``: it
+        changes no sum)."""
+        if self.key_in_process:
+            self.public_key = KeyPair().public
+
+    def adopt_published(self, published: dict[str, Any]) -> None:
+        """Over the services: the proxy's published key is what clients seal seeds to."""
+        raw = published.get(PUBLISHED_KEY)
+        try:
+            key = bytes.fromhex(raw) if isinstance(raw, str) else b""
+        except ValueError:
+            key = b""
+        if len(key) != KEY_BYTES:
+            raise DprecError(f"the proxy publishes no {KEY_BYTES}-byte secure-sum key")
+        self.public_key = key
+
+    def forward(self, messages: Iterable[Any]) -> Iterator[Any]:
+        total: np.ndarray | None = None
+        senders = 0
+        for m in messages:
+            if not isinstance(m, self.accepts):
+                raise DprecError(f"{self.system} proxy sums {self.accepts_plural}, got "
+                                 f"{type(m).__name__}")
+            part = self.part(m)
+            total = part.copy() if total is None else total + part
+            senders += m.n_clients
+        batch = self.forward_sum(total, senders)
+        if batch is not None:
+            yield batch
+
+    def forward_sum(self, total: np.ndarray | None, senders: int) -> Any:
+        """The round's one batch from the exact sum of ``senders`` clients' vectors (summed
+        here, or by the shards of a sharded run); None below the threshold."""
+        self.senders = int(senders)
+        self.batches = []
+        self.forwarded = total is not None and self.senders >= self.threshold
+        if not self.forwarded:
+            return None
+        self.batches = [self.senders]
+        return self.batch(np.asarray(total, np.int64), self.senders)
+
+    def account(self, event: Any) -> Any:
+        """The event itself: one batch carries the round's whole noise."""
+        if len(self.batches) != 1:
+            raise DprecError(f"a secure-sum round must reach the server as one batch, got "
+                             f"{len(self.batches)}: each batch would reveal its own sum")
+        return event
