@@ -67,10 +67,12 @@ def test_a_proxy_of_chosen_cells_takes_no_operator_secret(tmp_path):
         assert r.status_code == 409 and "no operator secret" in r.text
 
 
-def test_a_device_refuses_assigned_cells_it_cannot_compute_yet():
-    DevicePolicy().read(fmf_info(cells="chosen"))
-    with pytest.raises(BadReply, match="config.cells must be one of chosen"):
-        DevicePolicy().read(fmf_info(cells="assigned"))
+def test_a_device_refuses_a_cell_rule_it_does_not_know():
+    DevicePolicy().read(fmf_info(cells="assigned"))  # tests/client/test_device_assigned_cells
+    info = fmf_info(cells="chosen")
+    info.config["cells"] = "mine"
+    with pytest.raises(BadReply, match="config.cells must be one of chosen, assigned"):
+        DevicePolicy().read(info)
 
 
 @pytest.mark.slow  # a server and a proxy, one request per client and round

@@ -21,11 +21,19 @@ the ledger, and no round of a run ever gets two different messages:
 4. charge (run, round) in the ledger (on disk; once per key), then submit.
 
 A 409 on a re-send means the first one had arrived.
+
+FMF-LDP ``cells=assigned`` (issue 26 §1): the device downloads the float64 broadcast
+(``item-matrix-f64``, whose bytes the round seed hashes) and, in step 3, its own cells token
+from the proxy (:meth:`DeviceClient.cells_token`); the cells are then
+:func:`~dprec.systems.fmf.cells.assigned_cells`, the simulation's and the proxy's function.
+The cost is unchanged (k x eps): the cells depend on V and the token only, never on the
+history, whatever token a hostile proxy sends.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +50,7 @@ from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.messages import Message
 from dprec.selection import top_k_row
 from dprec.systems.dplcf.messages import NeighbourLists
+from dprec.systems.fmf.cells import parse_token
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +80,7 @@ class DeviceClient:
         self.source = source or SecureSource()
         self._info: ProtocolInfo | None = None
         self._terms: ProtocolTerms | None = None
+        self._cells_token: bytes | None = None
 
     def describe(self) -> ProtocolTerms:
         """Fetch the server's description and read it under the policy (refreshing
@@ -121,9 +131,12 @@ class DeviceClient:
         return self.info.deployment.decode_artefact(t, self._artefact(t.artefact))
 
     def item_matrix(self) -> np.ndarray:
-        """FMF-LDP's V (float32 on the wire, float64 here), refetched only when changed."""
+        """FMF-LDP's V (float32 on the wire, float64 with ``cells=assigned``; float64 here),
+        refetched only when changed."""
         t = self.terms
-        return self.info.deployment.decode_artefact(t, self._artefact("item-matrix"))  # type: ignore[no-any-return]
+        if t.artefact not in ("item-matrix", "item-matrix-f64"):
+            raise DprecError(f"{t.system} publishes {t.artefact}, not an item matrix")
+        return self.info.deployment.decode_artefact(t, self._artefact(t.artefact))  # type: ignore[no-any-return]
 
     def neighbours(self) -> NeighbourLists:
         """DPLCF's neighbour lists, refetched only when changed."""
@@ -153,8 +166,24 @@ class DeviceClient:
                            f"for {terms.system}, got {r!r}")
         return r
 
+    def cells_token(self) -> bytes:
+        """FMF-LDP ``cells=assigned``: this client's cells token, from the proxy (``GET
+        /v1/cells/token``, authenticated with its token), checked (:class:`BadReply` unless
+        32 bytes in hex) and kept for this object's life. Any token leaves the report law's
+        privacy intact (the cells depend on the token and V only, never on the history); a
+        wrong one only gets the report refused (422)."""
+        if self._cells_token is None:
+            doc = self.proxy.cells_token(self.client_id, self.token)
+            try:
+                self._cells_token = parse_token(doc.get("cells_token"))
+            except DprecError as e:
+                raise BadReply(f"GET /v1/cells/token: {e}") from None
+        return self._cells_token
+
     def _message(self, history: sp.csr_matrix, round: int, terms: ProtocolTerms) -> bytes:
         """The system's client step (its descriptor's), on a fresh secure generator."""
+        if terms.cells == "assigned":
+            terms = replace(terms, cells_token=self.cells_token())
         return self.info.deployment.client_step(terms, history, round,
                                                 self.source.generator(), self.client_id,
                                                 self.artefact)

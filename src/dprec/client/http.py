@@ -284,6 +284,13 @@ class ProxyAPI:
     def round(self) -> dict[str, Any]:
         return _fetch(self.client, "GET", "/v1/round", limit=MAX_JSON_BYTES).json()
 
+    def cells_token(self, client_id: int, token: str) -> dict[str, Any]:
+        """``GET /v1/cells/token``: the client's own FMF-LDP cells token (``cells=assigned``),
+        as the proxy sends it (the caller checks it); :class:`ServiceError` on a refusal."""
+        headers = {"Authorization": f"Bearer {token}", "X-Dprec-Client": str(int(client_id))}
+        return _fetch(self.client, "GET", "/v1/cells/token", limit=MAX_JSON_BYTES,
+                      headers=headers).json()
+
     def submit(self, round: int, client_id: int, token: str, body: bytes) -> dict[str, Any]:
         """Submit ``body`` (one client's message) for ``round``; :class:`ServiceError` on a
         refusal (409 for a second submission in the round), :class:`Unreachable` if no

@@ -80,6 +80,12 @@ class ProtocolTerms:
     clip: float = 0.0
     neighbours: int = 0
     neighbourhood: str = ""
+    cells: str = "chosen"
+    """FMF-LDP's cell rule: ``chosen`` (the device draws its k cells) or ``assigned`` (they
+    are :func:`~dprec.systems.fmf.cells.assigned_cells` of the broadcast and its token)."""
+    cells_token: bytes = b""
+    """``cells=assigned``: the device's own token, fetched from the proxy by
+    :class:`~dprec.client.device.DeviceClient` (never part of the server's description)."""
 
     def build_mechanism(self) -> Any:
         """The local mechanism (None for ``none``); :class:`BadReply` if its epsilon is

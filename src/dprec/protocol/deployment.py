@@ -97,6 +97,11 @@ class ProxySecrets(ABC):
         :class:`DprecError` if this protocol takes none or holds another."""
         raise DprecError("this protocol's proxy takes no operator secret")
 
+    def client_secret(self, client_id: int) -> dict[str, Any]:
+        """What this proxy hands the authenticated client ``client_id`` alone (JSON; e.g.
+        FMF-LDP's cells token); :class:`DprecError` if this protocol hands clients none."""
+        raise DprecError("this protocol's proxy hands clients no secret")
+
 
 class Deployment(ABC):
     """The device-safe half of a deployable system (see the module docstring)."""

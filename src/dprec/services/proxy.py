@@ -28,7 +28,9 @@ repeating an accepted upload's id (:meth:`~dprec.protocol.deployment.Deployment.
 is a replay (409). The batch is computed from the held submissions alone, so a proxy
 killed mid-round and restarted releases the same sum. A secret part that checks uploads
 against the round's broadcast (FMF-LDP's ``cells=assigned``) gets it from the server at the
-round's first upload; one that takes the operator's key gets it by ``POST /v1/secret``.
+round's first upload; one that takes the operator's key gets it by ``POST /v1/secret``; one
+that hands each client its own secret (FMF-LDP's cells token) answers ``GET /v1/cells/token``
+to that client alone (its token and id, as for uploads; 401 otherwise).
 
 What a 202 promises: the submission is held on disk and the round's outcome accounts for it,
 as forwarded (the server took its batch), below the threshold, or lost; the proxy never
@@ -722,6 +724,22 @@ def create_proxy_app(settings: ProxySettings) -> FastAPI:
         state.rate_limit(request)
         client_id = state.authenticate_client(authorization, x_dprec_client)
         return JSONResponse(await state.submit(round, client_id, request), status_code=202)
+
+    @app.get("/v1/cells/token", summary="The authenticated client's own cells token",
+             responses=error_responses(401, 409, 429, 503))
+    async def client_secret(request: Request,
+                            authorization: Annotated[str | None, Header()] = None,
+                            x_dprec_client: Annotated[str | None, Header(max_length=32)] = None,
+                            ) -> dict[str, Any]:
+        state.rate_limit(request)
+        client_id = state.authenticate_client(authorization, x_dprec_client)
+        await state.ensure_synced()
+        if state.secrets is None:
+            raise ApiError(409, "this protocol's proxy hands clients no secret")
+        try:
+            return state.secrets.client_secret(client_id)
+        except DprecError as e:
+            raise ApiError(409, str(e)) from None
 
     @app.post("/v1/secret", summary="Hand the proxy the operator's secret of the protocol",
               responses=error_responses(401, 409, 422, 429, 503))

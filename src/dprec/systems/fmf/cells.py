@@ -40,10 +40,13 @@ from dprec.errors import DprecError
 from dprec.protocol.batches import ReportBatch
 from dprec.protocol.engine import ShufflingProxy
 
-__all__ = ["DOMAIN", "CellCheckingProxy", "assigned_cells", "client_tokens", "round_seed"]
+__all__ = ["CELLS_TOKEN_BYTES", "DOMAIN", "CellCheckingProxy", "assigned_cells",
+           "client_tokens", "parse_token", "round_seed"]
 
 DOMAIN = b"dprec/fmf-ldp/assigned-cells/v1"
 """Domain-separation prefix of the round seed."""
+CELLS_TOKEN_BYTES = 32
+"""Bytes of a client's token (one HMAC-SHA256)."""
 
 
 def round_seed(V: np.ndarray) -> bytes:
@@ -62,6 +65,21 @@ def client_tokens(key: bytes, ids: np.ndarray) -> list[bytes]:
     raw = np.asarray(ids, "<i8")
     return [hmac.new(key, raw[j:j + 1].tobytes(), hashlib.sha256).digest()
             for j in range(len(raw))]
+
+
+def parse_token(text: object) -> bytes:
+    """A token sent as hex (a device reading its proxy's reply): exactly
+    :data:`CELLS_TOKEN_BYTES` bytes, else :class:`DprecError`."""
+    if not isinstance(text, str) or len(text) != 2 * CELLS_TOKEN_BYTES:
+        raise DprecError(f"a cells token must be {2 * CELLS_TOKEN_BYTES} hex digits, got "
+                         f"{str(text)[:80]!r}")
+    try:
+        raw = bytes.fromhex(text)
+    except ValueError:
+        raw = b""
+    if len(raw) != CELLS_TOKEN_BYTES:
+        raise DprecError(f"a cells token must be hex, got {text[:80]!r}")
+    return raw
 
 
 def assigned_cells(seed: bytes, tokens: list[bytes], k: int, n_items: int, n_factors: int

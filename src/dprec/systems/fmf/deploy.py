@@ -18,6 +18,7 @@ from dprec.protocol.deployment import Deployment, DeviceReader, ProxySecrets
 from dprec.protocol.messages import (
     GradientReports,
     ItemMatrix,
+    ItemMatrix64,
     Message,
     MessageError,
     ShuffledReports,
@@ -25,6 +26,7 @@ from dprec.protocol.messages import (
     ValueReports,
 )
 from dprec.protocol.shuffler import Shuffler
+from dprec.systems.fmf.cells import CELLS_TOKEN_BYTES
 from dprec.systems.fmf.client import FederatedClients, check_item_matrix, user_vectors
 
 __all__ = ["DEPLOYMENT", "FmfDeployment"]
@@ -161,16 +163,18 @@ class FmfDeployment(Deployment):
 
     def terms(self, read: DeviceReader, info: Any) -> dict[str, Any]:
         n = info.n_items
-        if "cells" in info.config:  # a device draws its cells (cells=assigned: not yet)
-            read.choice("cells", ("chosen",))
+        cells = read.choice("cells", ("chosen", "assigned")) if "cells" in info.config \
+            else "chosen"
+        wire = ItemMatrix64 if cells == "assigned" else ItemMatrix  # assigned: V bit for bit
         mech = read.choice("mechanism", ("none", *self.noisy))
         eps = None if mech == "none" else read.real("epsilon", positive=True)
         k = read.integer("k", "max_k")
         f = read.integer("factors", "max_factors", _MAX_WIRE_FACTORS)
         rounds = read.integer("epochs", None)
         return {"rounds": rounds, "mechanism": mech, "epsilon": eps, "count": k,
-                "message_bytes": info.upload.serialized_size(k), "artefact": "item-matrix",
-                "artefact_bytes": ItemMatrix.serialized_size(n, f),
+                "message_bytes": info.upload.serialized_size(k),
+                "artefact": "item-matrix-f64" if cells == "assigned" else "item-matrix",
+                "artefact_bytes": wire.serialized_size(n, f), "cells": cells,
                 "artefact_what": f"a {n} x {f} item matrix", "factors": f, "k": k,
                 "alpha": read.real("alpha", positive=False),
                 "regularization": read.real("regularization", positive=True),
@@ -183,12 +187,20 @@ class FmfDeployment(Deployment):
 
     def client_step(self, terms: Any, history: Any, round: int, rng: np.random.Generator,
                     client_id: int, artefact: Callable[[], Any]) -> bytes:
-        """FMF-LDP's client role on a population of one, with the device's id."""
+        """FMF-LDP's client role on a population of one, with the device's id; with
+        ``cells=assigned`` its cells are those of ``terms.cells_token`` (the simulation's
+        :func:`~dprec.systems.fmf.cells.assigned_cells`, same report law)."""
         V = check_item_matrix(artefact(), terms.n_items, terms.factors)
+        tokens = None
+        if terms.cells == "assigned":
+            if len(terms.cells_token) != CELLS_TOKEN_BYTES:
+                raise DprecError(f"cells=assigned needs the device's {CELLS_TOKEN_BYTES}-byte "
+                                 f"cells token, got {len(terms.cells_token)} bytes")
+            tokens = [terms.cells_token]
         role = FederatedClients(history, factors=terms.factors, alpha=terms.alpha,
                                 reg=terms.regularization, k=terms.k, clip=terms.clip,
                                 exact=False, mechanism=terms.build_mechanism(),
-                                ledger=None, batch_size=1)
+                                ledger=None, batch_size=1, cell_tokens=tokens)
         (batch,) = list(role.step(V, round, rng))
         m = batch.to_messages()[0]
         if isinstance(m, GradientReports):
@@ -196,8 +208,10 @@ class FmfDeployment(Deployment):
         return ValueReports(client_id, m.items, m.factors, m.values).to_bytes()
 
     def decode_artefact(self, terms: Any, body: bytes) -> np.ndarray:
-        """V, float32 on the wire, float64 here."""
-        m = ItemMatrix.from_bytes(body).check_for(terms.n_items, terms.factors)
+        """V, float64 here (float32 on the wire; float64 with ``cells=assigned``, whose
+        round seed hashes the server's V bit for bit)."""
+        wire = ItemMatrix64 if terms.artefact == "item-matrix-f64" else ItemMatrix
+        m = wire.from_bytes(body).check_for(terms.n_items, terms.factors)
         return m.matrix.astype(np.float64)
 
     def scores(self, terms: Any, history: Any, artefact: Any) -> np.ndarray:

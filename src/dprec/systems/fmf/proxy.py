@@ -10,7 +10,8 @@ process, per submission instead of per batch. Batches are shuffled as without th
 The key: the operator's (``POST /v1/secret`` before the first upload; a simulation hands
 the key its in-process run draws, so both runs assign the same cells), else made from the
 OS CSPRNG at the first upload. Kept in the state folder, so a restarted proxy checks with
-the same key. The server never sees it.
+the same key. The server never sees it. A device asks for its own token by ``GET
+/v1/cells/token`` (authenticated as for its uploads; :meth:`AssignedCellsRelay.client_secret`).
 """
 
 from __future__ import annotations
@@ -94,6 +95,13 @@ class AssignedCellsRelay(ProxySecrets):
             raise DprecError("this proxy already holds another cells key (it may have "
                              "checked uploads with it): give the operator's key before the "
                              "first upload, or start the proxy on a fresh --state")
+
+    def client_secret(self, client_id: int) -> dict[str, Any]:
+        """``{"cells_token": hex}``: token_u of the authenticated client u (``GET
+        /v1/cells/token``), all a device needs, with the round's broadcast, to compute its
+        cells. It is u's own: it says nothing of another client's cells."""
+        (token,) = client_tokens(self.key(), np.array([client_id]))
+        return {"cells_token": token.hex()}
 
     def see_broadcast(self, round: int, body: bytes) -> None:
         V = ItemMatrix64.from_bytes(body).check_for(self.info.n_items, self.info.n_factors)
