@@ -13,11 +13,24 @@ from pathlib import Path
 
 GOLDEN = Path(__file__).resolve().parent.parent / "tests" / "golden" / \
     "ml100k_compare_0f6ea6e.json"
+_NON_FINITE = {"inf": float("inf"), "-inf": float("-inf"), "nan": float("nan")}
+
+
+def _read(path: Path) -> dict:
+    """A results.json, its non-finite numbers as floats whether written as strict JSON text
+    ("nan", "inf", "-inf") or, in files from before, as bare NaN / Infinity tokens."""
+    def number(v: object) -> object:
+        if isinstance(v, dict):
+            return {k: number(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [number(x) for x in v]
+        return _NON_FINITE[v] if isinstance(v, str) and v in _NON_FINITE else v
+    return number(json.loads(Path(path).read_text()))
 
 
 def main(path: str) -> int:
-    new = json.loads(Path(path).read_text())
-    old = json.loads(GOLDEN.read_text())
+    new = _read(Path(path))
+    old = _read(GOLDEN)
     bad = 0
     for name, per_seed in old["per_seed"].items():
         res = new["results"].get(name)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 
 from dprec.evaluation.paper_numbers import PAPER_ML20M
 from dprec.evaluation.plots import plot_hr_at_k, plot_metric_vs_eps
+from dprec.evaluation.results import write_json
 from dprec.evaluation.runner import Experiment, RunResult
 from dprec.systems.registry import make_config, make_system, parse_label, spec
 
@@ -175,7 +175,9 @@ def comparison_rows(results: dict[str, RunResult]) -> list[dict[str, object]]:
 def save_comparison(out_dir: Path, dataset: str, results: dict[str, RunResult],
                     sweep: dict[str, list[SweepPoint]] | None,
                     ks: list[int], failed: Mapping[str, str] | None = None) -> list[Path]:
-    """results.json, results.csv, HR@K plots, HR@10 against eps and against per-user eps.
+    """results.json (strict JSON: a non-finite number as the text "nan", "inf" or "-inf",
+    :func:`~dprec.evaluation.results.write_json`), results.csv, HR@K plots, HR@10 against
+    eps and against per-user eps.
 
     ``failed`` (system -> error) is recorded in results.json beside the results.
     """
@@ -183,7 +185,7 @@ def save_comparison(out_dir: Path, dataset: str, results: dict[str, RunResult],
     doc = {"dataset": dataset, "results": {n: r.to_json() for n, r in results.items()},
            "eps_sweep": sweep, "failed": dict(failed or {})}
     paths = [out_dir / "results.json", out_dir / "results.csv"]
-    paths[0].write_text(json.dumps(doc, indent=2, default=float))
+    write_json(paths[0], doc)
     if not results:
         return paths[:1]
     ranking = all("sampled" in r.metrics for r in results.values())

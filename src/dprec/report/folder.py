@@ -91,6 +91,16 @@ def _is_number(v: object) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
+_NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+"""How strict JSON writes a non-finite number (:func:`dprec.privacy.events.strict_json`)."""
+
+
+def _number(v: object) -> object:
+    """``v`` with the text "inf", "-inf" or "nan" read back as that float; a file written
+    before results were strict JSON holds a bare NaN / Infinity, which ``json`` reads as is."""
+    return _NON_FINITE[v] if isinstance(v, str) and v in _NON_FINITE else v
+
+
 def _check_run(doc: Any, path: Path) -> dict[str, Any]:
     """``doc`` if it has a run result's shape (system, metrics of mean/std numbers, privacy
     a dict or null), else a :class:`ResultsFolderError` naming ``path``."""
@@ -102,24 +112,29 @@ def _check_run(doc: Any, path: Path) -> dict[str, Any]:
     metrics = doc.get("metrics")
     if not isinstance(metrics, dict) or not metrics:
         raise bad("no metrics")
+    read: dict[str, dict[str, Any]] = {}
     for proto, values in metrics.items():
         if not isinstance(values, dict):
             raise bad(f"metrics[{proto!r}] is not a table")
+        read[proto] = {}
         for name, v in values.items():
-            if not (isinstance(v, dict) and _is_number(v.get("mean"))
-                    and _is_number(v.get("std"))):
+            if not isinstance(v, dict):
                 raise bad(f"metrics[{proto!r}][{name!r}] has no numeric mean and std")
+            v = {**v, "mean": _number(v.get("mean")), "std": _number(v.get("std"))}
+            if not (_is_number(v["mean"]) and _is_number(v["std"])):
+                raise bad(f"metrics[{proto!r}][{name!r}] has no numeric mean and std")
+            read[proto][name] = v
     privacy = doc.get("privacy")
     if privacy is not None and not isinstance(privacy, dict):
         raise bad("privacy is neither a report nor null")
     if isinstance(privacy, dict) and not isinstance(privacy.get("levels") or {}, dict):
         raise bad("privacy.levels is not a table")
-    return doc
+    return {**doc, "metrics": read}
 
 
 def _check_sweep(sweep: Any, path: Path) -> dict[str, list[dict[str, Any]]] | None:
     """The ε sweep of a comparison (system -> points with numeric epsilon, mean, std,
-    user_epsilon; "inf" read as infinity), or None."""
+    user_epsilon; "inf", "-inf" and "nan" read as those floats), or None."""
     if sweep is None:
         return None
     ok = isinstance(sweep, dict) and all(isinstance(p, list) for p in sweep.values())
@@ -132,7 +147,7 @@ def _check_sweep(sweep: Any, path: Path) -> dict[str, list[dict[str, Any]]] | No
                 break
             q = dict(p)
             for key in ("epsilon", "mean", "std", "user_epsilon"):
-                v = math.inf if q.get(key) == "inf" else q.get(key)
+                v = _number(q.get(key))
                 ok = ok and _is_number(v)
                 q[key] = v
             points[name].append(q)

@@ -11,6 +11,7 @@ the guarantee is calibrated for, and a second batch would reveal the sum of a su
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,21 +57,35 @@ def proxy_keys(state_dir: Path) -> KeyPair:
 
 class SecureSumRelay(ProxySecrets):
     """The service proxy's part of the secure sum: its key, the check of every upload
-    (its seed box must open under this key for this round) and the round's release (the
-    shuffled server shares and the sum of the masks, recomputed from the held uploads)."""
+    (its seed box must open under this key for this round, with the round's parameters)
+    and the round's release (the shuffled server shares and the sum of the masks,
+    recomputed from the held uploads).
 
-    def __init__(self, params: SecureSumParams, state_dir: Path) -> None:
-        self.params = params
+    ``params``: the secure-sum parameters of every round (dp-pop, dp-fedavg), or the
+    function ``round -> parameters`` (dpals, whose rounds differ in length); a round it
+    refuses with a :class:`~dprec.errors.DprecError` is refused as a bad message.
+    """
+
+    def __init__(self, params: SecureSumParams | Callable[[int], SecureSumParams],
+                 state_dir: Path) -> None:
+        self.params_of: Callable[[int], SecureSumParams] = (
+            (lambda _round: params) if isinstance(params, SecureSumParams) else params)
         self.keys = proxy_keys(state_dir)
 
     def published(self) -> dict[str, Any]:
         return {PUBLISHED_KEY: self.keys.public.hex()}
 
+    def _params(self, round: int) -> SecureSumParams:
+        try:
+            return self.params_of(round)
+        except DprecError as e:
+            raise MessageError(str(e)) from None
+
     def admit(self, message: Message, round: int) -> None:
         if not isinstance(message, SumUpload):
             raise MessageError(f"expected a SumUpload, got {type(message).__name__}")
         try:
-            upload = Upload.from_bytes(message.data, self.params)
+            upload = Upload.from_bytes(message.data, self._params(round))
             if upload.round_id != round:
                 raise MessageError(f"the upload is sealed for round {upload.round_id}, this is "
                                    f"round {round}: refused")
@@ -80,7 +95,7 @@ class SecureSumRelay(ProxySecrets):
             raise MessageError(str(e)) from None
 
     def release(self, rows: list[bytes], round: int, threshold: int) -> bytes:
-        agg = SecureSumProxy(self.params, self.keys, round, threshold)
+        agg = SecureSumProxy(self._params(round), self.keys, round, threshold)
         for i, row in enumerate(rows):
             agg.submit(str(i), SumUpload.from_bytes(row).data)
         return SumRelease(agg.release().to_bytes()).to_bytes()

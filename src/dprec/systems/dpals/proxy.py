@@ -11,62 +11,25 @@ parameters (:mod:`dprec.systems.dpals.plan`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from dprec.errors import DprecError
-from dprec.protocol.deployment import ProxySecrets
-from dprec.protocol.messages import Message, MessageError
-from dprec.protocol.secure_sum.errors import SecureSumError
-from dprec.protocol.secure_sum.in_process import PUBLISHED_KEY, InProcessSumProxy
-from dprec.protocol.secure_sum.messages import Upload, associated_data
-from dprec.protocol.secure_sum.proxy import SecureSumProxy
-from dprec.protocol.secure_sum.sealed import open_box
-from dprec.systems.dp_pop.messages import SumRelease, SumUpload
-from dprec.systems.dp_pop.proxy import proxy_keys
+from dprec.protocol.secure_sum.in_process import InProcessSumProxy
+from dprec.systems.dp_pop.proxy import SecureSumRelay
 from dprec.systems.dpals.messages import ClientBlock, ExactSum
 from dprec.systems.dpals.plan import RunPlan
 
 __all__ = ["DpalsRelay", "ExactSumProxy"]
 
 
-class DpalsRelay(ProxySecrets):
-    """The service proxy's part of dpals' secure sums: its key (kept in its state folder),
-    the check of every upload (its seed box must open under this key for this round, with
-    the round's length) and each round's release."""
+class DpalsRelay(SecureSumRelay):
+    """dp-pop's :class:`SecureSumRelay` with each round's own secure-sum parameters
+    (:meth:`RunPlan.round`): an upload must carry the round's length, and a round the plan
+    does not have is refused."""
 
     def __init__(self, plan: RunPlan, state_dir: Path) -> None:
         self.plan = plan
-        self.keys = proxy_keys(state_dir)
-
-    def published(self) -> dict[str, Any]:
-        return {PUBLISHED_KEY: self.keys.public.hex()}
-
-    def _params(self, round: int) -> Any:
-        try:
-            return self.plan.round(round).params
-        except DprecError as e:
-            raise MessageError(str(e)) from None
-
-    def admit(self, message: Message, round: int) -> None:
-        if not isinstance(message, SumUpload):
-            raise MessageError(f"expected a SumUpload, got {type(message).__name__}")
-        try:
-            upload = Upload.from_bytes(message.data, self._params(round))
-            if upload.round_id != round:
-                raise MessageError(f"the upload is sealed for round {upload.round_id}, this is "
-                                   f"round {round}: refused")
-            open_box(self.keys, upload.seed_box,
-                     associated_data(round, upload.message_id, "proxy"))
-        except SecureSumError as e:
-            raise MessageError(str(e)) from None
-
-    def release(self, rows: list[bytes], round: int, threshold: int) -> bytes:
-        agg = SecureSumProxy(self._params(round), self.keys, round, threshold)
-        for i, row in enumerate(rows):
-            agg.submit(str(i), SumUpload.from_bytes(row).data)
-        return SumRelease(agg.release().to_bytes()).to_bytes()
+        super().__init__(lambda round: plan.round(round).params, state_dir)
 
 
 class ExactSumProxy(InProcessSumProxy):
