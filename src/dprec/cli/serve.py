@@ -377,7 +377,12 @@ def simulate(
     """Run a protocol with N simulated clients in process or through the HTTP services;
     the same seeds give the same model and metrics either way (`dprec run`'s contract)."""
     from dprec.evaluation.experiments import experiment_for, one_run_split, task_of
-    from dprec.evaluation.results import check_output_base, new_result_file, write_json
+    from dprec.evaluation.results import (
+        check_output_base,
+        new_result_file,
+        strict_json_text,
+        write_json,
+    )
     from dprec.systems.params import config_from_file, param_pairs, system_params
     from dprec.systems.registry import make_system
 
@@ -426,7 +431,7 @@ def simulate(
     doc = {**res.to_json(), "transport": transport}
     path = write_json(new_result_file(out_dir, dataset, system), doc)
     if as_json:
-        sys.stdout.write(json.dumps(doc, default=float) + "\n")
+        sys.stdout.write(strict_json_text(doc) + "\n")
         err.print(f"saved {path}")
         return
     print_tables(f"{system} on {dataset} ({seeds} seeds, {transport})", {system: doc})
