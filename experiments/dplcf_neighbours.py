@@ -7,7 +7,8 @@ non-private LCF-UB as the bar) on ``--dataset`` (default ML-100K) with dprec's l
 protocol (sampled: 99 negatives shared by every system), so the numbers are comparable
 across systems and sizes, not to the paper's ML-20M values.
 
-Writes results/dplcf_neighbours/dplcf_neighbours.json and docs/results/dplcf_neighbours.md.
+Writes results/dplcf_neighbours/dplcf_neighbours.json and
+docs/results/003/dplcf-neighbours/dplcf_neighbours.md.
 Usage:
   .venv/bin/python experiments/dplcf_neighbours.py [--neighbours 20 30 40 50] [--seeds 3]
       [--epsilon 1.0] [--dataset ml-100k]
@@ -91,7 +92,8 @@ def main() -> None:
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--out", type=Path, default=Path("results/dplcf_neighbours"))
-    ap.add_argument("--summary", type=Path, default=Path("docs/results/dplcf_neighbours.md"))
+    ap.add_argument("--summary", type=Path,
+                    default=Path("docs/results/003/dplcf-neighbours/dplcf_neighbours.md"))
     args = ap.parse_args()
     start = time.perf_counter()
     ds = load_dataset(args.dataset, data_dir=args.data_dir)

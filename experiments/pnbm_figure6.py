@@ -20,7 +20,8 @@ adjacency; DPPS: user level, "delta unknown"). The PNG draws RMSE against the pa
 (labelled as such) and against the proved eps, with DPPS's points hollow: they hold only if
 the SGLD sample were exact.
 
-Writes results/pnbm/figure6.{json,png} and docs/results/pnbm_figure6.{md,png}.
+Writes results/pnbm/figure6.{json,png} and
+docs/results/pnbm_figure6.{md,png}.
 Usage:
   .venv/bin/python experiments/pnbm_figure6.py [--x 0.5 1 2] [--folds 2]
 """
@@ -127,7 +128,8 @@ def main() -> None:
     ap.add_argument("--folds", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=Path("results/pnbm"))
-    ap.add_argument("--summary", type=Path, default=Path("docs/results/pnbm_figure6.md"))
+    ap.add_argument("--summary", type=Path,
+                    default=Path("docs/results/004/pnbm-figure6/pnbm_figure6.md"))
     args = ap.parse_args()
     start = time.perf_counter()
     ds = load_dataset(args.dataset, data_dir=args.data_dir)

@@ -10,7 +10,8 @@ UserRankingEvaluator, the paper's per-positive reading) with the settings of ``-
 per-user eps (RDP accountant, fixed-size batches without replacement; it does not depend on
 gamma or S). A run that diverges is recorded with its error.
 
-Writes results/privrec/clipping.json and docs/results/privrec_clipping.md.
+Writes results/privrec/clipping.json and
+docs/results/002/privrec-clipping/privrec_clipping.md.
 Usage:
   .venv/bin/python experiments/privrec_clipping.py [--gammas 0.1 0.4 0.7 0.9]
       [--clips 0.1 1 20 40] [--rounds 60] [--seeds 1]
@@ -101,7 +102,8 @@ def main() -> None:
     ap.add_argument("--config", type=Path,
                     default=Path("configs/ml-100k-privrec/dp-privrec.toml"))
     ap.add_argument("--out", type=Path, default=Path("results/privrec"))
-    ap.add_argument("--summary", type=Path, default=Path("docs/results/privrec_clipping.md"))
+    ap.add_argument("--summary", type=Path,
+                    default=Path("docs/results/002/privrec-clipping/privrec_clipping.md"))
     args = ap.parse_args()
     start = time.perf_counter()
     base = _base(args.config)

@@ -9,7 +9,8 @@ default), per user (a hit if any held-out positive is in the top K), per held-ou
 sampled never-interacted items per positive, and, as a diagnostic of tied scores, per
 positive with ties counted in the target's favour.
 
-Writes results/privrec_hits/hits_readings.json and docs/results/privrec_hits_readings.md.
+Writes results/privrec_hits/hits_readings.json and
+docs/results/002/hits-readings/privrec_hits_readings.md.
 Usage:
   .venv/bin/python experiments/privrec_hits_readings.py [--systems privrec fcf dp-privrec]
       [--seeds 1] [--negatives 99] [--config-dir configs/ml-100k-privrec]
@@ -160,7 +161,8 @@ def main() -> None:
     ap.add_argument("--negatives", type=int, default=99)
     ap.add_argument("--config-dir", type=Path, default=Path("configs/ml-100k-privrec"))
     ap.add_argument("--out", type=Path, default=Path("results/privrec_hits"))
-    ap.add_argument("--summary", type=Path, default=Path("docs/results/privrec_hits_readings.md"))
+    ap.add_argument("--summary", type=Path,
+                    default=Path("docs/results/002/hits-readings/privrec_hits_readings.md"))
     args = ap.parse_args()
     command = " ".join(["python", *sys.argv])
     ds = load_dataset(args.dataset, data_dir=args.data_dir)

@@ -10,7 +10,8 @@ sampling (add/remove-one; a different sampling scheme, shown for scale). The Fra
 set itself is not needed; Frappe's Hits (Table 2 / Figure 4) runs with
 ``privrec_hits_readings.py --dataset frappe --data-dir PATH``.
 
-Writes results/privrec/table4_frappe.json and docs/results/privrec_table4_frappe.md.
+Writes results/privrec/table4_frappe.json and
+docs/results/002/privrec-table4/privrec_table4_frappe.md.
 Usage: .venv/bin/python experiments/privrec_table4.py [--out results/privrec]
 """
 
@@ -101,7 +102,7 @@ def main() -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path("results/privrec"))
     ap.add_argument("--summary", type=Path,
-                    default=Path("docs/results/privrec_table4_frappe.md"))
+                    default=Path("docs/results/002/privrec-table4/privrec_table4_frappe.md"))
     args = ap.parse_args()
     start = time.perf_counter()
     rows = table4()
