@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import plain_run
+from report_docs import plain_run
 from typer.testing import CliRunner
 
 from dprec.cli import app

@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import HOSTILE, comparison_doc, plain_run
+from report_docs import HOSTILE, comparison_doc, plain_run, privacy
 
 from dprec.report import ResultsFolderError, render_report, write_report
 from dprec.report import view as view_module
@@ -204,7 +204,6 @@ def test_an_existing_report_is_never_overwritten_silently(tmp_path):
 
 
 def test_a_label_matplotlib_refuses_leaves_a_note_not_a_crash(tmp_path):
-    from conftest import privacy
     for eps in (0.5, 1.0):
         doc = plain_run("a$\\frac$b")
         doc["privacy"] = privacy("a$\\frac$b", eps)
