@@ -76,9 +76,9 @@ def dpals_round(train: sp.csr_matrix, factors: int, aggregation: str,
 
 def phases(train: sp.csr_matrix, factors: int, args: argparse.Namespace) -> dict[str, float]:
     """Each step of one round, timed alone (trusted noise and the secure summed shares)."""
+    from dprec.protocol.secure_sum.noise_shares import ShareNoise
     from dprec.systems.dpals import client
     from dprec.systems.dpals.aggregate import noisy_release
-    from dprec.systems.dpals.noise import ShareNoise
     from dprec.systems.dpals.server import solve_items
     from dprec.systems.dpals.statistics import stats_width
 
