@@ -45,6 +45,9 @@ class SecureRun:
     median_user_norm: list[float] = field(default_factory=list)
     contributors: list[int] = field(default_factory=list)
     batches: list[int] = field(default_factory=list)
+    share_mu: dict[str, float] = field(default_factory=dict)
+    """Each release's per-client noise share as the clients draw it
+    (:meth:`~.clients.DpalsClients.drawn_share_mu`)."""
 
 
 def run_secure(cfg: dict[str, Any], train: sp.csr_matrix, rng: np.random.Generator,
@@ -101,7 +104,7 @@ def run_secure(cfg: dict[str, Any], train: sp.csr_matrix, rng: np.random.Generat
                          cfg, train, seed, final, plan),
                      [float(np.mean(x > c)) for x in lengths],
                      [float(np.median(x)) for x in lengths], contributors,
-                     [len(proxy.batches)])
+                     [len(proxy.batches)], clients.drawn_share_mu())
 
 
 def _lengths(clients: DpalsClients, plan: RunPlan, before: dict[int, np.ndarray],
