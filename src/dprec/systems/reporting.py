@@ -50,7 +50,8 @@ def check_shares(release: str, release_mu: float, share_mu: float, min_honest: i
         raise PrivacyParameterError(
             f"{release}: the clients draw shares Sk({share_mu:.6g}); {min_honest} honest "
             f"shares carry Sk({share_mu * min_honest:.6g}), less than the Sk({release_mu:.6g}) "
-            "the accountant assumed: refusing to publish a guarantee the noise does not meet")
+            "the accountant assumed: refused, the run would claim a guarantee its noise "
+            "does not meet")
 
 
 def privacy_report_from_log(

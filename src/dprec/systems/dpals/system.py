@@ -53,7 +53,6 @@ from dprec.systems.dpals.server import solve_items
 from dprec.systems.dpals.simulation import run_secure
 from dprec.systems.dpals.statistics import stats_width, triangle_size
 from dprec.systems.reporting import (
-    check_shares,
     secure_sum_report,
     share_record,
     simulation_only,
@@ -289,8 +288,6 @@ class Dpals(Ranker):
         run = run_secure(asdict(self.config), train, rng, seed, self.transport, on_iteration,
                          self)
         p, n = run.plan, train.shape[0]
-        for r in p.releases:
-            check_shares(r.name, r.mu(p.multiplier), run.share_mu[r.name], p.min_honest)
         self._V, self.events, self._plan = run.factors, run.events, run.plan
         self._share_mu = dict(run.share_mu)
         self._fit_info = {
