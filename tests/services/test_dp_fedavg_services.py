@@ -31,7 +31,7 @@ def test_simulate_dp_fedavg_gives_the_same_model_and_privacy_over_both_transport
     strip = [{k: v for k, v in d.items() if k not in TIMINGS} for d in a["diagnostics"]]
     assert strip == [{k: v for k, v in d.items() if k not in TIMINGS}
                      for d in b["diagnostics"]]
-    assert len(b["diagnostics"][0]["sampled_per_round"]) == 2
+    assert len(b["diagnostics"][0]["simulation_only"]["sampled_per_round"]) == 2
     privacy = b["privacy"]
     assert privacy["model"] == "secure-sum" and privacy["levels"]["user"]["epsilon"] <= 2.0
     assert privacy["threat_model_assumptions"]["server_proxy_collusion"] is False

@@ -40,7 +40,12 @@ from dprec.systems.dp_fedavg.plan import FedAvgPlan, plan_of
 from dprec.systems.dp_fedavg.proxy import FedAvgSumProxy
 from dprec.systems.dp_fedavg.server import FedAvgServer
 from dprec.systems.fmf.client import user_vectors
-from dprec.systems.reporting import secure_sum_report
+from dprec.systems.reporting import (
+    check_shares,
+    secure_sum_report,
+    share_record,
+    simulation_only,
+)
 
 __all__ = ["Aggregation", "DpFedAvg", "DpFedAvgConfig", "SECURE_THREAT_MODEL",
            "TRUSTED_THREAT_MODEL"]
@@ -176,6 +181,8 @@ class DpFedAvg(Ranker):
                                         f"{n} users: drop n_clients or match it")
         plan = plan_of(asdict(c), n_items, n)
         dim, gamma, mu = plan.dimension, plan.gamma, plan.mu
+        if plan.share_mu is not None and plan.min_honest is not None:
+            check_shares("update", mu, plan.share_mu, plan.min_honest)
         event = sampled_event(mu, dim, c.clip, gamma, c.rate)
         secure = c.aggregation == "secure"
         srv = FedAvgServer(n_items, c.factors, c.lr, c.reg, c.server_steps, c.init_scale,
@@ -204,8 +211,9 @@ class DpFedAvg(Ranker):
             "noise_std_clip_units": math.sqrt(2 * mu) / (gamma * c.clip),
             "noise_std_on_mean_gradient": math.sqrt(2 * mu) / (gamma * c.rate * n),
             "expected_contributors": c.rate * n,
-            "sampled_per_round": (list(clients.sampled_per_round)
-                                  if len(clients.sampled_per_round) == c.rounds else None),
+            **simulation_only(sampled_per_round=(
+                list(clients.sampled_per_round)
+                if len(clients.sampled_per_round) == c.rounds else None)),
             "rounds_without_update": run.rounds_without_update,
             "seconds_by_role": dict(run.seconds),
         }
@@ -241,7 +249,8 @@ class DpFedAvg(Ranker):
                      "l1_sensitivity": info["l1_sensitivity"],
                      "l2_sensitivity": info["l2_sensitivity"], "rounds": c.rounds,
                      "sampling": "poisson", "rate": c.rate, "aggregation": c.aggregation,
-                     **({"share_mu": info["mu"] / honest} if secure else {})}  # type: ignore
+                     **(share_record(info["mu"], self._plan.share_mu, honest)  # type: ignore
+                        if secure else {})}
         details = {
             "sampling": {
                 "kind": "poisson", "rate": c.rate, "expected_contributors": c.rate * n,

@@ -100,8 +100,7 @@ class DpalsClients(Clients):
         needs_counts = rp.kind == "step" and c["weighting"] != "uniform"
         model = check_model(broadcast, plan.n_items, int(c["factors"]), needs_counts)
         self._round, self._U = rp, None
-        self._noise = [ShareNoise(s.mu_share, s.dimension, plan.n_clients, self.seed, s.name,
-                                  rp.round_id, str(c["shares"])) for s in rp.segments]
+        self._noise = self.round_noise(rp)
         if rp.kind == "counts":
             return
         if self.weights is None:
@@ -113,6 +112,23 @@ class DpalsClients(Clients):
                         float(c["unobserved_weight"]))
         self.lengths[rp.round_id] = np.linalg.norm(U, axis=1)
         self._U = clip_users(U, float(c["clip"]))
+
+    def round_noise(self, rp: RoundPlan) -> list[ShareNoise]:
+        """The noise shares the clients draw in round ``rp``, one :class:`ShareNoise` per
+        release (nothing is drawn until asked): what :meth:`prepare_round` uses, and what a
+        report reads to show the share parameter actually drawn."""
+        return [ShareNoise(s.mu_share, s.dimension, self.plan.n_clients, self.seed, s.name,
+                           rp.round_id, str(self.cfg["shares"])) for s in rp.segments]
+
+    def drawn_share_mu(self) -> dict[str, float]:
+        """Each release's per-client share parameter ``Sk(mu_share)`` as the clients draw it
+        (the smallest over the rounds that release it)."""
+        out: dict[str, float] = {}
+        for rp in self.plan.rounds:
+            for noise in self.round_noise(rp):
+                out[noise.release] = min(out.get(noise.release, noise.mu_share),
+                                         noise.mu_share)
+        return out
 
     def _exact(self, a: int, b: int) -> np.ndarray:
         """The exact integer sum of rows ``a..b-1``'s quantised contributions."""

@@ -28,6 +28,7 @@ from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import RunPlan, items_bound, run_plan
 from dprec.systems.dpals.proxy import ExactSumProxy
 from dprec.systems.dpals.server import DpalsServer
+from dprec.systems.reporting import check_shares
 
 __all__ = ["SecureRun", "run_secure"]
 
@@ -45,6 +46,9 @@ class SecureRun:
     median_user_norm: list[float] = field(default_factory=list)
     contributors: list[int] = field(default_factory=list)
     batches: list[int] = field(default_factory=list)
+    share_mu: dict[str, float] = field(default_factory=dict)
+    """Each release's per-client noise share as the clients draw it
+    (:meth:`~.clients.DpalsClients.drawn_share_mu`)."""
 
 
 def run_secure(cfg: dict[str, Any], train: sp.csr_matrix, rng: np.random.Generator,
@@ -65,6 +69,9 @@ def run_secure(cfg: dict[str, Any], train: sp.csr_matrix, rng: np.random.Generat
     events = {r.name: r.event(plan.multiplier) for r in plan.releases}
     clients = DpalsClients(train, np.arange(n), cfg, plan, seed, events,
                            lambda: proxy.public_key)
+    share_mu = clients.drawn_share_mu()
+    for r in plan.releases:
+        check_shares(r.name, r.mu(plan.multiplier), share_mu[r.name], plan.min_honest)
     log = EventLog(n)
     before: dict[int, np.ndarray] = {}
     current: list[np.ndarray | None] = [None]
@@ -101,7 +108,7 @@ def run_secure(cfg: dict[str, Any], train: sp.csr_matrix, rng: np.random.Generat
                          cfg, train, seed, final, plan),
                      [float(np.mean(x > c)) for x in lengths],
                      [float(np.median(x)) for x in lengths], contributors,
-                     [len(proxy.batches)])
+                     [len(proxy.batches)], share_mu)
 
 
 def _lengths(clients: DpalsClients, plan: RunPlan, before: dict[int, np.ndarray],
