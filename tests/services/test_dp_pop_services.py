@@ -70,7 +70,8 @@ def test_sigkill_of_the_proxy_and_the_server_mid_round_changes_nothing(tmp_path)
         prx = lb.proxy(srv.url, 200, batch_senders=200, wait=False)
         srv.wait_ready()
         prx.wait_ready()
-        net = HttpTransport(srv.url, prx.url, lb.secret, lb.token_key, retry_for=240)
+        net = HttpTransport(srv.url, prx.url, lb.secret, lb.token_key, retry_for=240,
+                            operator_secret=lb.operator_secret)
         out: dict[str, object] = {}
 
         def drive() -> None:
@@ -195,7 +196,8 @@ def test_the_proxy_publishes_its_key_and_refuses_bad_uploads(running):
     assert submit(5, good[:-1]) == 422  # truncated
     assert api.round()["accepting"] is True
     closed = httpx.post(prx.url + "/v1/rounds/0/close",
-                        headers={"Authorization": "Bearer " + lb.secret.decode()}).json()
+                        headers={"Authorization": "Bearer " + lb.operator_secret.decode()}
+                        ).json()
     assert closed["senders"] == 1 and closed["below_threshold"] == 1
     assert closed["forwarded"] is False and closed["batch_senders"] == []
     api.close()

@@ -7,6 +7,8 @@ Upload:  "DSU1" | round id (u64 BE) | message id (16) | seed box (32 + 56) | sha
          (d * ceil(b/8) + 56)
 Release: "DSR1" | round id (u64 BE) | count (u32 BE) | mask sum (d x u64 LE) |
          count x (message id (16) | share box)
+Shares:  "DSC1" | round id (u64 BE) | count (u32 BE) | count x (message id (16) | share box)
+         (what the proxy sends the server to check, before any mask sum leaves it)
 """
 
 from __future__ import annotations
@@ -21,12 +23,13 @@ from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.ring import SEED_BYTES
 from dprec.protocol.secure_sum.sealed import OVERHEAD
 
-__all__ = ["MESSAGE_ID_BYTES", "ROLES", "Release", "Upload", "associated_data"]
+__all__ = ["MESSAGE_ID_BYTES", "ROLES", "Release", "ShareBatch", "Upload", "associated_data"]
 
 MESSAGE_ID_BYTES = 16
 ROLES = ("proxy", "server")
 _UPLOAD = b"DSU1"
 _RELEASE = b"DSR1"
+_SHARES = b"DSC1"
 _HEAD = struct.Struct(">4sQ16s")
 _RELEASE_HEAD = struct.Struct(">4sQI")
 SEED_BOX_BYTES = SEED_BYTES + OVERHEAD
@@ -110,3 +113,38 @@ class Release:
         shares = tuple((data[o:o + MESSAGE_ID_BYTES], data[o + MESSAGE_ID_BYTES:o + item])
                        for o in range(mask_end, expected, item))
         return cls(round_id, shares, mask_sum)
+
+
+def _share_items(data: bytes, start: int, count: int, params: SecureSumParams
+                 ) -> tuple[tuple[bytes, bytes], ...]:
+    item = MESSAGE_ID_BYTES + _share_box_bytes(params)
+    return tuple((data[o:o + MESSAGE_ID_BYTES], data[o + MESSAGE_ID_BYTES:o + item])
+                 for o in range(start, start + count * item, item))
+
+
+@dataclasses.dataclass(frozen=True)
+class ShareBatch:
+    """The server shares of a round's held uploads, WITHOUT a mask sum: what the proxy hands
+    the server to check (:meth:`~dprec.protocol.secure_sum.server.SecureSumServer.check`)
+    before it releases anything. Each share is one-time padded by a mask only the proxy can
+    expand, so opening it tells the server nothing about the client's vector."""
+
+    round_id: int
+    shares: tuple[tuple[bytes, bytes], ...]
+    """``(message id, share box)`` pairs, sorted by message id."""
+
+    def to_bytes(self) -> bytes:
+        head = _RELEASE_HEAD.pack(_SHARES, self.round_id, len(self.shares))
+        return head + b"".join(mid + box for mid, box in self.shares)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, params: SecureSumParams) -> ShareBatch:
+        """Parse, checking the length that the count and ``params`` fix."""
+        if len(data) < _RELEASE_HEAD.size or data[:4] != _SHARES:
+            raise MalformedUploadError("not a secure-sum share batch")
+        _, round_id, count = _RELEASE_HEAD.unpack_from(data)
+        expected = _RELEASE_HEAD.size + count * (MESSAGE_ID_BYTES + _share_box_bytes(params))
+        if len(data) != expected:
+            error = OversizedUploadError if len(data) > expected else MalformedUploadError
+            raise error(f"a batch of {count} shares has {expected} bytes, got {len(data)}")
+        return cls(round_id, _share_items(data, _RELEASE_HEAD.size, count, params))

@@ -77,7 +77,9 @@ class FedAvgDeployment(SecureSumDeployment):
     def proxy_secrets(self, info: Any, state_dir: Path) -> ProxySecrets:
         from dprec.systems.dp_pop.proxy import SecureSumRelay  # the proxy's code, lazily
 
-        return SecureSumRelay(_params(info), state_dir)
+        plan = plan_of(info.config, int(info.n_items), int(info.config["n_clients"]))
+        assert plan.min_honest is not None
+        return SecureSumRelay(_params(info), state_dir, plan.min_honest, plan.n_clients)
 
 
 DEPLOYMENT = FedAvgDeployment()

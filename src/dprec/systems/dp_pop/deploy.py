@@ -190,7 +190,8 @@ class PopDeployment(SecureSumDeployment):
     def proxy_secrets(self, info: Any, state_dir: Path) -> ProxySecrets:
         from dprec.systems.dp_pop.proxy import SecureSumRelay  # the proxy's code, lazily
 
-        return SecureSumRelay(_params(info), state_dir)
+        cal = round_of(info)
+        return SecureSumRelay(cal.params, state_dir, cal.min_honest, cal.n_clients)
 
 
 def sealed_uploads(block: Any) -> Iterator[tuple[int, bytes]]:

@@ -57,23 +57,32 @@ def proxy_keys(state_dir: Path) -> KeyPair:
 
 class SecureSumRelay(ProxySecrets):
     """The service proxy's part of the secure sum: its key, the check of every upload
-    (its seed box must open under this key for this round, with the round's parameters)
-    and the round's release (the shuffled server shares and the sum of the masks,
-    recomputed from the held uploads).
+    (its seed box must open under this key for this round, with the round's parameters),
+    its verdicts and the share batch the server checks, and the round's release over
+    exactly the agreed uploads (the shuffled server shares and the sum of their masks,
+    recomputed from the held uploads; :mod:`dprec.protocol.secure_sum.validity`).
 
     ``params``: the secure-sum parameters of every round (dp-pop, dp-fedavg), or the
     function ``round -> parameters`` (dpals, whose rounds differ in length); a round it
     refuses with a :class:`~dprec.errors.DprecError` is refused as a bad message.
+    ``min_honest`` and ``n_clients``: the published protocol's (:meth:`release_bounds`).
     """
 
+    agrees_release = True
+
     def __init__(self, params: SecureSumParams | Callable[[int], SecureSumParams],
-                 state_dir: Path) -> None:
+                 state_dir: Path, min_honest: int = 2, n_clients: int = 1 << 31) -> None:
         self.params_of: Callable[[int], SecureSumParams] = (
             (lambda _round: params) if isinstance(params, SecureSumParams) else params)
         self.keys = proxy_keys(state_dir)
+        self.min_honest = int(min_honest)
+        self.n_clients = int(n_clients)
 
     def published(self) -> dict[str, Any]:
         return {PUBLISHED_KEY: self.keys.public.hex()}
+
+    def release_bounds(self) -> tuple[int, int]:
+        return self.min_honest, self.n_clients
 
     def _params(self, round: int) -> SecureSumParams:
         try:
@@ -94,10 +103,35 @@ class SecureSumRelay(ProxySecrets):
         except SecureSumError as e:
             raise MessageError(str(e)) from None
 
-    def release(self, rows: list[bytes], round: int, threshold: int) -> bytes:
-        agg = SecureSumProxy(self._params(round), self.keys, round, threshold)
+    def message_id(self, row: bytes) -> bytes:
+        return SumUpload.from_bytes(row).message_id
+
+    def _aggregator(self, rows: list[bytes], round: int, threshold: int
+                    ) -> tuple[SecureSumProxy, dict[bytes, str | None]]:
+        """The round's aggregator over every row it accepts, and its verdict on each."""
+        agg = SecureSumProxy(self._params(round), self.keys, round, max(2, threshold))
+        verdicts: dict[bytes, str | None] = {}
         for i, row in enumerate(rows):
-            agg.submit(str(i), SumUpload.from_bytes(row).data)
+            message = SumUpload.from_bytes(row)
+            try:
+                agg.submit(str(i), message.data)
+                verdicts[message.message_id] = None
+            except SecureSumError as e:
+                verdicts.setdefault(message.message_id, f"{type(e).__name__}: {e}")
+        return agg, verdicts
+
+    def verdicts(self, rows: list[bytes], round: int) -> dict[bytes, str | None]:
+        return self._aggregator(rows, round, 2)[1]
+
+    def share_batch(self, rows: list[bytes], round: int) -> bytes:
+        return self._aggregator(rows, round, 2)[0].share_batch().to_bytes()
+
+    def release(self, rows: list[bytes], round: int, threshold: int) -> bytes:
+        agg, verdicts = self._aggregator(rows, round, threshold)
+        bad = {mid: why for mid, why in verdicts.items() if why is not None}
+        if bad:
+            raise DprecError(f"{len(bad)} upload(s) of the release do not open: "
+                             f"{next(iter(bad.values()))}")
         return SumRelease(agg.release().to_bytes()).to_bytes()
 
 

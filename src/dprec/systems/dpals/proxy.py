@@ -29,7 +29,8 @@ class DpalsRelay(SecureSumRelay):
 
     def __init__(self, plan: RunPlan, state_dir: Path) -> None:
         self.plan = plan
-        super().__init__(lambda round: plan.round(round).params, state_dir)
+        super().__init__(lambda round: plan.round(round).params, state_dir, plan.min_honest,
+                         plan.n_clients)
 
 
 class ExactSumProxy(InProcessSumProxy):

@@ -288,6 +288,7 @@ class Dpals(Ranker):
             "noise_multiplier": p.multiplier, "steps": self.config.n_steps,
             "items_bound": min(self.config.items_bound, train.shape[1]),
             "contributed_pairs": run.contributed_pairs,
+            "upload_outcomes": run.upload_outcomes,
             "clipped_fraction": run.clipped_fraction,
             "median_user_norm": run.median_user_norm,
             "releases": [{"name": r.name, "mu": r.mu(p.multiplier), "l1_sensitivity": r.l1,
