@@ -1,0 +1,190 @@
+"""Secure-sum rounds over the services always finish and release once (issue 31 §2, §5): the
+probe's findings, each reproduced through the real server and proxy apps (ASGI, in this
+process). Before the fix, one bad share answered every close 409 forever; more uploads than
+n_clients wrapped the ring; a threshold below 2 or min_honest started and failed at the
+close (500) or released below min_honest."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import asdict
+
+import numpy as np
+import pytest
+from svc import AUTH, OPERATOR_AUTH, Stack
+
+from dprec.errors import DprecError
+from dprec.protocol.deployed import ProtocolInfo
+from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, Upload, associated_data
+from dprec.protocol.secure_sum.ring import SEED_BYTES, encode_elements
+from dprec.protocol.secure_sum.sealed import KeyPair, seal
+from dprec.systems.dp_pop.deploy import round_of, sealed_uploads
+from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel, SumUpload
+from dprec.systems.dp_pop.system import DpPopConfig
+
+N_ITEMS = 16
+
+
+def pop_info(n_clients: int, min_honest: int) -> ProtocolInfo:
+    return ProtocolInfo("dp-pop", N_ITEMS, asdict(DpPopConfig(
+        epsilon=2.0, k=3, n_clients=n_clients, min_honest=min_honest)))
+
+
+class PopRound:
+    """A started dp-pop stack and the keys its clients seal to."""
+
+    def __init__(self, stack: Stack) -> None:
+        self.stack = stack
+        stack.start()
+        self.cal = round_of(stack.info)
+        self.server_key = PopularityModel.from_bytes(
+            stack.server.get("/v1/artefacts/model").content).server_key
+        state = stack.proxy.get("/v1/round").json()
+        self.proxy_key = bytes.fromhex(state["published"]["secure_sum_proxy_key"])
+
+    def uploads(self, ids, vectors, server_key: bytes | None = None) -> list[tuple[int, bytes]]:
+        block = NoisyVectors(np.asarray(ids), np.asarray(vectors, np.int64), 0,
+                             server_key or self.server_key, self.proxy_key, self.cal.params)
+        return list(sealed_uploads(block))
+
+    def out_of_ring(self, client: int) -> tuple[int, bytes]:
+        """An upload whose server share holds values >= q (its seed box is fine)."""
+        p = self.cal.params
+        mid, seed = secrets.token_bytes(MESSAGE_ID_BYTES), secrets.token_bytes(SEED_BYTES)
+        values = np.full(p.dimension, p.modulus + 1, np.uint64)
+        assert int(values[0]) < 1 << (8 * p.element_bytes)  # fits the wire, not the ring
+        upload = Upload(0, mid, seal(self.proxy_key, seed, associated_data(0, mid, "proxy")),
+                        seal(self.server_key, encode_elements(values, p.element_bytes),
+                             associated_data(0, mid, "server")))
+        return client, SumUpload(upload.to_bytes()).to_bytes()
+
+    def submit_all(self, uploads) -> list[int]:
+        return [self.stack.submit(0, cid, body).status_code for cid, body in uploads]
+
+    def counts(self) -> np.ndarray:
+        return PopularityModel.from_bytes(
+            self.stack.server.get("/v1/artefacts/model").content).counts
+
+
+def honest(n: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    v = np.zeros((n, N_ITEMS), np.int64)
+    for row in v:
+        row[rng.choice(N_ITEMS, 3, replace=False)] = 1
+    return v
+
+
+def test_a_share_sealed_to_the_wrong_key_is_refused_and_the_honest_ones_are_summed(tmp_path):
+    with Stack(tmp_path, pop_info(30, 10), threshold=10, batch_senders=10) as s:
+        r = PopRound(s)
+        good = honest(10)
+        ups = r.uploads(range(1, 11), good)
+        bad = r.uploads([99], honest(1, 5), server_key=KeyPair().public)  # not the server's
+        assert r.submit_all(ups + bad) == [202] * 11  # the proxy cannot tell: 202
+        closed = s.close(0)
+        assert closed.status_code == 200, closed.text
+        out = closed.json()
+        assert out["outcomes"] == {"summed": 10, "refused": 1, "below_threshold": 0, "lost": 0}
+        assert out["forwarded"] is True and out["batch_senders"] == [10]
+        (mid, why), = [(m, o) for m, o in out["uploads"].items() if o["outcome"] == "refused"]
+        assert mid == SumUpload.from_bytes(bad[0][1]).message_id.hex()
+        assert "WrongRecipientError" in why["reason"] and "server" in why["reason"]
+        assert len(out["uploads"]) == 11  # every acknowledged upload has its one outcome
+        # the published counts are the honest sum (plus the noise the clients drew)
+        state = s.proxy.get("/v1/round").json()
+        assert state["problem"] is None and state["finished"] is True
+        assert state["history"][0]["outcomes"]["summed"] == 10
+        assert s.server.get("/v1/round").json()["history"][0]["updated"] is True
+        assert r.counts().shape == (N_ITEMS,)
+
+
+def test_a_share_holding_a_value_at_least_q_is_refused_with_its_reason(tmp_path):
+    with Stack(tmp_path, pop_info(3, 2), threshold=2, batch_senders=2) as s:
+        r = PopRound(s)
+        assert r.cal.params.bits % 8  # room on the wire for a value >= q
+        ups = r.uploads([1, 2], np.zeros((2, N_ITEMS), np.int64))
+        assert r.submit_all([*ups, r.out_of_ring(3)]) == [202] * 3
+        out = s.close(0).json()
+        assert out["outcomes"]["summed"] == 2 and out["outcomes"]["refused"] == 1
+        reasons = [o["reason"] for o in out["uploads"].values() if o["outcome"] == "refused"]
+        assert len(reasons) == 1 and f">= 2^{r.cal.params.bits}" in reasons[0]
+
+
+def test_no_more_uploads_than_n_clients_are_taken_so_the_ring_cannot_wrap(tmp_path):
+    with Stack(tmp_path, pop_info(3, 2), threshold=2, batch_senders=2) as s:
+        r = PopRound(s)
+        one_hot = np.zeros((5, N_ITEMS), np.int64)
+        one_hot[:, 0] = 1
+        codes = r.submit_all(r.uploads(range(1, 6), one_hot))
+        assert codes[:3] == [202] * 3 and codes[3:] == [409, 409]
+        assert "full" in s.submit(0, 9, r.uploads([9], one_hot[:1])[0][1]).json()["error"]
+        out = s.close(0).json()
+        assert out["outcomes"]["summed"] == 3 and out["senders"] == 3
+        assert out["release_rule"] == {"fewest": 2, "most": 3}
+
+
+def test_too_few_valid_uploads_end_the_round_below_threshold_with_each_outcome(tmp_path):
+    with Stack(tmp_path, pop_info(30, 10), threshold=10, batch_senders=10) as s:
+        r = PopRound(s)
+        ups = r.uploads(range(1, 10), honest(9))  # 9 valid
+        bad = r.uploads([50], honest(1), server_key=KeyPair().public)
+        assert r.submit_all(ups + bad) == [202] * 10
+        closed = s.close(0)
+        assert closed.status_code == 200, closed.text  # the round finishes
+        out = closed.json()
+        assert out["forwarded"] is False and out["batch_senders"] == []
+        # 10 held: the server checked them; 9 valid are fewer than 10, nothing released
+        assert out["outcomes"] == {"summed": 0, "refused": 1, "below_threshold": 9,
+                                   "lost": 0}
+        assert len(out["uploads"]) == 10
+        server = s.server.get("/v1/round").json()
+        assert server["round"] == 1 and server["history"][0]["updated"] is False
+        assert server["history"][0]["batch_senders"] == []
+
+
+def test_fewer_held_than_the_rule_end_below_threshold_unseen_by_the_server(tmp_path):
+    with Stack(tmp_path, pop_info(30, 10), threshold=10, batch_senders=10) as s:
+        r = PopRound(s)
+        assert r.submit_all(r.uploads(range(1, 4), honest(3))) == [202] * 3
+        out = s.close(0).json()
+        assert out["outcomes"] == {"summed": 0, "refused": 0, "below_threshold": 3,
+                                   "lost": 0}
+        assert {o["outcome"] for o in out["uploads"].values()} == {"below_threshold"}
+
+
+def test_a_close_again_returns_the_same_outcome_and_no_second_release(tmp_path):
+    with Stack(tmp_path, pop_info(30, 10), threshold=10, batch_senders=10) as s:
+        r = PopRound(s)
+        r.submit_all(r.uploads(range(1, 13), honest(12)))
+        first = s.close(0).json()
+        again = s.close(0)
+        assert again.status_code == 200 and again.json() == first
+        assert s.server.get("/v1/round").json()["history"][0]["batch_senders"] == [12]
+
+
+@pytest.mark.parametrize(("threshold", "why"), [(1, "must be >= 2"),
+                                                (2, "below the protocol's min_honest = 10")])
+def test_a_proxy_that_can_never_release_refuses_to_start(tmp_path, threshold, why):
+    stack = Stack(tmp_path, pop_info(30, 10), threshold=threshold, batch_senders=threshold)
+    with pytest.raises(DprecError, match=why):
+        stack.__enter__()
+
+
+def test_the_proxy_refuses_a_server_publishing_another_min_honest(tmp_path):
+    with Stack(tmp_path, pop_info(30, 10), threshold=10, batch_senders=10,
+               min_honest=20) as s:
+        r = PopRound(s)
+        state = s.proxy.get("/v1/round").json()
+        assert state["accepting"] is False and "min_honest = 10" in state["problem"]
+        assert "--min-honest 20" in state["problem"]
+        code = r.submit_all(r.uploads([1], honest(1)))
+        assert code == [503]
+
+
+def test_the_servers_secret_closes_no_round_on_the_proxy(tmp_path):
+    with Stack(tmp_path, pop_info(30, 10), threshold=10, batch_senders=10) as s:
+        r = PopRound(s)
+        r.submit_all(r.uploads(range(1, 12), honest(11)))
+        assert s.proxy.post("/v1/rounds/0/close", headers=AUTH).status_code == 401
+        assert s.proxy.get("/v1/round").json()["accepting"] is True
+        assert s.proxy.post("/v1/rounds/0/close", headers=OPERATOR_AUTH).status_code == 200
