@@ -123,8 +123,9 @@ def test_a_killed_server_applies_its_acknowledged_release_once(tmp_path):
                                                         + lb.secret.decode()})
         assert admin.post("/v1/start", json={}).status_code == 200
         key = PopularityModel.from_bytes(ServerAPI(srv.url).artefact("model").data).server_key
-        release, want = _release(info, key, SecureSumRelay(round_of(info).params,
-                                                           tmp_path / "p"))
+        relay = SecureSumRelay(round_of(info).params, tmp_path / "p")
+        relay.see_broadcast(0, ServerAPI(srv.url).artefact("model").data)
+        release, want = _release(info, key, relay)
         body = SumRelease.from_bytes(release).to_bytes()
 
         def post(k: str) -> httpx.Response:

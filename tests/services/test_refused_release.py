@@ -40,8 +40,9 @@ def test_the_server_answers_409_with_the_roles_reason_and_keeps_the_round_open(t
     with TestClient(app, raise_server_exceptions=False) as c:
         assert c.post("/v1/start", headers=AUTH, json={}).status_code == 200
         key = PopularityModel.from_bytes(c.get("/v1/artefacts/model").content).server_key
-        release = _release_of(info, key, SecureSumRelay(round_of(info).params, tmp_path / "p"),
-                              10)
+        relay = SecureSumRelay(round_of(info).params, tmp_path / "p")
+        relay.see_broadcast(0, c.get("/v1/artefacts/model").content)
+        release = _release_of(info, key, relay, 10)
         r = c.post("/v1/rounds/0/batches", content=SumRelease.from_bytes(release).to_bytes(),
                    headers={**AUTH, "Idempotency-Key": "release-key-1",
                             "Content-Type": "application/octet-stream"})

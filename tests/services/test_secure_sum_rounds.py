@@ -15,7 +15,12 @@ from svc import AUTH, OPERATOR_AUTH, Stack
 
 from dprec.errors import DprecError
 from dprec.protocol.deployed import ProtocolInfo
-from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, Upload, associated_data
+from dprec.protocol.secure_sum.messages import (
+    MESSAGE_ID_BYTES,
+    Upload,
+    associated_data,
+    run_id,
+)
 from dprec.protocol.secure_sum.ring import SEED_BYTES, encode_elements
 from dprec.protocol.secure_sum.sealed import KeyPair, seal
 from dprec.systems.dp_pop.deploy import round_of, sealed_uploads
@@ -42,21 +47,33 @@ class PopRound:
         state = stack.proxy.get("/v1/round").json()
         self.proxy_key = bytes.fromhex(state["published"]["secure_sum_proxy_key"])
 
-    def uploads(self, ids, vectors, server_key: bytes | None = None) -> list[tuple[int, bytes]]:
+    def uploads(self, ids, vectors) -> list[tuple[int, bytes]]:
         block = NoisyVectors(np.asarray(ids), np.asarray(vectors, np.int64), 0,
-                             server_key or self.server_key, self.proxy_key, self.cal.params)
+                             self.server_key, self.proxy_key, self.cal.params)
         return list(sealed_uploads(block))
+
+    def crafted(self, client: int, share: bytes, share_key: bytes | None = None
+                ) -> tuple[int, bytes]:
+        """A hostile client's upload: a good seed box, the plaintext ``share`` sealed to
+        ``share_key`` (default: the server's), both bound to this run."""
+        mid, seed = secrets.token_bytes(MESSAGE_ID_BYTES), secrets.token_bytes(SEED_BYTES)
+        run = run_id(self.proxy_key, self.server_key)
+        upload = Upload(0, mid,
+                        seal(self.proxy_key, seed, associated_data(run, 0, mid, "proxy")),
+                        seal(share_key or self.server_key, share,
+                             associated_data(run, 0, mid, "server")))
+        return client, SumUpload(upload.to_bytes()).to_bytes()
 
     def out_of_ring(self, client: int) -> tuple[int, bytes]:
         """An upload whose server share holds values >= q (its seed box is fine)."""
         p = self.cal.params
-        mid, seed = secrets.token_bytes(MESSAGE_ID_BYTES), secrets.token_bytes(SEED_BYTES)
         values = np.full(p.dimension, p.modulus + 1, np.uint64)
         assert int(values[0]) < 1 << (8 * p.element_bytes)  # fits the wire, not the ring
-        upload = Upload(0, mid, seal(self.proxy_key, seed, associated_data(0, mid, "proxy")),
-                        seal(self.server_key, encode_elements(values, p.element_bytes),
-                             associated_data(0, mid, "server")))
-        return client, SumUpload(upload.to_bytes()).to_bytes()
+        return self.crafted(client, encode_elements(values, p.element_bytes))
+
+    def wrong_key(self, client: int) -> tuple[int, bytes]:
+        """An upload whose server share is sealed to another key (its seed box is fine)."""
+        return self.crafted(client, bytes(self.cal.params.share_bytes), KeyPair().public)
 
     def submit_all(self, uploads) -> list[int]:
         return [self.stack.submit(0, cid, body).status_code for cid, body in uploads]
@@ -79,7 +96,7 @@ def test_a_share_sealed_to_the_wrong_key_is_refused_and_the_honest_ones_are_summ
         r = PopRound(s)
         good = honest(10)
         ups = r.uploads(range(1, 11), good)
-        bad = r.uploads([99], honest(1, 5), server_key=KeyPair().public)  # not the server's
+        bad = [r.wrong_key(99)]  # the share is sealed to another key than the server's
         assert r.submit_all(ups + bad) == [202] * 11  # the proxy cannot tell: 202
         closed = s.close(0)
         assert closed.status_code == 200, closed.text
@@ -127,7 +144,7 @@ def test_too_few_valid_uploads_end_the_round_below_threshold_with_each_outcome(t
     with Stack(tmp_path, pop_info(30, 10), threshold=10, batch_senders=10) as s:
         r = PopRound(s)
         ups = r.uploads(range(1, 10), honest(9))  # 9 valid
-        bad = r.uploads([50], honest(1), server_key=KeyPair().public)
+        bad = [r.wrong_key(50)]
         assert r.submit_all(ups + bad) == [202] * 10
         closed = s.close(0)
         assert closed.status_code == 200, closed.text  # the round finishes
@@ -188,3 +205,13 @@ def test_the_servers_secret_closes_no_round_on_the_proxy(tmp_path):
         assert s.proxy.post("/v1/rounds/0/close", headers=AUTH).status_code == 401
         assert s.proxy.get("/v1/round").json()["accepting"] is True
         assert s.proxy.post("/v1/rounds/0/close", headers=OPERATOR_AUTH).status_code == 200
+
+
+def test_an_upload_sealed_for_another_run_is_refused_at_the_proxy(tmp_path):
+    with Stack(tmp_path, pop_info(30, 10), threshold=10, batch_senders=10) as s:
+        r = PopRound(s)
+        other_run = NoisyVectors(np.array([1]), honest(1), 0, KeyPair().public, r.proxy_key,
+                                 r.cal.params)
+        _, body = next(sealed_uploads(other_run))
+        refused = s.submit(0, 1, body)
+        assert refused.status_code == 422 and "another run" in refused.json()["error"]

@@ -657,6 +657,8 @@ class _Proxy:
             held = self.store.held(round)
             if self.rule is not None:
                 assert self.secrets is not None
+                if self.secrets.needs_broadcast and self.store.uploads(round) is None:
+                    await self._broadcast_for(round, info)
                 await settle_round(self.store, self.secrets, self.rule, round,
                                    self._server_verdicts)
             elif held >= self.settings.threshold:

@@ -51,16 +51,16 @@ def test_the_server_gives_a_verdict_per_share_and_sums_nothing():
     ids = [mid for mid, _ in batch.shares]
     p = dep.params
     batch = _replace_share(batch, 0, seal(KeyPair().public, bytes(p.share_bytes),
-                                          associated_data(ROUND, ids[0], "server")))
+                                          associated_data(dep.run, ROUND, ids[0], "server")))
     tampered = bytearray(batch.shares[1][1])
     tampered[-1] ^= 1
     batch = _replace_share(batch, 1, bytes(tampered))
     batch = _replace_share(batch, 2, seal(dep.server_keys.public, bytes(p.share_bytes - 1),
-                                          associated_data(ROUND, ids[2], "server")))
+                                          associated_data(dep.run, ROUND, ids[2], "server")))
     big = np.full(p.dimension, p.modulus, np.uint64)  # >= q, still 2 bytes on the wire
     batch = _replace_share(batch, 3, seal(dep.server_keys.public,
                                           encode_elements(big, p.element_bytes),
-                                          associated_data(ROUND, ids[3], "server")))
+                                          associated_data(dep.run, ROUND, ids[3], "server")))
     verdicts = dep.server.check(batch, ROUND)
     assert "WrongRecipientError" in verdicts[ids[0]]
     assert "TamperedCiphertextError" in verdicts[ids[1]]

@@ -31,7 +31,13 @@ from dprec.protocol.secure_sum.errors import (
     RoundClosedError,
     WrongRoundError,
 )
-from dprec.protocol.secure_sum.messages import Release, ShareBatch, Upload, associated_data
+from dprec.protocol.secure_sum.messages import (
+    Release,
+    ShareBatch,
+    Upload,
+    associated_data,
+    run_id,
+)
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.ring import expand_mask
 from dprec.protocol.secure_sum.sealed import KeyPair, open_box
@@ -45,11 +51,13 @@ class SecureSumProxy:
     """One round of the secure sum at the proxy."""
 
     def __init__(self, params: SecureSumParams, keys: KeyPair, round_id: int, threshold: int,
-                 rng: np.random.Generator | None = None) -> None:
+                 rng: np.random.Generator | None = None, *, server_key: bytes) -> None:
         check_int("threshold", threshold, 2)
         check_int("round_id", round_id, 0)
         self.params = params
         self.keys = keys
+        self.run = run_id(keys.public, server_key)
+        """The run id the boxes bind (the server's key of this run, :func:`run_id`)."""
         self.round_id = round_id
         self.threshold = threshold
         self._rng = rng
@@ -82,7 +90,7 @@ class SecureSumProxy:
             raise ReplayError(f"message id {upload.message_id.hex()} was already accepted in "
                               f"round {self.round_id}: a replay, refused")
         seed = open_box(self.keys, upload.seed_box,
-                        associated_data(self.round_id, upload.message_id, "proxy"))
+                        associated_data(self.run, self.round_id, upload.message_id, "proxy"))
         self._senders.add(sender)
         self._message_ids.add(upload.message_id)
         self._seeds[upload.message_id] = seed
@@ -91,7 +99,7 @@ class SecureSumProxy:
     def share_batch(self) -> ShareBatch:
         """Every accepted share, sorted by message id, without a mask sum: what the server
         checks before the release (:mod:`.validity`)."""
-        return ShareBatch(self.round_id, tuple(sorted(self._shares.items())))
+        return ShareBatch(self.round_id, tuple(sorted(self._shares.items())), self.keys.public)
 
     def release(self, over: Collection[bytes] | None = None) -> Release:
         """The round's one batch over the accepted uploads with message ids ``over`` (all
@@ -121,4 +129,4 @@ class SecureSumProxy:
             shares = [shares[i] for i in self._rng.permutation(len(shares))]
         self._released = True
         logger.info("round %d: released %d shares", self.round_id, len(shares))
-        return Release(self.round_id, tuple(shares), mask_sum)
+        return Release(self.round_id, tuple(shares), mask_sum, self.keys.public)

@@ -31,7 +31,7 @@ from dprec.protocol.secure_sum.errors import (
     SecureSumError,
     WrongRoundError,
 )
-from dprec.protocol.secure_sum.messages import Release, ShareBatch, associated_data
+from dprec.protocol.secure_sum.messages import Release, ShareBatch, associated_data, run_id
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.ring import centred, decode_elements
 from dprec.protocol.secure_sum.sealed import KeyPair, open_box
@@ -76,17 +76,20 @@ class SecureSumServer:
         if batch.round_id != round_id:
             raise WrongRoundError(f"the share batch is for round {batch.round_id}, the server "
                                   f"checks round {round_id}")
+        run = run_id(batch.proxy_key, self.keys.public)
         verdicts: dict[bytes, str | None] = {}
         for mid, box in batch.shares:
             if mid in verdicts:
                 verdicts[mid] = "its message id is repeated in the round"
                 continue
-            verdicts[mid] = self._verdict(mid, box, round_id)
+            verdicts[mid] = self._verdict(run, mid, box, round_id)
         return verdicts
 
-    def _verdict(self, message_id: bytes, box: bytes, round_id: int) -> str | None:
+    def _verdict(self, run: bytes, message_id: bytes, box: bytes, round_id: int
+                 ) -> str | None:
         try:
-            plain = open_box(self.keys, box, associated_data(round_id, message_id, "server"))
+            plain = open_box(self.keys, box,
+                             associated_data(run, round_id, message_id, "server"))
         except SecureSumError as e:
             return f"{type(e).__name__}: {e}"
         for hook in self.checks:
@@ -120,16 +123,17 @@ class SecureSumServer:
         if len(set(ids)) != len(ids):
             raise ReplayError("the release repeats a message id: a share counted twice would "
                               "change the sum; refused")
+        run = run_id(release.proxy_key, self.keys.public)
         total = mask_sum.copy()
         for start in range(0, len(release.shares), CHUNK):
             chunk = release.shares[start:start + CHUNK]
-            plain = b"".join(self._open(mid, box, round_id) for mid, box in chunk)
+            plain = b"".join(self._open(run, mid, box, round_id) for mid, box in chunk)
             total += decode_elements(plain, len(chunk), p.element_bytes, p.bits).sum(
                 axis=0, dtype=np.uint64)
         return SecureSumResult(centred(total, p.bits), len(release.shares), p.gamma)
 
-    def _open(self, message_id: bytes, box: bytes, round_id: int) -> bytes:
-        plain = open_box(self.keys, box, associated_data(round_id, message_id, "server"))
+    def _open(self, run: bytes, message_id: bytes, box: bytes, round_id: int) -> bytes:
+        plain = open_box(self.keys, box, associated_data(run, round_id, message_id, "server"))
         if len(plain) != self.params.share_bytes:
             error = OversizedUploadError if len(plain) > self.params.share_bytes \
                 else MalformedUploadError
