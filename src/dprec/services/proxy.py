@@ -10,7 +10,8 @@ nothing else about the request (address, headers, time) is kept or logged.
 
 Forwarding: once the bag holds ``batch_senders + threshold`` submissions of the open round,
 ``batch_senders`` of them are shuffled and queued as one batch (so at least ``threshold``
-stay behind); closing the round (``POST /v1/rounds/{round}/close``, operator or
+stay behind); closing the round (``POST /v1/rounds/{round}/close``, authenticated by the
+operator's own secret, never the proxy-server secret the server holds; or
 ``--round-seconds``) queues the rest if they number ``threshold`` or more, and refuses them
 otherwise (``below_threshold``, as the simulation's shuffler refuses a round). A batch is
 shuffled by the simulation's own :class:`~dprec.protocol.shuffler.Shuffler` (canonical
@@ -20,9 +21,14 @@ After a crash, queued batches are sent again under the same key and the server c
 once.
 
 A protocol whose descriptor sets ``one_batch`` (a secure sum) forms no batch while the round
-is open: the close forwards ONE batch of every held submission, made by the protocol's
-secret part (:meth:`~dprec.protocol.deployment.Deployment.proxy_secrets`, e.g. the secure
-sum's proxy key, kept in the state folder), which also checks every upload before it is
+is open: the close agrees the set of valid uploads with the server and forwards ONE batch
+over exactly that set, durably queued before it is sent, or ends the round below the
+threshold (:mod:`dprec.services.rounds`: every upload's own outcome, the release rule
+``max(threshold, min_honest)`` to ``n_clients``, settings that can never release refused
+at start, the published ``min_honest`` and ``n_clients`` checked against ``--min-honest``
+and ``--n-clients``). The batch is made by the protocol's secret part
+(:meth:`~dprec.protocol.deployment.Deployment.proxy_secrets`, e.g. the secure sum's proxy
+key, kept in the state folder), which also checks every upload before it is
 held (422) and whose public part ``GET /v1/round`` publishes (``published``). An upload
 repeating an accepted upload's id (:meth:`~dprec.protocol.deployment.Deployment.unique_id`)
 is a replay (409). The batch is computed from the held submissions alone, so a proxy
@@ -809,9 +815,18 @@ def create_proxy_app(settings: ProxySettings) -> FastAPI:
                 "one_batch": info.deployment.one_batch,
                 "release_rule": None if state.rule is None else {
                     "fewest": state.rule.fewest, "most": state.rule.most},
-                "history": state.store.outcomes(),
+                "history": [{k: v for k, v in o.items() if k != "uploads"}
+                            for o in state.store.outcomes()],
                 "published_threshold": published_threshold(info),
                 "published": None if state.secrets is None else state.secrets.published()}
+
+    @app.get("/v1/rounds/{round}/outcome", summary="A closed round's outcome, each upload's "
+             "included", responses=error_responses(404))
+    async def outcome(round: ROUND) -> dict[str, Any]:
+        done = state.store.outcome(round)
+        if done is None:
+            raise ApiError(404, f"round {round} is not closed on this proxy")
+        return done
 
     @app.post("/v1/rounds/{round}/reports", summary="Submit one client's message",
               status_code=202, openapi_extra=BINARY_BODY,
