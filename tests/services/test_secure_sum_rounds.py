@@ -217,3 +217,40 @@ def test_an_upload_sealed_for_another_run_is_refused_at_the_proxy(tmp_path):
         _, body = next(sealed_uploads(other_run))
         refused = s.submit(0, 1, body)
         assert refused.status_code == 422 and "another run" in refused.json()["error"]
+
+
+def test_a_settled_round_is_never_released_over_another_set(tmp_path):
+    """A retry (or a restart) after the release is queued asks the server nothing and
+    queues nothing: the one release stays the one in the outbox (issue 31 §2)."""
+    import asyncio
+
+    from dprec.protocol.secure_sum.validity import ReleaseRule
+    from dprec.services.rounds import settle_round
+    from dprec.services.store import ProxyStore
+    from dprec.systems.dp_pop.proxy import SecureSumRelay
+
+    with Stack(tmp_path, pop_info(30, 10), threshold=10, batch_senders=10) as s:
+        r = PopRound(s)
+        ups = r.uploads(range(1, 13), honest(12))
+    info = s.info
+    store = ProxyStore(tmp_path / "settle.sqlite3")
+    relay = SecureSumRelay(round_of(info).params, tmp_path / "relay", 10, 30)
+    relay.server_key = r.server_key
+    relay.keys = type(relay.keys).from_raw(  # the stack's proxy key: its uploads open
+        (tmp_path / "proxy" / "secure_sum_proxy.key").read_bytes())
+    for i, (_, body) in enumerate(ups):
+        store.hold(0, bytes([i]) * 16, body, SumUpload.from_bytes(body).message_id)
+    asked = []
+
+    async def ask(round, batch):
+        asked.append(batch)
+        return {relay.message_id(b): None for _, b in ups}
+
+    rule = ReleaseRule(10, 10, 30)
+    asyncio.run(settle_round(store, relay, rule, 0, ask))
+    first = store.outbox()
+    store.hold(0, b"late" * 4, ups[0][1], None)  # whatever is held later changes nothing
+    asyncio.run(settle_round(store, relay, rule, 0, ask))
+    assert len(asked) == 1 and store.outbox() == first and len(first) == 1
+    assert first[0][2] == 12 and len(store.uploads(0)["released"]) == 12
+    store.close_db()
