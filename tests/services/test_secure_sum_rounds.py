@@ -254,3 +254,16 @@ def test_a_settled_round_is_never_released_over_another_set(tmp_path):
     assert len(asked) == 1 and store.outbox() == first and len(first) == 1
     assert first[0][2] == 12 and len(store.uploads(0)["released"]) == 12
     store.close_db()
+
+
+def test_uploads_held_when_the_server_closes_the_round_itself_are_each_lost(tmp_path):
+    with Stack(tmp_path, pop_info(30, 10), threshold=10, batch_senders=10,
+               watch_seconds=0) as s:
+        r = PopRound(s)
+        assert r.submit_all(r.uploads(range(1, 5), honest(4))) == [202] * 4
+        assert s.server.post("/v1/rounds/0/close", headers=AUTH).status_code == 200
+        s.proxy.get("/v1/round")  # the proxy learns of it
+        out = s.proxy.get("/v1/rounds/0/outcome").json()
+        assert out["outcomes"] == {"summed": 0, "refused": 0, "below_threshold": 0, "lost": 4}
+        assert out["lost_senders"] == 4
+        assert all("closed round 0" in o["reason"] for o in out["uploads"].values())

@@ -104,6 +104,7 @@ from dprec.services.http import ApiError, error_responses, install_error_handler
 from dprec.services.limits import RateLimiter, batch_bytes
 from dprec.services.rounds import (
     bounds_problem,
+    lose_held,
     release_rule,
     settle_round,
     upload_outcomes,
@@ -338,7 +339,11 @@ class _Proxy:
         mine, theirs = self.round, int(state["round"])
         if self.store.outbox_count(mine):
             await self.send_outbox()
-        lost = self.store.lose(mine)
+        if self.rule is not None and self.secrets is not None:
+            lose_held(self.store, self.secrets, mine,
+                      f"the server closed round {mine} before the proxy released it")
+        self.store.lose(mine)
+        lost = self.store.lost_senders(mine)
         done = {o["round"]: o for o in state["history"]}
         outcome = self._outcome(mine, done.get(mine))
         self.store.finish_round(mine, outcome, theirs)

@@ -36,7 +36,7 @@ from dprec.protocol.secure_sum.validity import ReleaseRule, agree
 from dprec.random import secure_generator
 from dprec.services.store import ProxyStore
 
-__all__ = ["ServerVerdicts", "bounds_problem", "release_rule", "settle_round",
+__all__ = ["ServerVerdicts", "bounds_problem", "lose_held", "release_rule", "settle_round",
            "upload_outcomes"]
 
 ServerVerdicts = Callable[[int, bytes], Awaitable[dict[bytes, str | None]]]
@@ -98,6 +98,15 @@ async def settle_round(store: ProxyStore, secrets: ProxySecrets, rule: ReleaseRu
                  {m.hex(): why for m, why in refused.items()}, [m.hex() for m in below])
 
 
+def lose_held(store: ProxyStore, secrets: ProxySecrets, round: int, why: str) -> None:
+    """Every held upload of an unsettled ``round`` is lost with the reason ``why`` (the
+    server closed the round before the proxy released it)."""
+    if store.uploads(round) is not None:
+        return
+    lost = {secrets.message_id(body).hex(): why for _, body in store.held_rows(round)}
+    store.settle(round, None, [], {}, [], lost)
+
+
 def upload_outcomes(uploads: dict[str, Any], summed: bool, lost_reason: str | None
                     ) -> dict[str, Any]:
     """Each upload's one outcome (``summed``, ``refused``, ``below_threshold``, ``lost``),
@@ -110,6 +119,8 @@ def upload_outcomes(uploads: dict[str, Any], summed: bool, lost_reason: str | No
         each[mid] = {"outcome": "below_threshold",
                      "reason": "the round's valid uploads were fewer than the release rule's "
                                "least; nothing was released"}
+    for mid, why in uploads.get("lost", {}).items():
+        each[mid] = {"outcome": "lost", "reason": why}
     for mid in uploads["released"]:
         each[mid] = {"outcome": "summed"} if summed else \
             {"outcome": "lost", "reason": lost_reason or "the server did not take the release"}

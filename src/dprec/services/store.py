@@ -381,12 +381,14 @@ class ProxyStore:
             "SELECT key, body FROM held WHERE round = ? ORDER BY key", (round,))]
 
     def settle(self, round: int, release: bytes | None, released: list[str],
-               refused: dict[str, str], below: list[str]) -> None:
+               refused: dict[str, str], below: list[str],
+               lost: dict[str, str] | None = None) -> None:
         """An agreed release (:mod:`dprec.services.rounds`): in one transaction, queue
         ``release`` (the mask sum over exactly the uploads ``released``, hex message ids;
         None: nothing is released), forget every held submission of ``round``, and record
-        each upload's verdict (``refused`` with its reason, ``below`` the threshold). Done
-        once per round: a retry re-sends the queued release, never one over another set."""
+        each upload's verdict (``refused`` with its reason, ``below`` the threshold, ``lost``
+        with its reason). Done once per round: a retry re-sends the queued release, never
+        one over another set."""
         with _transaction(self.db):
             if _meta(self.db, f"uploads:{round}") is not None:
                 return
@@ -398,9 +400,11 @@ class ProxyStore:
             self.db.execute("DELETE FROM held WHERE round = ?", (round,))
             _add(self.db, f"below_threshold:{round}", len(below))
             _add(self.db, f"refused:{round}", len(refused))
+            _add(self.db, f"lost:{round}", len(lost or {}))
             _set_meta(self.db, f"uploads:{round}", {"released": sorted(released),
                                                     "refused": refused,
-                                                    "below_threshold": sorted(below)})
+                                                    "below_threshold": sorted(below),
+                                                    "lost": lost or {}})
 
     def uploads(self, round: int) -> dict[str, Any] | None:
         """The verdicts :meth:`settle` recorded for ``round`` (None: not settled)."""
