@@ -267,3 +267,17 @@ def test_uploads_held_when_the_server_closes_the_round_itself_are_each_lost(tmp_
         assert out["outcomes"] == {"summed": 0, "refused": 0, "below_threshold": 0, "lost": 4}
         assert out["lost_senders"] == 4
         assert all("closed round 0" in o["reason"] for o in out["uploads"].values())
+
+
+def test_serve_keys_writes_an_operator_secret_apart_from_the_shared_one(tmp_path):
+    import stat
+
+    from typer.testing import CliRunner
+
+    from dprec.cli import app
+
+    res = CliRunner().invoke(app, ["serve", "keys", str(tmp_path / "k")])
+    assert res.exit_code == 0, res.output
+    files = {n: tmp_path / "k" / n for n in ("shared.secret", "operator.secret", "token.key")}
+    assert all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in files.values())
+    assert files["shared.secret"].read_bytes() != files["operator.secret"].read_bytes()

@@ -305,15 +305,17 @@ def _operator_secret(path: Path | None) -> bytes | None:
 
 @serve_app.command("keys")
 def serve_keys(folder: Annotated[Path, typer.Argument(help="Where to write the keys.")]) -> None:
-    """Write a new shared secret (shared.secret) and client-token key (token.key), mode 0600."""
+    """Write a new shared secret (shared.secret), the proxy's operator secret
+    (operator.secret) and the client-token key (token.key), mode 0600."""
     from dprec.services.launch import write_key
     folder.mkdir(parents=True, exist_ok=True)
-    for name in ("shared.secret", "token.key"):
+    names = ("shared.secret", "operator.secret", "token.key")
+    for name in names:
         try:
             write_key(folder / name)
         except FileExistsError:
             fail(DprecError(f"{folder / name} exists; not overwriting a key"))
-    typer.echo(f"wrote {folder / 'shared.secret'} and {folder / 'token.key'}")
+    typer.echo("wrote " + ", ".join(str(folder / n) for n in names))
 
 
 @serve_app.command("token")
