@@ -111,6 +111,8 @@ def test_a_share_sealed_to_the_wrong_key_is_refused_and_the_honest_ones_are_summ
         state = s.proxy.get("/v1/round").json()
         assert state["problem"] is None and state["finished"] is True
         assert state["history"][0]["outcomes"]["summed"] == 10
+        assert list(state["history"][0]["refused_reasons"].values()) == [1]
+        assert "uploads" not in state["history"][0]  # each upload's: GET .../outcome
         assert s.proxy.get("/v1/rounds/0/outcome").json() == out  # each upload's, too
         assert s.proxy.get("/v1/rounds/1/outcome").status_code == 404
         assert s.server.get("/v1/round").json()["history"][0]["updated"] is True

@@ -110,8 +110,8 @@ def lose_held(store: ProxyStore, secrets: ProxySecrets, round: int, why: str) ->
 def upload_outcomes(uploads: dict[str, Any], summed: bool, lost_reason: str | None
                     ) -> dict[str, Any]:
     """Each upload's one outcome (``summed``, ``refused``, ``below_threshold``, ``lost``),
-    with the counts: ``summed`` when the server took the release, ``lost`` (with
-    ``lost_reason``) when it closed the round without it."""
+    with the counts and the refusals counted by reason: ``summed`` when the server took the
+    release, ``lost`` (with ``lost_reason``) when it closed the round without it."""
     each: dict[str, dict[str, str]] = {}
     for mid, why in uploads["refused"].items():
         each[mid] = {"outcome": "refused", "reason": why}
@@ -125,9 +125,13 @@ def upload_outcomes(uploads: dict[str, Any], summed: bool, lost_reason: str | No
         each[mid] = {"outcome": "summed"} if summed else \
             {"outcome": "lost", "reason": lost_reason or "the server did not take the release"}
     counts = {k: 0 for k in ("summed", "refused", "below_threshold", "lost")}
+    reasons: dict[str, int] = {}
     for o in each.values():
         counts[o["outcome"]] += 1
-    return {"outcomes": counts, "uploads": dict(sorted(each.items()))}
+        if o["outcome"] == "refused":
+            reasons[o["reason"]] = reasons.get(o["reason"], 0) + 1
+    return {"outcomes": counts, "refused_reasons": reasons,
+            "uploads": dict(sorted(each.items()))}
 
 
 def verdicts_from_json(doc: Any) -> dict[bytes, str | None]:
