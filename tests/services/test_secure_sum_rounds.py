@@ -283,3 +283,15 @@ def test_serve_keys_writes_an_operator_secret_apart_from_the_shared_one(tmp_path
     files = {n: tmp_path / "k" / n for n in ("shared.secret", "operator.secret", "token.key")}
     assert all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in files.values())
     assert files["shared.secret"].read_bytes() != files["operator.secret"].read_bytes()
+
+
+def test_a_release_that_would_not_fit_the_server_stops_uploads_before_the_close(tmp_path):
+    from dprec.services.limits import batch_bytes
+
+    info = pop_info(30, 10)
+    with Stack(tmp_path, info, {"max_batch_bytes": batch_bytes(info, 29)}, threshold=10,
+               batch_senders=10) as s:
+        r = PopRound(s)
+        problem = s.proxy.get("/v1/round").json()["problem"]
+        assert "n_clients = 30" in problem and "--max-batch-mb" in problem
+        assert r.submit_all(r.uploads([1], honest(1))) == [503]

@@ -286,7 +286,7 @@ class _Proxy:
                                  "its own --state directory")
             self.secrets = info.deployment.proxy_secrets(info, self.settings.state_dir)
             self.info = info
-            self._unfit = self._check_fit(info, doc) or self._check_release(info)
+            self._unfit = self._check_release(info) or self._check_fit(info, doc)
             if self._unfit:
                 log.error("%s", self._unfit)
             published = published_threshold(info)
@@ -320,10 +320,18 @@ class _Proxy:
         limit = (doc.get("limits") or {}).get("max_batch_bytes")
         if not isinstance(limit, int) or isinstance(limit, bool):
             return None  # a server that publishes no limit: learnt from its refusals
-        if info.deployment.one_batch:
-            return None  # one batch of every sender: learnt from the server's refusal
         s = self.settings
         senders = s.batch_senders + s.threshold - 1
+        if info.deployment.one_batch:
+            if self.rule is None:
+                return None  # one batch of every sender: learnt from the server's refusal
+            largest = batch_bytes(info, self.rule.most)  # a release sums <= n_clients
+            if largest <= limit:
+                return None
+            return (f"the server takes batches of at most {limit} bytes, and this proxy's "
+                    f"release of up to n_clients = {self.rule.most} uploads has up to "
+                    f"{largest} bytes; raise the server's --max-batch-mb. No submission is "
+                    "taken")
         largest = batch_bytes(info, senders)
         if largest <= limit:
             return None
