@@ -80,7 +80,8 @@ def run_http(system: str, params: dict[str, str], server_params: dict[str, str],
         srv.wait_ready()
         prx.wait_ready()
         startup = time.perf_counter() - t0
-        net = HttpTransport(srv.url, prx.url, lb.secret, lb.token_key, concurrency=concurrency)
+        net = HttpTransport(srv.url, prx.url, lb.secret, lb.token_key, concurrency=concurrency,
+                            operator_secret=lb.operator_secret)
         pids = {"server": srv.process.pid, "proxy": prx.process.pid}  # type: ignore[union-attr]
         before = {k: cpu_seconds(p) for k, p in pids.items()} | {"simulation": cpu_seconds()}
         t = time.perf_counter()

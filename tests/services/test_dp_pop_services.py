@@ -70,7 +70,8 @@ def test_sigkill_of_the_proxy_and_the_server_mid_round_changes_nothing(tmp_path)
         prx = lb.proxy(srv.url, 200, batch_senders=200, wait=False)
         srv.wait_ready()
         prx.wait_ready()
-        net = HttpTransport(srv.url, prx.url, lb.secret, lb.token_key, retry_for=240)
+        net = HttpTransport(srv.url, prx.url, lb.secret, lb.token_key, retry_for=240,
+                            operator_secret=lb.operator_secret)
         out: dict[str, object] = {}
 
         def drive() -> None:
@@ -122,8 +123,9 @@ def test_a_killed_server_applies_its_acknowledged_release_once(tmp_path):
                                                         + lb.secret.decode()})
         assert admin.post("/v1/start", json={}).status_code == 200
         key = PopularityModel.from_bytes(ServerAPI(srv.url).artefact("model").data).server_key
-        release, want = _release(info, key, SecureSumRelay(round_of(info).params,
-                                                           tmp_path / "p"))
+        relay = SecureSumRelay(round_of(info).params, tmp_path / "p")
+        relay.see_broadcast(0, ServerAPI(srv.url).artefact("model").data)
+        release, want = _release(info, key, relay)
         body = SumRelease.from_bytes(release).to_bytes()
 
         def post(k: str) -> httpx.Response:
@@ -195,7 +197,8 @@ def test_the_proxy_publishes_its_key_and_refuses_bad_uploads(running):
     assert submit(5, good[:-1]) == 422  # truncated
     assert api.round()["accepting"] is True
     closed = httpx.post(prx.url + "/v1/rounds/0/close",
-                        headers={"Authorization": "Bearer " + lb.secret.decode()}).json()
+                        headers={"Authorization": "Bearer " + lb.operator_secret.decode()}
+                        ).json()
     assert closed["senders"] == 1 and closed["below_threshold"] == 1
     assert closed["forwarded"] is False and closed["batch_senders"] == []
     api.close()

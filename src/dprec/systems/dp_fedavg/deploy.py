@@ -29,7 +29,7 @@ from typing import Any
 
 from dprec.protocol.deployment import ProxySecrets
 from dprec.protocol.secure_sum.params import SecureSumParams
-from dprec.systems.dp_fedavg.messages import ClientBlock
+from dprec.systems.dp_fedavg.messages import ClientBlock, FedAvgModel
 from dprec.systems.dp_fedavg.plan import plan_of
 from dprec.systems.dp_pop.deploy import SecureSumDeployment
 
@@ -77,7 +77,10 @@ class FedAvgDeployment(SecureSumDeployment):
     def proxy_secrets(self, info: Any, state_dir: Path) -> ProxySecrets:
         from dprec.systems.dp_pop.proxy import SecureSumRelay  # the proxy's code, lazily
 
-        return SecureSumRelay(_params(info), state_dir)
+        plan = plan_of(info.config, int(info.n_items), int(info.config["n_clients"]))
+        assert plan.min_honest is not None
+        return SecureSumRelay(_params(info), state_dir, plan.min_honest, plan.n_clients,
+                              lambda body: FedAvgModel.from_bytes(body).server_key)
 
 
 DEPLOYMENT = FedAvgDeployment()

@@ -27,6 +27,7 @@ from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import PrivacyReport
 from dprec.protocol.engine import run_protocol
+from dprec.protocol.secure_sum.in_process import total_outcomes
 from dprec.systems.base import Ranker, check_history
 from dprec.systems.central import factor_scores
 from dprec.systems.dp_fedavg.accounting import (
@@ -215,6 +216,7 @@ class DpFedAvg(Ranker):
                 list(clients.sampled_per_round)
                 if len(clients.sampled_per_round) == c.rounds else None)),
             "rounds_without_update": run.rounds_without_update,
+            "upload_outcomes": total_outcomes(proxy.outcomes),
             "seconds_by_role": dict(run.seconds),
         }
         return self

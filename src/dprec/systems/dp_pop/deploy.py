@@ -37,11 +37,11 @@ from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, Release, Upload
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.sealed import OVERHEAD
 from dprec.systems.dp_pop.calibration import RoundCalibration, calibrate
-from dprec.systems.dp_pop.messages import NoisyVectors, SumRelease, SumUpload
+from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel, SumRelease, SumUpload
 
 __all__ = ["DEPLOYMENT", "PopDeployment", "SecureSumDeployment", "round_of", "sealed_uploads"]
 
-_RELEASE_HEAD = 16  # "DSR1", round u64, count u32
+_RELEASE_HEAD = 48  # "DSR2", round u64, count u32, proxy key (32)
 
 
 def round_of(info: Any) -> RoundCalibration:
@@ -190,7 +190,9 @@ class PopDeployment(SecureSumDeployment):
     def proxy_secrets(self, info: Any, state_dir: Path) -> ProxySecrets:
         from dprec.systems.dp_pop.proxy import SecureSumRelay  # the proxy's code, lazily
 
-        return SecureSumRelay(_params(info), state_dir)
+        cal = round_of(info)
+        return SecureSumRelay(cal.params, state_dir, cal.min_honest, cal.n_clients,
+                              lambda body: PopularityModel.from_bytes(body).server_key)
 
 
 def sealed_uploads(block: Any) -> Iterator[tuple[int, bytes]]:

@@ -42,6 +42,7 @@ from dprec.privacy.events import EventLog, LocalReportDpEvent
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
 from dprec.privacy.skellam import calibrate_skellam_mu
 from dprec.protocol.engine import Clients, run_protocol
+from dprec.protocol.secure_sum.in_process import total_outcomes
 from dprec.systems.base import NotFittedError, Ranker, check_history
 from dprec.systems.dp_pop.calibration import RoundCalibration, calibrate
 from dprec.systems.dp_pop.client import PopClients, Sampling, k_hot
@@ -237,6 +238,7 @@ class DpPop(_RankedList):
         self._fit_info = {"n_clients": n, "n_items": d, "mu": cal.mu,
                           "total_mu": cal.share.mu * contributors, "min_honest": cal.min_honest,
                           "contributors": contributors, "batches": len(proxy.batches),
+                          "upload_outcomes": total_outcomes(proxy.outcomes),
                           "l1_sensitivity": cal.l1, "l2_sensitivity": cal.l2}
         if on_iteration is not None:
             on_iteration(0, self)

@@ -16,7 +16,7 @@ import numpy as np
 
 from dprec.protocol.secure_sum.in_process import InProcessSumProxy
 from dprec.systems.dp_pop.proxy import SecureSumRelay
-from dprec.systems.dpals.messages import ClientBlock, ExactSum
+from dprec.systems.dpals.messages import ClientBlock, DpalsModel, ExactSum
 from dprec.systems.dpals.plan import RunPlan
 
 __all__ = ["DpalsRelay", "ExactSumProxy"]
@@ -29,7 +29,8 @@ class DpalsRelay(SecureSumRelay):
 
     def __init__(self, plan: RunPlan, state_dir: Path) -> None:
         self.plan = plan
-        super().__init__(lambda round: plan.round(round).params, state_dir)
+        super().__init__(lambda round: plan.round(round).params, state_dir, plan.min_honest,
+                         plan.n_clients, lambda body: DpalsModel.from_bytes(body).server_key)
 
 
 class ExactSumProxy(InProcessSumProxy):

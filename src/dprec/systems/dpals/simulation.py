@@ -22,6 +22,7 @@ from dprec.errors import DprecError
 from dprec.iteration import IterationHook
 from dprec.privacy.events import EventLog
 from dprec.protocol.engine import Transport, run_protocol
+from dprec.protocol.secure_sum.in_process import total_outcomes
 from dprec.systems.dpals.client import select_items, solve_users
 from dprec.systems.dpals.clients import DpalsClients
 from dprec.systems.dpals.messages import DpalsModel
@@ -49,6 +50,8 @@ class SecureRun:
     share_mu: dict[str, float] = field(default_factory=dict)
     """Each release's per-client noise share as the clients draw it
     (:meth:`~.clients.DpalsClients.drawn_share_mu`)."""
+    upload_outcomes: dict[str, int] = field(default_factory=dict)
+    """How many uploads ended in each outcome, over all rounds (summed, refused, ...)."""
 
 
 def run_secure(cfg: dict[str, Any], train: sp.csr_matrix, rng: np.random.Generator,
@@ -108,7 +111,7 @@ def run_secure(cfg: dict[str, Any], train: sp.csr_matrix, rng: np.random.Generat
                          cfg, train, seed, final, plan),
                      [float(np.mean(x > c)) for x in lengths],
                      [float(np.median(x)) for x in lengths], contributors,
-                     [len(proxy.batches)], share_mu)
+                     [len(proxy.batches)], share_mu, total_outcomes(proxy.outcomes))
 
 
 def _lengths(clients: DpalsClients, plan: RunPlan, before: dict[int, np.ndarray],

@@ -297,6 +297,7 @@ class Dpals(Ranker):
             **simulation_only(contributed_pairs=run.contributed_pairs,
                               clipped_fraction=run.clipped_fraction,
                               median_user_norm=run.median_user_norm),
+            "upload_outcomes": run.upload_outcomes,
             "releases": [{"name": r.name, "mu": r.mu(p.multiplier), "l1_sensitivity": r.l1,
                           "l2_sensitivity": r.l2, "noise_ratio": r.ratio, "count": r.count,
                           "noise_std_clip_units": r.ratio * p.multiplier * r.l2 / (
