@@ -11,7 +11,8 @@ simulation's own (FMF-LDP's :class:`~dprec.systems.fmf.client.FederatedClients`,
 :func:`~dprec.systems.dplcf.client.obfuscate`) on a population of one.
 
 Order of a report, so that no message is ever sent uncharged, a crash never under-charges
-the ledger, and no round of a run ever gets two different messages:
+the ledger, and no round of a run ever gets two different messages (steps 2 to 4 hold the
+ledger's lock, re-read from disk, so two processes on one folder decide one at a time):
 
 1. read the description under the policy (mechanism, noise, sizes) and pin its run
    (:mod:`dprec.client.runs`): refusals here happen before anything is computed;
@@ -41,7 +42,7 @@ import scipy.sparse as sp
 
 from dprec.client.errors import BadReply
 from dprec.client.http import ProxyAPI, ServerAPI, ServiceError
-from dprec.client.ledger import BudgetExceededError, DiskLedger
+from dprec.client.ledger import BudgetExceededError, DiskLedger, private_dir
 from dprec.client.policy import DevicePolicy, ProtocolTerms
 from dprec.client.randomness import RandomSource, SecureSource
 from dprec.client.runs import SentMessages, report_key
@@ -73,8 +74,7 @@ class DeviceClient:
         self.policy = policy if isinstance(policy, DevicePolicy) else DevicePolicy.load(policy)
         self.server = server if isinstance(server, ServerAPI) else ServerAPI(server)
         self.proxy = proxy if isinstance(proxy, ProxyAPI) else ProxyAPI(proxy)
-        self.state_dir = Path(state_dir)
-        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.state_dir = private_dir(Path(state_dir))
         self.ledger = DiskLedger(self.state_dir / "ledger.json", budget)
         self.sent = SentMessages(self.state_dir)
         self.source = source or SecureSource()
@@ -206,27 +206,28 @@ class DeviceClient:
         if r is None:
             return False
         key = report_key(run, r)
-        body = self.sent.message(run, r)
-        resend = body is not None and self.ledger.charged(key)
-        if body is None:
-            if self.ledger.charged(key):
-                log.warning("round %d of run %.16s was charged but its message is lost; not "
-                            "reporting in it again", r, run)
+        with self.ledger.locked():  # another process on this folder waits: one decision
+            body = self.sent.message(run, r)
+            resend = body is not None and self.ledger.charged(key)
+            if body is None:
+                if self.ledger.charged(key):
+                    log.warning("round %d of run %.16s was charged but its message is lost; "
+                                "not reporting in it again", r, run)
+                    return False
+                if not self.ledger.can_charge(cost):
+                    log.info("not reporting in round %d: %.6g would pass the budget (%.6g of "
+                             "%.6g spent)", r, cost, self.ledger.spent, self.ledger.budget)
+                    return False
+                body = self._message(h, r, terms)
+                if len(body) != terms.message_bytes:
+                    raise DprecError(f"built a {len(body)}-byte message, expected "
+                                     f"{terms.message_bytes}")
+                self.sent.store(run, r, body)
+            try:
+                self.ledger.charge(key, cost)  # False for a re-send: charged when first stored
+            except BudgetExceededError as e:
+                log.info("not reporting in round %d: %s", r, e)
                 return False
-            if not self.ledger.can_charge(cost):
-                log.info("not reporting in round %d: %.6g would pass the budget (%.6g of "
-                         "%.6g spent)", r, cost, self.ledger.spent, self.ledger.budget)
-                return False
-            body = self._message(h, r, terms)
-            if len(body) != terms.message_bytes:
-                raise DprecError(f"built a {len(body)}-byte message, expected "
-                                 f"{terms.message_bytes}")
-            self.sent.store(run, r, body)
-        try:
-            self.ledger.charge(key, cost)  # False for a re-send: charged when first stored
-        except BudgetExceededError as e:
-            log.info("not reporting in round %d: %s", r, e)
-            return False
         Message.from_bytes(body)  # our own file: refuse to send anything torn
         try:
             self.proxy.submit(r, self.client_id, self.token, body)
