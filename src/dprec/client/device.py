@@ -49,6 +49,7 @@ from dprec.client.runs import SentMessages, report_key
 from dprec.errors import DprecError
 from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.messages import Message
+from dprec.protocol.secure_sum.device import proxy_key_of
 from dprec.selection import top_k_row
 from dprec.systems.dplcf.messages import NeighbourLists
 from dprec.systems.fmf.cells import parse_token
@@ -120,6 +121,8 @@ class DeviceClient:
         t = self.terms
         if t.artefact != name:
             raise DprecError(f"{t.system} publishes {t.artefact}, not {name}")
+        if not t.artefact_exact:  # a secure sum's model: its key, later the release
+            return self.server.artefact(name, limit=t.artefact_bytes).data
         return self.server.artefact(name, expected=t.artefact_bytes,
                                     expected_what=t.artefact_what).data
 
@@ -180,10 +183,20 @@ class DeviceClient:
                 raise BadReply(f"GET /v1/cells/token: {e}") from None
         return self._cells_token
 
+    def proxy_key(self) -> bytes:
+        """A secure sum's proxy key, as the proxy publishes it (``GET /v1/round``); the
+        seal refuses a low-order key or the server's own (:class:`BadReply`)."""
+        try:
+            return proxy_key_of(self.proxy.round().get("published"))
+        except DprecError as e:
+            raise BadReply(f"GET /v1/round: {e}") from None
+
     def _message(self, history: sp.csr_matrix, round: int, terms: ProtocolTerms) -> bytes:
         """The system's client step (its descriptor's), on a fresh secure generator."""
         if terms.cells == "assigned":
             terms = replace(terms, cells_token=self.cells_token())
+        if terms.secure_sum:
+            terms = replace(terms, proxy_key=self.proxy_key())
         return self.info.deployment.client_step(terms, history, round,
                                                 self.source.generator(), self.client_id,
                                                 self.artefact)
@@ -214,14 +227,16 @@ class DeviceClient:
                     log.warning("round %d of run %.16s was charged but its message is lost; "
                                 "not reporting in it again", r, run)
                     return False
+                if terms.secure_sum and self.ledger.charged_under(f"{run}/"):
+                    cost = 0.0  # a secure sum's run is charged its epsilon once
                 if not self.ledger.can_charge(cost):
                     log.info("not reporting in round %d: %.6g would pass the budget (%.6g of "
                              "%.6g spent)", r, cost, self.ledger.spent, self.ledger.budget)
                     return False
                 body = self._message(h, r, terms)
-                if len(body) != terms.message_bytes:
+                if len(body) != terms.upload_bytes(r):
                     raise DprecError(f"built a {len(body)}-byte message, expected "
-                                     f"{terms.message_bytes}")
+                                     f"{terms.upload_bytes(r)}")
                 self.sent.store(run, r, body)
             try:
                 self.ledger.charge(key, cost)  # False for a re-send: charged when first stored

@@ -158,6 +158,11 @@ class DiskLedger:
         with self.locked():
             return key in self._charges
 
+    def charged_under(self, prefix: str) -> bool:
+        """Is any key starting with ``prefix`` (a run's, ``<run>/``) charged on disk now?"""
+        with self.locked():
+            return any(k.startswith(prefix) for k in self._charges)
+
     def can_charge(self, eps: float) -> bool:
         """Would a new charge of ``eps`` stay within the budget (as the disk stands now)?"""
         with self.locked():
