@@ -18,7 +18,7 @@ from dprec.mechanisms.skellam import SkellamMechanism
 from dprec.protocol.secure_sum.client import quantise
 from dprec.systems.fmf.client import user_vectors
 
-__all__ = ["client_update", "clipped_weights"]
+__all__ = ["client_update", "clipped_update", "clipped_weights"]
 
 
 def clipped_weights(X: np.ndarray, V: np.ndarray, history: sp.csr_matrix, alpha: float,
@@ -32,19 +32,31 @@ def clipped_weights(X: np.ndarray, V: np.ndarray, history: sp.csr_matrix, alpha:
     return W * scale[:, None]
 
 
+def clipped_update(V: np.ndarray, history: sp.csr_matrix, *, alpha: float, reg: float,
+                   clip: float, rate: float, rng: np.random.Generator,
+                   gram: np.ndarray | None = None) -> tuple[np.ndarray, bool]:
+    """(the client's clipped gradient ``outer(w_u, x_u)`` flattened, ``||.||_2 <= clip``,
+    or zeros where its coin ``Bernoulli(rate)`` from ``rng`` did not sample it; whether it
+    did) for the 1 x N ``history``."""
+    sampled = bool(rng.random() < rate)
+    if not sampled:
+        return np.zeros(V.size), False
+    hist = sp.csr_matrix(history)
+    X = user_vectors(V, hist, alpha, reg, V.T @ V if gram is None else gram)
+    W = clipped_weights(X, V, hist, alpha, clip)
+    return np.outer(W[0], X[0]).ravel(), True
+
+
 def client_update(V: np.ndarray, history: sp.csr_matrix, *, alpha: float, reg: float,
                   clip: float, gamma: float, rate: float, share_mu: float | None,
                   rng: np.random.Generator, gram: np.ndarray | None = None
                   ) -> tuple[np.ndarray, bool]:
     """(the client's noisy integer vector of ``V.size`` coordinates, whether its coin
-    sampled it) for the 1 x N ``history`` (module docstring)."""
-    sampled = bool(rng.random() < rate)
-    out = np.zeros(V.size, np.int64)
-    if sampled:
-        hist = sp.csr_matrix(history)
-        X = user_vectors(V, hist, alpha, reg, V.T @ V if gram is None else gram)
-        W = clipped_weights(X, V, hist, alpha, clip)
-        out = quantise(np.outer(W[0], X[0]).ravel(), gamma, gamma * clip, rng)
+    sampled it) for the 1 x N ``history`` (module docstring): :func:`clipped_update`,
+    quantised, plus its share."""
+    x, sampled = clipped_update(V, history, alpha=alpha, reg=reg, clip=clip, rate=rate,
+                                rng=rng, gram=gram)
+    out = quantise(x, gamma, gamma * clip, rng) if sampled else np.zeros(V.size, np.int64)
     if share_mu is not None:
         out = out + SkellamMechanism(share_mu).noise(V.size, rng).astype(np.int64)
     return out, sampled
