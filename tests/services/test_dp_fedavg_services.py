@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from device_runs import same_structure
 from typer.testing import CliRunner
 
 from dprec.cli import app
-from device_runs import same_structure
 
 TIMINGS = {"seconds_by_role"}
 """Diagnostics that are wall-clock timings (they differ from run to run)."""

@@ -1,8 +1,8 @@
 """dp-pop over the services on the cryptographic secure sum (issue 23 §1): ``dprec simulate
 --transport http`` runs the clients as devices (their shares and samples from their own
 CSPRNGs, the server from its own: the services never hold the simulation's generator) and
-gives the in-process privacy JSON; the proxy refuses what it must; SIGKILL of the proxy or the server mid-round loses no acknowledged upload and counts
-none twice."""
+gives the in-process privacy JSON; the proxy refuses what it must; SIGKILL of the proxy or
+the server mid-round loses no acknowledged upload and counts none twice."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from dataclasses import asdict
 import httpx
 import numpy as np
 import pytest
+from device_runs import same_structure
 from typer.testing import CliRunner
 
 from dprec.cli import app
-from device_runs import same_structure
 from dprec.client.http import ProxyAPI, ServerAPI, ServiceError
 from dprec.data.synthetic import synthetic
 from dprec.protocol.deployed import ProtocolInfo
