@@ -83,6 +83,9 @@ def test_sigkill_of_the_proxy_and_the_server_mid_round_changes_nothing(tmp_path)
         srv.wait_ready()
         prx.wait_ready()
         net = HttpTransport(srv.url, prx.url, lb.secret, lb.token_key, retry_for=240)
+        # the simulation's seeded clients (kept in this process; the server gets no
+        # generator either way), so that a restart's effect shows against in-process counts
+        net.device_clients = False
         out: dict[str, object] = {}
 
         def drive() -> None:
