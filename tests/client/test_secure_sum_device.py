@@ -10,11 +10,13 @@ from dataclasses import asdict, replace
 import numpy as np
 import pytest
 
-from dprec.client.errors import BadReply, PolicyViolation
+from dprec.client.errors import PolicyViolation
 from dprec.client.policy import DevicePolicy
+from dprec.errors import DprecError
 from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.secure_sum.client import SecureSumClient
 from dprec.protocol.secure_sum.device import segment_noise
+from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.protocol.secure_sum.messages import Upload, associated_data
 from dprec.protocol.secure_sum.ring import centred, decode_elements, expand_mask
 from dprec.protocol.secure_sum.sealed import KeyPair, open_box
@@ -131,7 +133,7 @@ def test_a_device_refuses_a_bad_key(bad):
     proxy_key = {"low-order": bytes(32), "equal": server_key, "short": b"\1" * 31}[bad]
     terms = replace(DevicePolicy().read(info), proxy_key=proxy_key)
     model = PopularityModel(server_key, np.zeros(0, np.int64))
-    with pytest.raises(BadReply):
+    with pytest.raises(SecureSumError, match="refuse to seal|different keys"):
         info.deployment.client_step(terms, np.ones((1, D)), 0, np.random.default_rng(0), 1,
                                     lambda: model)
 
@@ -140,8 +142,8 @@ def test_a_hostile_model_artefact_is_refused():
     info, keys = _dpals(), (KeyPair(), KeyPair())
     terms = DevicePolicy().read(info)
     wrong = DpalsModel(keys[1].public, np.zeros((D + 1, 3)), np.zeros(0, np.int64))
-    with pytest.raises(BadReply, match="shape"):
+    with pytest.raises(DprecError, match="shape"):
         info.deployment.decode_artefact(terms, wrong.to_bytes())
-    with pytest.raises(BadReply):
+    with pytest.raises(DprecError, match="expected a DpalsModel"):
         info.deployment.decode_artefact(terms, PopularityModel(
             keys[1].public, np.zeros(0, np.int64)).to_bytes())

@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from dprec.client.errors import BadReply
+from dprec.client.errors import BadReply, PolicyViolation
 from dprec.client.http import ProxyAPI, ServerAPI, ServiceError
 from dprec.client.ledger import BudgetExceededError, DiskLedger, private_dir
 from dprec.client.policy import DevicePolicy, ProtocolTerms
@@ -50,6 +50,7 @@ from dprec.errors import DprecError
 from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.messages import Message
 from dprec.protocol.secure_sum.device import proxy_key_of
+from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.selection import top_k_row
 from dprec.systems.dplcf.messages import NeighbourLists
 from dprec.systems.fmf.cells import parse_token
@@ -131,7 +132,13 @@ class DeviceClient:
         lists), decoded and checked by the system's descriptor; refetched only when
         changed."""
         t = self.terms
-        return self.info.deployment.decode_artefact(t, self._artefact(t.artefact))
+        body = self._artefact(t.artefact)
+        if not t.secure_sum:
+            return self.info.deployment.decode_artefact(t, body)
+        try:
+            return self.info.deployment.decode_artefact(t, body)
+        except DprecError as e:
+            raise BadReply(f"GET /v1/artefacts/{t.artefact}: {e}") from None
 
     def item_matrix(self) -> np.ndarray:
         """FMF-LDP's V (float32 on the wire, float64 with ``cells=assigned``; float64 here),
@@ -197,6 +204,14 @@ class DeviceClient:
             terms = replace(terms, cells_token=self.cells_token())
         if terms.secure_sum:
             terms = replace(terms, proxy_key=self.proxy_key())
+            try:
+                return self.info.deployment.client_step(terms, history, round,
+                                                        self.source.generator(),
+                                                        self.client_id, self.artefact)
+            except (BadReply, PolicyViolation):
+                raise
+            except SecureSumError as e:  # a key the seal refuses
+                raise BadReply(f"{terms.system}: {e}") from None
         return self.info.deployment.client_step(terms, history, round,
                                                 self.source.generator(), self.client_id,
                                                 self.artefact)

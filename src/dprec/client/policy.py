@@ -310,7 +310,12 @@ class DevicePolicy:
         if n > self.max_items:
             raise PolicyViolation(f"the protocol has n_items = {n}, more than the device "
                                   f"policy's max_items = {self.max_items}")
-        fields_ = info.deployment.terms(_Reader(self, c), info)
+        try:
+            fields_ = info.deployment.terms(_Reader(self, c), info)
+        except (BadReply, PolicyViolation):
+            raise
+        except DprecError as e:  # the descriptor's own check of the config
+            raise BadReply(str(e)) from None
         terms = ProtocolTerms(info.system, info.family, n, **fields_)
         if terms.message_bytes > self.max_message_bytes:
             raise PolicyViolation(f"one report of {info.system} sends {terms.message_bytes} "

@@ -26,11 +26,11 @@ import numpy as np
 from dprec.errors import DprecError
 from dprec.mechanisms.skellam import SkellamMechanism
 from dprec.protocol.secure_sum.client import NoiseShare, SecureSumClient
-from dprec.protocol.secure_sum.in_process import PUBLISHED_KEY
 from dprec.protocol.secure_sum.params import SecureSumParams
+from dprec.protocol.secure_sum.published import PUBLISHED_KEY
 from dprec.protocol.secure_sum.sealed import KEY_BYTES
 
-__all__ = ["DeviceRound", "proxy_key_of", "segment_noise", "upload"]
+__all__ = ["PUBLISHED_KEY", "DeviceRound", "proxy_key_of", "segment_noise", "upload"]
 
 
 @dataclass(frozen=True)

@@ -22,12 +22,11 @@ import numpy as np
 
 from dprec.errors import DprecError
 from dprec.protocol.engine import Proxy
+from dprec.protocol.secure_sum.published import PUBLISHED_KEY
 from dprec.protocol.secure_sum.sealed import KEY_BYTES, KeyPair
 
 __all__ = ["PUBLISHED_KEY", "InProcessSumProxy"]
 
-PUBLISHED_KEY = "secure_sum_proxy_key"
-"""The field of the service proxy's published record holding its X25519 key (hex)."""
 
 
 class InProcessSumProxy(Proxy):

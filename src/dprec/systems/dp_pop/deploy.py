@@ -195,10 +195,8 @@ class SecureSumDeployment(Deployment):
                           for r in range(out["rounds"]))
             out["artefact_bytes"] = self.largest_model(settings, d)
         except (DprecError, KeyError, TypeError, ValueError) as e:
-            from dprec.client.errors import BadReply
-
-            raise BadReply(f"the protocol's config is not a usable {self.label} round: "
-                           f"{e}") from None
+            raise DprecError(f"the protocol's config is not a usable {self.label} round: "
+                             f"{e}") from None
         return {**out, "round_bytes": sizes, "message_bytes": max(sizes)}
 
     def build_mechanism(self, mechanism: str, epsilon: float | None) -> Any:
@@ -213,19 +211,13 @@ class SecureSumDeployment(Deployment):
         server key and the proxy's key (:func:`~dprec.protocol.secure_sum.device.upload`)."""
         model = artefact()
         x = self.device_vector(terms, sp.csr_matrix(history), round, rng, model, client_id)
-        try:
-            body = upload(self.device_round(terms.settings, terms.n_items, round),
-                          terms.proxy_key, model.server_key, x, round, rng)
-        except SecureSumError as e:
-            from dprec.client.errors import BadReply
-
-            raise BadReply(f"{self.label}: {e}") from None
+        body = upload(self.device_round(terms.settings, terms.n_items, round),
+                      terms.proxy_key, model.server_key, x, round, rng)
         return SumUpload(body).to_bytes()
 
     def decode_artefact(self, terms: Any, body: bytes) -> Any:
-        """The broadcast, parsed and checked (:meth:`check_model`)."""
-        from dprec.client.errors import BadReply
-
+        """The broadcast, parsed and checked (:meth:`check_model`); :class:`DprecError`
+        naming what is wrong (the device reports it as a bad reply)."""
         try:
             model = Message.from_bytes(body)
             if not isinstance(model, self.model_type()):
@@ -233,7 +225,7 @@ class SecureSumDeployment(Deployment):
                                  f"{type(model).__name__}")
             self.check_model(terms, model)
         except (DprecError, MessageError) as e:
-            raise BadReply(f"{self.label}'s model artefact: {e}") from None
+            raise DprecError(f"{self.label}'s model artefact: {e}") from None
         return model
 
     def scores(self, terms: Any, history: Any, artefact: Any) -> np.ndarray:

@@ -125,13 +125,15 @@ class DpalsClients(Clients):
             return
         if self.weights is None:
             counts = model.counts.astype(np.float64) if needs_counts else None
-            select = [(slice(None), self.seed)] if self._device_seeds is None or \
-                not self.ids.size else [(slice(i, i + 1), self._seed(i, i + 1))
-                                        for i in range(self.ids.size)]
-            self.weights = sp.vstack([
-                select_items(self.train[rows], c["weighting"], int(c["k"]), seed, counts,
-                             items_bound(c), float(c["exponent"]), self.ids[rows])
-                for rows, seed in select], format="csr")
+            args = (c["weighting"], int(c["k"]))
+            rest = (counts, items_bound(c), float(c["exponent"]))
+            if self._device_seeds is None or not self.ids.size:
+                self.weights = select_items(self.train, *args, self.seed, *rest, self.ids)
+            else:  # each device selects under its own seed
+                self.weights = sp.vstack([
+                    select_items(self.train[i:i + 1], *args, self._seed(i, i + 1), *rest,
+                                 self.ids[i:i + 1]) for i in range(self.ids.size)],
+                    format="csr")
         U = solve_users(model.factors_matrix, self.train, float(c["reg"]),
                         float(c["unobserved_weight"]))
         self.lengths[rp.round_id] = np.linalg.norm(U, axis=1)
