@@ -23,6 +23,14 @@ ledger's lock, re-read from disk, so two processes on one folder decide one at a
 
 A 409 on a re-send means the first one had arrived.
 
+Secure-sum systems (dp-pop, dpals, dp-fedavg; issue 31 §3): the terms carry the config the
+policy checked (epsilon, delta, ``n_clients``, ``min_honest``); the device fetches the
+server's key (artefact ``model``, whose size changes when a round is released) and the
+proxy's (``GET /v1/round``), and its descriptor builds the vector on the user's data and
+seals it through :class:`~dprec.protocol.secure_sum.client.SecureSumClient` with the
+shares drawn from the device's CSPRNG. The run's epsilon is charged once per run, at its
+first upload; later rounds of the run are charged 0 under their own keys.
+
 FMF-LDP ``cells=assigned`` (issue 26 §1): the device downloads the float64 broadcast
 (``item-matrix-f64``, whose bytes the round seed hashes) and, in step 3, its own cells token
 from the proxy (:meth:`DeviceClient.cells_token`); the cells are then
