@@ -21,10 +21,12 @@ from dprec.protocol.secure_sum.messages import Upload, associated_data
 from dprec.protocol.secure_sum.ring import centred, decode_elements, expand_mask
 from dprec.protocol.secure_sum.sealed import KeyPair, open_box
 from dprec.systems.dp_fedavg.messages import FedAvgModel
+from dprec.systems.dp_fedavg.plan import plan_of as fedavg_plan
 from dprec.systems.dp_fedavg.system import DpFedAvgConfig
 from dprec.systems.dp_pop.messages import PopularityModel, SumUpload
 from dprec.systems.dp_pop.system import DpPopConfig
 from dprec.systems.dpals.messages import DpalsModel
+from dprec.systems.dpals.plan import plan_of as dpals_plan
 from dprec.systems.dpals.system import DpalsConfig
 
 D = 16
@@ -99,7 +101,15 @@ def test_dpals_and_dp_fedavg_devices_upload_every_round():
         rd = info.deployment.device_round(info.config, D, r)
         assert np.isfinite(_open(body, rd.params, keys, r)).all()
     assert DevicePolicy().cost(terms) == 2.0
+    # each share is sized by min_honest (20), never by the 40 enrolled (issue 31 §5 mutant)
+    plan = dpals_plan(info.config, D)
+    for r, rp in enumerate(plan.rounds):
+        shares = info.deployment.device_round(info.config, D, r).segments
+        assert [mu for _, mu in shares] == pytest.approx([s.mu / 20 for s in rp.segments])
     info = _fedavg()
+    fp = fedavg_plan(info.config, D, 40)
+    assert info.deployment.device_round(info.config, D, 0).segments == (
+        (D * 2, pytest.approx(fp.mu / 20)),)
     model = FedAvgModel(keys[1].public, rng.normal(size=(D, 2)) * 0.1)
     for r in range(2):
         _step(info, model, r, history, rng, keys)

@@ -105,3 +105,43 @@ def test_device_processes_report_and_the_services_hold_nothing_of_their_noise(tm
         folder = tmp_path / "devices" / str(cid)
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
         assert stat.S_IMODE((folder / "ledger.json").stat().st_mode) == 0o600
+
+
+@pytest.mark.slow  # a server, a proxy and every round of two systems
+@pytest.mark.parametrize(("system", "params"), [
+    ("dp-fedavg", {"rounds": "2", "rate": "0.5", "factors": "2", "epsilon": "2"}),
+    ("dpals", {"k": "4", "weighting": "tail", "factors": "2", "steps": "1", "epsilon": "2"}),
+])
+def test_devices_take_part_in_every_round_of_a_multi_round_system(tmp_path, system, params):
+    """dp-fedavg and dpals devices (the SDK, on their own histories) upload in every round
+    the services open; each round is released and the model moves; the run is charged its
+    epsilon once."""
+    from dprec.client import DeviceClient
+
+    n, d = 10, 12
+    rng = np.random.default_rng(5)
+    with Loopback(tmp_path / "services") as lb:
+        srv = lb.server(system, d, {**params, "n_clients": str(n), "min_honest": str(n)})
+        prx = lb.proxy(srv.url, n, batch_senders=n)
+        auth = {"Authorization": "Bearer " + lb.secret.decode()}
+        assert httpx.post(srv.url + "/v1/start", json={}, headers=auth).status_code == 200
+        devices = [DeviceClient(c, client_token(lb.token_key, c), srv.url, prx.url,
+                                tmp_path / "devices" / str(c), 2.0) for c in range(n)]
+        histories = [(rng.random(d) < 0.4).astype(float) for _ in range(n)]
+        rounds = devices[0].describe().rounds
+        before = None
+        for r in range(rounds):
+            for dev, h in zip(devices, histories, strict=True):
+                assert dev.report(h) is True, (system, r)
+            closed = httpx.post(prx.url + f"/v1/rounds/{r}/close", headers=auth).json()
+            assert closed["senders"] == n and closed["forwarded"] is True, closed
+            for dev in devices:
+                dev.describe()
+            model = devices[0].artefact()
+            assert model.contributors == n
+            if before is not None and hasattr(model, "factors_matrix"):
+                assert not np.array_equal(model.factors_matrix, before)
+            before = getattr(model, "factors_matrix", None)
+        assert all(dev.ledger.spent == 2.0 for dev in devices)
+        scores = devices[0].scores(histories[0])
+        assert scores.shape == (d,) and np.isfinite(scores).all()
