@@ -397,7 +397,9 @@ def simulate(
                        ] = Path("results"),
 ) -> None:
     """Run a protocol with N simulated clients in process or through the HTTP services;
-    the same seeds give the same model and metrics either way (`dprec run`'s contract)."""
+    the same seeds give the same model and metrics either way (`dprec run`'s contract),
+    except on the secure sum (dp-pop, dpals, dp-fedavg): over HTTP their clients draw as
+    devices, from their own CSPRNGs, so only the privacy report and the structure match."""
     from dprec.evaluation.experiments import experiment_for, one_run_split, task_of
     from dprec.evaluation.results import (
         check_output_base,

@@ -142,6 +142,12 @@ class Deployment(ABC):
     """The artefacts the server publishes."""
     broadcast_artefact: str
     """The artefact that holds the broadcast losslessly (what a simulation reads back)."""
+    device_randomness: bool = False
+    """True: nothing outside a client may determine its noise or sampling, even in a
+    simulation over the services: the server starts from its own CSPRNG (never the
+    simulation's generator) and the simulated clients draw as devices, each from its own
+    CSPRNG (:attr:`~dprec.services.transport.HttpTransport.device_clients`). False: the
+    services replay the simulation's seeded stream, bit for bit."""
     one_batch: bool = False
     """True: the proxy forwards ONE batch per round, at its close, and the server takes one
     (a secure sum: every batch the server can tell apart reveals its own sum)."""

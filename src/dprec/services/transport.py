@@ -111,11 +111,16 @@ class RemoteServer(Server):
                              f"simulation's server is {mine}: start it with the same "
                              "system and parameters")
         initial = roles.initial_state(self.info, self.local)
-        start = {"generator": generator_to_json(rng),
+        private = self.info.deployment.device_randomness
+        # a secure sum's server starts from its own CSPRNG: the simulation's generator,
+        # from which the clients draw next, never leaves this process
+        start = {"generator": None if private else generator_to_json(rng),
                  "initial": None if initial is None else base64.b64encode(initial).decode()}
         reply = retrying(lambda: _call(lambda: self.admin.post(
             "/v1/start", json=start)).json(), self.retry_for)
-        rng.bit_generator.state = generator_from_json(reply["generator"]).bit_generator.state
+        if not private:
+            rng.bit_generator.state = generator_from_json(
+                reply["generator"]).bit_generator.state
         return None if reply["version"] is None else self._broadcast()
 
     def _broadcast(self) -> Any:
@@ -350,6 +355,11 @@ class HttpTransport(Transport):
 
     checks_assigned_cells = True
     """The proxy service checks FMF-LDP's ``cells=assigned`` (it is handed the key)."""
+    device_clients = True
+    """A system whose deployment needs device randomness (a secure sum's,
+    :attr:`~dprec.protocol.deployment.Deployment.device_randomness`) simulates its clients
+    as devices: each draws its noise share and its sampling from its own CSPRNG, and the
+    server starts from its own; nothing the services hold determines a client's noise."""
 
     def __init__(self, server_url: str, proxy_url: str, secret: bytes, token_key: bytes,
                  retry_for: float = 120.0, concurrency: int = 4,

@@ -22,6 +22,7 @@ import numpy as np
 
 from dprec.errors import DprecError
 from dprec.protocol.engine import Proxy
+from dprec.protocol.secure_sum.published import PUBLISHED_KEY
 from dprec.protocol.secure_sum.sealed import KEY_BYTES, KeyPair
 
 __all__ = ["OUTCOMES", "PUBLISHED_KEY", "InProcessSumProxy", "total_outcomes"]
@@ -34,8 +35,6 @@ def total_outcomes(rounds: list[dict[str, int]]) -> dict[str, int]:
     """How many uploads of all ``rounds`` ended in each outcome (:data:`OUTCOMES`)."""
     return {k: sum(int(r.get(k, 0)) for r in rounds) for k in OUTCOMES}
 
-PUBLISHED_KEY = "secure_sum_proxy_key"
-"""The field of the service proxy's published record holding its X25519 key (hex)."""
 
 
 class InProcessSumProxy(Proxy):

@@ -193,7 +193,8 @@ class DpFedAvg(Ranker):
         clients = FedAvgClients(
             train, factors=c.factors, alpha=c.alpha, reg=c.reg, clip=c.clip, gamma=gamma,
             rate=c.rate, share_mu=plan.share_mu, event=event, batch_size=c.batch_size,
-            params=plan.params, proxy_key=lambda: proxy.public_key)
+            params=plan.params, proxy_key=lambda: proxy.public_key,
+            devices=bool(getattr(self.transport, "device_clients", False)))
         self.events = EventLog(n)
 
         def after_round(r: int, model: FedAvgModel) -> None:

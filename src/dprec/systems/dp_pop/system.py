@@ -224,7 +224,8 @@ class DpPop(_RankedList):
         proxy = ExactSumProxy(cal.min_honest)
         clients = PopClients(train, np.arange(n), c.k, c.sampling, cal.share,
                              cal.mechanism.dp_event(cal.l1, cal.l2, int(cal.l1)),
-                             lambda: proxy.public_key, cal.params, self._timestamps)
+                             lambda: proxy.public_key, cal.params, self._timestamps,
+                             devices=bool(getattr(self.transport, "device_clients", False)))
         sim = self.clients_hook(clients, n) if self.clients_hook else clients
         self.events = EventLog(n)
         run = run_protocol(server, sim, 1, rng, self.events, proxy, self.transport)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dprec.errors import DprecError
 from dprec.protocol.secure_sum.in_process import InProcessSumProxy
 from dprec.systems.dp_pop.proxy import SecureSumRelay
 from dprec.systems.dpals.messages import ClientBlock, DpalsModel, ExactSum
@@ -41,6 +42,9 @@ class ExactSumProxy(InProcessSumProxy):
     system, accepts, accepts_plural = "dpals'", ClientBlock, "ClientBlocks"
 
     def part(self, message: ClientBlock) -> np.ndarray:
+        if message.total is None:
+            raise DprecError("device clients form no total: their uploads go through the "
+                             "services' secure sum, not the in-process proxy")
         return message.total
 
     def batch(self, total: np.ndarray, senders: int) -> ExactSum:

@@ -71,7 +71,8 @@ def run_secure(cfg: dict[str, Any], train: sp.csr_matrix, rng: np.random.Generat
     proxy = ExactSumProxy(plan.min_honest)
     events = {r.name: r.event(plan.multiplier) for r in plan.releases}
     clients = DpalsClients(train, np.arange(n), cfg, plan, seed, events,
-                           lambda: proxy.public_key)
+                           lambda: proxy.public_key,
+                           devices=bool(getattr(transport, "device_clients", False)))
     share_mu = clients.drawn_share_mu()
     for r in plan.releases:
         check_shares(r.name, r.mu(plan.multiplier), share_mu[r.name], plan.min_honest)
