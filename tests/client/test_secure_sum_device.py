@@ -17,7 +17,7 @@ from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.secure_sum.client import SecureSumClient
 from dprec.protocol.secure_sum.device import segment_noise
 from dprec.protocol.secure_sum.errors import SecureSumError
-from dprec.protocol.secure_sum.messages import Upload, associated_data
+from dprec.protocol.secure_sum.messages import Upload, associated_data, run_id
 from dprec.protocol.secure_sum.ring import centred, decode_elements, expand_mask
 from dprec.protocol.secure_sum.sealed import KeyPair, open_box
 from dprec.systems.dp_fedavg.messages import FedAvgModel
@@ -51,9 +51,10 @@ def _fedavg():
 def _open(body: bytes, params, keys: tuple[KeyPair, KeyPair], round: int) -> np.ndarray:
     """What the two parties together recover of one upload: v = r + s mod q, centred."""
     up = Upload.from_bytes(SumUpload.from_bytes(body).data, params)
-    seed = open_box(keys[0], up.seed_box, associated_data(round, up.message_id, "proxy"))
+    run = run_id(keys[0].public, keys[1].public)
+    seed = open_box(keys[0], up.seed_box, associated_data(run, round, up.message_id, "proxy"))
     share = decode_elements(open_box(keys[1], up.share_box,
-                                     associated_data(round, up.message_id, "server")),
+                                     associated_data(run, round, up.message_id, "server")),
                             1, params.element_bytes, params.bits)[0]
     mask = np.uint64(params.modulus - 1)
     return centred((expand_mask(seed, params.dimension, params.bits) + share) & mask,

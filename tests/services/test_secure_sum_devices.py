@@ -53,6 +53,7 @@ def test_device_processes_report_and_the_services_hold_nothing_of_their_noise(tm
         srv = lb.server("dp-pop", N_ITEMS, params)
         prx = lb.proxy(srv.url, 10, batch_senders=N_CLIENTS)
         auth = {"Authorization": "Bearer " + lb.secret.decode()}
+        operator = {"Authorization": "Bearer " + lb.operator_secret.decode()}
         assert httpx.post(srv.url + "/v1/start", json={}, headers=auth).status_code == 200
         procs = []
         for cid in range(N_CLIENTS):
@@ -71,7 +72,7 @@ def test_device_processes_report_and_the_services_hold_nothing_of_their_noise(tm
                 for p in procs]
         assert all(o.get("reported") is True for o in outs), outs
         assert all(o["spent"] == 1.0 for o in outs)  # epsilon 1, charged once per run
-        closed = httpx.post(prx.url + "/v1/rounds/0/close", headers=auth).json()
+        closed = httpx.post(prx.url + "/v1/rounds/0/close", headers=operator).json()
         assert closed["senders"] == N_CLIENTS and closed["forwarded"] is True, closed
         server, proxy = ServerAPI(srv.url), ProxyAPI(prx.url)
         info = ProtocolInfo.from_json(server.protocol_doc())
@@ -124,6 +125,7 @@ def test_devices_take_part_in_every_round_of_a_multi_round_system(tmp_path, syst
         srv = lb.server(system, d, {**params, "n_clients": str(n), "min_honest": str(n)})
         prx = lb.proxy(srv.url, n, batch_senders=n)
         auth = {"Authorization": "Bearer " + lb.secret.decode()}
+        operator = {"Authorization": "Bearer " + lb.operator_secret.decode()}
         assert httpx.post(srv.url + "/v1/start", json={}, headers=auth).status_code == 200
         devices = [DeviceClient(c, client_token(lb.token_key, c), srv.url, prx.url,
                                 tmp_path / "devices" / str(c), 2.0) for c in range(n)]
@@ -133,7 +135,7 @@ def test_devices_take_part_in_every_round_of_a_multi_round_system(tmp_path, syst
         for r in range(rounds):
             for dev, h in zip(devices, histories, strict=True):
                 assert dev.report(h) is True, (system, r)
-            closed = httpx.post(prx.url + f"/v1/rounds/{r}/close", headers=auth).json()
+            closed = httpx.post(prx.url + f"/v1/rounds/{r}/close", headers=operator).json()
             assert closed["senders"] == n and closed["forwarded"] is True, closed
             for dev in devices:
                 dev.describe()
