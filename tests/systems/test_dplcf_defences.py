@@ -27,7 +27,12 @@ from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.poisoning import Poisoning, poison
 from dprec.random import derive_generator
 from dprec.services.roles import server_role
-from dprec.systems.dplcf.client import cap_history, displaced_bit_event, upload_events
+from dprec.systems.dplcf.client import (
+    cap_binds,
+    cap_history,
+    displaced_bit_event,
+    upload_events,
+)
 from dprec.systems.dplcf.server import SimilarityServer
 from dprec.systems.registry import make_system
 
@@ -154,10 +159,23 @@ def test_a_binding_cap_is_logged_and_doubles_the_event_level(train, name):
     assert tight["levels"]["user"]["epsilon"] == free["levels"]["user"]["epsilon"]
     event = model.mechanism.dp_event()
     per_interaction = model.events.counts(event, "interaction", "event")
-    capped = np.diff(train.indptr) > 5
-    assert model.diagnostics()["capped_users"] == capped.sum() > 0
-    assert (per_interaction == np.where(capped, 2, 1)).all()
+    lengths = np.diff(train.indptr)
+    assert model.diagnostics()["capped_users"] == (lengths > 5).sum() > 0
+    assert (per_interaction == np.where(lengths >= 5, 2, 1)).all()
     assert (model.events.counts(event, "interaction", "user") == N_ITEMS).all()
+
+
+def test_a_user_at_exactly_the_cap_is_logged_with_two_bits(train):
+    # nobody is cut at L = the shortest history, but those at L have a neighbour (one item
+    # more) that is cut back to L: two bits for them, one for the rest
+    lengths = np.diff(train.indptr)
+    cap = int(lengths.min())
+    model = _fit(train, {"history_cap": cap})
+    assert model.diagnostics()["capped_users"] == (lengths > cap).sum()
+    per_interaction = model.events.counts(model.mechanism.dp_event(), "interaction", "event")
+    assert (per_interaction[lengths == cap] == 2).all() and (lengths == cap).any()
+    report = model.privacy_report().to_json()
+    assert report["true"] == report["levels"]["event"] and report["true"]["epsilon"] == 2.0
 
 
 def test_a_binding_cap_breaks_the_one_sided_flip(train):
@@ -188,6 +206,14 @@ def test_upload_events_record_the_displaced_bit_of_capped_users():
         log.record(0, s.event, s.users, s.count, s.unit)
     assert log.counts(sym.dp_event(), "interaction", "event")[10:].tolist() == [1, 2, 1, 2]
     assert log.counts(sym.dp_event(), "interaction", "user")[10:].tolist() == [50] * 4
+
+
+def test_the_cap_binds_from_exactly_the_cap_and_never_above_the_item_count():
+    hist = sp.csr_matrix(np.array([[1, 1, 0, 0], [1, 1, 1, 0], [1, 0, 0, 0], [1, 1, 1, 1]],
+                                  np.float32))
+    assert cap_binds(hist, 2).tolist() == [True, True, False, True]
+    assert cap_binds(hist, None).tolist() == [False] * 4
+    assert cap_binds(hist, 4).tolist() == [False] * 4  # no history exceeds N = 4 items
 
 
 def test_a_binding_cap_keeps_its_privacy_log_under_the_guarded_range(train):

@@ -21,8 +21,8 @@ from dprec.privacy.events import BitFlipDpEvent
 from dprec.protocol.engine import Clients, Sent, client_ids
 from dprec.systems.dplcf.messages import NeighbourLists, ObfuscatedBits
 
-__all__ = ["ObfuscatingClients", "cap_history", "displaced_bit_event", "local_scores", "obfuscate",
-           "upload_events"]
+__all__ = ["ObfuscatingClients", "cap_binds", "cap_history", "displaced_bit_event",
+           "local_scores", "obfuscate", "upload_events"]
 
 
 def cap_history(history: sp.csr_matrix, cap: int | None, rng: np.random.Generator
@@ -54,36 +54,50 @@ def cap_history(history: sp.csr_matrix, cap: int | None, rng: np.random.Generato
     return out
 
 
+def cap_binds(history: sp.csr_matrix, cap: int | None) -> np.ndarray:
+    """Per row: whether the cap can bind on the row or on a neighbour of it (one
+    interaction more or less), i.e. the row holds at least ``cap`` items and ``cap`` is below
+    the number of items. For such a row one interaction can move two bits of the capped
+    vector (:func:`displaced_bit_event`); a row at exactly ``cap`` items is one of them (its
+    neighbour with one item more is cut back to ``cap``)."""
+    n_rows, n_items = history.shape
+    if cap is None or cap >= n_items:
+        return np.zeros(n_rows, bool)
+    return np.diff(history.indptr) >= cap
+
+
 def displaced_bit_event(mechanism: BitFlip) -> BitFlipDpEvent:
     """The event of the bit a capped history gives up when one interaction enters it.
 
-    Adding interaction ``i`` to a history over the cap can move two bits of the capped
-    vector: bit ``i`` goes 0 -> 1 (a presence change, ``BitFlipDpEvent(p, q)``) and one kept
-    item ``j`` leaves, 1 -> 0 (an absence change). A two-sided flip's event already bounds
-    both directions of a bit, so the displaced bit is a second copy of it. A one-sided flip
-    (``p = 1``) bounds presence only; the absence change is the flip read on the complement
-    bit, ``BitFlipDpEvent(1 - q, 1 - p)`` with ``1 - p = 0``: no finite epsilon (an observed
-    0 at ``j`` rules the smaller history out)."""
+    With the cap binding (:func:`cap_binds`), one interaction more can move two bits of the
+    capped vector: bit ``i`` goes 0 -> 1 (a presence change, ``BitFlipDpEvent(p, q)``) and
+    one kept item ``j`` leaves, 1 -> 0 (an absence change): couple the two uniform subsets so
+    that they differ in that swap or not at all, and the mixture's divergence is at most the
+    two bits' (joint convexity). A two-sided flip's event already bounds both directions of
+    a bit, so the displaced bit is a second copy of it. A one-sided flip (``p = 1``) bounds
+    presence only; the absence change is the flip read on the complement bit,
+    ``BitFlipDpEvent(1 - q, 1 - p)`` with ``1 - p = 0``: no finite epsilon (an observed 0 at
+    ``j`` rules the smaller history out)."""
     event = mechanism.dp_event()
     if event.p < 1.0:
         return event
     return BitFlipDpEvent(1.0 - event.q, 1.0 - event.p)
 
 
-def upload_events(mechanism: BitFlip, ids: np.ndarray, capped: np.ndarray, n_items: int
+def upload_events(mechanism: BitFlip, ids: np.ndarray, binds: np.ndarray, n_items: int
                   ) -> list[Sent]:
     """Who underwent which flips in one upload of the clients ``ids``.
 
     Every client: ``n_items`` flips of ``mechanism.dp_event()``, one per bit
-    (``unit="interaction"``: one interaction reaches one bit of the vector). A client whose
-    history the cap bound (``capped``) has one interaction reach two bits of the capped
-    vector (:func:`displaced_bit_event`): its bits are recorded as two records, ``n_items -
-    1`` flips and the displaced bit's event, so the event level composes two bits and the
-    user level still ``n_items``.
+    (``unit="interaction"``: one interaction reaches one bit of the vector). A client on
+    whom the cap binds (``binds``, :func:`cap_binds`) has one interaction reach two bits of
+    the capped vector: its bits are recorded as two records, ``n_items - 1`` flips and the
+    displaced bit's event (:func:`displaced_bit_event`), so its event level composes two
+    bits and its user level still ``n_items``.
     """
     event = mechanism.dp_event()
-    capped = np.asarray(capped, bool)
-    free, bound = ids[~capped], ids[capped]
+    binds = np.asarray(binds, bool)
+    free, bound = ids[~binds], ids[binds]
     sent = [Sent(event, free, n_items, "interaction")] if free.size else []
     if bound.size:
         sent.append(Sent(event, bound, n_items - 1, "interaction"))
@@ -147,10 +161,8 @@ class ObfuscatingClients(Clients):
         self.upload_bytes += msg.packed.nbytes
         if self._mechanism is None:
             return msg, []
-        capped = (np.zeros(stop - start, bool) if self._cap is None
-                  else np.diff(history.indptr) > self._cap)
-        return msg, upload_events(self._mechanism, self.ids[start:stop], capped,
-                                  self._history.shape[1])
+        return msg, upload_events(self._mechanism, self.ids[start:stop],
+                                  cap_binds(history, self._cap), self._history.shape[1])
 
     def subset(self, rows: np.ndarray) -> ObfuscatingClients:
         """The clients of history rows ``rows`` (in that order), with their global ids."""

@@ -71,10 +71,10 @@ class LocalItemCFConfig:
     the validity range of ``dplcf-range`` is computed with it. Privacy: the flips of the
     capped vector keep their per-bit guarantee; one interaction more or less moves at most
     two bits of the capped vector (it enters, one other leaves). The clients record both
-    bits' events for every user over the cap (:func:`client.upload_events`), so the
-    accountant's event level composes two flips for them (about 2 eps for a two-sided flip;
-    no finite eps for the one-sided asymmetric flip, whose displaced bit is an absence
-    change) and one for everyone else."""
+    bits' events for every user at or over the cap (:func:`client.cap_binds`,
+    :func:`client.upload_events`), so the accountant's event level composes two flips for
+    them (about 2 eps for a two-sided flip; no finite eps for the one-sided asymmetric flip,
+    whose displaced bit is an absence change) and one for everyone else."""
 
     def __post_init__(self) -> None:
         if self.flip not in ("none", "symmetric", "asymmetric", "oue"):
