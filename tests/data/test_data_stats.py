@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dprec.data.dataset import Dataset
-from dprec.data.stats import dataset_stats, drift_stats, gini
+from dprec.data.stats import _latest, dataset_stats, drift_stats, gini
 from dprec.data.synthetic import synthetic
 from dprec.evaluation.split import leave_one_out
 
@@ -48,3 +48,15 @@ def test_no_drift_when_time_order_is_random():
     """The original generator hands out time slots in random order: AUCs near one half."""
     d = drift_stats(synthetic(600, 300, 24_000, rng=2))
     assert abs(d["drift_auc"] - 0.5) < 0.03 and abs(d["newer_auc"] - 0.5) < 0.03
+
+
+def test_latest_follows_the_split_rule_with_ties():
+    """Ties in the last second go to the larger item id, as leave_one_out's rule says."""
+    rng = np.random.default_rng(1)
+    users = np.repeat(np.arange(50), 6)
+    items = np.concatenate([rng.permutation(20)[:6] for _ in range(50)])
+    times = rng.integers(0, 3, len(users))  # many ties
+    ds = Dataset.from_triples("ties", users, items, np.ones(len(users)), times)
+    split = leave_one_out(ds, "latest")
+    latest = _latest(ds.matrix, ds.timestamps)
+    np.testing.assert_array_equal(ds.matrix.indices[latest], split.test_items)

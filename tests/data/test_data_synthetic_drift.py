@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from dprec.cli import app
 from dprec.data.registry import dataset_truth, load_dataset
 from dprec.data.stats import dataset_stats
 from dprec.data.synthetic import _side_features, synthetic, synthetic_truth
-from dprec.data.synthetic_drift import DriftParams, synthetic_drift, synthetic_drift_truth
+from dprec.data.synthetic_drift import (
+    DriftParams,
+    drift_default_interactions,
+    synthetic_drift,
+    synthetic_drift_truth,
+)
 from dprec.errors import DataError
 from dprec.evaluation.split import leave_one_out
 
@@ -148,6 +155,13 @@ def test_the_original_oracle_replays_its_factors():
     assert np.isneginf(truth.release).all()
 
 
+def test_default_sizes_follow_movielens_activity():
+    """ML-100K's interactions at its size; at most its 106 per user beyond."""
+    assert drift_default_interactions(943, 1682) == 99_926
+    assert drift_default_interactions(75_000, 10_000) == 7_953_340
+    assert load_dataset("synth-300x200").n_interactions == 3780  # 6.3% of 60,000
+
+
 def test_dataset_truth_by_name():
     assert dataset_truth("synthetic-300x200").n_users == 300
     assert dataset_truth("synth-300x200:min20").n_items == 200
@@ -162,3 +176,11 @@ def test_invalid_parameters():
         synthetic_drift(100, 100, 3000, rng=0, params=DriftParams(release_decay_days=0.0))
     with pytest.raises(DataError, match="n_interactions must be between"):
         synthetic_drift(100, 50, 100, rng=0)
+
+
+def test_data_info_prints_the_shape():
+    res = CliRunner().invoke(app, ["data", "info", "synth-300x200"])
+    assert res.exit_code == 0, res.output
+    for row in ("popularity_gini", "top1pct_share", "items_under_10", "drift_auc",
+                "newer_auc"):
+        assert row in res.output

@@ -24,7 +24,11 @@ from dprec.data.loaders import (
     load_movielens_csv,
 )
 from dprec.data.synthetic import default_interactions, synthetic, synthetic_truth
-from dprec.data.synthetic_drift import synthetic_drift, synthetic_drift_truth
+from dprec.data.synthetic_drift import (
+    drift_default_interactions,
+    synthetic_drift,
+    synthetic_drift_truth,
+)
 from dprec.data.truth import SyntheticTruth
 from dprec.errors import DataError, UnknownDatasetError
 from dprec.random import derive_generator
@@ -112,8 +116,10 @@ def load_dataset(name: str, *, data_dir: str | Path | None = None, seed: int = 0
     cold tail and drift in time, :mod:`dprec.data.synthetic_drift`; use it for new work) and
     ``synthetic-<users>x<items>[-<interactions>]`` (the original generator, every item warm
     and no drift; kept so that earlier results reproduce) default to ML-100K's density
-    (6.3%) and are drawn from a stream derived from ``(seed, name)``; their oracle is
-    :func:`dataset_truth`.
+    (6.3%), ``synth-*`` to at most ML-100K's 106 interactions per user as well
+    (:func:`dprec.data.synthetic_drift.drift_default_interactions`: 7.95M at 75,000 x
+    10,000, as MovieLens users rate about as many items at every size); both are drawn from
+    a stream derived from ``(seed, name)``; their oracle is :func:`dataset_truth`.
 
     ``NAME:minN`` is the data set ``NAME`` restricted to the users with at least ``N``
     interactions (and the items they interacted with): the papers' filter, e.g.
@@ -168,7 +174,8 @@ def _synthetic_spec(low: str) -> tuple[str, int, int, int, int] | None:
     if m is None:
         return None
     n_users, n_items = int(m.group(2)), int(m.group(3))
-    n = int(m.group(4)) if m.group(4) else default_interactions(n_users, n_items)
+    default = drift_default_interactions if m.group(1) == "synth" else default_interactions
+    n = int(m.group(4)) if m.group(4) else default(n_users, n_items)
     return m.group(1), n_users, n_items, n, min(20, max(1, n // (2 * max(1, n_users))), n_items)
 
 

@@ -9,11 +9,12 @@ tail and drift in time (issue 33 §2: the generator documented beside ML-100K).
 - ``user_q*`` / ``item_q*``: quantiles of the interactions per user and per item;
 - drift, at each user's held-out "latest" interaction (the leave-one-out rule of
   :data:`dprec.evaluation.split.LATEST_RULE_DOC`: the largest (timestamp, item id) pair) at
-  time t_u, against the user's other items: an item's *recent popularity* at t_u is the
+  time t_u, against the user's other items (32 drawn uniformly with replacement per user,
+  from seed 0: a function of the data): an item's *recent popularity* at t_u is the
   number of other users' interactions with it in the window [s_u, t_u) that holds the
   ``window`` share of all interactions just before t_u (the user's own interactions are left
   out).
-  ``drift_lift`` = mean_u recent(held_u) / mean_u mean_{j in u's others} recent(j): 1 when the
+  ``drift_lift`` = mean_u recent(held_u) / mean_u mean_j recent(j), j u's others: 1 when the
   held-out item is a uniformly random one of the user's, above 1 when what is latest is what
   is popular then. ``drift_auc`` = mean_u P(recent(held_u) > recent(j)) over u's other items
   j, ties counting one half: 0.5 without drift. ``newer_auc``: the same with the item's first
@@ -26,6 +27,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.sparse as sp
 
 from dprec.data.dataset import Dataset, item_counts
 
@@ -70,63 +72,69 @@ def dataset_stats(ds: Dataset, window: float = DRIFT_WINDOW) -> dict[str, float 
     return out
 
 
-def drift_stats(ds: Dataset, window: float = DRIFT_WINDOW) -> dict[str, float]:
-    """``drift_lift``, ``drift_auc`` and ``newer_auc`` of the module docstring."""
+def drift_stats(ds: Dataset, window: float = DRIFT_WINDOW, samples: int = 32,
+                rng: np.random.Generator | None = None) -> dict[str, float]:
+    """``drift_lift``, ``drift_auc`` and ``newer_auc`` of the module docstring, the user's
+    other items being ``samples`` draws (uniform, with replacement) from them per user, from
+    ``rng`` (default: seed 0, so the statistics are a function of the data)."""
     m = ds.matrix
     ts = np.asarray(ds.timestamps, np.int64)
     counts = np.diff(m.indptr)
-    rows = np.repeat(np.arange(m.shape[0]), counts)
-    items = m.indices.astype(np.int64)
-    eligible = counts >= 2
-    if not eligible.any():
-        return {"drift_lift": math.nan, "drift_auc": math.nan, "newer_auc": math.nan}
-    order = np.lexsort((items, ts, rows))  # the latest rule: (timestamp, item id) per user
-    held = np.full(m.shape[0], -1, np.int64)
-    held[eligible] = order[m.indptr[1:][eligible] - 1]
-    t_held = np.where(eligible, ts[np.maximum(held, 0)], 0)
-    # window start: the time of the interaction `n_win` places before the held-out time
+    users = np.flatnonzero(counts >= 2)
+    nan = {"drift_lift": math.nan, "drift_auc": math.nan, "newer_auc": math.nan}
+    if len(users) == 0:
+        return nan
+    items = m.indices
+    held = _latest(m, ts)[users]
+    t_held = ts[held]
+    gen = rng if rng is not None else np.random.default_rng(0)
+    # `samples` other interactions per user: a uniform offset that skips the held-out one
+    offset = np.floor(gen.random((len(users), samples)) * (counts[users, None] - 1))
+    other = m.indptr[users, None] + offset.astype(np.int64)
+    other += other >= held[:, None]
+    t0 = int(ts.min())
+    span = int(ts.max()) - t0 + 1
+    keys = np.sort(items.astype(np.int64) * span + (ts - t0))  # by (item, time)
     sorted_t = np.sort(ts)
-    n_win = max(1, math.ceil(window * m.nnz))
     before = np.searchsorted(sorted_t, t_held, "left")
-    start = sorted_t[np.maximum(before - n_win, 0)]
-    t0 = int(sorted_t[0])
-    span = int(sorted_t[-1]) - t0 + 1
-    keys = np.sort(items * span + (ts - t0))
+    start = sorted_t[np.maximum(before - max(1, math.ceil(window * m.nnz)), 0)]
 
     def recent(item: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        base = item * span - t0
+        """Interactions with ``item`` in [lo, hi)."""
+        base = item.astype(np.int64) * span - t0
         return (np.searchsorted(keys, base + hi, "left")
                 - np.searchsorted(keys, base + lo, "left")).astype(np.float64)
 
-    is_held = np.zeros(m.nnz, bool)
-    is_held[held[eligible]] = True
-    other = eligible[rows] & ~is_held
-    u_o = rows[other]
-    c_held = recent(items[held[eligible]], start[eligible], t_held[eligible])
-    c_other = recent(items[other], start[u_o], t_held[u_o])
-    own = (ts[other] >= start[u_o]) & (ts[other] < t_held[u_o])
-    c_other -= own  # the user's own earlier interaction is not popularity
-    n_other = np.bincount(u_o, minlength=m.shape[0])[eligible].astype(np.float64)
-    users = np.flatnonzero(eligible)
-    held_of = np.full(m.shape[0], 0.0)
-    held_of[users] = c_held
-    mean_other = np.bincount(u_o, c_other, m.shape[0])[eligible] / n_other
-    lift = float(c_held.mean() / mean_other.mean()) if mean_other.mean() > 0 else math.nan
-    first = np.full(m.shape[1], np.iinfo(np.int64).max)
-    np.minimum.at(first, items, ts)
-    first_held = np.zeros(m.shape[0], np.int64)
-    first_held[users] = first[items[held[eligible]]]
+    c_held = recent(items[held], start, t_held)
+    c_other = recent(items[other], start[:, None], t_held[:, None])
+    c_other -= (ts[other] >= start[:, None]) & (ts[other] < t_held[:, None])  # not one's own
+    first = keys[np.searchsorted(keys, np.arange(m.shape[1], dtype=np.int64) * span)
+                 .clip(max=len(keys) - 1)] % span  # each item's first interaction, minus t0
+    f_held, f_other = first[items[held]], first[items[other]]
+    mean_other = c_other.mean(axis=1)
     return {
-        "drift_lift": lift,
-        "drift_auc": _auc(held_of[u_o], c_other, u_o, n_other, eligible),
-        "newer_auc": _auc(first_held[u_o].astype(np.float64),
-                          first[items[other]].astype(np.float64), u_o, n_other, eligible),
+        "drift_lift": (float(c_held.mean() / mean_other.mean()) if mean_other.mean() > 0
+                       else math.nan),
+        "drift_auc": _auc(c_held[:, None], c_other),
+        "newer_auc": _auc(f_held[:, None], f_other),
     }
 
 
-def _auc(held: np.ndarray, other: np.ndarray, users: np.ndarray, n_other: np.ndarray,
-         eligible: np.ndarray) -> float:
-    """mean over users of P(held > other), ties one half (``held`` repeated per other)."""
-    wins = (held > other) + 0.5 * (held == other)
-    per_user = np.bincount(users, wins, len(eligible))[eligible] / n_other
-    return float(per_user.mean())
+def _latest(m: sp.csr_matrix, ts: np.ndarray) -> np.ndarray:
+    """Per user (with at least one interaction), the position of the largest (timestamp,
+    item id) pair: the leave-one-out rule ``latest``; -1 for a user with none."""
+    counts = np.diff(m.indptr)
+    rows = np.repeat(np.arange(m.shape[0], dtype=np.int32), counts)
+    key = (ts - ts.min()) * m.shape[1] + m.indices
+    best = np.full(m.shape[0], -1, np.int64)
+    some = counts > 0
+    best[some] = np.maximum.reduceat(key, m.indptr[:-1][some])
+    out = np.full(m.shape[0], -1, np.int64)
+    at = np.flatnonzero(key == best[rows])
+    out[rows[at]] = at
+    return out
+
+
+def _auc(held: np.ndarray, other: np.ndarray) -> float:
+    """mean over users (rows) of P(held > other), ties counting one half."""
+    return float(((held > other) + 0.5 * (held == other)).mean())
