@@ -5,8 +5,12 @@ without replacement), a_ui = x_u . y_i the low-rank affinity and w_i(t) the item
 at time t: constant for ``synthetic-*`` (:mod:`dprec.data.synthetic`), and for ``synth-*``
 (:mod:`dprec.data.synthetic_drift`) w_i(t) = q_i (1 + boost e^{-(t - r_i)/decay}) once the
 item is released at r_i, 0 before. The oracle score of item i for user u at time t is
-log w_i(t) + a_ui (``-inf`` before release): the log-odds the generator itself uses, so no
-recommender can rank better in expectation (issue 33 §2: the ceiling line).
+log w_i(t) + a_ui (``-inf`` before release): the log-weight with which the generator itself
+chooses u's items (issue 33 §2: the ceiling line). For a leave-one-out split on ``synth-*``,
+pass ``at`` = the held-out interactions' times. It scores *which* items a user takes, not
+their order: on ``synth-*`` the popular-first order within a user's visit makes the latest
+item lean to the less popular of the user's items, which these scores do not model, so it
+is a strong reference rather than the best possible ranking of the latest item.
 """
 
 from __future__ import annotations
