@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from dprec.cli import app
 from dprec.data.registry import dataset_truth, load_dataset
 from dprec.data.stats import dataset_stats
-from dprec.data.synthetic import _side_features, synthetic, synthetic_truth
+from dprec.data.synthetic import factor_side_features, synthetic, synthetic_truth
 from dprec.data.synthetic_drift import (
     DriftParams,
     drift_default_interactions,
@@ -150,7 +150,7 @@ def test_the_original_oracle_replays_its_factors():
     truth = synthetic_truth(300, 200, 9000, rng=5)
     spectrum = np.arange(1, 17, dtype=np.float64) ** -1.0
     sd = np.sqrt(2.0 * spectrum / np.linalg.norm(spectrum)).astype(np.float32)
-    users, items = _side_features(truth.user_factors, truth.item_factors, sd)
+    users, items = factor_side_features(truth.user_factors, truth.item_factors, sd)
     assert users.equals(ds.user_features) and items.equals(ds.item_features)
     assert np.isneginf(truth.release).all()
 

@@ -40,13 +40,14 @@ from dprec.random import SeedLike, random_generator
 from dprec.selection import top_k, top_k_row
 
 __all__ = [
-    "check_memory", "check_sizes", "default_interactions", "latent_factors", "machine_memory",
-    "memory_estimate", "require_memory", "run_batches", "synthetic", "synthetic_truth",
+    "BASE_TIME", "check_memory", "check_sizes", "default_interactions", "factor_side_features",
+    "latent_factors", "machine_memory", "memory_estimate", "require_memory", "run_batches",
+    "synthetic", "synthetic_truth", "user_activity",
 ]
 
 log = logging.getLogger(__name__)
 
-_BASE_TIME = 946_684_800  # 2000-01-01, seconds since the epoch
+BASE_TIME = 946_684_800  # 2000-01-01, seconds since the epoch
 _TIME_SPAN = 3 * 365 * 86_400
 _GIB = 1 << 30
 
@@ -110,7 +111,7 @@ def default_interactions(n_users: int, n_items: int, density: float = 0.063) -> 
     return max(1, round(density * n_users * n_items))
 
 
-def _activity(n_users: int, total: int, lo: int, hi: int, sigma: float,
+def user_activity(n_users: int, total: int, lo: int, hi: int, sigma: float,
               rng: np.random.Generator) -> np.ndarray:
     """Integer activities in [lo, hi] summing exactly to ``total``: lo + a log-normal excess
     scaled (by bisection) to the remaining mass, rounded by largest remainder."""
@@ -219,7 +220,7 @@ def _model(n_users: int, n_items: int, n_interactions: int, hi: int,
     log_pop = np.empty(n_items, np.float32)
     log_pop[gen.permutation(n_items)] = -popularity_exponent * np.log(
         np.arange(1, n_items + 1, dtype=np.float64))
-    k = _activity(n_users, n_interactions, min_user_interactions, hi, activity_sigma, gen)
+    k = user_activity(n_users, n_interactions, min_user_interactions, hi, activity_sigma, gen)
     user_f, item_f, factor_sd = latent_factors(n_users, n_items, rank, affinity_scale,
                                                spectrum_decay, gen)
     return log_pop, k, user_f, item_f, factor_sd
@@ -305,7 +306,7 @@ def synthetic(
         popularity_exponent=popularity_exponent, activity_sigma=activity_sigma,
         min_user_interactions=int(min_user_interactions), affinity_scale=affinity_scale,
         spectrum_decay=spectrum_decay)
-    start = _BASE_TIME + gen.integers(0, _TIME_SPAN, n_users)
+    start = BASE_TIME + gen.integers(0, _TIME_SPAN, n_users)
     mean_gap = np.exp(gen.normal(math.log(6 * 3600.0), 1.5, n_users))
 
     indptr = np.zeros(n_users + 1, np.int64)
@@ -334,7 +335,7 @@ def synthetic(
     name = name or f"synthetic-{n_users}x{n_items}"
     log.info("%s: %d users x %d items, %d interactions, %d batches", name, n_users, n_items,
              n_interactions, len(batches))
-    user_features, item_features = _side_features(user_f, item_f, factor_sd)
+    user_features, item_features = factor_side_features(user_f, item_f, factor_sd)
     return Dataset(
         name=name,
         matrix=matrix,
@@ -347,7 +348,7 @@ def synthetic(
     )
 
 
-def _side_features(user_f: np.ndarray, item_f: np.ndarray, factor_sd: np.ndarray,
+def factor_side_features(user_f: np.ndarray, item_f: np.ndarray, factor_sd: np.ndarray,
                    dims: int = 4) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Side features read off the latent factors (no further randomness): a user's ``taste``
     is the strongest of the first ``dims`` taste dimensions with its sign (e.g. "t2-"); an
