@@ -3,6 +3,8 @@ generator kept bit for bit under synthetic-* (issue 33 §2)."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -178,9 +180,17 @@ def test_invalid_parameters():
         synthetic_drift(100, 50, 100, rng=0)
 
 
+
 def test_data_info_prints_the_shape():
     res = CliRunner().invoke(app, ["data", "info", "synth-300x200"])
     assert res.exit_code == 0, res.output
     for row in ("popularity_gini", "top1pct_share", "items_under_10", "drift_auc",
                 "newer_auc"):
         assert row in res.output
+
+
+def test_too_large_is_refused_before_any_draw(monkeypatch):
+    module = sys.modules["dprec.data.synthetic"]  # the package's name is the function's
+    monkeypatch.setattr(module, "machine_memory", lambda: 1 << 30)
+    with pytest.raises(DataError, match=r"needs about .* GiB .* \(synth-<users>x<items>"):
+        synthetic_drift(1_000_000, 10_000, 100_000_000, rng=0)

@@ -93,16 +93,19 @@ def memory_estimate(n_users: int, n_items: int, n_interactions: int, rank: int =
             + n_threads * (20 * rows * n_items + 64 * rows * kmax))
 
 
-def check_memory(n_users: int, n_items: int, n_interactions: int, **kwargs: int) -> None:
-    """DataError, up front, if the data cannot fit in this machine's memory."""
-    need = memory_estimate(n_users, n_items, n_interactions, **kwargs)
+def check_memory(n_users: int, n_items: int, n_interactions: int, *,
+                 estimate: Callable[..., int] | None = None, prefix: str = "synthetic",
+                 **kwargs: int) -> None:
+    """DataError, up front, if the data cannot fit in this machine's memory (``estimate``:
+    the generator's peak bytes, default :func:`memory_estimate`; ``prefix``: its names')."""
+    need = (estimate or memory_estimate)(n_users, n_items, n_interactions, **kwargs)
     have = machine_memory()
     if have is not None and need > have:
         raise DataError(
             f"synthetic data of {n_users:,} users x {n_items:,} items with "
             f"{n_interactions:,} interactions needs about {need / _GIB:,.1f} GiB of memory, "
             f"this machine has {have / _GIB:,.1f} GiB; choose fewer users, items or "
-            "interactions (synthetic-<users>x<items>-<interactions>)"
+            f"interactions ({prefix}-<users>x<items>-<interactions>)"
         )
 
 

@@ -45,12 +45,12 @@ from scipy.special import ndtri
 from dprec.data.dataset import Dataset
 from dprec.data.synthetic import (
     BASE_TIME,
+    check_memory,
     check_sizes,
     default_interactions,
     factor_side_features,
     latent_factors,
     memory_estimate,
-    require_memory,
     run_batches,
     user_activity,
 )
@@ -195,12 +195,9 @@ def synthetic_drift(
     p.check(max_user_fraction)
     n_users, n_items, n_interactions = int(n_users), int(n_items), int(n_interactions)
     threads = n_threads or min(2, os.cpu_count() or 1)
-    require_memory(
-        drift_memory_estimate(n_users, n_items, n_interactions, int(rank),
-                              int(batch_elements), threads, hi),
-        f"synthetic data of {n_users:,} users x {n_items:,} items with "
-        f"{n_interactions:,} interactions",
-        "choose fewer users, items or interactions (synth-<users>x<items>-<interactions>)")
+    check_memory(n_users, n_items, n_interactions, estimate=drift_memory_estimate,
+                 prefix="synth", rank=int(rank), batch_elements=int(batch_elements),
+                 n_threads=threads, max_per_user=hi)
     gen = random_generator(rng)
     m = _draw_model(n_users, n_items, n_interactions, hi, gen, p, rank=int(rank),
                     activity_sigma=activity_sigma,
