@@ -25,6 +25,9 @@ data_app = typer.Typer(
     help="Fetch and inspect data sets.\n\n"
          "Downloadable: ml-100k, ml-1m, ml-10m, ml-20m, ml-25m (GroupLens; each release's size "
          "and sha256 are pinned, a corrupt download is refused). Local only: frappe, csv:PATH. "
+         "Generated: synth-<users>x<items>[-<interactions>] (ML-100K's cold tail and drift in "
+         "time; for new work) and synthetic-<users>x<items>[-<interactions>] (the original "
+         "generator, kept so that earlier results reproduce). "
          "Any name takes the papers' user filter NAME:minN, the users with at least N "
          "interactions and the items they rated, e.g. ml-20m:min60 (seeds 000 and 003); it "
          "works wherever a data set is named (--dataset of run, compare, tune).",
