@@ -1,0 +1,117 @@
+"""The honest client's noise share, truncated so that the validity check can be written
+for the noised vector ``y = v + z`` (issue 31 §1, option (a)), and what the truncation
+costs the privacy accounting.
+
+A client's share is ``z ~ Sk(mu)^d`` (``Poisson(mu) - Poisson(mu)`` per coordinate). An
+honest client redraws ``z`` until ``|z_j| <= T`` for every ``j`` (and, where the circuit
+bounds the sum, ``|sum_j z_j| <= S``; where it bounds the L2 norm, ``||v + z||_2^2 <=
+B^2``). The redrawn share is the original conditioned on an event of probability
+``1 - eta`` with, by the union bound,
+
+    eta <= d P(|Sk(mu)| > T) + P(|Sk(d mu)| > S)  [+ the L2 term, see l2_bound_sq],
+
+so its total-variation distance from the untruncated share is at most ``eta`` and that of
+the ``n`` shares together at most ``n eta``. If the untruncated release is
+``(epsilon, delta)``-DP, the truncated one is ``(epsilon, delta + (1 + e^epsilon) n eta)``-DP
+(a coupling: ``P[M'(x) in E] <= P[M(x) in E] + n eta`` for every input ``x``): the accountant
+adds :meth:`NoiseTruncation.delta_cost`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+from scipy import stats
+
+from dprec.errors import check_int, check_real
+from dprec.protocol.secure_sum.errors import SecureSumError
+
+__all__ = ["NoiseTruncation", "choose_truncation", "l2_bound_sq", "skellam_tail",
+           "truncated_noise_share"]
+
+
+def skellam_tail(mu: float, t: int) -> float:
+    """``P(|Sk(mu)| > t)``: twice the sum of SciPy's Skellam pmf over ``t + 1, ...`` (the
+    pmf, not ``sf = 1 - cdf``, which loses every digit below ``1e-16``); the sum runs until
+    the terms fall below ``1e-300`` of the first (they decrease geometrically past the
+    mode)."""
+    if mu == 0:
+        return 0.0
+    width = int(50 + 40 * math.sqrt(mu))
+    ks = np.arange(t + 1, t + 1 + width)
+    return float(min(1.0, 2.0 * stats.skellam.pmf(ks, mu, mu).sum()))
+
+
+@dataclasses.dataclass(frozen=True)
+class NoiseTruncation:
+    """The bounds an honest client's share satisfies and their total-variation cost."""
+
+    mu_share: float
+    """Poisson rate of each part of one client's share (variance ``2 mu``)."""
+    dimension: int
+    clients: int
+    coordinate_bound: int
+    """``T``: ``|z_j| <= T``."""
+    sum_bound: int
+    """``S``: ``|sum_j z_j| <= S``."""
+    per_client_tv: float
+    """``eta``: the probability that an untruncated share breaks a bound."""
+
+    @property
+    def total_tv(self) -> float:
+        """``n eta``: the total-variation cost of all ``n`` truncated shares."""
+        return self.clients * self.per_client_tv
+
+    def delta_cost(self, epsilon: float) -> float:
+        """What the accountant adds to ``delta``: ``(1 + e^epsilon) n eta``."""
+        return (1.0 + math.exp(epsilon)) * self.total_tv
+
+
+def choose_truncation(mu_share: float, dimension: int, clients: int,
+                      total_tv: float = 2.0 ** -40) -> NoiseTruncation:
+    """The smallest ``T`` and ``S`` whose joint cost is at most ``total_tv`` (half each)."""
+    check_real("mu_share", mu_share, low=0.0)
+    check_int("dimension", dimension, 1)
+    check_int("clients", clients, 1)
+    check_real("total_tv", total_tv, low=0.0, low_open=True)
+    budget = total_tv / 2.0 / clients
+    t = 0
+    while dimension * skellam_tail(mu_share, t) > budget:
+        t += 1
+    s = 0
+    total_mu = dimension * mu_share
+    if total_mu > 0:
+        s = int(math.sqrt(2 * total_mu))
+        while skellam_tail(total_mu, s) > budget:
+            s += max(1, s // 64)
+    eta = dimension * skellam_tail(mu_share, t) + skellam_tail(total_mu, s)
+    return NoiseTruncation(float(mu_share), dimension, clients, t, s, eta)
+
+
+def l2_bound_sq(vector_bound: float, truncation: NoiseTruncation, eta: float = 2.0 ** -50
+                ) -> tuple[int, float]:
+    """``(B^2, eta_2)``: a bound ``||v + z||_2^2 <= B^2`` for every ``||v||_2 <=
+    vector_bound`` that a truncated honest share breaks w.p. at most ``eta_2 = eta``:
+    ``||z||^2 <= 2 mu d + T^2 sqrt(d ln(1/eta) / 2)`` by Hoeffding (``z_j^2 in [0, T^2]``,
+    mean at most ``2 mu``), then the triangle inequality. Add ``eta_2`` to the share's
+    ``eta`` when the circuit checks the L2 norm."""
+    tr = truncation
+    noise_sq = 2 * tr.mu_share * tr.dimension + tr.coordinate_bound ** 2 * math.sqrt(
+        tr.dimension * math.log(1 / eta) / 2)
+    return math.ceil((vector_bound + math.sqrt(noise_sq)) ** 2), eta
+
+
+def truncated_noise_share(truncation: NoiseTruncation, rng: np.random.Generator,
+                          check_sum: bool = True, max_draws: int = 64) -> np.ndarray:
+    """An honest client's share ``Sk(mu)^d`` redrawn until it meets the bounds (module
+    docstring). ``rng`` is the client's own generator (a CSPRNG on a device)."""
+    tr = truncation
+    for _ in range(max_draws):
+        z = rng.poisson(tr.mu_share, tr.dimension) - rng.poisson(tr.mu_share, tr.dimension)
+        if np.abs(z).max(initial=0) <= tr.coordinate_bound and (
+                not check_sum or abs(int(z.sum())) <= tr.sum_bound):
+            return z.astype(np.int64)
+    raise SecureSumError(f"{max_draws} noise draws all broke the truncation bounds, which "
+                         "an honest draw does with probability eta per draw: check mu and T")
