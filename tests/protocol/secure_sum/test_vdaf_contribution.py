@@ -18,8 +18,10 @@ from dprec.protocol.secure_sum.vdaf.contribution import (
     Report,
     bounded_range_check,
     dp_pop_check,
+    smallest_range_circuit,
 )
 from dprec.protocol.secure_sum.vdaf.dprec_circuits import BoundedVector
+from dprec.protocol.secure_sum.vdaf.flp import Flp
 from dprec.protocol.secure_sum.vdaf.noise_bounds import (
     choose_truncation,
     l2_bound_sq,
@@ -142,27 +144,49 @@ def test_sizes_soundness_and_proofs(pop) -> None:
     assert pop.proofs >= 3 and pop.soundness_log2 <= -128
 
 
-@pytest.mark.parametrize("range_proof", ["polynomial", "bits"])
+@pytest.mark.parametrize("range_proof", ["polynomial", "digits", "bits"])
 def test_bounded_range_with_l2(range_proof) -> None:
     tr = choose_truncation(0.5, D, CLIENTS)
     bound_sq, _ = l2_bound_sq(20.0, tr)
-    chk = bounded_range_check(D, 6, tr, l2_bound_sq=bound_sq)
-    if range_proof == "bits":  # the same check, proved with the bit decomposition
-        c = chk.circuit
-        chk = ContributionCheck(BoundedVector(D, c.low, c.high, l2_bound_sq=bound_sq,
-                                              range_proof="bits"), 0xFFFF0D02, "bits")
+    r = 6 + tr.coordinate_bound
+
+    def circuit(l2):
+        return BoundedVector(D, -r, r, l2_bound_sq=l2, range_proof=range_proof, digits=2)
+
+    chk = ContributionCheck(circuit(bound_sq), 0xFFFF0D02, range_proof)
+    assert chk.circuit.high >= r and chk.circuit.low == -r
     rng = np.random.default_rng(6)
-    v = rng.integers(-3, 4, D)
-    y = v + truncated_noise_share(tr, rng, check_sum=False)
+    y = rng.integers(-3, 4, D) + truncated_noise_share(tr, rng, check_sum=False)
     a, b = verify(chk, chk.shard(y, nonce(6), rand(chk, 6)), 6)
     assert np.array_equal(chk.unshard([chk.aggregate([a]), chk.aggregate([b])], 1), y)
     # every coordinate in range but ||y||^2 above the bound: the slack cannot be encoded,
     # so forge it as zero
     c = chk.circuit
-    big = np.full(D, c.high, dtype=np.int64)
+    big = np.full(D, r, dtype=np.int64)
     assert int(big @ big) > bound_sq
-    coords = c.field.from_ints(big) if range_proof == "polynomial" else \
-        encode_range_checked(c.field, big - c.low, c.high - c.low)
+    coords = circuit(None).encode(big)
     meas = np.concatenate([coords, c.field.zeros(c.l2_bits)])
     with pytest.raises(InvalidProofError):
         verify(chk, forged(chk, meas, 7), 7)
+    # a digit out of its range (the value it encodes may still look small)
+    if range_proof == "digits":
+        meas = chk.circuit.encode(y).copy()
+        meas[0] = c.field.from_ints([c.base])[0]  # digit B: one past the largest
+        with pytest.raises(InvalidProofError):
+            verify(chk, forged(chk, meas, 8), 8)
+
+
+def test_bounded_range_check_picks_the_smallest_upload() -> None:
+    """dp-fedavg's range at d = 1,682 (gamma C = 4,100 plus the noise): 3 digits beat the
+    15-bit decomposition by more than half."""
+    best = smallest_range_circuit(1682, -12002, 12002)
+    bits = BoundedVector(1682, -12002, 12002, range_proof="bits")
+    assert best.range_proof == "digits"
+
+    def upload(c):
+        return c.MEAS_LEN + 3 * Flp(c).PROOF_LEN
+    assert upload(best) < upload(bits) / 2
+    tr = choose_truncation(352.0, 1682, 1000)
+    chk = bounded_range_check(1682, 4100, tr)
+    assert chk.circuit.low == -(4100 + tr.coordinate_bound) <= chk.circuit.high - 2 * (
+        4100 + tr.coordinate_bound)

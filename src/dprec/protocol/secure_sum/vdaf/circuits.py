@@ -60,11 +60,7 @@ def bit_test_inputs(field: type[Field], values: np.ndarray, joint_rand: np.ndarr
     m = field.zeros(calls * chunk)
     m[:len(values)] = values
     m = m.reshape(calls, chunk)
-    r = np.asarray(joint_rand[:calls])
-    powers = field.zeros((calls, chunk))
-    powers[:, 0] = r
-    for j in range(1, chunk):
-        powers[:, j] = field.mul(powers[:, j - 1], r)
+    powers = field.power_table(np.asarray(joint_rand[:calls]), chunk, field.from_ints([1]))
     x = field.zeros((calls, 2 * chunk))
     x[:, 0::2] = field.mul(powers, m)
     x[:, 1::2] = field.sub(m, shares_inv)

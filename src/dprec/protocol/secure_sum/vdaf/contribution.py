@@ -29,13 +29,14 @@ import math
 import numpy as np
 
 from dprec.protocol.secure_sum.errors import SecureSumError
-from dprec.protocol.secure_sum.vdaf.dprec_circuits import BoundedVector
+from dprec.protocol.secure_sum.vdaf.dprec_circuits import MAX_POLYNOMIAL_DEGREE, BoundedVector
 from dprec.protocol.secure_sum.vdaf.flp import Flp
 from dprec.protocol.secure_sum.vdaf.noise_bounds import NoiseTruncation
 from dprec.protocol.secure_sum.vdaf.prio3 import Prio3, VerifyState
 
 __all__ = ["DP_POP_ID", "BOUNDED_RANGE_ID", "ContributionCheck", "Report",
-           "bounded_range_check", "choose_proofs", "dp_pop_check", "soundness_log2"]
+           "bounded_range_check", "choose_proofs", "dp_pop_check", "smallest_range_circuit",
+           "soundness_log2"]
 
 DP_POP_ID = 0xFFFF0D01
 """Private-use Prio3 algorithm id (draft §10: 0xFFFF0000 and up) of dp-pop's check."""
@@ -164,8 +165,28 @@ def dp_pop_check(dimension: int, k: int, truncation: NoiseTruncation) -> Contrib
 def bounded_range_check(dimension: int, bound: int, truncation: NoiseTruncation,
                         l2_bound_sq: int | None = None) -> ContributionCheck:
     """dpals / dp-fedavg: ``y = v + z``, ``|v_j| <= C``, ``|z_j| <= T``: every ``y_j in
-    [-(C + T), C + T]``, and ``||y||_2^2 <= l2_bound_sq`` when given
+    [-(C + T), C + T]`` (with digits, up to ``B^L - (2 (C + T) + 1)`` more above:
+    :class:`BoundedVector`), and ``||y||_2^2 <= l2_bound_sq`` when given
     (:func:`~dprec.protocol.secure_sum.vdaf.noise_bounds.l2_bound_sq`)."""
     r = int(bound) + truncation.coordinate_bound
-    circuit = BoundedVector(dimension, -r, r, l2_bound_sq=l2_bound_sq)
-    return ContributionCheck(circuit, BOUNDED_RANGE_ID, "bounded-range")
+    return ContributionCheck(smallest_range_circuit(dimension, -r, r, l2_bound_sq),
+                             BOUNDED_RANGE_ID, "bounded-range")
+
+
+def smallest_range_circuit(dimension: int, low: int, high: int,
+                           l2_bound_sq: int | None = None) -> BoundedVector:
+    """Of the range proofs whose gadget degree is at most ``MAX_POLYNOMIAL_DEGREE`` (one
+    polynomial, 2 to 6 digits, or bits), the one with the fewest upload elements
+    ``MEAS_LEN + 3 PROOF_LEN``; ties to the earlier in that order."""
+    options = []
+    if high - low + 2 <= MAX_POLYNOMIAL_DEGREE:
+        options.append(BoundedVector(dimension, low, high, l2_bound_sq=l2_bound_sq,
+                                     range_proof="polynomial"))
+    for digits in range(2, 7):
+        candidate = BoundedVector(dimension, low, high, l2_bound_sq=l2_bound_sq,
+                                  range_proof="digits", digits=digits)
+        if candidate.base + 1 <= MAX_POLYNOMIAL_DEGREE and candidate.base > 2:
+            options.append(candidate)
+    options.append(BoundedVector(dimension, low, high, l2_bound_sq=l2_bound_sq,
+                                 range_proof="bits"))
+    return min(options, key=lambda c: c.MEAS_LEN + 3 * Flp(c).PROOF_LEN)

@@ -15,6 +15,10 @@ The coordinate range is proved one of two ways (``range_proof``):
   (joint randomness ``r_i`` per call): zero for an in-range vector, non-zero but w.p.
   ``c / |F|`` otherwise. One element per coordinate on the wire; the prover's cost grows
   as ``(high - low)^2 d``. The default while ``high - low + 2 <= 64``.
+- ``"digits"``: ``y_j - low`` in base ``B = ceil((high - low + 1)^(1/L))`` as ``L`` digits,
+  each tested by ``WeightedRange(0, B - 1)``: ``L`` elements per coordinate and a gadget of
+  degree ``B + 1``. The range checked is ``[low, low + B^L - 1]`` (``high`` is raised to
+  that, a few values past the requested bound at most ``B^L - (high - low + 1)``).
 - ``"bits"``: ``y_j - low`` as a range-checked bit encoding (draft §7.4.2) under the spec's
   bit test, ``bitlen(high - low)`` elements per coordinate.
 
@@ -35,6 +39,7 @@ from dprec.protocol.secure_sum.vdaf.circuits import (
     bit_test_inputs,
     decode_range_checked,
     encode_range_checked,
+    range_checked_weights,
 )
 from dprec.protocol.secure_sum.vdaf.field import Field, Field64
 from dprec.protocol.secure_sum.vdaf.flp import Circuit, gadget_poly_len, wire_poly_len
@@ -44,6 +49,16 @@ __all__ = ["MAX_POLYNOMIAL_DEGREE", "BoundedVector", "best_chunk"]
 
 MAX_POLYNOMIAL_DEGREE = 64
 """Largest range-gadget degree chosen by default (prover cost ~ degree^2 d)."""
+
+
+def _integer_root_ceil(n: int, k: int) -> int:
+    """The smallest integer ``b`` with ``b^k >= n``."""
+    b = max(1, round(n ** (1.0 / k)))
+    while b ** k < n:
+        b += 1
+    while b > 1 and (b - 1) ** k >= n:
+        b -= 1
+    return b
 
 
 def best_chunk(length: int, arity: int, degree: int) -> int:
@@ -59,17 +74,25 @@ class BoundedVector(Circuit):
 
     def __init__(self, dimension: int, low: int, high: int, *,
                  sum_range: tuple[int, int] | None = None, l2_bound_sq: int | None = None,
-                 range_proof: Literal["polynomial", "bits"] | None = None,
-                 field: type[Field] = Field64) -> None:
+                 range_proof: Literal["polynomial", "digits", "bits"] | None = None,
+                 digits: int = 2, field: type[Field] = Field64) -> None:
         if dimension < 1 or high < low:
             raise ValueError("need dimension >= 1 and low <= high")
         self.field, self.dimension, self.low, self.high = field, int(dimension), int(low), \
             int(high)
         if range_proof is None:
             range_proof = "polynomial" if high - low + 2 <= MAX_POLYNOMIAL_DEGREE else "bits"
-        if range_proof not in ("polynomial", "bits"):
-            raise ValueError(f"range_proof is 'polynomial' or 'bits', got {range_proof!r}")
+        if range_proof not in ("polynomial", "digits", "bits"):
+            raise ValueError("range_proof is 'polynomial', 'digits' or 'bits', got "
+                             f"{range_proof!r}")
         self.range_proof = range_proof
+        self.digits, self.base = 1, self.high - self.low + 1
+        if range_proof == "digits":
+            if digits < 2:
+                raise ValueError("the digit decomposition needs digits >= 2")
+            self.digits = int(digits)
+            self.base = _integer_root_ceil(self.high - self.low + 1, self.digits)
+            self.high = self.low + self.base ** self.digits - 1  # the range actually checked
         self.sum_range = None if sum_range is None else (int(sum_range[0]), int(sum_range[1]))
         self.l2_bound_sq = None if l2_bound_sq is None else int(l2_bound_sq)
         largest = max(abs(low), abs(high))
@@ -84,21 +107,29 @@ class BoundedVector(Circuit):
         d = self.dimension
         self.coord_bits = (self.high - self.low).bit_length() if self.range_proof == "bits" \
             else 0
+        self.coord_width = self.coord_bits or self.digits
+        self.coord_weights = None
+        if self.range_proof == "bits":
+            self.coord_weights = range_checked_weights(self.field, self.high - self.low)
+        elif self.range_proof == "digits":
+            self.coord_weights = self.field.from_ints(
+                [self.base ** k for k in range(self.digits)])
         self.sum_max = None if self.sum_range is None else self.sum_range[1] - self.sum_range[0]
         self.sum_bits = 0 if not self.sum_max else self.sum_max.bit_length()
         self.l2_bits = 0 if not self.l2_bound_sq else self.l2_bound_sq.bit_length()
-        coords = d * (self.coord_bits or 1)
+        coords = d * self.coord_width
         self.MEAS_LEN = coords + self.sum_bits + self.l2_bits
         self.OUTPUT_LEN = d
         gadgets: list[Gadget] = []
         calls: list[int] = []
         self.roles: list[str] = []
         jr = 0
-        if self.range_proof == "polynomial":
-            g = WeightedRange(self.low, self.high)
-            c = best_chunk(d, 2, g.DEGREE)
+        if self.range_proof != "bits":
+            g = WeightedRange(self.low, self.high) if self.digits == 1 else \
+                WeightedRange(0, self.base - 1)
+            c = best_chunk(coords, 2, g.DEGREE)
             gadgets.append(ParallelSum(g, c))
-            calls.append(-(-d // c))
+            calls.append(-(-coords // c))
             self.roles.append("range")
             jr += calls[-1]
         bit_count = (coords if self.coord_bits else 0) + self.sum_bits + self.l2_bits
@@ -130,8 +161,14 @@ class BoundedVector(Circuit):
         if (y < self.low).any() or (y > self.high).any():
             raise ValueError(f"a coordinate lies outside [{self.low}, {self.high}]")
         f = self.field
-        parts = [f.from_ints(y) if not self.coord_bits else
-                 encode_range_checked(f, y - self.low, self.high - self.low)]
+        if self.range_proof == "polynomial":
+            parts = [f.from_ints(y)]
+        elif self.range_proof == "bits":
+            parts = [encode_range_checked(f, y - self.low, self.high - self.low)]
+        else:
+            places = self.base ** np.arange(self.digits, dtype=np.int64)
+            parts = [f.from_ints((((y - self.low)[:, None] // places[None, :]) % self.base
+                                  ).ravel())]
         if self.sum_range is not None:
             total = int(y.sum())
             if not self.sum_range[0] <= total <= self.sum_range[1]:
@@ -152,11 +189,16 @@ class BoundedVector(Circuit):
     def values(self, meas: np.ndarray, num_shares: int) -> np.ndarray:
         """The (share of the) vector ``y`` from the (share of the) encoding: linear."""
         f = self.field
-        if not self.coord_bits:
+        if self.coord_weights is None:
             return meas[:self.dimension]
         offset = f.mul(f.from_ints([self.low]), self.shares_inv(num_shares))
-        coded = meas[:self.dimension * self.coord_bits]
-        return f.add(decode_range_checked(f, coded, self.high - self.low), offset)
+        return f.add(self._weighted(meas), offset)
+
+    def _weighted(self, meas: np.ndarray) -> np.ndarray:
+        """``sum_l w_l e_{j,l}`` per coordinate: ``y_j - low`` from its encoding."""
+        coded = np.asarray(meas[:self.dimension * self.coord_width])
+        return self.field.matvec(coded.reshape(self.dimension, self.coord_width),
+                                 self.coord_weights)
 
     def gadget_inputs(self, meas, joint_rand, num_shares):
         f, inv = self.field, self.shares_inv(num_shares)
@@ -167,13 +209,11 @@ class BoundedVector(Circuit):
             if role == "range":
                 r = np.asarray(joint_rand[at:at + calls])
                 at += calls
-                weights = f.zeros((calls, c))
-                weights[:, 0] = f.mul(r, inv)
-                for j in range(1, c):
-                    weights[:, j] = f.mul(weights[:, j - 1], r)
-                weights.reshape(-1)[self.dimension:] = f.zeros(calls * c - self.dimension)
+                entries = meas[:self.dimension * self.coord_width]
+                weights = f.power_table(r, c, inv)
+                weights.reshape(-1)[len(entries):] = f.zeros(calls * c - len(entries))
                 padded = f.zeros(calls * c)
-                padded[:self.dimension] = y
+                padded[:len(entries)] = entries
                 x = f.zeros((calls, 2 * c))
                 x[:, 0::2], x[:, 1::2] = weights, padded.reshape(calls, c)
             elif role == "bits":
@@ -210,18 +250,14 @@ class BoundedVector(Circuit):
         return np.concatenate(out)
 
     def truncate(self, meas):
-        return self.values(meas, 1) if not self.coord_bits else self._truncate_bits(meas)
-
-    def _truncate_bits(self, meas: np.ndarray) -> np.ndarray:
-        # the offset `low` is added once, by the aggregate's decoding (decode): linear
-        f = self.field
-        return decode_range_checked(f, meas[:self.dimension * self.coord_bits],
-                                    self.high - self.low)
+        """``y`` (polynomial range) or ``y - low`` (digits, bits: ``decode`` adds ``low``
+        once per report, which keeps the output shares linear)."""
+        return meas[:self.dimension] if self.coord_weights is None else self._weighted(meas)
 
     def decode(self, output, num_measurements):
         """The integer sum of ``num_measurements`` accepted vectors (centred lift)."""
         total = self.field.centred(output)
-        if self.coord_bits:
+        if self.coord_weights is not None:
             total = total + self.low * num_measurements
         return total
 

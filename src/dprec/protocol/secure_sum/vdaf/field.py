@@ -129,11 +129,46 @@ class Field:
     @classmethod
     def powers(cls, x: int, n: int) -> np.ndarray:
         """``[1, x, x^2, ..., x^(n-1)]``, by repeated doubling (``log n`` vector steps)."""
+        return _powers(cls, int(x), int(n)).copy()
+
+    @classmethod
+    def _powers(cls, x: int, n: int) -> np.ndarray:
         out = cls.from_ints([1])
         while out.size < n:
             step = pow(int(x), out.size, cls.MODULUS)
             out = np.concatenate([out, cls.mul(out, cls.from_ints([step]))])
         return out[:n]
+
+    @classmethod
+    def butterflies(cls, a: np.ndarray, n: int) -> np.ndarray:
+        """The radix-2 NTT levels on the rows of ``a`` (each row in bit-reversed order):
+        one vector step per level."""
+        m = 2
+        while m <= n:
+            blocks = a.reshape(a.shape[0], n // m, 2, m // 2)
+            u = blocks[:, :, 0, :]
+            v = cls.mul(blocks[:, :, 1, :], cls.powers(cls.root(m), m // 2))
+            a = np.stack([cls.add(u, v), cls.sub(u, v)], axis=2).reshape(a.shape[0], n)
+            m *= 2
+        return a
+
+    @classmethod
+    def power_table(cls, r: np.ndarray, count: int, scale: np.ndarray) -> np.ndarray:
+        """``out[i, j] = scale * r_i^(j + 1)``, ``j < count``."""
+        out = cls.zeros((len(r), count))
+        out[:, 0] = cls.mul(r, scale)
+        for j in range(1, count):
+            out[:, j] = cls.mul(out[:, j - 1], r)
+        return out
+
+    @classmethod
+    def weighted_range(cls, x0: np.ndarray, x1: np.ndarray, low: int, high: int
+                       ) -> np.ndarray:
+        """``x0 * prod_{k=low}^{high} (x1 - k)`` elementwise."""
+        out = np.asarray(x0).copy()
+        for shift in cls.from_ints(list(range(low, high + 1))):
+            out = cls.mul(out, cls.sub(x1, shift))
+        return out
 
     @classmethod
     def check_decoded(cls, data: bytes) -> int:
@@ -145,10 +180,26 @@ class Field:
 
 
 @lru_cache(maxsize=256)
+def _powers(field: type[Field], x: int, n: int) -> np.ndarray:
+    return field._powers(x, n)
+
+
+@lru_cache(maxsize=256)
 def _root(field: type[Field], n: int) -> int:
     if n < 1 or n & (n - 1) or field.GEN_ORDER % n:
         raise ValueError(f"no root of unity of order {n} in {field.__name__}")
     return pow(field.GENERATOR, field.GEN_ORDER // n, field.MODULUS)
+
+
+@lru_cache(maxsize=64)
+def _twiddle_table(n: int) -> np.ndarray:
+    """Field64's ``w_m^j`` for every NTT level ``m <= n``, level ``m`` at ``m/2 - 1``."""
+    levels = []
+    m = 2
+    while m <= n:
+        levels.append(Field64.powers(Field64.root(m), m // 2))
+        m *= 2
+    return np.concatenate(levels) if levels else np.zeros(0, dtype=np.uint64)
 
 
 class Field64(Field):
@@ -196,6 +247,26 @@ class Field64(Field):
     @classmethod
     def neg(cls, a: np.ndarray) -> np.ndarray:
         return k64.neg(a)
+
+    @classmethod
+    def butterflies(cls, a: np.ndarray, n: int) -> np.ndarray:
+        a = np.ascontiguousarray(a, dtype=np.uint64)
+        k64.butterflies(a, _twiddle_table(n))
+        return a
+
+    @classmethod
+    def power_table(cls, r: np.ndarray, count: int, scale: np.ndarray) -> np.ndarray:
+        return k64.power_table(np.ascontiguousarray(r, dtype=np.uint64), count,
+                               np.uint64(np.ravel(scale)[0]))
+
+    @classmethod
+    def weighted_range(cls, x0: np.ndarray, x1: np.ndarray, low: int, high: int
+                       ) -> np.ndarray:
+        shifts = cls.from_ints(np.arange(low, high + 1, dtype=np.int64))
+        shape = np.shape(x0)
+        return k64.weighted_range(np.ascontiguousarray(x0, dtype=np.uint64).ravel(),
+                                  np.ascontiguousarray(x1, dtype=np.uint64).ravel(),
+                                  shifts).reshape(shape)
 
     @classmethod
     def sum_rows(cls, x: np.ndarray) -> np.ndarray:

@@ -155,3 +155,46 @@ def inv(x):
         out[i] = _mul(out[i], acc)
         acc = _mul(acc, x[i])
     return out
+
+
+@numba.njit(cache=True)
+def butterflies(a, twiddles):
+    """In place: the radix-2 NTT of every row of ``a`` (rows in bit-reversed order);
+    ``twiddles[m/2 - 1 + j] = w_m^j`` for each level ``m = 2, 4, ..., n``."""
+    rows, n = a.shape
+    for r in range(rows):
+        m = 2
+        while m <= n:
+            half = m // 2
+            off = half - 1
+            for start in range(0, n, m):
+                for j in range(half):
+                    u = a[r, start + j]
+                    v = _mul(a[r, start + j + half], twiddles[off + j])
+                    a[r, start + j] = _add(u, v)
+                    a[r, start + j + half] = _sub(u, v)
+            m *= 2
+
+
+@numba.njit(cache=True)
+def power_table(r, count, scale):
+    """``out[i, j] = scale * r_i^(j + 1)`` for ``j < count``."""
+    out = np.empty((r.shape[0], count), dtype=np.uint64)
+    for i in range(r.shape[0]):
+        acc = _mul(scale, r[i])
+        for j in range(count):
+            out[i, j] = acc
+            acc = _mul(acc, r[i])
+    return out
+
+
+@numba.njit(cache=True)
+def weighted_range(x0, x1, shifts):
+    """``x0 * prod_k (x1 - shifts_k)`` elementwise (1-D ``x0``, ``x1``)."""
+    out = np.empty(x0.shape[0], dtype=np.uint64)
+    for i in range(x0.shape[0]):
+        acc = x0[i]
+        for k in range(shifts.shape[0]):
+            acc = _mul(acc, _sub(x1[i], shifts[k]))
+        out[i] = acc
+    return out

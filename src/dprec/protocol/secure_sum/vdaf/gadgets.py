@@ -80,10 +80,7 @@ class WeightedRange(Gadget):
         self.DEGREE = self.high - self.low + 2
 
     def eval(self, field: type[Field], x: np.ndarray) -> np.ndarray:
-        out = np.asarray(x[0]).copy()
-        for shift in field.from_ints(list(range(self.low, self.high + 1))):
-            out = field.mul(out, field.sub(x[1], shift))
-        return out
+        return field.weighted_range(x[0], x[1], self.low, self.high)
 
 
 class ParallelSum(Gadget):

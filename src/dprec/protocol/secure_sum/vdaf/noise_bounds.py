@@ -28,17 +28,27 @@ from scipy import stats
 from dprec.errors import check_int, check_real
 from dprec.protocol.secure_sum.errors import SecureSumError
 
-__all__ = ["NoiseTruncation", "choose_truncation", "l2_bound_sq", "skellam_tail",
+__all__ = ["MAX_EXACT_MU", "NoiseTruncation", "choose_truncation", "l2_bound_sq", "skellam_tail",
            "truncated_noise_share"]
 
 
+MAX_EXACT_MU = 50.0
+"""Above this Poisson rate the tail is Bernstein's bound, not the exact sum."""
+
+
 def skellam_tail(mu: float, t: int) -> float:
-    """``P(|Sk(mu)| > t)``: twice the sum of SciPy's Skellam pmf over ``t + 1, ...`` (the
-    pmf, not ``sf = 1 - cdf``, which loses every digit below ``1e-16``); the sum runs until
-    the terms fall below ``1e-300`` of the first (they decrease geometrically past the
-    mode)."""
+    """``P(|Sk(mu)| > t)``, or an upper bound on it. For ``mu <= 50``: twice the sum of
+    SciPy's Skellam pmf over ``t + 1, ..., t + 50 + 40 sqrt(mu)`` (the pmf, not ``sf = 1 -
+    cdf``, which loses every digit below ``1e-16``; the terms past the window are
+    negligible). For larger ``mu`` (where SciPy's pmf is slow): Bernstein's bound
+    ``2 exp(-(t+1)^2 / (2 (2 mu + (t+1)/3)))`` (as in
+    :func:`~dprec.protocol.secure_sum.params.noise_tail_bound`): ``T`` comes out slightly
+    larger and the stated cost is an upper bound."""
     if mu == 0:
         return 0.0
+    if mu > MAX_EXACT_MU:
+        u = t + 1
+        return float(min(1.0, 2.0 * math.exp(-u * u / (2.0 * (2.0 * mu + u / 3.0)))))
     width = int(50 + 40 * math.sqrt(mu))
     ks = np.arange(t + 1, t + 1 + width)
     return float(min(1.0, 2.0 * stats.skellam.pmf(ks, mu, mu).sum()))
@@ -77,17 +87,27 @@ def choose_truncation(mu_share: float, dimension: int, clients: int,
     check_int("clients", clients, 1)
     check_real("total_tv", total_tv, low=0.0, low_open=True)
     budget = total_tv / 2.0 / clients
-    t = 0
-    while dimension * skellam_tail(mu_share, t) > budget:
-        t += 1
-    s = 0
     total_mu = dimension * mu_share
-    if total_mu > 0:
-        s = int(math.sqrt(2 * total_mu))
-        while skellam_tail(total_mu, s) > budget:
-            s += max(1, s // 64)
+    t = _smallest_bound(lambda b: dimension * skellam_tail(mu_share, b) <= budget, mu_share)
+    s = _smallest_bound(lambda b: skellam_tail(total_mu, b) <= budget, total_mu)
     eta = dimension * skellam_tail(mu_share, t) + skellam_tail(total_mu, s)
     return NoiseTruncation(float(mu_share), dimension, clients, t, s, eta)
+
+
+def _smallest_bound(ok, mu: float) -> int:
+    """The smallest integer ``b >= 0`` with ``ok(b)``, ``ok`` monotone (doubling, then
+    bisection: ``O(log b)`` tail evaluations)."""
+    high = max(1, int(math.sqrt(2 * mu)))
+    while not ok(high):
+        high *= 2
+    low = -1  # ok(low) is False or low is below the range
+    while high - low > 1:
+        mid = (low + high) // 2
+        if mid >= 0 and ok(mid):
+            high = mid
+        else:
+            low = mid
+    return high
 
 
 def l2_bound_sq(vector_bound: float, truncation: NoiseTruncation, eta: float = 2.0 ** -50

@@ -43,12 +43,6 @@ def _bit_reversal(n: int) -> np.ndarray:
     return rev
 
 
-@lru_cache(maxsize=256)
-def _twiddles(field: type[Field], m: int) -> np.ndarray:
-    half = m // 2
-    return field.powers(field.root(m), half)
-
-
 def ntt(field: type[Field], coeffs: np.ndarray, n: int) -> np.ndarray:
     """Values at ``w_n^0, ..., w_n^(n-1)`` of the polynomials whose coefficients (lowest
     first, at most ``n``) are the rows of ``coeffs`` (a 1-D array is one row)."""
@@ -59,14 +53,7 @@ def ntt(field: type[Field], coeffs: np.ndarray, n: int) -> np.ndarray:
         raise ValueError(f"{a.shape[1]} coefficients do not fit {n} points")
     padded = field.zeros((a.shape[0], n))
     padded[:, :a.shape[1]] = a
-    a = padded[:, _bit_reversal(n)]
-    m = 2
-    while m <= n:
-        blocks = a.reshape(a.shape[0], n // m, 2, m // 2)
-        u = blocks[:, :, 0, :]
-        v = field.mul(blocks[:, :, 1, :], _twiddles(field, m))
-        a = np.stack([field.add(u, v), field.sub(u, v)], axis=2).reshape(a.shape[0], n)
-        m *= 2
+    a = field.butterflies(padded[:, _bit_reversal(n)], n)
     return a[0] if single else a
 
 
