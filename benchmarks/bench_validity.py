@@ -6,10 +6,11 @@ upload without a proof (:meth:`SecureSumClient.contribute` at the same d).
 Two circuits, at d = 1,682 and 10,000, n = 1,000 clients, epsilon 1, delta 1e-6:
 
 - dp-pop: k = 50, the Skellam share of dp-pop's calibration; y = v + z with
-  y_j in [-T, 1 + T] (polynomial range test) and sum y in [-S, k + S];
+  y_j in [-T, 1 + T] (polynomial range test), sum y in [-S, k + S] and ||y||^2 <= B^2;
 - bounded-range: dp-fedavg's L2 clip C = 2 with its automatic gamma (gamma C = 100 sqrt(d)),
-  its calibrated Skellam share; y_j in [-(ceil(gamma C) + T), ceil(gamma C) + T] (bit
-  decomposition: the range is too wide for the polynomial test) and ||y||^2 <= B^2.
+  its calibrated Skellam share; y_j in [-(ceil(gamma C) + T), ceil(gamma C) + T] (too wide
+  for one polynomial: base-B digits, the smallest upload of the options) and
+  ||y||^2 <= B^2.
 
     NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_validity.py [--reps 9] \
         [--markdown docs/results/validity_cost.md]
@@ -71,7 +72,7 @@ def dp_pop_case(d: int, rng: np.random.Generator):
     check = dp_pop_check(d, K, tr)
     v = np.zeros(d, dtype=np.int64)
     v[rng.choice(d, K, replace=False)] = 1
-    y = v + truncated_noise_share(tr, rng)
+    y = v + truncated_noise_share(tr, rng, vector=v, l2_bound_sq=check.circuit.l2_bound_sq)
     x = v.astype(np.float64)
     return check, tr, y, cal.params, x, cal.share.mu
 
@@ -82,13 +83,13 @@ def fedavg_case(d: int, rng: np.random.Generator):
     share_mu = mu / CLIENTS
     tr = choose_truncation(share_mu, d, CLIENTS, total_tv=2.0 ** -41)
     bound = math.ceil(gamma * FEDAVG_CLIP)
-    bound_sq, _ = l2_bound_sq(gamma * FEDAVG_CLIP + math.sqrt(d), tr, eta=2.0 ** -41)
-    check = bounded_range_check(d, bound, tr, l2_bound_sq=bound_sq)
+    bound_sq, eta = l2_bound_sq(gamma * FEDAVG_CLIP + math.sqrt(d), tr, eta=2.0 ** -50)
+    check = bounded_range_check(d, bound, tr, l2_bound_sq=bound_sq, l2_tv=eta)
     x = rng.normal(size=d)
     x *= FEDAVG_CLIP / np.linalg.norm(x)
     low = np.floor(gamma * x)
     v = (low + (rng.random(d) < gamma * x - low)).astype(np.int64)
-    y = v + truncated_noise_share(tr, rng, check_sum=False)
+    y = v + truncated_noise_share(tr, rng, check_sum=False, vector=v, l2_bound_sq=bound_sq)
     params = choose_params(dimension=d, expected_clients=CLIENTS, clip=FEDAVG_CLIP,
                            gamma=gamma, norm="l2", noise_variance=2.0 * mu)
     return check, tr, y, params, x, share_mu
@@ -134,7 +135,7 @@ def measure(name: str, d: int, reps: int, seed: int = 0) -> dict[str, object]:
         "sum_range": c.sum_range, "l2_bound_sq": c.l2_bound_sq,
         "noise_truncation": {"T": tr.coordinate_bound, "S": tr.sum_bound,
                              "total_tv": tr.total_tv, "delta_cost_at_eps1":
-                             tr.delta_cost(EPSILON)},
+                             check.delta_cost(EPSILON)},
         "proofs": check.proofs, "soundness_log2": check.soundness_log2,
         "today": {"ring_bits": params.bits, "upload_bytes": len(upload_today),
                   "client_ms": today_ms},

@@ -65,8 +65,8 @@ def pop() -> ContributionCheck:
 def honest_pop_vector(chk: ContributionCheck, rng: np.random.Generator) -> np.ndarray:
     v = np.zeros(D, dtype=np.int64)
     v[rng.choice(D, K, replace=False)] = 1
-    tr = choose_truncation(0.05, D, CLIENTS)
-    return v + truncated_noise_share(tr, rng)
+    return v + truncated_noise_share(chk.truncation, rng, vector=v,
+                                     l2_bound_sq=chk.circuit.l2_bound_sq)
 
 
 def test_honest_reports_sum_exactly(pop) -> None:
@@ -86,8 +86,9 @@ def test_issue_attack_half_modulus_everywhere_is_refused(pop) -> None:
     y = np.full(D, 2**11 - 1, dtype=np.int64)
     with pytest.raises(SecureSumError):
         pop.shard(y, nonce(1), rand(pop, 1))  # an honest client's encoder refuses it
-    meas = pop.circuit.field.from_ints(np.concatenate([y, np.zeros(pop.circuit.sum_bits,
-                                                                   dtype=np.int64)]))
+    c = pop.circuit
+    meas = c.field.from_ints(np.concatenate([y, np.zeros(c.sum_bits + c.l2_bits,
+                                                         dtype=np.int64)]))
     with pytest.raises(REFUSED):
         verify(pop, forged(pop, meas, 1), 1)
 
@@ -97,9 +98,24 @@ def test_one_coordinate_out_of_range_is_refused(pop) -> None:
     y = np.zeros(D, dtype=np.int64)
     y[0] = c.high + 1  # T + 2: one step past the range, sum still within its range
     slack = encode_range_checked(c.field, np.array([int(y.sum()) - c.sum_range[0]]), c.sum_max)
-    meas = np.concatenate([c.field.from_ints(y), slack])
+    l2_slack = encode_range_checked(c.field, np.array([c.l2_bound_sq - int(y @ y)]),
+                                    c.l2_bound_sq)
+    meas = np.concatenate([c.field.from_ints(y), slack, l2_slack])
     with pytest.raises(InvalidProofError):
         verify(pop, forged(pop, meas, 2), 2)
+
+
+def test_many_coordinates_at_the_top_of_the_range_are_refused(pop) -> None:
+    """Net sum within range (+high on half, -T on the other half) but ||y||^2 too large:
+    the L2 bound stops it, the sum range alone would not."""
+    c = pop.circuit
+    y = np.where(np.arange(D) % 2 == 0, c.high, c.low).astype(np.int64)
+    assert c.sum_range[0] <= y.sum() <= c.sum_range[1] and int(y @ y) > c.l2_bound_sq
+    sum_slack = encode_range_checked(c.field, np.array([int(y.sum()) - c.sum_range[0]]),
+                                     c.sum_max)
+    meas = np.concatenate([c.field.from_ints(y), sum_slack, c.field.zeros(c.l2_bits)])
+    with pytest.raises(InvalidProofError):
+        verify(pop, forged(pop, meas, 9), 9)
 
 
 def test_weight_above_k_plus_slack_is_refused(pop) -> None:
@@ -108,7 +124,8 @@ def test_weight_above_k_plus_slack_is_refused(pop) -> None:
     y = np.full(D, c.high, dtype=np.int64)  # sum = D (T + 1) > k + S
     assert y.sum() > c.sum_range[1]
     meas = np.concatenate([c.field.from_ints(y), c.field.from_ints(np.ones(c.sum_bits,
-                                                                           dtype=np.int64))])
+                                                                           dtype=np.int64)),
+                           c.field.zeros(c.l2_bits)])
     with pytest.raises(InvalidProofError):
         verify(pop, forged(pop, meas, 3), 3)
 
@@ -142,6 +159,9 @@ def test_sizes_soundness_and_proofs(pop) -> None:
         (sizes["public_share"], sizes["leader_share"], sizes["helper_share"]) == \
         (64, 8 * (sizes["measurement_elements"] + sizes["proof_elements"]) + 32, 64)
     assert pop.proofs >= 3 and pop.soundness_log2 <= -128
+    tr = pop.truncation
+    assert pop.delta_cost(1.0) == pytest.approx(
+        (1 + np.e) * tr.clients * (tr.per_client_tv + pop.l2_tv))
 
 
 @pytest.mark.parametrize("range_proof", ["polynomial", "digits", "bits"])

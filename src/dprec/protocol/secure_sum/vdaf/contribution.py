@@ -31,7 +31,7 @@ import numpy as np
 from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.protocol.secure_sum.vdaf.dprec_circuits import MAX_POLYNOMIAL_DEGREE, BoundedVector
 from dprec.protocol.secure_sum.vdaf.flp import Flp
-from dprec.protocol.secure_sum.vdaf.noise_bounds import NoiseTruncation
+from dprec.protocol.secure_sum.vdaf.noise_bounds import NoiseTruncation, l2_bound_sq
 from dprec.protocol.secure_sum.vdaf.prio3 import Prio3, VerifyState
 
 __all__ = ["DP_POP_ID", "BOUNDED_RANGE_ID", "ContributionCheck", "Report",
@@ -74,8 +74,11 @@ class ContributionCheck:
     """Prio3 over a :class:`BoundedVector` with ``PROOFS`` chosen for ``2^-128``."""
 
     def __init__(self, circuit: BoundedVector, algorithm_id: int, name: str,
-                 proofs: int | None = None) -> None:
+                 proofs: int | None = None, truncation: NoiseTruncation | None = None,
+                 l2_tv: float = 0.0) -> None:
         flp = Flp(circuit)
+        self.truncation = truncation
+        self.l2_tv = float(l2_tv)
         self.circuit = circuit
         self.proofs = choose_proofs(flp, circuit) if proofs is None else int(proofs)
         self.vdaf = Prio3(circuit, self.proofs, algorithm_id, shares=2)
@@ -86,6 +89,14 @@ class ContributionCheck:
     def rand_size(self) -> int:
         """Bytes of client randomness :meth:`shard` takes (``os.urandom`` on a device)."""
         return self.vdaf.RAND_SIZE
+
+    def delta_cost(self, epsilon: float) -> float:
+        """What the accountant adds to ``delta`` for the honest clients' truncated noise:
+        ``(1 + e^epsilon) n (eta + eta_2)`` (:mod:`.noise_bounds`; ``eta_2`` the L2 term)."""
+        if self.truncation is None:
+            return 0.0
+        tv = self.truncation.clients * (self.truncation.per_client_tv + self.l2_tv)
+        return (1.0 + math.exp(epsilon)) * tv
 
     @property
     def soundness_log2(self) -> float:
@@ -154,23 +165,33 @@ class ContributionCheck:
                 "proof_elements": v.flp.PROOF_LEN * v.PROOFS}
 
 
-def dp_pop_check(dimension: int, k: int, truncation: NoiseTruncation) -> ContributionCheck:
+def dp_pop_check(dimension: int, k: int, truncation: NoiseTruncation, l2: bool = True
+                 ) -> ContributionCheck:
     """dp-pop: ``y = v + z``, ``v`` k-hot (at most ``k`` ones), ``|z_j| <= T``,
-    ``|sum z| <= S``: every ``y_j in [-T, 1 + T]`` and ``sum y in [-S, k + S]``."""
+    ``|sum z| <= S``: every ``y_j in [-T, 1 + T]``, ``sum y in [-S, k + S]`` and (``l2``)
+    ``||y||^2 <= B^2``, ``B = sqrt(k) + ||z||``'s bound
+    (:func:`~dprec.protocol.secure_sum.vdaf.noise_bounds.l2_bound_sq`). The sum bounds only
+    the net mass (``+16`` here and ``-15`` there cancel); the L2 bound is what stops one
+    client from moving many coordinates by the full range."""
     t, s = truncation.coordinate_bound, truncation.sum_bound
-    circuit = BoundedVector(dimension, -t, 1 + t, sum_range=(-s, int(k) + s))
-    return ContributionCheck(circuit, DP_POP_ID, "dp-pop")
+    bound_sq, eta = l2_bound_sq(math.sqrt(k), truncation) if l2 else (None, 0.0)
+    circuit = BoundedVector(dimension, -t, 1 + t, sum_range=(-s, int(k) + s),
+                            l2_bound_sq=bound_sq)
+    return ContributionCheck(circuit, DP_POP_ID, "dp-pop", truncation=truncation, l2_tv=eta)
 
 
 def bounded_range_check(dimension: int, bound: int, truncation: NoiseTruncation,
-                        l2_bound_sq: int | None = None) -> ContributionCheck:
+                        l2_bound_sq: int | None = None, l2_tv: float = 0.0
+                        ) -> ContributionCheck:
     """dpals / dp-fedavg: ``y = v + z``, ``|v_j| <= C``, ``|z_j| <= T``: every ``y_j in
     [-(C + T), C + T]`` (with digits, up to ``B^L - (2 (C + T) + 1)`` more above:
     :class:`BoundedVector`), and ``||y||_2^2 <= l2_bound_sq`` when given
-    (:func:`~dprec.protocol.secure_sum.vdaf.noise_bounds.l2_bound_sq`)."""
+    (:func:`~dprec.protocol.secure_sum.vdaf.noise_bounds.l2_bound_sq`, whose ``eta_2`` is
+    ``l2_tv``)."""
     r = int(bound) + truncation.coordinate_bound
     return ContributionCheck(smallest_range_circuit(dimension, -r, r, l2_bound_sq),
-                             BOUNDED_RANGE_ID, "bounded-range")
+                             BOUNDED_RANGE_ID, "bounded-range", truncation=truncation,
+                             l2_tv=l2_tv)
 
 
 def smallest_range_circuit(dimension: int, low: int, high: int,

@@ -124,14 +124,22 @@ def l2_bound_sq(vector_bound: float, truncation: NoiseTruncation, eta: float = 2
 
 
 def truncated_noise_share(truncation: NoiseTruncation, rng: np.random.Generator,
-                          check_sum: bool = True, max_draws: int = 64) -> np.ndarray:
+                          check_sum: bool = True, vector: np.ndarray | None = None,
+                          l2_bound_sq: int | None = None, max_draws: int = 64) -> np.ndarray:
     """An honest client's share ``Sk(mu)^d`` redrawn until it meets the bounds (module
-    docstring). ``rng`` is the client's own generator (a CSPRNG on a device)."""
+    docstring): ``|z_j| <= T``, ``|sum z| <= S`` (``check_sum``) and ``||vector + z||^2 <=
+    l2_bound_sq`` (when given). ``rng`` is the client's own generator (a CSPRNG on a
+    device)."""
     tr = truncation
     for _ in range(max_draws):
         z = rng.poisson(tr.mu_share, tr.dimension) - rng.poisson(tr.mu_share, tr.dimension)
-        if np.abs(z).max(initial=0) <= tr.coordinate_bound and (
-                not check_sum or abs(int(z.sum())) <= tr.sum_bound):
-            return z.astype(np.int64)
+        if np.abs(z).max(initial=0) > tr.coordinate_bound or (
+                check_sum and abs(int(z.sum())) > tr.sum_bound):
+            continue
+        if l2_bound_sq is not None:
+            y = np.asarray(vector, dtype=np.int64) + z
+            if int(y @ y) > l2_bound_sq:
+                continue
+        return z.astype(np.int64)
     raise SecureSumError(f"{max_draws} noise draws all broke the truncation bounds, which "
                          "an honest draw does with probability eta per draw: check mu and T")
