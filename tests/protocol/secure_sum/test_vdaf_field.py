@@ -77,5 +77,8 @@ def test_ntt_interpolation_and_evaluation(field) -> None:
     f_t = sum(c * pow(t, j, m) for j, c in enumerate(coeffs)) % m
     weights = poly.lagrange_weights(field, t, n)
     assert field.to_ints(field.matvec(weights.reshape(1, -1), field.from_ints(values))) == [f_t]
-    # extension: values at the first 11 roots determine the rest (degree 10 < 11)
-    assert field.to_ints(poly.extend_values(field, field.from_ints(values[:11]), n)) == values
+    # values at the first 11 roots determine the rest (degree 10 < 11), and f(t)
+    prefix = field.from_ints(values[:11])
+    assert field.to_ints(poly.values_at(field, prefix, n, np.arange(n))) == values
+    assert poly.evaluate_from_prefix(field, prefix, n, t) == f_t
+    assert poly.evaluate_from_prefix(field, prefix, n, pow(w, 13, m)) == values[13]

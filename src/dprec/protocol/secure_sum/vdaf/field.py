@@ -171,6 +171,14 @@ class Field:
         return out
 
     @classmethod
+    def prod_differences(cls, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """``out[i] = prod_{j: b_j != a_i} (a_i - b_j)``."""
+        diff = cls.sub(np.asarray(a)[:, None], np.asarray(b)[None, :])
+        diff = np.where(np.asarray(a)[:, None] == np.asarray(b)[None, :],
+                        cls.from_ints([1])[0], diff)
+        return cls.prod_rows(diff)
+
+    @classmethod
     def check_decoded(cls, data: bytes) -> int:
         if len(data) % cls.ENCODED_SIZE:
             raise MalformedUploadError(
@@ -247,6 +255,11 @@ class Field64(Field):
     @classmethod
     def neg(cls, a: np.ndarray) -> np.ndarray:
         return k64.neg(a)
+
+    @classmethod
+    def prod_differences(cls, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return k64.prod_differences(np.ascontiguousarray(a, dtype=np.uint64),
+                                    np.ascontiguousarray(b, dtype=np.uint64))
 
     @classmethod
     def butterflies(cls, a: np.ndarray, n: int) -> np.ndarray:

@@ -198,3 +198,16 @@ def weighted_range(x0, x1, shifts):
             acc = _mul(acc, _sub(x1[i], shifts[k]))
         out[i] = acc
     return out
+
+
+@numba.njit(cache=True)
+def prod_differences(a, b):
+    """``out[i] = prod_{j: b_j != a_i} (a_i - b_j)``: O(len a * len b), no temporary."""
+    out = np.empty(a.shape[0], dtype=np.uint64)
+    for i in range(a.shape[0]):
+        acc = ONE
+        for j in range(b.shape[0]):
+            if b[j] != a[i]:
+                acc = _mul(acc, _sub(a[i], b[j]))
+        out[i] = acc
+    return out

@@ -27,9 +27,10 @@ from dprec.protocol.secure_sum.errors import InvalidProofError
 from dprec.protocol.secure_sum.vdaf.field import Field
 from dprec.protocol.secure_sum.vdaf.gadgets import Gadget
 from dprec.protocol.secure_sum.vdaf.polynomial import (
-    extend_values,
+    evaluate_from_prefix,
     lagrange_weights,
     next_power_of_2,
+    values_at,
     values_on_larger_domain,
 )
 
@@ -133,9 +134,8 @@ class Flp:
             seeds, values = proof[at:at + g.ARITY], proof[at + g.ARITY:at + g.ARITY + m]
             at += g.ARITY + m
             n = next_power_of_2(m)
-            full = extend_values(f, values, n)
-            outs.append(full[(n // p) * np.arange(1, calls + 1)])
-            tests.append((self._wires(seeds, x, p), full))
+            outs.append(values_at(f, values, n, (n // p) * np.arange(1, calls + 1)))
+            tests.append((self._wires(seeds, x, p), values, n))
         out = c.outputs(meas, joint_rand, num_shares, outs)
         if c.EVAL_OUTPUT_LEN > 1:
             rand, points = query_rand[:c.EVAL_OUTPUT_LEN], query_rand[c.EVAL_OUTPUT_LEN:]
@@ -143,13 +143,13 @@ class Flp:
         else:
             v, points = out, query_rand
         verifier = [v]
-        for (wires, full), t, p in zip(tests, points, self.wire_lens, strict=True):
+        for (wires, values, n), t, p in zip(tests, points, self.wire_lens, strict=True):
             t = int(t)
             if pow(t, p, f.MODULUS) == 1:
                 raise InvalidProofError("the query point is a root of unity: refuse this "
                                         "report (probability ~ p / |F|)")
             verifier.append(f.matvec(wires, lagrange_weights(f, t, p)))
-            verifier.append(f.matvec(full.reshape(1, -1), lagrange_weights(f, t, len(full))))
+            verifier.append(f.from_ints([evaluate_from_prefix(f, values, n, t)]))
         return np.concatenate(verifier)
 
     def decide(self, verifier: np.ndarray) -> bool:

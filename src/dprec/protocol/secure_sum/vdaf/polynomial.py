@@ -7,10 +7,12 @@ FLP's wire and gadget polynomials are.
 - :func:`lagrange_weights`: the row vector ``c`` with ``f(t) = c . (f(x_0), ..., f(x_{n-1}))``
   for every ``f`` of degree ``< n``: ``c_i = (t^n - 1) x_i / (n (t - x_i))`` (barycentric
   form; ``t`` must not be a root of unity).
-- :func:`extension_matrix`: ``E`` with ``E v`` = the values at ``x_k``, ``k >= m``, of the
-  polynomial of degree ``< m`` given by its values ``v`` at ``x_0, ..., x_{m-1}`` (the
-  spec's ``extend_values_to_power_of_2``), ``E[e, i] = x_i P_i / (x_e P_e (x_e - x_i))``
-  with ``P_i = prod_{j >= m, j != i} (x_i - x_j)``.
+- :func:`values_at`, :func:`evaluate_from_prefix`: a polynomial of degree ``< m`` given by
+  its values at the first ``m`` of the ``n``-th roots (a gadget polynomial in a proof),
+  evaluated at other roots or at the test point, by barycentric interpolation on those
+  ``m`` nodes: with ``P_i = prod_{j >= m, j != i} (x_i - x_j)``, the node weights are
+  ``x_i P_i / n`` and ``f(x_e) = sum_i x_i P_i f(x_i) / (x_e P_e (x_e - x_i))``. (The
+  spec extends the values to all ``n`` roots first; the values needed are the same.)
 
 Each returns the same field elements as the spec's reference algorithms: a polynomial's
 values do not depend on how they are computed.
@@ -24,8 +26,8 @@ import numpy as np
 
 from dprec.protocol.secure_sum.vdaf.field import Field
 
-__all__ = ["extend_values", "intt", "lagrange_weights", "next_power_of_2", "ntt",
-           "values_on_larger_domain"]
+__all__ = ["evaluate_from_prefix", "intt", "lagrange_weights", "next_power_of_2", "ntt",
+           "values_at", "values_on_larger_domain"]
 
 
 def next_power_of_2(n: int) -> int:
@@ -84,26 +86,54 @@ def lagrange_weights(field: type[Field], t: int, n: int) -> np.ndarray:
 
 
 @lru_cache(maxsize=32)
-def extension_matrix(field: type[Field], m: int, n: int) -> np.ndarray:
-    """``E`` (module docstring), shape ``(n - m, m)``."""
+def _prefix_weights(field: type[Field], m: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``n``-th roots ``x`` and ``x_i P_i`` for ``i < m``, ``P_i = prod_{j >= m}
+    (x_i - x_j)``: the barycentric weights of the first ``m`` roots, times ``n``."""
     x = field.powers(field.root(n), n)
-    tail = x[m:]
-    diff = field.sub(x[:, None], tail[None, :])  # (n, n - m): x_i - x_j, j >= m
-    idx = np.arange(m, n)
-    diff[idx, idx - m] = field.from_ints([1])[0]  # skip j == i
-    p = field.prod_rows(diff)
-    num = field.mul(x[:m], p[:m])  # x_i P_i, i < m
-    den_e = field.mul(tail, p[m:])  # x_e P_e, e >= m
-    gap = field.sub(tail[:, None], x[None, :m])  # x_e - x_i
-    inv_den = field.inv(field.mul(gap, den_e[:, None]).ravel()).reshape(gap.shape)
-    return field.mul(inv_den, num[None, :])
+    return x, field.mul(x[:m], field.prod_differences(x[:m], x[m:]))
 
 
-def extend_values(field: type[Field], values: np.ndarray, n: int) -> np.ndarray:
-    """The values at all ``n``-th roots of the polynomial of degree ``< len(values)`` given
-    by its values at the first ``len(values)`` of them."""
+def values_at(field: type[Field], values: np.ndarray, n: int, indices: np.ndarray
+              ) -> np.ndarray:
+    """``f(x_e)`` for the given indices ``e < n``, ``f`` of degree ``< m = len(values)`` given
+    by its values at ``x_0, ..., x_{m-1}``: read where ``e < m``, else
+    ``f(x_e) = sum_i x_i P_i / (x_e P_e (x_e - x_i)) f(x_i)`` (module docstring)."""
     m = len(values)
-    if m == n:
-        return np.asarray(values)
-    rest = field.matvec(extension_matrix(field, m, n), values)
-    return np.concatenate([values, rest])
+    indices = np.asarray(indices, dtype=np.int64)
+    out = field.zeros(len(indices))
+    inside = indices < m
+    out[inside] = np.asarray(values)[indices[inside]]
+    outside = indices[~inside]
+    if len(outside):
+        out[~inside] = field.matvec(_extension_rows(field, m, n, tuple(outside.tolist())),
+                                    values)
+    return out
+
+
+@lru_cache(maxsize=64)
+def _extension_rows(field: type[Field], m: int, n: int, rows: tuple[int, ...]) -> np.ndarray:
+    x, weighted = _prefix_weights(field, m, n)
+    e = np.asarray(rows, dtype=np.int64)
+    xe = x[e]
+    pe = field.mul(xe, field.prod_differences(xe, x[m:]))  # x_e P_e (j = e skipped)
+    gap = field.sub(xe[:, None], x[None, :m])
+    inv = field.inv(field.mul(gap, pe[:, None]).ravel()).reshape(gap.shape)
+    return field.mul(inv, weighted[None, :])
+
+
+def evaluate_from_prefix(field: type[Field], values: np.ndarray, n: int, t: int) -> int:
+    """``f(t)`` for ``f`` as in :func:`values_at`: ``f(t) = (t^n - 1) / (n prod_{j >= m}
+    (t - x_j)) sum_i x_i P_i f(x_i) / (t - x_i)``; at a root ``t = x_e`` (probability
+    ``n / |F|``), ``f(x_e)``."""
+    m, mod = len(values), field.MODULUS
+    t = int(t) % mod
+    if pow(t, n, mod) == 1:
+        e = next(i for i in range(n) if pow(field.root(n), i, mod) == t)
+        return int(values_at(field, values, n, np.array([e]))[0])
+    x, weighted = _prefix_weights(field, m, n)
+    tt = field.from_ints([t])
+    terms = field.mul(field.mul(weighted, values), field.inv(field.sub(tt, x[:m])))
+    total = int(field.sum(terms)[0])
+    missing = int(field.prod_differences(tt, x[m:])[0])
+    scale = (pow(t, n, mod) - 1) * pow(n * missing % mod, mod - 2, mod)
+    return total * scale % mod
