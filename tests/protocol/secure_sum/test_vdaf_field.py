@@ -3,6 +3,8 @@ helpers against direct evaluation."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -82,3 +84,14 @@ def test_ntt_interpolation_and_evaluation(field) -> None:
     assert field.to_ints(poly.values_at(field, prefix, n, np.arange(n))) == values
     assert poly.evaluate_from_prefix(field, prefix, n, t) == f_t
     assert poly.evaluate_from_prefix(field, prefix, n, pow(w, 13, m)) == values[13]
+
+
+@pytest.mark.parametrize("low,high", [(-15, 16), (-16, 17), (0, 28), (0, 1), (2, 2), (-5, 0)])
+def test_paired_weighted_range_kernel_matches_the_plain_product(low, high) -> None:
+    """Field64's kernel pairs k with low + high - k; the generic method multiplies every
+    factor: both are x0 * prod_{k=low}^{high} (x1 - k)."""
+    x1 = Field64.from_ints(list(range(low - 3, high + 4)))
+    x0 = Field64.from_ints([7 * i + 3 for i in range(len(x1))])
+    expected = [a * math.prod(b - k for k in range(low, high + 1)) % Field64.MODULUS
+                for a, b in zip(Field64.to_ints(x0), range(low - 3, high + 4), strict=True)]
+    assert Field64.to_ints(Field64.weighted_range(x0, x1, low, high)) == expected

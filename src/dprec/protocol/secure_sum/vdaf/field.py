@@ -275,11 +275,14 @@ class Field64(Field):
     @classmethod
     def weighted_range(cls, x0: np.ndarray, x1: np.ndarray, low: int, high: int
                        ) -> np.ndarray:
-        shifts = cls.from_ints(np.arange(low, high + 1, dtype=np.int64))
+        total = low + high
+        pairs = [k * (total - k) for k in range(low, (low + high + 1) // 2)]
+        odd = (high - low + 1) % 2 == 1
         shape = np.shape(x0)
         return k64.weighted_range(np.ascontiguousarray(x0, dtype=np.uint64).ravel(),
                                   np.ascontiguousarray(x1, dtype=np.uint64).ravel(),
-                                  shifts).reshape(shape)
+                                  np.uint64(total % cls.MODULUS), cls.from_ints(pairs),
+                                  np.uint64(total // 2 % cls.MODULUS), odd).reshape(shape)
 
     @classmethod
     def sum_rows(cls, x: np.ndarray) -> np.ndarray:

@@ -189,13 +189,20 @@ def power_table(r, count, scale):
 
 
 @numba.njit(cache=True)
-def weighted_range(x0, x1, shifts):
-    """``x0 * prod_k (x1 - shifts_k)`` elementwise (1-D ``x0``, ``x1``)."""
+def weighted_range(x0, x1, s, pair_consts, middle, has_middle):
+    """``x0 * prod_{k=lo}^{hi} (x1 - k)`` elementwise (1-D ``x0``, ``x1``), pairing ``k``
+    with ``lo + hi - k``: ``(x - k)(x - (s - k)) = u + k (s - k)``, ``u = x^2 - s x``,
+    ``s = lo + hi`` (``pair_consts`` the ``k (s - k)`` mod p), times ``x - middle`` when the
+    range has odd length: half the multiplications."""
     out = np.empty(x0.shape[0], dtype=np.uint64)
     for i in range(x0.shape[0]):
+        x = x1[i]
+        u = _sub(_mul(x, x), _mul(s, x))
         acc = x0[i]
-        for k in range(shifts.shape[0]):
-            acc = _mul(acc, _sub(x1[i], shifts[k]))
+        if has_middle:
+            acc = _mul(acc, _sub(x, middle))
+        for k in range(pair_consts.shape[0]):
+            acc = _mul(acc, _add(u, pair_consts[k]))
         out[i] = acc
     return out
 

@@ -120,7 +120,7 @@ class Flp:
             at += g.ARITY
             wires = self._wires(seeds, x, p)
             values = values_on_larger_domain(self.field, wires, next_power_of_2(m))
-            parts += [seeds, g.eval(self.field, values)[:m]]
+            parts += [seeds, g.eval(self.field, np.ascontiguousarray(values[:, :m]))]
         return np.concatenate(parts)
 
     def query(self, meas: np.ndarray, proof: np.ndarray, query_rand: np.ndarray,
