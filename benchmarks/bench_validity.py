@@ -169,11 +169,13 @@ def markdown(rows: list[dict], command: str) -> str:
     lines += ["", "Targets (issue 31): the proof at most doubles the upload; verification "
               "<= 5 ms per client at d = 1,682 on one core.", ""]
     for r in rows:
+        timing = ("met" if r["targets"]["verification_le_5ms"] else "MISSED") \
+            if r["d"] == 1682 else "the 5 ms target is stated at d = 1,682"
         lines.append(f"- {r['circuit']} d={r['d']:,}: upload x{r['upload_ratio']:.1f} "
                      f"({'met' if r['targets']['upload_at_most_doubles'] else 'MISSED'}); "
                      f"verification max(proxy, server) = "
                      f"{max(r['with_proof']['proxy_ms'], r['with_proof']['server_ms']):.2f} ms "
-                     f"({'met' if r['targets']['verification_le_5ms'] else 'MISSED'}); "
+                     f"({timing}); "
                      f"range {r['coordinate_range']} by {r['range_proof']}, T = "
                      f"{r['noise_truncation']['T']}, soundness 2^{r['soundness_log2']:.0f}.")
     return "\n".join(lines) + "\n"
