@@ -11,6 +11,7 @@ from scipy import stats
 
 from dprec.protocol.secure_sum.vdaf.noise_bounds import (
     choose_truncation,
+    l2_bound_sq,
     skellam_tail,
     truncated_noise_share,
 )
@@ -42,3 +43,19 @@ def test_truncated_share_stays_in_bounds() -> None:
     assert np.abs(z).max() <= tr.coordinate_bound
     assert np.abs(z.sum(axis=1)).max() <= tr.sum_bound
     assert z.var() == pytest.approx(4.0, rel=0.05)  # Sk(2) has variance 2 mu = 4
+
+
+def test_l2_bound_holds_for_honest_draws_and_is_not_vacuous() -> None:
+    """dp-pop-like: k = 50 ones plus Sk(0.45) shares over d = 1,682: every draw fits B^2, and
+    B^2 is within 3 times the typical ||y||^2 (so a client cannot move many coordinates by
+    the full range T + 1)."""
+    d, k = 1682, 50
+    tr = choose_truncation(0.45, d, 1000)
+    bound_sq, eta = l2_bound_sq(math.sqrt(k), tr)
+    rng = np.random.default_rng(1)
+    v = np.zeros(d, dtype=np.int64)
+    v[:k] = 1
+    norms = [int(((v + z) ** 2).sum()) for z in
+             (truncated_noise_share(tr, rng) for _ in range(200))]
+    assert max(norms) <= bound_sq and eta == 2.0 ** -50
+    assert bound_sq < 3 * np.mean(norms)

@@ -113,14 +113,33 @@ def _smallest_bound(ok, mu: float) -> int:
 def l2_bound_sq(vector_bound: float, truncation: NoiseTruncation, eta: float = 2.0 ** -50
                 ) -> tuple[int, float]:
     """``(B^2, eta_2)``: a bound ``||v + z||_2^2 <= B^2`` for every ``||v||_2 <=
-    vector_bound`` that a truncated honest share breaks w.p. at most ``eta_2 = eta``:
-    ``||z||^2 <= 2 mu d + T^2 sqrt(d ln(1/eta) / 2)`` by Hoeffding (``z_j^2 in [0, T^2]``,
-    mean at most ``2 mu``), then the triangle inequality. Add ``eta_2`` to the share's
-    ``eta`` when the circuit checks the L2 norm."""
+    vector_bound`` that an honest truncated share breaks w.p. at most ``eta_2 = eta`` (to a
+    factor ``1 + O(eta)`` for the other truncation events). Bernstein on ``sum_j z_j^2``:
+    the ``z_j^2`` are independent, in ``[0, T^2]``, with mean at most ``2 mu`` and variance
+    at most ``E z^4 = 2 mu + 12 mu^2`` (Skellam's cumulants ``k2 = k4 = 2 mu``; conditioning
+    on ``|z_j| <= T`` only lowers both), so with ``L = ln(1/eta)``
+    ``||z||^2 <= 2 mu d + sqrt(2 d (2 mu + 12 mu^2) L) + (2/3) T^2 L``; for ``mu <= 50`` the
+    smaller Chernoff bound on the exact truncated pmf (:func:`_chernoff_square_sum`); then
+    the triangle inequality."""
     tr = truncation
-    noise_sq = 2 * tr.mu_share * tr.dimension + tr.coordinate_bound ** 2 * math.sqrt(
-        tr.dimension * math.log(1 / eta) / 2)
+    mu, d, log_terms = tr.mu_share, tr.dimension, math.log(1 / eta)
+    noise_sq = (2 * mu * d + math.sqrt(2 * d * (2 * mu + 12 * mu * mu) * log_terms)
+                + 2.0 / 3.0 * tr.coordinate_bound ** 2 * log_terms)
+    if 0 < mu <= MAX_EXACT_MU:
+        noise_sq = min(noise_sq, _chernoff_square_sum(mu, tr.coordinate_bound, d, log_terms))
     return math.ceil((vector_bound + math.sqrt(noise_sq)) ** 2), eta
+
+
+def _chernoff_square_sum(mu: float, t: int, d: int, log_terms: float) -> float:
+    """``min_lambda (d ln E[e^(lambda z^2)] + L) / lambda`` over a grid, ``z`` the
+    coordinate-truncated ``Sk(mu)`` (its exact pmf, renormalised): Chernoff's bound on
+    ``sum_j z_j^2`` exceeded w.p. at most ``e^-L``."""
+    ks = np.arange(-t, t + 1)
+    pmf = stats.skellam.pmf(ks, mu, mu)
+    pmf = pmf / pmf.sum()
+    lams = np.geomspace(1e-4, 20.0 / max(1, t * t), 400)
+    log_mgf = np.log((pmf[None, :] * np.exp(lams[:, None] * ks[None, :] ** 2)).sum(axis=1))
+    return float(((d * log_mgf + log_terms) / lams).min())
 
 
 def truncated_noise_share(truncation: NoiseTruncation, rng: np.random.Generator,
