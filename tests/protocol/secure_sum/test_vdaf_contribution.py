@@ -210,3 +210,30 @@ def test_bounded_range_check_picks_the_smallest_upload() -> None:
     chk = bounded_range_check(1682, 4100, tr)
     assert chk.circuit.low == -(4100 + tr.coordinate_bound) <= chk.circuit.high - 2 * (
         4100 + tr.coordinate_bound)
+
+
+def test_an_invalid_report_is_dropped_and_the_round_goes_on(pop) -> None:
+    """Three honest reports and one out of range: the aggregators refuse that one, with its
+    reason, and sum the rest exactly."""
+    rng = np.random.default_rng(10)
+    ys = [honest_pop_vector(pop, rng) for _ in range(3)]
+    reports = [pop.shard(y, nonce(20 + i), rand(pop, 20 + i)) for i, y in enumerate(ys)]
+    c = pop.circuit
+    bad = np.full(D, 2**11 - 1, dtype=np.int64)
+    reports.insert(1, forged(pop, c.field.from_ints(np.concatenate(
+        [bad, np.zeros(c.sum_bits + c.l2_bits, dtype=np.int64)])), 99))
+    nonces = [nonce(20), nonce(99), nonce(21), nonce(22)]
+    leader, helper, refused = [], [], []
+    for i, rep in enumerate(reports):
+        sl, vl = pop.prep_init(0, KEY, nonces[i], rep.public_share, rep.leader_share)
+        sh, vh = pop.prep_init(1, KEY, nonces[i], rep.public_share, rep.helper_share)
+        try:
+            msg = pop.prep_shares_to_prep(vl, vh)
+        except InvalidProofError as e:
+            refused.append((i, str(e)))
+            continue
+        leader.append(pop.prep_finish(sl, msg))
+        helper.append(pop.prep_finish(sh, msg))
+    assert [i for i, _ in refused] == [1] and "refuse" in refused[0][1]
+    total = pop.unshard([pop.aggregate(leader), pop.aggregate(helper)], len(leader))
+    assert np.array_equal(total, np.sum(ys, axis=0))

@@ -85,16 +85,18 @@ class Count(Circuit):
             raise ValueError("a count is 0 or 1")
         return self.field.from_ints([int(measurement)])
 
-    def gadget_inputs(self, meas, joint_rand, num_shares):
+    def gadget_inputs(self, meas: np.ndarray, joint_rand: np.ndarray, num_shares: int
+                      ) -> list[np.ndarray]:
         return [np.stack([meas[:1], meas[:1]], axis=1)]
 
-    def outputs(self, meas, joint_rand, num_shares, gadget_outputs):
+    def outputs(self, meas: np.ndarray, joint_rand: np.ndarray, num_shares: int,
+                gadget_outputs: list[np.ndarray]) -> np.ndarray:
         return self.field.sub(gadget_outputs[0][:1], meas[:1])
 
-    def truncate(self, meas):
+    def truncate(self, meas: np.ndarray) -> np.ndarray:
         return meas
 
-    def decode(self, output, num_measurements):
+    def decode(self, output: np.ndarray, num_measurements: int) -> object:
         return int(output[0])
 
 
@@ -120,16 +122,18 @@ class Sum(Circuit):
         return encode_range_checked(self.field, np.array([int(measurement)]),
                                     self.max_measurement)
 
-    def gadget_inputs(self, meas, joint_rand, num_shares):
+    def gadget_inputs(self, meas: np.ndarray, joint_rand: np.ndarray, num_shares: int
+                      ) -> list[np.ndarray]:
         return [np.asarray(meas).reshape(-1, 1)]
 
-    def outputs(self, meas, joint_rand, num_shares, gadget_outputs):
+    def outputs(self, meas: np.ndarray, joint_rand: np.ndarray, num_shares: int,
+                gadget_outputs: list[np.ndarray]) -> np.ndarray:
         return gadget_outputs[0]
 
-    def truncate(self, meas):
+    def truncate(self, meas: np.ndarray) -> np.ndarray:
         return decode_range_checked(self.field, meas, self.max_measurement)
 
-    def decode(self, output, num_measurements):
+    def decode(self, output: np.ndarray, num_measurements: int) -> object:
         return int(output[0])
 
 
@@ -149,14 +153,15 @@ class _ChunkedBits(Circuit):
         self.GADGET_CALLS = [calls]
         self.JOINT_RAND_LEN = calls
 
-    def gadget_inputs(self, meas, joint_rand, num_shares):
+    def gadget_inputs(self, meas: np.ndarray, joint_rand: np.ndarray, num_shares: int
+                      ) -> list[np.ndarray]:
         return [bit_test_inputs(self.field, meas, joint_rand, self.chunk_length,
                                 self.GADGET_CALLS[0], self.shares_inv(num_shares))]
 
     def bit_test(self, gadget_outputs: list[np.ndarray]) -> np.ndarray:
         return self.field.sum(gadget_outputs[0])
 
-    def decode(self, output, num_measurements):
+    def decode(self, output: np.ndarray, num_measurements: int) -> object:
         return [int(v) for v in np.asarray(output)]
 
 
@@ -183,10 +188,11 @@ class SumVec(_ChunkedBits):
             raise ValueError("incorrect measurement length")
         return encode_range_checked(self.field, v, self.max_measurement)
 
-    def outputs(self, meas, joint_rand, num_shares, gadget_outputs):
+    def outputs(self, meas: np.ndarray, joint_rand: np.ndarray, num_shares: int,
+                gadget_outputs: list[np.ndarray]) -> np.ndarray:
         return self.bit_test(gadget_outputs)
 
-    def truncate(self, meas):
+    def truncate(self, meas: np.ndarray) -> np.ndarray:
         return decode_range_checked(self.field, meas, self.max_measurement)
 
 
@@ -207,11 +213,12 @@ class Histogram(_ChunkedBits):
         v[int(measurement)] = 1
         return self.field.from_ints(v)
 
-    def outputs(self, meas, joint_rand, num_shares, gadget_outputs):
+    def outputs(self, meas: np.ndarray, joint_rand: np.ndarray, num_shares: int,
+                gadget_outputs: list[np.ndarray]) -> np.ndarray:
         total = self.field.sub(self.field.sum(meas), self.shares_inv(num_shares))
         return np.concatenate([self.bit_test(gadget_outputs), total])
 
-    def truncate(self, meas):
+    def truncate(self, meas: np.ndarray) -> np.ndarray:
         return meas
 
 
@@ -239,11 +246,12 @@ class MultihotCountVec(_ChunkedBits):
         weight = encode_range_checked(self.field, np.array([int(v.sum())]), self.max_weight)
         return np.concatenate([self.field.from_ints(v), weight])
 
-    def outputs(self, meas, joint_rand, num_shares, gadget_outputs):
+    def outputs(self, meas: np.ndarray, joint_rand: np.ndarray, num_shares: int,
+                gadget_outputs: list[np.ndarray]) -> np.ndarray:
         f = self.field
         weight = f.sum(meas[:self.length])
         claimed = decode_range_checked(f, meas[self.length:], self.max_weight)
         return np.concatenate([self.bit_test(gadget_outputs), f.sub(weight, claimed)])
 
-    def truncate(self, meas):
+    def truncate(self, meas: np.ndarray) -> np.ndarray:
         return meas[:self.length]

@@ -200,7 +200,8 @@ class BoundedVector(Circuit):
         return self.field.matvec(coded.reshape(self.dimension, self.coord_width),
                                  self.coord_weights)
 
-    def gadget_inputs(self, meas, joint_rand, num_shares):
+    def gadget_inputs(self, meas: np.ndarray, joint_rand: np.ndarray, num_shares: int
+                      ) -> list[np.ndarray]:
         f, inv = self.field, self.shares_inv(num_shares)
         y = self.values(meas, num_shares)
         inputs, at = [], 0
@@ -227,7 +228,8 @@ class BoundedVector(Circuit):
             inputs.append(x)
         return inputs
 
-    def outputs(self, meas, joint_rand, num_shares, gadget_outputs):
+    def outputs(self, meas: np.ndarray, joint_rand: np.ndarray, num_shares: int,
+                gadget_outputs: list[np.ndarray]) -> np.ndarray:
         f, inv = self.field, self.shares_inv(num_shares)
         out = [f.sum(o) for o, role in zip(gadget_outputs, self.roles, strict=True)
                if role != "squares"]
@@ -249,12 +251,12 @@ class BoundedVector(Circuit):
             out.append(check)
         return np.concatenate(out)
 
-    def truncate(self, meas):
+    def truncate(self, meas: np.ndarray) -> np.ndarray:
         """``y`` (polynomial range) or ``y - low`` (digits, bits: ``decode`` adds ``low``
         once per report, which keeps the output shares linear)."""
         return meas[:self.dimension] if self.coord_weights is None else self._weighted(meas)
 
-    def decode(self, output, num_measurements):
+    def decode(self, output: np.ndarray, num_measurements: int) -> object:
         """The integer sum of ``num_measurements`` accepted vectors (centred lift)."""
         total = self.field.centred(output)
         if self.coord_weights is not None:
