@@ -51,7 +51,8 @@ DEPLOYABLE_HELP = "{deployable}"
 def deployable_systems() -> list[str]:
     """The registered systems that run as services, in the registry's order: a descriptor of
     :func:`~dprec.protocol.deployment.deployments` takes the default config (the sizes a
-    simulation states, None there, set) and the system runs over a transport."""
+    simulation states, None there, set) and the system runs over a transport. A system whose
+    optional extra is not installed (PrivRec without torch) is named with what it needs."""
     from dprec.protocol.deployment import deployment_for
     from dprec.systems.registry import SYSTEMS
 
@@ -63,7 +64,15 @@ def deployable_systems() -> list[str]:
                                              for k, v in config.items()})
         except DprecError:
             continue
-        if hasattr(spec.build(), "transport"):
+        try:
+            system = spec.build()
+        except ImportError as e:
+            names.append(f"{name} (needs {e.name or 'an optional extra'})")
+            continue
+        except DprecError as e:  # a system that names its missing extra itself
+            names.append(f"{name} (unavailable: {e})")
+            continue
+        if hasattr(system, "transport"):
             names.append(name)
     return names
 
