@@ -71,9 +71,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import json
 import logging
 import math
 import numbers
+import re
 import urllib.parse
 from collections.abc import Callable
 from contextlib import asynccontextmanager
@@ -93,7 +95,14 @@ from dprec.protocol.deployment import ProxySecrets
 from dprec.protocol.messages import Message, MessageError
 from dprec.random import secure_generator
 from dprec.services.auth import bearer, client_token, same_secret
-from dprec.services.http import ApiError, error_responses, install_error_handlers, read_body
+from dprec.services.http import (
+    DEFAULT_BODY_LIMIT,
+    ApiError,
+    error_responses,
+    install_body_limit,
+    install_error_handlers,
+    read_body,
+)
 from dprec.services.limits import RateLimiter, batch_bytes
 from dprec.services.store import Duplicate, ProxyStore, Replayed, Sync
 
@@ -105,6 +114,7 @@ ROUND = Annotated[int, PathParam(ge=0, le=2**31 - 1, description="Round (epoch) 
 BINARY_BODY = {"requestBody": {"required": True, "content": {"application/octet-stream": {
     "schema": {"type": "string", "format": "binary"}}}}}
 _I64 = (-(1 << 63), (1 << 63) - 1)
+_REPORTS = re.compile(r"^/v1/rounds/[^/]+/reports$")
 
 
 @dataclass
@@ -662,6 +672,18 @@ def published_threshold(info: ProtocolInfo) -> int | None:
     return None if value is None else int(value)
 
 
+def body_limit(state: _Proxy, method: str, path: str) -> int:
+    """The largest body the proxy reads on ``method path``: a submission ``--max-body``, else
+    the protocol's message size (known by the time the route reads the body); anything else
+    :data:`~dprec.services.http.DEFAULT_BODY_LIMIT`."""
+    if method == "POST" and _REPORTS.match(path):
+        if state.settings.max_body is not None:
+            return state.settings.max_body
+        if state.info is not None:
+            return state.info.upload_size()
+    return DEFAULT_BODY_LIMIT
+
+
 def create_proxy_app(settings: ProxySettings) -> FastAPI:
     """The FastAPI app of the shuffling proxy."""
     state = _Proxy(settings)
@@ -689,6 +711,7 @@ def create_proxy_app(settings: ProxySettings) -> FastAPI:
                   description="The shuffling proxy of a dprec protocol: takes one message per "
                               "client and round, forwards shuffled batches to the server.")
     install_error_handlers(app)
+    install_body_limit(app, lambda method, path: body_limit(state, method, path))
     app.state.service = state
 
     @app.get("/healthz", summary="Liveness")
@@ -742,7 +765,7 @@ def create_proxy_app(settings: ProxySettings) -> FastAPI:
             raise ApiError(409, str(e)) from None
 
     @app.post("/v1/secret", summary="Hand the proxy the operator's secret of the protocol",
-              responses=error_responses(401, 409, 422, 429, 503))
+              responses=error_responses(401, 409, 413, 422, 429, 503))
     async def operator_secret(request: Request,
                               authorization: Annotated[str | None, Header()] = None
                               ) -> dict[str, Any]:
@@ -753,8 +776,8 @@ def create_proxy_app(settings: ProxySettings) -> FastAPI:
             raise ApiError(401, "wrong credential")
         await state.ensure_synced()
         try:
-            doc = await request.json()
-        except ValueError:
+            doc = json.loads(await read_body(request, DEFAULT_BODY_LIMIT))
+        except (UnicodeDecodeError, ValueError):
             raise ApiError(422, "the body must be a JSON object") from None
         if not isinstance(doc, dict):
             raise ApiError(422, "the body must be a JSON object")
