@@ -91,7 +91,7 @@ from fastapi.responses import JSONResponse
 import dprec
 from dprec.errors import DprecError
 from dprec.protocol.deployed import ProtocolInfo, check_upload
-from dprec.protocol.deployment import ProxySecrets
+from dprec.protocol.deployment import ProxySecrets, SecretNotReady
 from dprec.protocol.messages import Message, MessageError
 from dprec.random import secure_generator
 from dprec.services.auth import bearer, client_token, same_secret
@@ -221,6 +221,21 @@ class _Proxy:
         self._broadcast_round: int | None = None
         """The round whose broadcast the protocol's secret part holds (if it needs one)."""
 
+    def check_state(self) -> None:
+        """:class:`DprecError` now, at start, if the protocol's secret part cannot be read
+        from the state folder (a corrupt key file), for a proxy that served this state
+        before (the protocol it then read is kept); a fresh state has nothing to check."""
+        doc = self.store.meta("protocol_doc")
+        if doc is None:
+            return
+        try:
+            info = ProtocolInfo.from_json(doc)
+            info.deployment.proxy_secrets(info, self.settings.state_dir)
+        except DprecError as e:
+            raise DprecError(f"the proxy's state in {self.settings.state_dir} cannot be used: "
+                             f"{e}. Restore the folder from a backup, or start on a fresh "
+                             "--state (uploads it holds are then lost)") from None
+
     def _client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(base_url=self.settings.server_url.rstrip("/"),
                                  transport=self.settings.server_transport, timeout=30.0)
@@ -257,7 +272,14 @@ class _Proxy:
             elif held != info.fingerprint():
                 raise DprecError("the proxy's state belongs to another protocol; give it "
                                  "its own --state directory")
-            self.secrets = info.deployment.proxy_secrets(info, self.settings.state_dir)
+            if self.store.meta("protocol_doc") is None:  # for the check at the next start
+                self.store.set_meta("protocol_doc", doc)
+            try:
+                self.secrets = info.deployment.proxy_secrets(info, self.settings.state_dir)
+            except DprecError as e:  # the detail (paths) for the operator's log only
+                log.error("the proxy's state cannot be used: %s", e)
+                raise DprecError("the proxy's own state cannot be used (its operator must "
+                                 "read the proxy's log)") from None
             self.info = info
             self._unfit = self._check_fit(info, doc)
             if self._unfit:
@@ -416,6 +438,8 @@ class _Proxy:
                 await self._broadcast_for(round, info)
             try:
                 self.secrets.admit(message, round)
+            except SecretNotReady as e:
+                raise ApiError(503, str(e)) from None
             except MessageError as e:
                 raise ApiError(422, f"message refused: {e}") from None
         anonymous = info.deployment.anonymous(message, body)
@@ -685,8 +709,10 @@ def body_limit(state: _Proxy, method: str, path: str) -> int:
 
 
 def create_proxy_app(settings: ProxySettings) -> FastAPI:
-    """The FastAPI app of the shuffling proxy."""
+    """The FastAPI app of the shuffling proxy (:class:`DprecError` if its state folder
+    cannot be used)."""
     state = _Proxy(settings)
+    state.check_state()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # noqa: ANN202
@@ -761,6 +787,8 @@ def create_proxy_app(settings: ProxySettings) -> FastAPI:
             raise ApiError(409, "this protocol's proxy hands clients no secret")
         try:
             return state.secrets.client_secret(client_id)
+        except SecretNotReady as e:
+            raise ApiError(503, str(e)) from None
         except DprecError as e:
             raise ApiError(409, str(e)) from None
 
