@@ -33,9 +33,10 @@ POST     /v1/rounds/{round}/batches        a shuffled batch (proxy; ``Idempotenc
 POST     /v1/rounds/{round}/close          aggregate the round, publish (proxy or operator)
 =======  ================================  =====================================================
 
-Bodies (:func:`~dprec.services.http.install_body_limit`): a batch and the start (its initial
-state) at most ``--max-batch-mb``, any other route 64 KiB; every route checks its credential
-from the headers before it reads a byte of its body.
+Bodies (:func:`~dprec.services.http.install_body_limit`, :func:`body_limit`): a batch at
+most ``--max-batch-mb``, the start (its initial state) as much but at least 64 KiB, any other
+route 64 KiB; every route checks its credential from the headers before it reads a byte of
+its body.
 
 Never imports client code (tests/systems/test_architecture.py).
 """
@@ -300,11 +301,13 @@ class _Server:
 
 
 def body_limit(settings: ServerSettings, method: str, path: str) -> int:
-    """The largest body the server reads on ``method path``: a forwarded batch and the start
-    (its initial state) ``max_batch_bytes``; anything else
-    :data:`~dprec.services.http.DEFAULT_BODY_LIMIT`."""
-    if method == "POST" and (path == "/v1/start" or _BATCHES.match(path)):
+    """The largest body the server reads on ``method path``: a forwarded batch
+    ``max_batch_bytes``, the start (its generator and initial state) as much but at least
+    :data:`~dprec.services.http.DEFAULT_BODY_LIMIT`, anything else that default."""
+    if method == "POST" and _BATCHES.match(path):
         return settings.max_batch_bytes
+    if method == "POST" and path == "/v1/start":
+        return max(settings.max_batch_bytes, DEFAULT_BODY_LIMIT)
     return DEFAULT_BODY_LIMIT
 
 
@@ -381,7 +384,7 @@ def create_server_app(settings: ServerSettings) -> FastAPI:
         authorization: Annotated[str | None, Header()] = None,
     ) -> dict[str, Any]:
         state.authenticate(authorization)  # from the headers, before a byte of the body
-        body = _json_object(await read_body(request, settings.max_batch_bytes))
+        body = _json_object(await read_body(request, body_limit(settings, "POST", "/v1/start")))
         generator = (body or {}).get("generator")
         if generator is not None and not isinstance(generator, dict):
             raise ApiError(422, "generator must be an object or null")
