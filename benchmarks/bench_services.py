@@ -141,7 +141,7 @@ def run_http(system: str, params: dict[str, str], train: Any, threshold: int,
         prx.wait_ready()
         startup = time.perf_counter() - t0
         net = TimedTransport(srv.url, prx.url, lb.secret, lb.token_key,
-                             concurrency=concurrency)
+                             concurrency=concurrency, operator_secret=lb.operator_secret)
         procs: dict[str, ServiceProcess] = {"server": srv, "proxy": prx}
         before = {k: cpu_seconds(p.process.pid) for k, p in procs.items()  # type: ignore[union-attr]
                   } | {"simulation": cpu_seconds()}

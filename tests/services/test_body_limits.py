@@ -9,7 +9,7 @@ import asyncio
 import json
 
 import httpx
-from svc import AUTH, Stack, dplcf_info, headers
+from svc import AUTH, OPERATOR_AUTH, Stack, dplcf_info, headers
 
 from dprec.services.http import DEFAULT_BODY_LIMIT
 from dprec.services.server import ServerSettings, create_server_app
@@ -78,7 +78,7 @@ def test_every_route_caps_the_body_it_reads(tmp_path):
         stack.start()
         # the operator's JSON: the default limit
         body = Stream(100, size=DEFAULT_BODY_LIMIT // 4)
-        r = _post(stack.proxy_app, "/v1/secret", body, AUTH)
+        r = _post(stack.proxy_app, "/v1/secret", body, OPERATOR_AUTH)
         assert r.status_code == 413, r.text
         assert r.json()["error"] == (f"the body must be <= {DEFAULT_BODY_LIMIT} bytes on "
                                      "this route")

@@ -16,7 +16,7 @@ import sys
 from dataclasses import asdict
 
 import numpy as np
-from svc import AUTH, SECRET, TOKEN_KEY, Stack, fmf_info, headers
+from svc import OPERATOR, OPERATOR_AUTH, SECRET, TOKEN_KEY, Stack, fmf_info, headers
 
 from dprec.errors import DprecError
 from dprec.protocol.deployed import ProtocolInfo
@@ -47,7 +47,7 @@ def test_the_proxy_is_not_ready_until_the_operator_gives_the_cells_key(tmp_path)
         r = s.submit(0, 3, upload)
         assert r.status_code == 503 and "not ready" in r.json()["error"]
         assert not (tmp_path / "proxy" / CELLS_KEY).exists()  # nothing drew a key
-        r = s.proxy.post("/v1/secret", headers=AUTH, json={"cells_key": KEY.hex()})
+        r = s.proxy.post("/v1/secret", headers=OPERATOR_AUTH, json={"cells_key": KEY.hex()})
         assert r.status_code == 200, r.text  # was 409: the proxy had drawn its own
         r = s.proxy.get("/v1/cells/token", headers=headers(3))
         assert r.status_code == 200
@@ -55,13 +55,14 @@ def test_the_proxy_is_not_ready_until_the_operator_gives_the_cells_key(tmp_path)
 
 
 def _settings(root, info_state: str = "proxy") -> ProxySettings:
-    return ProxySettings("http://server", root / info_state, SECRET, TOKEN_KEY)
+    return ProxySettings("http://server", root / info_state, SECRET, TOKEN_KEY,
+                         operator_secret=OPERATOR)
 
 
 def test_a_corrupt_cells_key_is_refused_at_start_with_what_to_do(tmp_path):
     with Stack(tmp_path, fmf_info(cells="assigned", mechanism="binary"), threshold=1) as s:
         s.start()
-        assert s.proxy.post("/v1/secret", headers=AUTH,
+        assert s.proxy.post("/v1/secret", headers=OPERATOR_AUTH,
                             json={"cells_key": KEY.hex()}).status_code == 200
         s.proxy.get("/v1/round")
     (tmp_path / "proxy" / CELLS_KEY).write_bytes(b"short")
@@ -105,7 +106,7 @@ def test_a_client_never_reads_the_state_path(tmp_path):
         s.start()
         replies = [s.proxy.get("/v1/round"), s.submit(0, 1, b"\0" * 64),
                    s.proxy.get("/v1/cells/token", headers=headers(1)),
-                   s.proxy.post("/v1/secret", headers=AUTH, json={}), s.close(0)]
+                   s.proxy.post("/v1/secret", headers=OPERATOR_AUTH, json={}), s.close(0)]
         assert {r.status_code for r in replies} == {503}
         for r in replies:
             assert str(tmp_path) not in r.text and SUM_KEY not in r.text, r.text

@@ -278,6 +278,16 @@ def serve_proxy(
         help="Fewest distinct senders forwarded together (anonymity threshold).")] = 100,
     batch_senders: Annotated[int, typer.Option(
         "--batch-senders", help="Senders per batch forwarded while a round is open.")] = 1000,
+    operator_secret_file: Annotated[Path | None, typer.Option(
+        "--operator-secret-file",
+        help="File with the operator's secret (or $DPREC_OPERATOR_SECRET): it alone closes "
+             "rounds here; it must differ from the shared secret the server holds.")] = None,
+    min_honest: Annotated[int | None, typer.Option(
+        "--min-honest", help="Secure sum: the min_honest agreed with the clients; a server "
+             "publishing another is refused (default: the first value seen).")] = None,
+    n_clients: Annotated[int | None, typer.Option(
+        "--n-clients", help="Secure sum: the n_clients agreed with the clients; a server "
+             "publishing another is refused (default: the first value seen).")] = None,
     max_body: Annotated[int | None, typer.Option(
         "--max-body", help="Largest submission, bytes (default: the protocol's message).")
     ] = None,
@@ -307,9 +317,11 @@ def serve_proxy(
         from dprec.services.proxy import ProxySettings, create_proxy_app
         settings = ProxySettings(
             server, state, read_secret(secret_file, "DPREC_SHARED_SECRET", "shared secret"),
-            read_secret(token_key_file, "DPREC_TOKEN_KEY", "token key"), threshold=threshold,
+            read_secret(token_key_file, "DPREC_TOKEN_KEY", "token key"),
+            operator_secret=_operator_secret(operator_secret_file), threshold=threshold,
             batch_senders=batch_senders, max_body=max_body, rate=rate, burst=burst,
-            sync=sync, round_seconds=round_seconds)  # type: ignore[arg-type]
+            sync=sync, round_seconds=round_seconds, min_honest=min_honest,
+            n_clients=n_clients)  # type: ignore[arg-type]
         # no access log: the proxy keeps no transport metadata
         _serve(create_proxy_app(settings), sock, log_level, False, state,
                limits)
@@ -317,17 +329,27 @@ def serve_proxy(
         fail(e)
 
 
+def _operator_secret(path: Path | None) -> bytes | None:
+    """The proxy's operator secret from ``path`` or $DPREC_OPERATOR_SECRET (None: neither)."""
+    from dprec.services.auth import read_secret
+    if path is None and not os.environ.get("DPREC_OPERATOR_SECRET"):
+        return None
+    return read_secret(path, "DPREC_OPERATOR_SECRET", "operator secret")
+
+
 @serve_app.command("keys")
 def serve_keys(folder: Annotated[Path, typer.Argument(help="Where to write the keys.")]) -> None:
-    """Write a new shared secret (shared.secret) and client-token key (token.key), mode 0600."""
+    """Write a new shared secret (shared.secret), the proxy's operator secret
+    (operator.secret) and the client-token key (token.key), mode 0600."""
     from dprec.services.launch import write_key
     folder.mkdir(parents=True, exist_ok=True)
-    for name in ("shared.secret", "token.key"):
+    names = ("shared.secret", "operator.secret", "token.key")
+    for name in names:
         try:
             write_key(folder / name)
         except FileExistsError:
             fail(DprecError(f"{folder / name} exists; not overwriting a key"))
-    typer.echo(f"wrote {folder / 'shared.secret'} and {folder / 'token.key'}")
+    typer.echo("wrote " + ", ".join(str(folder / n) for n in names))
 
 
 @serve_app.command("token")
@@ -409,7 +431,9 @@ def simulate(
                        ] = Path("results"),
 ) -> None:
     """Run a protocol with N simulated clients in process or through the HTTP services;
-    the same seeds give the same model and metrics either way (`dprec run`'s contract)."""
+    the same seeds give the same model and metrics either way (`dprec run`'s contract),
+    except on the secure sum (dp-pop, dpals, dp-fedavg): over HTTP their clients draw as
+    devices, from their own CSPRNGs, so only the privacy report and the structure match."""
     from dprec.evaluation.experiments import experiment_for, one_run_split, task_of
     from dprec.evaluation.results import (
         check_output_base,
@@ -532,7 +556,8 @@ def _http_transport(system: str, params: dict[str, Any], config: Path | None,
                              "running proxy (--proxy) forms its own")
         net = HttpTransport(server, proxy,  # type: ignore[arg-type]
                             read_secret(secret_file, "DPREC_SHARED_SECRET", "shared secret"),
-                            read_secret(token_key_file, "DPREC_TOKEN_KEY", "token key"))
+                            read_secret(token_key_file, "DPREC_TOKEN_KEY", "token key"),
+                            operator_secret=_operator_secret(None))
         closers.append(net.close)
         return net
     from dprec.services.launch import Loopback, LoopbackTransport

@@ -90,6 +90,30 @@ class ProxySecrets(ABC):
         """The round's one forwarded batch of the held uploads ``rows`` (a function of their
         multiset and this proxy's CSPRNG only)."""
 
+    agrees_release: bool = False
+    """True: the round's release is agreed with the server first (a secure sum:
+    :mod:`dprec.protocol.secure_sum.validity`). The proxy service then asks
+    :meth:`release_bounds`, :meth:`message_id`, :meth:`verdicts` and :meth:`share_batch`,
+    and calls :meth:`release` with exactly the agreed rows."""
+
+    def release_bounds(self) -> tuple[int, int]:
+        """``(min_honest, n_clients)`` of the protocol the server published: the fewest and
+        the most uploads one release may sum."""
+        raise DprecError("this protocol's release is not agreed with the server")
+
+    def message_id(self, row: bytes) -> bytes:
+        """The unique id of the held upload ``row``."""
+        raise DprecError("this protocol's release is not agreed with the server")
+
+    def verdicts(self, rows: list[bytes], round: int) -> dict[bytes, str | None]:
+        """This proxy's verdict on each held upload of ``round`` by message id (None:
+        valid, else why it is refused)."""
+        raise DprecError("this protocol's release is not agreed with the server")
+
+    def share_batch(self, rows: list[bytes], round: int) -> bytes:
+        """What the server checks: the held uploads' server shares, without a mask sum."""
+        raise DprecError("this protocol's release is not agreed with the server")
+
     needs_broadcast: bool = False
     """True: :meth:`admit` checks an upload against the round's broadcast, which the proxy
     hands to :meth:`see_broadcast` (fetched from the server) before the round's first one."""
@@ -123,6 +147,12 @@ class Deployment(ABC):
     """The artefacts the server publishes."""
     broadcast_artefact: str
     """The artefact that holds the broadcast losslessly (what a simulation reads back)."""
+    device_randomness: bool = False
+    """True: nothing outside a client may determine its noise or sampling, even in a
+    simulation over the services: the server starts from its own CSPRNG (never the
+    simulation's generator) and the simulated clients draw as devices, each from its own
+    CSPRNG (:attr:`~dprec.services.transport.HttpTransport.device_clients`). False: the
+    services replay the simulation's seeded stream, bit for bit."""
     one_batch: bool = False
     """True: the proxy forwards ONE batch per round, at its close, and the server takes one
     (a secure sum: every batch the server can tell apart reveals its own sum)."""

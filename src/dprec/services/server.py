@@ -29,6 +29,8 @@ GET      /v1/protocol                      the public description (system, N, co
 GET      /v1/round                         open round, rounds, history of closed rounds
 GET      /v1/artefacts/{name}              a broadcast (``If-None-Match`` -> 304)
 POST     /v1/start                         start the protocol (operator; shared secret)
+POST     /v1/rounds/{round}/shares         a verdict per share of a secure-sum round, no sum
+                                           (proxy; :mod:`dprec.protocol.secure_sum.validity`)
 POST     /v1/rounds/{round}/batches        a shuffled batch (proxy; ``Idempotency-Key``)
 POST     /v1/rounds/{round}/close          aggregate the round, publish (proxy or operator)
 =======  ================================  =====================================================
@@ -94,7 +96,7 @@ START_BODY = {"requestBody": {"required": False, "content": {"application/json":
         "generator": {"anyOf": [{"type": "object"}, {"type": "null"}]},
         "initial": {"anyOf": [{"type": "string"}, {"type": "null"}]}}},
         {"type": "null"}]}}}}}
-_BATCHES = re.compile(r"^/v1/rounds/[^/]+/batches$")
+_BATCHES = re.compile(r"^/v1/rounds/[^/]+/(batches|shares)$")
 
 
 @dataclass
@@ -256,6 +258,29 @@ class _Server:
         """Senders of a batch of ``reports`` (a submission is k reports, or one DPLCF upload)."""
         return reports // self.info.k if self.info.k is not None else reports
 
+    def check_shares(self, round: int, body: bytes) -> dict[str, Any]:
+        """The role's verdict on each share of the proxy's share batch of the open round
+        (a secure sum; nothing is summed or stored): ``{"verdicts": {hex id: reason or
+        null}}``."""
+        if not self.store.started:
+            raise ApiError(409, "the protocol has not started")
+        if round != self.store.round:
+            raise ApiError(409, f"round {round} is not open; the open round is "
+                                f"{self.store.round}")
+        role = self._started_role()
+        latest = self.store.broadcast()
+        roles.restore(self.info, role, None if latest is None else latest[0])
+        check = getattr(role, "check_shares", None)
+        if check is None:
+            raise ApiError(404, "this protocol's server checks no shares")
+        try:
+            verdicts = check(body, round)
+        except DprecError as e:
+            raise ApiError(422, f"share batch refused: {e}") from None
+        log.info("round %d: checked %d shares, %d refused", round, len(verdicts),
+                 sum(v is not None for v in verdicts.values()))
+        return {"round": round, "verdicts": {mid.hex(): why for mid, why in verdicts.items()}}
+
     def close(self, round: int) -> dict[str, Any]:
         def compute() -> tuple[bytes | None, str | None, dict[str, Any]]:
             role = self._started_role()
@@ -301,9 +326,10 @@ class _Server:
 
 
 def body_limit(settings: ServerSettings, method: str, path: str) -> int:
-    """The largest body the server reads on ``method path``: a forwarded batch
-    ``max_batch_bytes``, the start (its generator and initial state) as much but at least
-    :data:`~dprec.services.http.DEFAULT_BODY_LIMIT`, anything else that default."""
+    """The largest body the server reads on ``method path``: a forwarded batch (or a
+    secure-sum round's shares) ``max_batch_bytes``, the start (its generator and initial
+    state) as much but at least :data:`~dprec.services.http.DEFAULT_BODY_LIMIT`, anything
+    else that default."""
     if method == "POST" and _BATCHES.match(path):
         return settings.max_batch_bytes
     if method == "POST" and path == "/v1/start":
@@ -409,6 +435,15 @@ def create_server_app(settings: ServerSettings) -> FastAPI:
         body = await read_body(request, settings.max_batch_bytes)
         status, doc = state.accept(round, idempotency_key, body)
         return JSONResponse(doc, status_code=status)
+
+    @app.post("/v1/rounds/{round}/shares", summary="Check each share of a secure-sum round "
+              "(proxy)", openapi_extra=BINARY_BODY,
+              responses={**auth_errors, **error_responses(404, 409, 413, 422)})
+    async def shares(round: ROUND, request: Request,
+                     authorization: Annotated[str | None, Header()] = None) -> dict[str, Any]:
+        state.authenticate(authorization)
+        body = await read_body(request, settings.max_batch_bytes)
+        return state.check_shares(round, body)
 
     @app.post("/v1/rounds/{round}/close", summary="Close a round: aggregate and publish",
               responses={**auth_errors, **error_responses(409)})

@@ -399,6 +399,50 @@ class ProxyStore:
             del rows
         return moved
 
+    def held_rows(self, round: int) -> list[tuple[bytes, bytes]]:
+        """(key, body) of every held submission of ``round``, in key order."""
+        return [(bytes(k), bytes(b)) for k, b in self.db.execute(
+            "SELECT key, body FROM held WHERE round = ? ORDER BY key", (round,))]
+
+    def settle(self, round: int, release: bytes | None, released: list[str],
+               refused: dict[str, str], below: list[str],
+               lost: dict[str, str] | None = None) -> None:
+        """An agreed release (:mod:`dprec.services.rounds`): in one transaction, queue
+        ``release`` (the mask sum over exactly the uploads ``released``, hex message ids;
+        None: nothing is released), forget every held submission of ``round``, and record
+        each upload's verdict (``refused`` with its reason, ``below`` the threshold, ``lost``
+        with its reason). Done once per round: a retry re-sends the queued release, never
+        one over another set."""
+        with _transaction(self.db):
+            if _meta(self.db, f"uploads:{round}") is not None:
+                return
+            if release is not None:
+                self.db.execute("INSERT INTO outbox VALUES(?, ?, ?, ?)",
+                                (os.urandom(16).hex(), round, len(released), release))
+                _add(self.db, f"forwarded:{round}", len(released))
+                _set_meta(self.db, f"batches:{round}", [len(released)])
+            self.db.execute("DELETE FROM held WHERE round = ?", (round,))
+            _add(self.db, f"below_threshold:{round}", len(below))
+            _add(self.db, f"refused:{round}", len(refused))
+            _add(self.db, f"lost:{round}", len(lost or {}))
+            _set_meta(self.db, f"uploads:{round}", {"released": sorted(released),
+                                                    "refused": refused,
+                                                    "below_threshold": sorted(below),
+                                                    "lost": lost or {}})
+
+    def uploads(self, round: int) -> dict[str, Any] | None:
+        """The verdicts :meth:`settle` recorded for ``round`` (None: not settled)."""
+        return _meta(self.db, f"uploads:{round}")
+
+    def refused_senders(self, round: int) -> int:
+        """Uploads of ``round`` refused at its agreed release (a share that failed)."""
+        return int(_meta(self.db, f"refused:{round}", 0))
+
+    def outcomes(self) -> list[dict[str, Any]]:
+        """The outcome of every round this proxy closed, oldest first."""
+        return [json.loads(r[0]) for r in
+                self.db.execute("SELECT outcome FROM rounds ORDER BY round")]
+
     def drop_held(self, round: int) -> int:
         """Forget every held submission of ``round`` (a round below the threshold); counted
         as ``below_threshold``."""
