@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from dprec.protocol.deployed import ProtocolInfo
     from dprec.protocol.engine import Server
 
-__all__ = ["DEPLOYABLE", "Deployment", "DeviceReader", "ProxySecrets", "Serving",
+__all__ = ["DEPLOYABLE", "Deployment", "DeviceReader", "ProxySecrets", "SecretNotReady", "Serving",
            "deployment_for", "deployments", "serving_of"]
 
 DEPLOYABLE = ("dprec.systems.dplcf", "dprec.systems.fmf", "dprec.systems.ldp_svd",
@@ -64,6 +64,11 @@ class DeviceReader(ABC):
     @abstractmethod
     def limit(self, name: str) -> int:
         """The policy's value of the size limit ``name`` (``max_k``, ...)."""
+
+
+class SecretNotReady(DprecError):
+    """The proxy's secret part cannot serve yet: it waits for the operator's secret
+    (``POST /v1/secret``). The proxy answers 503 (retry later) meanwhile."""
 
 
 class ProxySecrets(ABC):

@@ -77,9 +77,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import json
 import logging
 import math
 import numbers
+import re
 import urllib.parse
 from collections.abc import Callable
 from contextlib import asynccontextmanager
@@ -95,12 +97,19 @@ from fastapi.responses import JSONResponse
 import dprec
 from dprec.errors import DprecError
 from dprec.protocol.deployed import ProtocolInfo, check_upload
-from dprec.protocol.deployment import ProxySecrets
+from dprec.protocol.deployment import ProxySecrets, SecretNotReady
 from dprec.protocol.messages import Message, MessageError
 from dprec.protocol.secure_sum.validity import ReleaseRule
 from dprec.random import secure_generator
 from dprec.services.auth import bearer, client_token, same_secret
-from dprec.services.http import ApiError, error_responses, install_error_handlers, read_body
+from dprec.services.http import (
+    DEFAULT_BODY_LIMIT,
+    ApiError,
+    error_responses,
+    install_body_limit,
+    install_error_handlers,
+    read_body,
+)
 from dprec.services.limits import RateLimiter, batch_bytes
 from dprec.services.rounds import (
     bounds_problem,
@@ -120,6 +129,7 @@ ROUND = Annotated[int, PathParam(ge=0, le=2**31 - 1, description="Round (epoch) 
 BINARY_BODY = {"requestBody": {"required": True, "content": {"application/octet-stream": {
     "schema": {"type": "string", "format": "binary"}}}}}
 _I64 = (-(1 << 63), (1 << 63) - 1)
+_REPORTS = re.compile(r"^/v1/rounds/[^/]+/reports$")
 
 
 @dataclass
@@ -248,6 +258,21 @@ class _Proxy:
         self.refused_start: str | None = None
         """Settings that can never release (refused at start)."""
 
+    def check_state(self) -> None:
+        """:class:`DprecError` now, at start, if the protocol's secret part cannot be read
+        from the state folder (a corrupt key file), for a proxy that served this state
+        before (the protocol it then read is kept); a fresh state has nothing to check."""
+        doc = self.store.meta("protocol_doc")
+        if doc is None:
+            return
+        try:
+            info = ProtocolInfo.from_json(doc)
+            info.deployment.proxy_secrets(info, self.settings.state_dir)
+        except DprecError as e:
+            raise DprecError(f"the proxy's state in {self.settings.state_dir} cannot be used: "
+                             f"{e}. Restore the folder from a backup, or start on a fresh "
+                             "--state (uploads it holds are then lost)") from None
+
     def _client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(base_url=self.settings.server_url.rstrip("/"),
                                  transport=self.settings.server_transport, timeout=30.0)
@@ -284,7 +309,14 @@ class _Proxy:
             elif held != info.fingerprint():
                 raise DprecError("the proxy's state belongs to another protocol; give it "
                                  "its own --state directory")
-            self.secrets = info.deployment.proxy_secrets(info, self.settings.state_dir)
+            if self.store.meta("protocol_doc") is None:  # for the check at the next start
+                self.store.set_meta("protocol_doc", doc)
+            try:
+                self.secrets = info.deployment.proxy_secrets(info, self.settings.state_dir)
+            except DprecError as e:  # the detail (paths) for the operator's log only
+                log.error("the proxy's state cannot be used: %s", e)
+                raise DprecError("the proxy's own state cannot be used (its operator must "
+                                 "read the proxy's log)") from None
             self.info = info
             self._unfit = self._check_release(info) or self._check_fit(info, doc)
             if self._unfit:
@@ -480,6 +512,8 @@ class _Proxy:
                 await self._broadcast_for(round, info)
             try:
                 self.secrets.admit(message, round)
+            except SecretNotReady as e:
+                raise ApiError(503, str(e)) from None
             except MessageError as e:
                 raise ApiError(422, f"message refused: {e}") from None
         anonymous = info.deployment.anonymous(message, body)
@@ -775,9 +809,23 @@ def published_threshold(info: ProtocolInfo) -> int | None:
     return None if value is None else int(value)
 
 
+def body_limit(state: _Proxy, method: str, path: str) -> int:
+    """The largest body the proxy reads on ``method path``: a submission ``--max-body``, else
+    the protocol's message size (known by the time the route reads the body); anything else
+    :data:`~dprec.services.http.DEFAULT_BODY_LIMIT`."""
+    if method == "POST" and _REPORTS.match(path):
+        if state.settings.max_body is not None:
+            return state.settings.max_body
+        if state.info is not None:
+            return state.info.upload_size()
+    return DEFAULT_BODY_LIMIT
+
+
 def create_proxy_app(settings: ProxySettings) -> FastAPI:
-    """The FastAPI app of the shuffling proxy."""
+    """The FastAPI app of the shuffling proxy (:class:`DprecError` if its state folder
+    cannot be used)."""
     state = _Proxy(settings)
+    state.check_state()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # noqa: ANN202
@@ -805,6 +853,7 @@ def create_proxy_app(settings: ProxySettings) -> FastAPI:
                   description="The shuffling proxy of a dprec protocol: takes one message per "
                               "client and round, forwards shuffled batches to the server.")
     install_error_handlers(app)
+    install_body_limit(app, lambda method, path: body_limit(state, method, path))
     app.state.service = state
 
     @app.get("/healthz", summary="Liveness")
@@ -866,11 +915,13 @@ def create_proxy_app(settings: ProxySettings) -> FastAPI:
             raise ApiError(409, "this protocol's proxy hands clients no secret")
         try:
             return state.secrets.client_secret(client_id)
+        except SecretNotReady as e:
+            raise ApiError(503, str(e)) from None
         except DprecError as e:
             raise ApiError(409, str(e)) from None
 
     @app.post("/v1/secret", summary="Hand the proxy the operator's secret of the protocol",
-              responses=error_responses(401, 409, 422, 429, 503))
+              responses=error_responses(401, 409, 413, 422, 429, 503))
     async def operator_secret(request: Request,
                               authorization: Annotated[str | None, Header()] = None
                               ) -> dict[str, Any]:
@@ -878,8 +929,8 @@ def create_proxy_app(settings: ProxySettings) -> FastAPI:
         state.authenticate_operator(authorization)
         await state.ensure_synced()
         try:
-            doc = await request.json()
-        except ValueError:
+            doc = json.loads(await read_body(request, DEFAULT_BODY_LIMIT))
+        except (UnicodeDecodeError, ValueError):
             raise ApiError(422, "the body must be a JSON object") from None
         if not isinstance(doc, dict):
             raise ApiError(422, "the body must be a JSON object")

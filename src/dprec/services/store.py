@@ -45,21 +45,45 @@ from typing import Any, Literal
 
 from dprec.errors import DprecError
 
-__all__ = ["Duplicate", "ProxyStore", "Replayed", "ServerStore", "Sync", "open_db"]
+__all__ = ["STATE_DIR_MODE", "STATE_FILE_MODE", "Duplicate", "ProxyStore", "Replayed",
+           "ServerStore", "Sync", "open_db"]
 
 Sync = Literal["full", "normal"]
 
 
+STATE_DIR_MODE = 0o700
+"""Mode of a service's state folder: its owner only (it holds keys and held uploads)."""
+STATE_FILE_MODE = 0o600
+"""Mode of the database and of SQLite's ``-wal`` and ``-shm`` files beside it."""
+
+
+def _private_files(path: Path) -> None:
+    """The database ``path`` and SQLite's files beside it, readable by the owner only
+    (SQLite creates ``-wal`` and ``-shm`` with the database's mode; older state is
+    tightened on open)."""
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, STATE_FILE_MODE))
+    for f in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        if f.exists():
+            os.chmod(f, STATE_FILE_MODE)
+
+
 def open_db(path: Path, sync: Sync = "full", secure_delete: bool = False) -> sqlite3.Connection:
-    """A connection in autocommit mode (explicit BEGIN IMMEDIATE ... COMMIT), WAL journal."""
+    """A connection in autocommit mode (explicit BEGIN IMMEDIATE ... COMMIT), WAL journal.
+
+    The folder is made mode 0700 and the database's files 0600 (:data:`STATE_DIR_MODE`,
+    :data:`STATE_FILE_MODE`), whatever the umask: the server's state holds its private
+    key, the proxy's the uploads it holds."""
     if sync not in ("full", "normal"):
         raise DprecError(f"sync must be full or normal, got {sync!r}")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=STATE_DIR_MODE)
         if not path.parent.is_dir():
             raise NotADirectoryError(20, "not a directory")
+        os.chmod(path.parent, STATE_DIR_MODE)
+        _private_files(path)
         db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
         mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        _private_files(path)
     except (OSError, sqlite3.Error) as e:
         why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise DprecError(f"cannot keep the state in {path.parent} (it must be a folder this "
