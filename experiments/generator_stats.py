@@ -38,7 +38,9 @@ ML20M = {"name": "ml-20m (published)", "users": 138_493, "items": 26_744,
          "user_q0": 20, "user_mean": 144.4, "user_max": 9_254, "item_mean": 747.8,
          "item_max": 67_310}
 """ML-20M: GroupLens README (sizes, >= 20 ratings per user); Gini from LensKit's description
-(codex.lenskit.org/movielens/ML20M); means and maxima from the ratings file as published."""
+(codex.lenskit.org/movielens/ML20M); the means are the published sizes divided; the maxima
+(9,254 ratings by one user, 67,310 on one item) come from a third-party summary page, not from
+GroupLens, and were not checked against the ratings file here (no network)."""
 ROWS = ("users", "items", "interactions", "density", "popularity_gini", "top1pct_share",
         "items_under_10", "user_q10", "user_q50", "user_mean", "user_q90", "user_max",
         "item_q10", "item_q25", "item_q50", "item_mean", "item_q75", "item_q90", "item_max",
