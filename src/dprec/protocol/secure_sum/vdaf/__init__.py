@@ -10,3 +10,6 @@ evaluation on roots of unity), :mod:`.gadgets`, :mod:`.flp` (prove / query / dec
 instances), :mod:`.dprec_circuits` and :mod:`.contribution` (dprec's own checks and the API
 the protocol calls), :mod:`.noise_bounds` (the truncated Skellam share and its cost).
 """
+
+__all__: list[str] = []
+"""Nothing re-exported: import the module that does the job (the kernels compile on first use)."""
