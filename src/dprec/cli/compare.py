@@ -334,7 +334,7 @@ def print_comparison(plan: ComparisonPlan, docs: dict[str, dict], sweep: dict | 
     """The main tables of the results ``docs`` and, if any, the sweep's."""
     tuned = ", ".join(f"{n} ({f.path})" for n, f in plan.files.items()) or "none"
     print_tables(f"{plan.dataset}, ε={plan.epsilon or 'paper default'}, {plan.seeds} seeds "
-                 f"(mean±std); tuned configs: {tuned}", docs)
+                 f"(mean ± 95% interval); tuned configs: {tuned}", docs)
     if sweep:
         for t in _sweep_tables(plan, sweep):
             out.print(t)
