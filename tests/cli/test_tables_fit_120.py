@@ -67,7 +67,7 @@ LISTS = ("HR@10", "HR@20", "Recall@10", "Recall@20", "NDCG@10", "NDCG@20", "MRR"
 ])
 def test_every_mean_and_interval_is_whole_at_120_columns(screen, protocols):
     docs = _docs(protocols)
-    tables.print_tables("ml-100k, ε=paper default, 5 seeds (mean±std); tuned configs: none",
+    tables.print_tables("ml-100k, ε=paper default, 5 seeds; tuned configs: none",
                         docs)
     text = screen.export_text()
     _check_whole(text, docs)
@@ -94,7 +94,7 @@ def test_the_sweep_table_is_whole_at_120_columns(screen):
     _check_whole(text, docs)
     for n, pts in sweep.items():
         for p in pts:
-            assert (f"{p['mean']:.4f}±{p['std']:.4f} [{p['user_epsilon']:.3g}]" in text), n
+            assert (f"{format_interval(p, 3)} [{p['user_epsilon']:.3g}]" in text), n
     assert text.count("failed") == len(sweep)
 
 

@@ -15,7 +15,7 @@ from rich.text import Text
 from dprec.cli.common import out
 
 __all__ = [
-    "TABLE_WIDTH", "eps_text", "fitted_tables", "fmt_value", "headline_tables", "mean_std",
+    "TABLE_WIDTH", "eps_text", "fitted_tables", "fmt_value", "headline_tables",
     "metric_tables", "paper_table", "print_privacy", "print_tables", "privacy_tables",
 ]
 
@@ -39,11 +39,6 @@ def eps_text(g: dict | None) -> str:
     eps = g["epsilon"]
     text = "∞" if eps == "inf" else f"{float(eps):.3g}"
     return text + (f", δ={g['delta']:.0e}" if g.get("delta") else "")
-
-
-def mean_std(v: dict) -> str:
-    """A metric over seeds as ``mean±std`` (mean to 4 decimals, std to 3)."""
-    return f"{v['mean']:.4f}±{v['std']:.3f}"
 
 
 def _column_width(header: str, cells: Sequence[str]) -> int:
