@@ -216,7 +216,7 @@ def _headline_table(results: dict[str, dict[str, Any]]) -> list[Table]:
     note = (f"{_protocol_note(FULL_LIST, results)}; the {sampled} columns rank the held-out "
             "item against that many sampled items only (Krichene and Rendle, KDD 2020: "
             "sampled metrics can reorder systems)")
-    return [Table(f"full ranking, all unseen items ({sampled} beside)", note, "system",
+    return [Table(f"full ranking over all unseen items; {sampled} beside", note, "system",
                   columns, rows)]
 
 
@@ -255,7 +255,11 @@ def metric_tables(results: dict[str, dict[str, Any]]) -> list[Table]:
         if with_paper:
             note += (f"; the paper columns are the published numbers on {DPLCF_PAPER_DATASET}"
                      ", not ours (— where the paper has none)")
-        caption = sampled_label(rows_of) if proto == "sampled" else f"{proto} protocol"
+        caption = {"sampled": sampled_label(rows_of),
+                   "full": "full ranking, random ties" if "sampled" in protocols
+                   else "full protocol",
+                   FULL_LIST: "full ranking, every top-K list metric"}.get(
+                       proto, f"{proto} protocol")
         tables.append(Table(caption, note, "system", columns, rows))
     return tables
 
