@@ -142,3 +142,18 @@ def test_full_list_agrees_with_the_ordered_rank_and_leaves_other_sections(real_s
     assert with_list[FULL_LIST]["MRR"] == pytest.approx(np.mean(1 / (ranks + 1)))
     # popularity recommends the same few items to everyone: coverage well below 1
     assert with_list[FULL_LIST]["Coverage@10"] < 0.2
+
+
+def test_the_privrec_protocol_gets_the_lists_with_several_positives():
+    from dprec.evaluation.runner import Experiment
+    from dprec.evaluation.split import UserSplit
+    from dprec.evaluation.user_ranking import UserRankingEvaluator
+    from dprec.systems.registry import make_system
+    ds = synthetic(300, 200, 12_000, rng=2)
+    exp = Experiment(ds, [0], UserSplit(0.2), UserRankingEvaluator())
+    m = {k: v["mean"] for k, v in exp.run(lambda: make_system("popularity"))
+         .metrics[FULL_LIST].items()}
+    # several positives per user: a hit needs one, recall counts them all (<= 1 each)
+    assert 0 < m["Recall@20"] <= m["HR@20"] and m["Recall@10"] <= m["HR@10"] <= m["HR@20"]
+    assert m["NDCG@10"] <= m["HR@10"] and 0 < m["MRR"] <= 1
+    assert 0 < m["Coverage@10"] < 0.2  # one popularity list for everyone

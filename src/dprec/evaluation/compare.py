@@ -234,7 +234,8 @@ def save_comparison(out_dir: Path, dataset: str, results: dict[str, RunResult],
         w.writeheader()
         w.writerows(rows)
     if not ranking:
-        if all(set(r.metrics) == {"full"} for r in results.values()):  # the PrivRec protocol
+        if all(set(r.metrics) <= {"full", FULL_LIST} and "full" in r.metrics
+               for r in results.values()):  # the PrivRec protocol
             js = {n: r.to_json() for n, r in results.items()}
             paths.append(plot_hr_at_k(js, ks, out_dir / "hr_at_k_full.png",
                                       f"HR@K on {dataset} (user split, all unseen items)",

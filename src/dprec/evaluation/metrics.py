@@ -14,15 +14,24 @@ not, every test user averaged).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from dprec.errors import DprecError
 
+LIST_KS: tuple[int, ...] = (10, 20)
+"""Cut-offs of the full top-K list metrics."""
+FULL_LIST = "full-topk"
+"""The results section of the full top-K list metrics."""
+HEADLINE: tuple[str, ...] = ("HR@10", "Recall@20", "NDCG@10", "MRR", "Coverage@10")
+"""The metrics of :data:`FULL_LIST` every table leads with (issue 33)."""
+
 __all__ = [
-    "best_rank_metrics", "covered_items", "group_mean", "group_min",
-    "grouped_ranking_metrics", "held_out_share_metrics", "hit_rate", "hits", "list_hits",
-    "list_ndcg", "list_recall", "ndcg", "ndcg_gains", "ordered_rank", "rank_with_random_ties",
-    "ranking_metrics", "reciprocal_rank",
+    "FULL_LIST", "HEADLINE", "LIST_KS", "best_rank_metrics", "covered_items", "group_mean",
+    "group_min", "grouped_ranking_metrics", "held_out_share_metrics", "hit_rate", "hits",
+    "list_hits", "list_metrics", "list_ndcg", "list_recall", "ndcg", "ndcg_gains",
+    "ordered_rank", "rank_with_random_ties", "ranking_metrics", "reciprocal_rank",
 ]
 
 
@@ -218,4 +227,23 @@ def covered_items(top: np.ndarray, n_items: int, valid: np.ndarray | None = None
     out = np.zeros(int(n_items), bool)
     items = np.asarray(top)
     out[items[valid] if valid is not None else items.ravel()] = True
+    return out
+
+
+def list_metrics(relevant: np.ndarray, n_pos: np.ndarray, first_rank: np.ndarray,
+                 covered: dict[int, np.ndarray],
+                 ks: tuple[int, ...] = LIST_KS) -> dict[str, float]:
+    """{"HR@K", "Recall@K", "NDCG@K" for K in ``ks``, "MRR", "Coverage@K"}: the per-user
+    list metrics above (``relevant`` (users, K) and ``n_pos``; ``first_rank`` the 0-based
+    rank of each user's first positive) averaged over users, coverage from the or-combined
+    ``covered[K]`` of every batch. NaN when there are no users."""
+    out: dict[str, float] = {}
+    empty = len(relevant) == 0
+    for name, per_user in (("HR", list_hits), ("Recall", list_recall), ("NDCG", list_ndcg)):
+        for k in ks:
+            out[f"{name}@{k}"] = (math.nan if empty
+                                  else float(np.mean(per_user(relevant, n_pos, k))))
+    out["MRR"] = math.nan if empty else float(np.mean(reciprocal_rank(first_rank)))
+    for k in ks:
+        out[f"Coverage@{k}"] = math.nan if empty else float(np.mean(covered[k]))
     return out

@@ -9,7 +9,6 @@ never interacted with (:mod:`dprec.evaluation.metrics`). It uses no random draw,
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,14 +18,14 @@ from dprec.errors import DprecError
 from dprec.evaluation.candidates import sample_negatives
 from dprec.evaluation.evaluator import Evaluator, Metrics
 from dprec.evaluation.metrics import (
+    FULL_LIST,
+    HEADLINE,
+    LIST_KS,
     covered_items,
-    list_hits,
-    list_ndcg,
-    list_recall,
+    list_metrics,
     ordered_rank,
     rank_with_random_ties,
     ranking_metrics,
-    reciprocal_rank,
 )
 from dprec.evaluation.outputs import checked_output
 from dprec.evaluation.split import LeaveOneOut
@@ -36,34 +35,9 @@ from dprec.systems.base import Ranker, Recommender, Task
 
 __all__ = [
     "DEFAULT_KS", "FULL_LIST", "HEADLINE", "LIST_KS", "RankingEvaluator", "evaluate_ranking",
-    "list_metrics",
 ]
 
 DEFAULT_KS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20)
-LIST_KS: tuple[int, ...] = (10, 20)
-"""Cut-offs of the full top-K list metrics."""
-FULL_LIST = "full-topk"
-"""The results section of the full top-K list metrics."""
-HEADLINE: tuple[str, ...] = ("HR@10", "Recall@20", "NDCG@10", "MRR", "Coverage@10")
-"""The metrics of :data:`FULL_LIST` every table leads with (issue 33)."""
-
-
-def list_metrics(top: np.ndarray, relevant: np.ndarray, n_pos: np.ndarray,
-                 first_rank: np.ndarray, covered: dict[int, np.ndarray],
-                 ks: tuple[int, ...] = LIST_KS) -> dict[str, float]:
-    """{"HR@K", "Recall@K", "NDCG@K" for K in ``ks``, "MRR", "Coverage@K"}: the per-user
-    metrics of :mod:`~dprec.evaluation.metrics` averaged over users, coverage from the
-    or-combined ``covered[K]`` of every batch. NaN when there are no users."""
-    out: dict[str, float] = {}
-    empty = len(top) == 0
-    for name, per_user in (("HR", list_hits), ("Recall", list_recall), ("NDCG", list_ndcg)):
-        for k in ks:
-            out[f"{name}@{k}"] = (math.nan if empty
-                                  else float(np.mean(per_user(relevant, n_pos, k))))
-    out["MRR"] = math.nan if empty else float(np.mean(reciprocal_rank(first_rank)))
-    for k in ks:
-        out[f"Coverage@{k}"] = math.nan if empty else float(np.mean(covered[k]))
-    return out
 
 
 def evaluate_ranking(
@@ -97,7 +71,6 @@ def evaluate_ranking(
     full = np.empty(len(users), np.int64)
     n_items = split.train.shape[1]
     depth = min(max(LIST_KS), n_items)
-    tops = np.empty((len(users), depth), np.int64)
     relevant = np.zeros((len(users), depth), bool)
     first = np.empty(len(users), np.int64)
     covered = {k: np.zeros(n_items, bool) for k in LIST_KS}
@@ -113,7 +86,6 @@ def evaluate_ranking(
         scores[np.repeat(rows, np.diff(train.indptr)), train.indices] = np.nan
         top = top_k(scores, depth)
         at = slice(start, start + len(b))
-        tops[at] = top
         relevant[at] = top == split.test_items[b][:, None]
         first[at] = ordered_rank(target, split.test_items[b], scores)
         valid = ~np.isnan(np.take_along_axis(scores, top, axis=1))
@@ -121,7 +93,7 @@ def evaluate_ranking(
             covered[k] |= covered_items(top[:, :k], n_items, valid[:, :k])
         scores[rows, split.test_items[b]] = np.nan
         full[at] = rank_with_random_ties(target, scores, rng)
-    listed = list_metrics(tops, relevant, np.ones(len(users)), first, covered,
+    listed = list_metrics(relevant, np.ones(len(users)), first, covered,
                           tuple(k for k in LIST_KS if k <= depth))
     return {"sampled": ranking_metrics(sampled, ks), "full": ranking_metrics(full, ks),
             FULL_LIST: listed}
