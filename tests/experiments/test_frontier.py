@@ -14,6 +14,7 @@ import pytest
 from dprec.data.registry import load_dataset
 from dprec.errors import DprecError
 from dprec.evaluation.compare import level_epsilon
+from dprec.evaluation.frontier_summary import fmt_point, matching_user_epsilon
 from dprec.evaluation.runner import Experiment
 from dprec.systems.registry import make_config, make_system, parse_label
 
@@ -153,9 +154,9 @@ def test_the_per_user_epsilon_where_a_curve_reaches_a_value():
         return {"kind": "frontier", "user_epsilon": eps, "sampled": {"mean": hr}}
 
     curve = [pt(4.0, 0.3), pt(1.0, 0.1), pt(16.0, 0.5), {**pt(900.0, 0.9), "kind": "paper"}]
-    assert frontier._matching_user_epsilon(curve, 0.2) == pytest.approx(2.0)
-    assert frontier._matching_user_epsilon(curve, 0.05) == 1.0
-    assert frontier._matching_user_epsilon(curve, 0.6) is None
+    assert matching_user_epsilon(curve, 0.2) == pytest.approx(2.0)
+    assert matching_user_epsilon(curve, 0.05) == 1.0
+    assert matching_user_epsilon(curve, 0.6) is None
 
 
 def test_the_search_starts_from_the_probes_of_the_other_targets():
@@ -196,5 +197,5 @@ def test_cells_stored_before_the_full_ranking_metrics_show_a_dash():
             "metrics": {"sampled": {"HR@10": 0.5}, "full": {"HR@10": 0.1}}}
     point = frontier._point([cell, {**cell, "seed": 1}])
     assert point["full-topk"] is None and point["sampled"]["n"] == 2
-    assert frontier._fmt(point, "full-topk") == "–"
-    assert frontier._fmt(point, "sampled") == "0.500 ± 0.000"
+    assert fmt_point(point, "full-topk") == "–"
+    assert fmt_point(point, "sampled") == "0.500 ± 0.000"

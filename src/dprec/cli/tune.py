@@ -51,7 +51,8 @@ def tune_cmd(
     protocol: Annotated[str | None, typer.Option(
         help="Results section the metric is read from: full-topk (ranking's default: top-K "
              "lists over all unseen items, the headline of every table), full (random "
-             "ties), sampled (1 + --negatives); the PrivRec split reads full.")] = None,
+             "ties), sampled (1 + --negatives); the PrivRec split reads full (its "
+             "paper's reading) unless told full-topk.")] = None,
     epsilon: Epsilon = None,
     param: Params = None,
     seeds: Annotated[int, typer.Option("--seeds", min=1, help="Seeds (0..n-1).")] = 2,
@@ -88,7 +89,7 @@ def tune_cmd(
         ks = (5, 10, 20, 30) if kind == "privrec" else RankingEvaluator(negatives).ks
         sections = {"rating": "rating", "privrec": "full"}
         protocol = protocol or sections.get(kind, FULL_LIST)
-        known = ({"rating": ["rating"], "privrec": ["full"]}.get(kind)
+        known = ({"rating": ["rating"], "privrec": ["full", FULL_LIST]}.get(kind)
                  or [FULL_LIST, "full", "sampled"])
         if protocol not in known:
             raise DprecError(f"--protocol {protocol} is not measured for a {kind} run; "
