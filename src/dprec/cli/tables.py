@@ -145,9 +145,10 @@ def print_tables(title: str, docs: dict[str, dict]) -> None:
     from dprec.evaluation.paper_numbers import DPLCF_PAPER_DATASET, PAPER_ML20M
     protocols = list(next(iter(docs.values()))["metrics"])
     sampled = sampled_label(docs)
+    beside = f"; {sampled} beside" if "sampled" in protocols else ""
     tables: list[Table] = headline_tables(
         f"{title} — full ranking over all unseen items (ties: larger score, then smaller "
-        f"item id); {sampled} beside", docs)
+        f"item id){beside}", docs)
     for proto in protocols:
         if proto == "sampled":
             tables += metric_tables(f"{title} — {sampled}", docs, proto)

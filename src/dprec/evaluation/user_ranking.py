@@ -421,6 +421,13 @@ class UserRankingEvaluator(Evaluator):
             "ties": "broken uniformly at random with the run's seed",
             "ks": list(self.ks),
             "readings": {r: HITS_READINGS[r] for r in self.readings},
+            FULL_LIST: {"list": "each test user's top-K over the items they never "
+                                "interacted with and their held-out positives",
+                        "ks": list(LIST_KS),
+                        "ties": "larger score first, then the smaller item index "
+                                "(dprec.selection.top_k); no random draw",
+                        "metrics": "HR@K, Recall@K (/ min(K, positives)), NDCG@K, MRR of "
+                                   "the first positive, Coverage@K"},
             **({"sampled": {"negatives_per_positive": self.n_negatives,
                             "drawn": "once per (dataset, split, seed), uniform over the "
                                      "user's never-interacted items"}}

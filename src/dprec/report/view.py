@@ -211,13 +211,17 @@ def _headline_table(results: dict[str, dict[str, Any]]) -> list[Table]:
     if not cols:
         return []
     sampled = sampled_label(results)
+    with_sampled = any(proto == "sampled" for _, proto, _ in cols)
     columns = [Column(h, metric_unit(m)) for h, _, m in cols]
     rows = [(n, [_interval(r, proto, m) for _, proto, m in cols]) for n, r in results.items()]
-    note = (f"{_protocol_note(FULL_LIST, results)}; the {sampled} columns rank the held-out "
-            "item against that many sampled items only (Krichene and Rendle, KDD 2020: "
-            "sampled metrics can reorder systems)")
-    return [Table(f"full ranking over all unseen items; {sampled} beside", note, "system",
-                  columns, rows)]
+    note = _protocol_note(FULL_LIST, results)
+    if with_sampled:
+        note += (f"; the {sampled} columns rank the held-out item against that many sampled "
+                 "items only (Krichene and Rendle, KDD 2020: sampled metrics can reorder "
+                 "systems)")
+    caption = "full ranking over all unseen items" + (f"; {sampled} beside" if with_sampled
+                                                        else "")
+    return [Table(caption, note, "system", columns, rows)]
 
 
 def _interval(doc: dict[str, Any], proto: str, metric: str) -> str:
