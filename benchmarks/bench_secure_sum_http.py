@@ -6,8 +6,10 @@ round: ``dprec serve server`` and ``dprec serve proxy`` on loopback
 (:class:`~dprec.services.launch.Loopback`), each client uploading ONE sealed secure-sum
 upload (its k-hot vector plus its Skellam share, split into a mask seed sealed to the proxy
 and a share sealed to the server), the proxy releasing one shuffled batch with the mask
-sum, the server opening, summing and ranking. Checked: the HTTP counts equal the
-in-process exact sum bit for bit.
+sum, the server opening, summing and ranking. The clients draw as devices (each its share
+and sample from its own CSPRNG, issue 31), so the HTTP counts are not the seeded in-process
+ones; checked: every upload was summed, and the counts differ from the in-process ones by
+no more than the two runs' noise allows (6 standard deviations of the difference).
 
 Measured: wall time of the round (and of the services' start-up apart), bytes per client
 (upload; the release's share per client; plain k-hot report), uploads (shares) per second
@@ -31,6 +33,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import resource
 import time
@@ -80,7 +83,8 @@ def run_http(system: str, params: dict[str, str], server_params: dict[str, str],
         srv.wait_ready()
         prx.wait_ready()
         startup = time.perf_counter() - t0
-        net = HttpTransport(srv.url, prx.url, lb.secret, lb.token_key, concurrency=concurrency)
+        net = HttpTransport(srv.url, prx.url, lb.secret, lb.token_key, concurrency=concurrency,
+                            operator_secret=lb.operator_secret)
         pids = {"server": srv.process.pid, "proxy": prx.process.pid}  # type: ignore[union-attr]
         before = {k: cpu_seconds(p) for k, p in pids.items()} | {"simulation": cpu_seconds()}
         t = time.perf_counter()
@@ -130,7 +134,9 @@ def main() -> None:
     here_s = time.perf_counter() - here_t
     secure = run_http("dp-pop", params, {**params, "n_clients": str(n)}, train, n,
                       args.concurrency)
-    same = bool(np.array_equal(here.noisy_counts, secure["model"].noisy_counts))
+    summed = int(secure["model"].diagnostics()["contributors"]) == n
+    spread = 6 * math.sqrt(2 * 2 * cal.share.mu * n)  # two independent Sk(mu_share n) sums
+    close = bool(np.abs(here.noisy_counts - secure["model"].noisy_counts).max() <= spread)
     p = cal.params
     upload_bytes = HEADER.size + Upload.size(p)
     release_per_client = 16 + p.share_bytes + OVERHEAD
@@ -142,7 +148,8 @@ def main() -> None:
         "secure_sum": {
             "q_bits": p.bits, "m": p.shares, "gamma": p.gamma, "sigma": p.sigma,
             "element_bytes": p.element_bytes,
-            "http_equals_in_process_bit_for_bit": same,
+            "http_summed_every_upload": summed,
+            "http_within_noise_of_in_process": close,
             "round_wall_s": wall, "services_startup_s": secure["startup_s"],
             "in_process_round_s": here_s,
             "requests": secure["requests"],

@@ -64,8 +64,7 @@ from dprec.random import derive_generator
 from dprec.services.auth import client_token, same_secret
 from dprec.services.launch import Loopback, ServiceProcess
 from dprec.services.store import ProxyStore, ServerStore
-from dprec.services.transport import HttpTransport, _client_messages
-from dprec.systems.dplcf.messages import ObfuscatedBits
+from dprec.services.transport import HttpTransport
 from dprec.systems.registry import make_system
 
 SECOND = 1e6  # microseconds
@@ -142,7 +141,7 @@ def run_http(system: str, params: dict[str, str], train: Any, threshold: int,
         prx.wait_ready()
         startup = time.perf_counter() - t0
         net = TimedTransport(srv.url, prx.url, lb.secret, lb.token_key,
-                             concurrency=concurrency)
+                             concurrency=concurrency, operator_secret=lb.operator_secret)
         procs: dict[str, ServiceProcess] = {"server": srv, "proxy": prx}
         before = {k: cpu_seconds(p.process.pid) for k, p in procs.items()  # type: ignore[union-attr]
                   } | {"simulation": cpu_seconds()}
@@ -213,14 +212,14 @@ def components(system: str, params: dict[str, str], train: Any, batch_senders: i
 
     model.clients_hook = hook
     model.fit(train[:2000], derive_generator(0, "system", system))
-    next_id = 0
-    for m in captured:
-        for cid, body in _client_messages(m, next_id):
-            wire.append((cid, body, m))
-        if isinstance(m, ObfuscatedBits):
-            next_id += m.n_clients
-    n = len(wire)
     info = ProtocolInfo(system, int(train.shape[1]), asdict(model.config))
+    deployment = info.deployment
+    next_id = 0
+    for m in captured:  # ids as the HTTP transport numbers them
+        sent = list(deployment.client_messages(m, next_id))
+        wire.extend((cid, body, m) for cid, body in sent)
+        next_id += len(sent)
+    n = len(wire)
     key = os.urandom(32)
     bodies = [b for _, b, _ in wire]
     tokens = [client_token(key, cid) for cid, _, _ in wire]
@@ -228,18 +227,13 @@ def components(system: str, params: dict[str, str], train: Any, batch_senders: i
     def serialise() -> None:
         next_id = 0
         for m in captured:
-            for _ in _client_messages(m, next_id):
-                pass
-            if isinstance(m, ObfuscatedBits):
-                next_id += m.n_clients
+            next_id += sum(1 for _ in deployment.client_messages(m, next_id))
 
     def decode_check() -> None:
-        from dprec.services.proxy import _strip
         for b in bodies:
             msg = Message.from_bytes(b)
             check_upload(msg, info)
-            if not isinstance(msg, ObfuscatedBits):
-                _strip(msg)  # type: ignore[arg-type]
+            deployment.anonymous(msg, b)  # what the proxy holds: the body without the sender
 
     def tokens_both() -> None:
         for (cid, _, _), tok in zip(wire, tokens, strict=True):

@@ -52,7 +52,8 @@ def one_round(n: int, d: int, k: int, seed: int = 0, expected: int = 0) -> dict[
 
     proxy_keys, server_keys = KeyPair(), KeyPair()
     client = SecureSumClient(params, proxy_keys.public, server_keys.public)
-    proxy = SecureSumProxy(params, proxy_keys, ROUND, threshold=min(n, 100))
+    proxy = SecureSumProxy(params, proxy_keys, ROUND, threshold=min(n, 100),
+                           server_key=server_keys.public)
     server = SecureSumServer(params, server_keys)
     items = k_hot(rng, n, d, k)
     dense = np.zeros((n, d))

@@ -37,6 +37,10 @@ CLI_CASES = [
     (["run", "dplcf-sp", "--epsilon", "nan"], "epsilon must be > 0"),
     (["run", "dplcf-sp", "--epsilon", "1e-300"], "too small for a float64 flip probability"),
     (["run", "fmf-ldp", "--epsilon", "1e6"], "epsilon must be <= 50 per report"),
+    # regression: e^eps overflowed (a raw OverflowError) before these were refused
+    (["run", "dplcf-oue", "--epsilon", "1000"], "epsilon must be < 700 for the OUE flip"),
+    (["run", "ldp-pop", "--epsilon", "1000"], "epsilon must be < 700 for the OUE flip"),
+    (["run", "dplcf-sp", "--epsilon", "1000"], "epsilon must be < 36.7368 for the symmetric"),
     (["run", "fmf-ldp", "--param", "k=1000000000"], "k must be <= 65536"),
     (["run", "fmf-ldp", "--param", "k=1e9"], "k must be int"),
     (["run", "fmf-ldp", "--param", "user_budget=-1"], "user_budget must be > 0"),

@@ -22,11 +22,13 @@ def test_list_names_mechanisms_protocols_and_systems():
 def test_json_has_the_issue_keys():
     res = runner.invoke(app, ["audit", "laplace-rr-svd", "--param", "eps1=1", "--param",
                               "eps2=1", "--trials", "3000", "--alpha", "0.05", "--json"])
-    assert res.exit_code == 0, res.output
-    doc = json.loads(res.output)
+    # the published eps1 + eps2 is violated: the audit fails (exit 1) and says so
+    assert res.exit_code == 1, res.output
+    doc = json.loads(res.stdout)
     assert doc["claimed_epsilon"] == 2.0 and doc["true_epsilon"] == "inf"
     assert doc["confidence"] == 0.95 and doc["trials"] == 3000 and doc["level"] == "event"
     assert doc["empirical_lower"] > 2.0
+    assert doc["violates_claim"] is True and doc["violation_expected"] is True
 
 
 def test_user_level_of_a_system_and_bad_input():

@@ -10,6 +10,8 @@ request, so a test can change it between calls) says for ``"METHOD /path"``::
 
 ``declared``/``send`` answer with ``Content-Length: declared`` (none if null: the body ends
 when the liar hangs up) and then zeros, up to ``send`` bytes or until the client hangs up.
+``{"json": {...}, "drip": SECONDS}`` sends a whole, valid reply one byte every ``SECONDS``,
+status line and headers included (a service that trips no per-read timeout).
 Every request is appended to ``SCRIPT.log`` (one JSON line: method, path, the body as base64,
 and for a streamed reply the bytes written), so a test sees what a device sent and how much
 of a body it took. A path without a reply is a 404.
@@ -20,6 +22,7 @@ from __future__ import annotations
 import base64
 import json
 import sys
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -67,6 +70,9 @@ class Liar(BaseHTTPRequestHandler):
             self._record(body, written=written)
             self.close_connection = True
             return
+        if "drip" in spec:
+            self._drip(body, json.dumps(spec["json"]).encode(), float(spec["drip"]))
+            return
         if "json" in spec:
             data, ctype = json.dumps(spec["json"]).encode(), "application/json"
         elif "b64" in spec:
@@ -81,6 +87,19 @@ class Liar(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(data)
+
+    def _drip(self, body: bytes, data: bytes, seconds: float) -> None:
+        self._record(body)
+        reply = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                 f"Content-Length: {len(data)}\r\n\r\n").encode() + data
+        try:
+            for i in range(len(reply)):
+                self.wfile.write(reply[i:i + 1])
+                self.wfile.flush()
+                time.sleep(seconds)
+        except OSError:
+            pass
+        self.close_connection = True
 
     do_GET = do_POST = _reply
 

@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "services"))
-from svc import AUTH, TOKEN_KEY, Stack, dplcf_info, fmf_info  # noqa: E402
+from svc import OPERATOR_AUTH, TOKEN_KEY, Stack, dplcf_info, fmf_info  # noqa: E402
 
 from dprec.client import DeviceClient, ProxyAPI, SeededSource, ServerAPI  # noqa: E402
 from dprec.client.http import ServiceError  # noqa: E402
@@ -90,7 +90,7 @@ def test_dplcf_device(tmp_path):
         hist = [_history(20, [u, u + 5, u + 10]) for u in range(4)]
         assert all(d.report(h) for d, h in zip(devices, hist, strict=True))
         assert devices[0].ledger.spent == pytest.approx(20 * 1.0)  # N bits x eps
-        assert s.proxy.post("/v1/rounds/0/close", headers=AUTH).json()["server"]["updated"]
+        assert s.proxy.post("/v1/rounds/0/close", headers=OPERATOR_AUTH).json()["server"]["updated"]
         top = devices[1].recommend(hist[1], n=3)
         assert len(top) == 3 and not set(top) & {1, 6, 11}
         with pytest.raises(Exception, match="one row of 20"):

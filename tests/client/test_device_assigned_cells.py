@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "services"))
-from svc import AUTH, TOKEN_KEY, Stack, fmf_info, headers  # noqa: E402
+from svc import AUTH, OPERATOR_AUTH, TOKEN_KEY, Stack, fmf_info, headers  # noqa: E402
 
 from dprec.client import DeviceClient, ProxyAPI, SeededSource, ServerAPI  # noqa: E402
 from dprec.client.errors import BadReply  # noqa: E402
@@ -61,7 +61,7 @@ def assigned(tmp_path):
     with Stack(tmp_path, fmf_info(N, k=K, epochs=2, cells="assigned"), threshold=2,
                batch_senders=2) as s:
         s.start()
-        r = s.proxy.post("/v1/secret", headers=AUTH, json={"cells_key": KEY.hex()})
+        r = s.proxy.post("/v1/secret", headers=OPERATOR_AUTH, json={"cells_key": KEY.hex()})
         assert r.status_code == 200, r.text
         yield s
 

@@ -77,3 +77,58 @@ def test_budget_is_fixed_and_a_torn_file_is_refused(tmp_path):
     with pytest.raises(DprecError):
         DiskLedger(tmp_path / "m.json", 1.0).charge("x", -1.0)
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def _charge_after_all_loaded(path: str, budget: float, worker: int, keys: int, eps: float,
+                             barrier, out) -> None:
+    """One process: load the ledger, wait until every process has loaded it, then charge
+    ``keys`` keys of its own; put the keys it was allowed to charge (what it would send)."""
+    ledger = DiskLedger(path, budget)
+    barrier.wait()
+    accepted = []
+    for i in range(keys):
+        try:
+            if ledger.charge(f"worker-{worker}/round-{i}", eps):
+                accepted.append(f"worker-{worker}/round-{i}")
+        except BudgetExceededError:
+            pass
+    out.put(accepted)
+
+
+def test_two_processes_on_one_folder_never_pass_the_budget(tmp_path):
+    """Issue 31 reproduction: two devices on one folder each loaded the ledger once and
+    rewrote it from memory, so both spent the whole budget (75 eps sent on 60). With the
+    lock and the re-read, real processes together charge at most the budget, and every
+    charge they were allowed is on disk."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    path = tmp_path / "dev" / "ledger.json"
+    budget, eps, workers, keys = 60.0, 15.0, 3, 4
+    DiskLedger(path, budget)
+    barrier, out = ctx.Barrier(workers), ctx.Queue()
+    procs = [ctx.Process(target=_charge_after_all_loaded,
+                         args=(str(path), budget, w, keys, eps, barrier, out))
+             for w in range(workers)]
+    for p in procs:
+        p.start()
+    accepted = [k for _ in procs for k in out.get(timeout=120)]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    assert len(accepted) * eps == budget  # exactly the budget: no more, and none lost
+    on_disk = json.loads(path.read_text())["charges"]
+    assert sorted(on_disk) == sorted(accepted)
+    assert DiskLedger(path, budget).spent == budget
+
+
+def test_the_ledger_folder_and_files_are_private(tmp_path):
+    """Issue 31 §4: the device ledger was mode 0644; its folder is 0700, its files 0600."""
+    import stat
+
+    folder = tmp_path / "device"
+    ledger = DiskLedger(folder / "ledger.json", 1.0)
+    ledger.charge("a", 0.5)
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    for f in folder.iterdir():
+        assert stat.S_IMODE(f.stat().st_mode) == 0o600, f.name

@@ -53,7 +53,7 @@ def _artefact(body: bytes, **headers: str) -> dict:
     ("dplcf", {"flip": "none"}),          # lcf-ub, or a lie about dplcf-sp
     ("fmf", {"mechanism": "none"}),       # FMF without noise
     ("dplcf", {"flip": "asymmetric"}),    # one-sided: absence unprotected, not by default
-    ("dplcf", {"epsilon": 50.0}),         # more than max_epsilon_per_report = 5
+    ("dplcf", {"epsilon": 20.0}),         # more than max_epsilon_per_report = 5
     ("fmf", {"epsilon": 40.0}),
 ])
 def test_a_device_refuses_a_mechanism_its_policy_does_not_accept(liar, tmp_path, system,

@@ -256,3 +256,24 @@ def test_csv_frappe_like_and_whitespace(tmp_path):
     q.write_text("u1  i1 5\nu2 i1   3\n")
     d2 = load_csv(q)
     assert list(d2.user_ids) == ["u1", "u2"] and sorted(d2.matrix.data.tolist()) == [3.0, 5.0]
+
+
+def test_csv_a_header_of_unknown_names_is_refused_not_read_as_an_interaction(tmp_path):
+    # issue 31 §4: "customer,product" over numeric ids was one more interaction
+    p = tmp_path / "orders.csv"
+    p.write_text("customer,product\n1,10\n1,3\n7,3\n")
+    with pytest.raises(DataError, match=r"the first line \['customer', 'product'\] is a "
+                                        r"header .* no user column\. Accepted names: user: "
+                                        r"user, user_id"):
+        load_csv(p)
+    named = load_csv(p, names={"user": "customer", "item": "product"})
+    by_position = load_csv(p, names={"user": "1", "item": "2"})
+    for ds in (named, by_position):
+        assert ds.n_interactions == 3 and ds.user_ids.dtype == np.int64
+        assert sorted(ds.user_ids.tolist()) == [1, 7]
+    # told it is data, the first line stays an interaction (text ids)
+    assert load_csv(p, header=False).n_interactions == 4
+    # a headerless file of text ids is still data, as is one whose first ids are text too
+    q = tmp_path / "apps.csv"
+    q.write_text("alice,com.maps\nbob,1\nbob,com.game\n")
+    assert load_csv(q).n_interactions == 3

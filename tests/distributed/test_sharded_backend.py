@@ -11,6 +11,8 @@ from dprec.systems.registry import make_system
 CASES = [
     ("dplcf-sp", {}),
     ("dplcf-eb", {}),
+    # a binding history cap: the capped users' two records reach the log from every shard
+    ("dplcf-ap", {"history_cap": 10}),
     ("fmf-ldp", {"epochs": 3, "shuffle_threshold": 50}),
     ("fmf-ldp", {"epochs": 3, "mechanism": "piecewise"}),
     # the ledger stops every client after 2 of 4 rounds: state carried between rounds
@@ -50,6 +52,16 @@ def test_a_sharded_run_is_a_different_draw_than_the_engine(small_train):
     assert not np.array_equal(broadcast_of(engine), broadcast_of(sharded))
     assert engine.events.counts(engine.mechanism.dp_event(), "interaction").tolist() == \
         sharded.events.counts(sharded.mechanism.dp_event(), "interaction").tolist()
+
+
+def test_a_capped_run_logs_the_same_events_sharded_and_in_process(small_train):
+    engine = _fit("dplcf-ap", {"history_cap": 10}, small_train, None)
+    sharded = _fit("dplcf-ap", {"history_cap": 10}, small_train, LocalBackend(2, block_size=512))
+    for level in ("user", "event"):
+        keys, counts = engine.events.count_matrix(level)
+        other_keys, other_counts = sharded.events.count_matrix(level)
+        assert keys == other_keys and len(keys) == 2  # the flip and the displaced bit
+        assert np.array_equal(counts, other_counts)
 
 
 def test_the_proxy_threshold_counts_senders_over_all_shards(small_train):

@@ -18,8 +18,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from dprec.errors import DprecError
-from dprec.mechanisms import BitFlip
+from dprec.errors import DprecError, PrivacyParameterError
+from dprec.mechanisms import BitFlip, Mechanism, event_guarantee
+from dprec.mechanisms.bitflip import MAX_EPSILON, SYMMETRIC_MAX_EPSILON
 from dprec.privacy.accountant import PldAccountant, event_sides
 from dprec.privacy.events import BitFlipDpEvent
 
@@ -109,6 +110,19 @@ def test_infinite_or_non_numeric_epsilon_is_rejected(kind):
         make(kind, "one")
 
 
+@pytest.mark.parametrize("kind,largest", [("symmetric", SYMMETRIC_MAX_EPSILON),
+                                          ("asymmetric", MAX_EPSILON), ("oue", MAX_EPSILON)])
+def test_an_epsilon_float64_cannot_hold_is_refused_with_the_largest_supported(kind, largest):
+    # regression: dplcf-oue / ldp-pop at eps 1000 raised a raw OverflowError from e^eps
+    for eps in (largest, 1000.0, 1e300):
+        with pytest.raises(PrivacyParameterError,
+                           match=rf"epsilon must be < {largest:.6g} for the .* flip, got"):
+            make(kind, eps)
+    below = make(kind, float(np.nextafter(largest, 0.0)))
+    assert 0.0 < below.q < below.p and (below.p < 1.0 or kind == "asymmetric")
+    assert math.isfinite(below.eps_presence)
+
+
 # ---------------------------------------------------------------- exact boundaries
 
 
@@ -168,7 +182,7 @@ def test_epsilon_is_the_larger_side_for_any_valid_pair(p, frac):
         assert 700 < m.eps_presence < math.inf
     if p < 1:
         assert m.eps_absence == pytest.approx(math.log((1 - q) / (1 - p)), rel=1e-9, abs=1e-12)
-    g = m.guarantee()
+    g = event_guarantee(m)
     assert g.sides == ("two" if q > 0 and p < 1 else "one" if q > 0 else "none")
 
 
@@ -176,60 +190,49 @@ def test_epsilon_is_the_larger_side_for_any_valid_pair(p, frac):
 
 
 @pytest.mark.parametrize("eps", EPSILONS)
-def test_guarantee_sides(eps):
-    sym = BitFlip.symmetric(eps).guarantee()
+def test_event_guarantee_sides(eps):
+    sym = event_guarantee(BitFlip.symmetric(eps))
     assert (sym.sides, sym.level, sym.model) == ("two", "event", "local")
     assert sym.epsilon == pytest.approx(eps, abs=1e-12)
-    assert "bitflip-symmetric" in sym.mechanism
+    assert sym.mechanism.startswith("1 x BitFlipDpEvent(")
 
-    oue = BitFlip.oue(eps).guarantee()
+    oue = event_guarantee(BitFlip.oue(eps))
     assert oue.sides == "two" and oue.epsilon == pytest.approx(math.log((math.exp(eps) + 1) / 2))
 
-    asym = BitFlip.asymmetric(eps).guarantee()
+    asym = event_guarantee(BitFlip.asymmetric(eps))
     assert asym.sides == "one" and asym.epsilon == pytest.approx(eps, abs=1e-12)
-    assert any(
-        "p = 1: an observed 0 proves the user never had the interaction" in n for n in asym.notes
-    )
+    assert any("presence-side" in n for n in asym.notes)
 
 
-def test_guarantee_without_presence_protection_is_none():
-    g = BitFlip(0.6, 0.0).guarantee()
+def test_event_guarantee_without_presence_protection_is_none():
+    g = event_guarantee(BitFlip(0.6, 0.0))
     assert g.sides == "none" and g.epsilon == math.inf
     assert g.to_json()["epsilon"] == "inf"
 
 
-def test_claimed_epsilon_is_checked_against_the_truth():
-    holds = BitFlip.symmetric(1.0).guarantee(claimed_eps=1.0)
-    assert any("holds (two-sided)" in n for n in holds.notes)
-    presence = BitFlip.asymmetric(1.0).guarantee(claimed_eps=1.0)
-    assert any("presence only" in n for n in presence.notes)
-    # ln(p/q) = ln 8 > 1: the claim understates epsilon
-    under = BitFlip(0.8, 0.1).guarantee(claimed_eps=1.0)
-    assert any("understates" in n for n in under.notes)
-    with pytest.raises(DprecError, match="claimed_eps must be >= 0"):
-        BitFlip.symmetric(1.0).guarantee(claimed_eps=-1)
-
-
 @pytest.mark.parametrize("kind,sides", [("symmetric", "two"), ("asymmetric", "one")])
-def test_user_guarantee_is_basic_composition(kind, sides):
+def test_user_level_is_basic_composition_of_the_bits(kind, sides):
     m = make(kind, 0.5)
-    g = m.user_guarantee(9953)
+    g = event_guarantee(m, 9953, level="user")
     assert g.level == "user" and g.sides == sides
+    assert g.epsilon == 9953 * event_guarantee(m).epsilon
     assert g.epsilon == pytest.approx(9953 * 0.5, rel=1e-12)
-    assert any("basic composition" in n for n in g.notes)
-    assert m.user_guarantee(np.int64(3)).epsilon == pytest.approx(1.5)
+    assert g.mechanism.startswith("9953 x ")
+    assert event_guarantee(m, np.int64(3), level="user").epsilon == pytest.approx(1.5)
 
 
-@pytest.mark.parametrize("n", [0, -5, 2.5, True, "10"])
-def test_user_guarantee_rejects_bad_item_counts(n):
-    with pytest.raises(DprecError, match="n_items must be a positive integer"):
-        BitFlip.symmetric(1.0).user_guarantee(n)
+@pytest.mark.parametrize("n", [0, -5, 2.5, True])
+def test_event_guarantee_rejects_bad_counts(n):
+    with pytest.raises(DprecError, match="count must be an integer >= 1"):
+        event_guarantee(BitFlip.symmetric(1.0), n)
 
 
-def test_event_describes_the_mechanism():
+def test_describe_names_the_mechanism_and_it_is_a_mechanism():
     m = BitFlip.oue(1.0)
-    assert m.event() == {"name": "bitflip-oue", "p": 0.5, "q": m.q}
-    assert BitFlip(0.7, 0.2).event()["name"] == "bitflip"
+    assert m.describe() == {"name": "bitflip-oue", "p": 0.5, "q": m.q}
+    assert BitFlip(0.7, 0.2).describe()["name"] == "bitflip"
+    assert isinstance(m, Mechanism)
+    assert not hasattr(m, "guarantee") and not hasattr(m, "user_guarantee")
 
 
 # ---------------------------------------------------------------- transition matrices
@@ -356,7 +359,7 @@ def test_asymmetric_output_zero_proves_absence(eps, path):
     # presence stays bounded by e^eps
     p_hat, n1, q_hat, n0 = rates(truth, obs)
     assert math.log(p_hat / q_hat) <= eps + Z * math.sqrt((1 - q_hat) / (q_hat * n0))
-    g = m.guarantee()
+    g = event_guarantee(m)
     assert g.sides == "one" and m.eps_absence == math.inf
 
 
@@ -511,7 +514,7 @@ def test_bad_inputs_are_rejected():
 def test_dp_event_is_accounted_as_the_stated_guarantee(mech):
     event = mech.dp_event()
     assert event == BitFlipDpEvent(mech.p, mech.q)
-    g = mech.guarantee()
+    g = event_guarantee(mech)
     assert event_sides(event) == g.sides
     one = PldAccountant().compose([(event, 1)], 1e-12)
     assert one.sides == g.sides

@@ -9,6 +9,7 @@ import pytest
 from scipy import stats
 
 from dprec.errors import DprecError
+from dprec.mechanisms.base import Mechanism, event_guarantee
 from dprec.mechanisms.numeric import LaplaceMechanism
 from dprec.privacy.accountant import BasicAccountant, PldAccountant, account
 from dprec.privacy.events import EventLog
@@ -110,12 +111,13 @@ def test_ratio_bound_empirical_at_the_boundary():
 # ---------------------------------------------------------------- guarantee and accounting
 
 
-def test_guarantee_and_event():
+def test_event_guarantee_and_describe():
     mech = LaplaceMechanism(2.0, 1.0, 5.0)
-    g = mech.guarantee()
+    assert isinstance(mech, Mechanism)
+    g = event_guarantee(mech)
     assert isinstance(g, Guarantee)
     assert (g.epsilon, g.delta, g.level, g.sides, g.model) == (2.0, 0.0, "event", "two", "local")
-    ev = mech.event()
+    ev = mech.describe()
     assert ev["epsilon"] == 2.0 and ev["scale"] == 2.0 and ev["name"] == "laplace"
     assert mech.report_bits == 32 and mech.report_bytes == 4.0
     assert mech == LaplaceMechanism(2.0, 1.0, 5.0) and mech != LaplaceMechanism(2.0)

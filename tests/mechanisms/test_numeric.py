@@ -5,6 +5,7 @@ import pytest
 from scipy import integrate, optimize, stats
 
 from dprec.errors import DprecError
+from dprec.mechanisms.base import Mechanism, event_guarantee
 from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism, variance_crossover
 from dprec.privacy.accountant import PldAccountant
 from dprec.privacy.events import LocalReportDpEvent
@@ -267,14 +268,15 @@ def test_variance_crossover_in_x(eps, golden):
 # ---------------------------------------------------------------- guarantee, event, wire
 
 
-def test_guarantee_event_and_wire_size():
+def test_event_guarantee_describe_and_wire_size():
     b, p = BinaryMechanism(2.5), PiecewiseMechanism(2.5)
     for mech, bits in ((b, 1), (p, 32)):
-        g = mech.guarantee()
+        assert isinstance(mech, Mechanism)
+        g = event_guarantee(mech)
         assert isinstance(g, Guarantee)
         got = (g.epsilon, g.delta, g.level, g.sides, g.model)
         assert got == (2.5, 0.0, "event", "two", "local")
-        assert mech.event()["epsilon"] == 2.5 and mech.event()["name"] == mech.name
+        assert mech.describe()["epsilon"] == 2.5 and mech.describe()["name"] == mech.name
         assert mech.report_bits == bits and mech.report_bytes == bits / 8
     assert b.report_bytes == 0.125 and p.report_bytes == 4.0
     assert b == BinaryMechanism(2.5) and b != BinaryMechanism(2.0)
@@ -326,5 +328,5 @@ def test_bad_rng_and_bounds_accepted():
 def test_dp_event_is_a_pure_local_report(mech):
     assert mech.dp_event() == LocalReportDpEvent(mech.epsilon)
     one = PldAccountant().compose([(mech.dp_event(), 1)], 1e-12)
-    assert one.sides == mech.guarantee().sides == "two"
+    assert one.sides == event_guarantee(mech).sides == "two"
     assert mech.epsilon - 1e-9 <= one.epsilon <= mech.epsilon + 1e-4

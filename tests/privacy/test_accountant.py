@@ -168,7 +168,7 @@ def test_dplcf_user_level_pld_vs_basic():
     assert exact - 1e-9 <= levels.user.epsilon <= exact + 2.0
     assert levels.user.delta == 1e-6 and levels.user.level == "user" and levels.user.sides == "two"
     assert levels.user_basic is not None
-    assert levels.user_basic.epsilon == pytest.approx(flip.user_guarantee(n_items).epsilon)
+    assert levels.user_basic.epsilon == pytest.approx(n_items * flip.epsilon)
     assert levels.user_basic.epsilon == pytest.approx(1682.0) and levels.user_basic.delta == 0
     # event level: one bit
     assert 1.0 - 1e-5 < levels.event.epsilon <= 1.0 and levels.event.level == "event"
@@ -187,10 +187,10 @@ def test_asymmetric_bit_flip_is_one_sided_presence_epsilon():
     # the presence loss is deterministic: eps = 100 ln(p/q) exactly (up to delta)
     assert levels.user.sides == "one" and levels.event.sides == "one"
     np.testing.assert_allclose(levels.user.epsilon, 100.0, rtol=1e-4)
-    np.testing.assert_allclose(levels.user.epsilon, flip.user_guarantee(100).epsilon, rtol=1e-4)
+    np.testing.assert_allclose(levels.user.epsilon, 100 * flip.eps_presence, rtol=1e-4)
     assert levels.user_basic is not None and levels.user_basic.sides == "one"
-    assert levels.user_basic.epsilon == pytest.approx(flip.user_guarantee(100).epsilon)
-    np.testing.assert_allclose(levels.event.epsilon, flip.guarantee().epsilon, rtol=1e-4)
+    assert levels.user_basic.epsilon == pytest.approx(100 * flip.eps_presence)
+    np.testing.assert_allclose(levels.event.epsilon, flip.eps_presence, rtol=1e-4)
     # mixing in a two-sided event keeps the composition one-sided
     log.record(1, LocalReportDpEvent(0.5), [0])
     assert account(log, 1e-6).user.sides == "one"

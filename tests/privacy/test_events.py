@@ -31,8 +31,8 @@ def test_mechanisms_emit_their_events():
     assert oue.dp_event() == BitFlipDpEvent(0.5, 1.0 / (math.e + 1.0))
     assert BinaryMechanism(2.5).dp_event() == LocalReportDpEvent(2.5)
     assert PiecewiseMechanism(0.5).dp_event() == LocalReportDpEvent(0.5)
-    # the old dict records stay
-    assert sym.event()["p"] == sym.p and BinaryMechanism(2.5).event()["epsilon"] == 2.5
+    # the parameters for the report's mechanisms list
+    assert sym.describe()["p"] == sym.p and BinaryMechanism(2.5).describe()["epsilon"] == 2.5
 
 
 def test_events_are_frozen_hashable_dp_events():

@@ -106,7 +106,7 @@ def _instances() -> dict[str, Message]:
             {"bit_generator": "PCG64", "state": "12345", "inc": "67", "has_uint32": 0,
              "uinteger": 0}),
         "SumUpload": dp_pop.SumUpload(bytes(range(40))),
-        "SumRelease": dp_pop.SumRelease(b"DSR1" + bytes(range(20))),
+        "SumRelease": dp_pop.SumRelease(b"DSR2" + bytes(range(44))),
         "PopularityModel": dp_pop.PopularityModel(bytes(range(32)), np.array([3, -1, 7]), 5),
         "PopularityState": dp_pop.PopularityState(
             bytes(range(32, 64)),
@@ -137,7 +137,7 @@ WIRE = {
     # PrivRec's service kinds and dp-pop's, recorded from their homes at 357c2cb
     "UpdateUpload": (43, "545c6066cd3aa02e"), "UpdateBatch": (80, "f2a7a98a1fc875b2"),
     "InitialModel": (62, "8e9a54954216d23a"), "ServerState": (165, "b3849bd2d31802ba"),
-    "SumUpload": (46, "fe11dc0905ceb5d6"), "SumRelease": (30, "b6d0681ed7d69cdd"),
+    "SumUpload": (46, "fe11dc0905ceb5d6"), "SumRelease": (54, "a8d43686b780679b"),
     "PopularityModel": (74, "219ac57c5d91de55"), "PopularityState": (112, "099614e9d15ff5fb"),
     # dpals' kinds, recorded from their home when they were added (issue 24)
     "DpalsModel": (130, "493e16b9e6226ac7"), "DpalsState": (168, "f3671391a808a4f2"),

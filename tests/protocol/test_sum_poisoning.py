@@ -13,7 +13,12 @@ import pytest
 
 from dprec.data.synthetic import synthetic
 from dprec.errors import DprecError
-from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, Upload, associated_data
+from dprec.protocol.secure_sum.messages import (
+    MESSAGE_ID_BYTES,
+    Upload,
+    associated_data,
+    run_id,
+)
 from dprec.protocol.secure_sum.proxy import SecureSumProxy
 from dprec.protocol.secure_sum.ring import SEED_BYTES, encode_elements, expand_mask
 from dprec.protocol.secure_sum.sealed import KeyPair, seal
@@ -69,12 +74,13 @@ def _any_seal(params, proxy_key, server_key, v, round_id):
     """A malicious client's upload: the honest client's sealing without its range check,
     so ``v`` is any integer vector, sent as its element of Z_q^d."""
     seed, mid = secrets.token_bytes(SEED_BYTES), secrets.token_bytes(MESSAGE_ID_BYTES)
+    run = run_id(proxy_key, server_key)
     share = (np.asarray(v, np.int64).view(np.uint64)
              - expand_mask(seed, params.dimension, params.bits)) & np.uint64(params.modulus - 1)
     return Upload(round_id, mid,
-                  seal(proxy_key, seed, associated_data(round_id, mid, "proxy")),
+                  seal(proxy_key, seed, associated_data(run, round_id, mid, "proxy")),
                   seal(server_key, encode_elements(share, params.element_bytes),
-                       associated_data(round_id, mid, "server"))).to_bytes()
+                       associated_data(run, round_id, mid, "server"))).to_bytes()
 
 
 @pytest.mark.parametrize("strategy", ["promote", "huge", "reverse", "random", "k-hot"])
@@ -88,7 +94,7 @@ def test_the_simulated_attack_is_the_cryptographic_rounds_sum_bit_for_bit(train,
     assert clients.replaced == 6
     simulated = server.aggregate(list(ExactSumProxy(N).forward(iter(blocks))), 0).counts
     p = cal.params
-    agg = SecureSumProxy(p, proxy_keys, 0, N)
+    agg = SecureSumProxy(p, proxy_keys, 0, N, server_key=model.server_key)
     for b in blocks:
         for uid, v in zip(b.ids, b.vectors, strict=True):
             agg.submit(str(uid), _any_seal(p, proxy_keys.public, model.server_key, v, 0))

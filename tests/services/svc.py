@@ -20,7 +20,9 @@ from dprec.systems.fmf.system import FMFConfig  # noqa: E402
 
 SECRET = b"s" * 32
 TOKEN_KEY = b"t" * 32
+OPERATOR = b"o" * 32
 AUTH = {"Authorization": "Bearer " + SECRET.decode()}
+OPERATOR_AUTH = {"Authorization": "Bearer " + OPERATOR.decode()}
 
 
 def fmf_info(n_items: int = 30, **config: object) -> ProtocolInfo:
@@ -50,7 +52,7 @@ class Stack:
         self.server = TestClient(self.server_app, base_url="http://server")
         settings = ProxySettings("http://server", root / "proxy", SECRET, TOKEN_KEY,
                                  server_transport=httpx.ASGITransport(self.server_app),
-                                 **proxy)  # type: ignore[arg-type]
+                                 **{"operator_secret": OPERATOR, **proxy})  # type: ignore[arg-type]
         self.proxy_app = create_proxy_app(settings)
         self.proxy = TestClient(self.proxy_app, base_url="http://proxy")
 
@@ -65,7 +67,7 @@ class Stack:
                                headers={**headers(client_id), **kw.get("extra", {})})  # type: ignore[arg-type]
 
     def close(self, round: int):
-        return self.proxy.post(f"/v1/rounds/{round}/close", headers=AUTH)
+        return self.proxy.post(f"/v1/rounds/{round}/close", headers=OPERATOR_AUTH)
 
     def __enter__(self) -> Stack:
         self.proxy.__enter__()

@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 import pytest
-from svc import AUTH, TOKEN_KEY, Stack, fmf_info
+from svc import AUTH, OPERATOR_AUTH, TOKEN_KEY, Stack, fmf_info
 
 from dprec.client.http import ProxyAPI
 from dprec.errors import DprecError
@@ -123,7 +123,7 @@ def test_a_simulation_whose_round_lost_submissions_fails_with_the_reason(tmp_pat
         for u in range(3):
             assert s.submit(0, u, _report(u)).status_code == 202
         assert s.server.post("/v1/rounds/0/close", headers=AUTH).status_code == 200
-        s.proxy.headers.update(AUTH)  # the operator's client
+        s.proxy.headers.update(OPERATOR_AUTH)  # the operator's client
         remote = RemoteProxy(ShufflingProxy(3), ProxyAPI("http://proxy"), s.proxy, TOKEN_KEY,
                              retry_for=5)
         with pytest.raises(DprecError, match="round 0: 3 of the 3 submissions the proxy "

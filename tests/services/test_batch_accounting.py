@@ -6,7 +6,7 @@ in-process proxy does with the same batches."""
 import logging
 
 import numpy as np
-from svc import AUTH, Stack, fmf_info
+from svc import AUTH, OPERATOR_AUTH, Stack, fmf_info
 
 from dprec.client.http import ProxyAPI
 from dprec.privacy.events import LocalReportDpEvent, ShuffledReportDpEvent
@@ -28,7 +28,7 @@ def _reports(n: int, seed: int = 0) -> ReportBatch:
 def _remote(stack: Stack, local: ShufflingProxy) -> RemoteProxy:
     """The simulation's stub of the proxy, reaching the in-process apps (no submissions go
     through it: the test submits through the stack)."""
-    stack.proxy.headers.update(AUTH)  # the operator's credential (submissions send their own)
+    stack.proxy.headers.update(OPERATOR_AUTH)  # the operator's (submissions send their own)
     return RemoteProxy(local, ProxyAPI("http://proxy", client=stack.proxy), stack.proxy,
                        b"t" * 32, retry_for=5.0)
 

@@ -1,7 +1,8 @@
 """dp-pop over the services on the cryptographic secure sum (issue 23 §1): ``dprec simulate
---transport http`` gives the in-process ranking and privacy JSON; the proxy refuses what it
-must; SIGKILL of the proxy or the server mid-round loses no acknowledged upload and counts
-none twice."""
+--transport http`` runs the clients as devices (their shares and samples from their own
+CSPRNGs, the server from its own: the services never hold the simulation's generator) and
+gives the in-process privacy JSON; the proxy refuses what it must; SIGKILL of the proxy or
+the server mid-round loses no acknowledged upload and counts none twice."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import asdict
 import httpx
 import numpy as np
 import pytest
+from device_runs import same_structure
 from typer.testing import CliRunner
 
 from dprec.cli import app
@@ -30,23 +32,33 @@ from dprec.systems.registry import make_system
 
 
 @pytest.mark.slow
-def test_simulate_gives_the_same_ranking_and_privacy_over_both_transports(tmp_path):
+def test_simulate_gives_the_same_ranking_and_privacy_over_both_transports(tmp_path,
+                                                                          monkeypatch):
     args = ["simulate", "dp-pop", "--dataset", "synthetic-300x200", "--param", "k=10",
             "--epsilon", "1", "--seeds", "1", "--json", "--out", str(tmp_path)]
+    services = tmp_path / "services"
+    monkeypatch.setenv("DPREC_SERVICES_DIR", str(services))
     docs = {}
     for transport in ("inproc", "http"):
         res = CliRunner().invoke(app, [*args, "--transport", transport])
         assert res.exit_code == 0, res.output[-3000:]
         docs[transport] = json.loads(res.stdout.strip().splitlines()[-1])
     a, b = docs["inproc"], docs["http"]
-    for key in ("metrics", "per_seed", "privacy", "parameters", "dataset", "protocol"):
+    for key in ("privacy", "parameters", "dataset", "protocol"):
         assert a[key] == b[key], key
+    same_structure(a, b)
     privacy = b["privacy"]
     assert privacy["model"] == "secure-sum" and privacy["levels"]["user"]["epsilon"] <= 1.0
     assert privacy["adjacency"] == "zero_out"  # each device's noise share stays in the sum
     assert privacy["threat_model_assumptions"]["server_proxy_collusion"] is False
     ss = privacy["secure_sum"]
     assert (ss["m"], ss["gamma"], ss["batches"]) == (2, 1.0, 1)
+    # issue 31: the server was handed the simulation's generator (PCG64), from which every
+    # client's share was drawn; now it starts from its own CSPRNG and holds no PCG64 state
+    held = [p for p in services.rglob("*") if p.is_file()]
+    assert any(p.name == "server.log" for p in held)
+    for p in held:
+        assert b"PCG64" not in p.read_bytes() and b"bit_generator" not in p.read_bytes(), p
     assert ss["contributors"] == privacy["threat_model_assumptions"]["min_honest"]
     assert ss["contributors"] == privacy["threat_model_assumptions"]["contributors"]
     assert ss["q"] == 2 ** ss["q_bits"]
@@ -70,7 +82,11 @@ def test_sigkill_of_the_proxy_and_the_server_mid_round_changes_nothing(tmp_path)
         prx = lb.proxy(srv.url, 200, batch_senders=200, wait=False)
         srv.wait_ready()
         prx.wait_ready()
-        net = HttpTransport(srv.url, prx.url, lb.secret, lb.token_key, retry_for=240)
+        net = HttpTransport(srv.url, prx.url, lb.secret, lb.token_key, retry_for=240,
+                            operator_secret=lb.operator_secret)
+        # the simulation's seeded clients (kept in this process; the server gets no
+        # generator either way), so that a restart's effect shows against in-process counts
+        net.device_clients = False
         out: dict[str, object] = {}
 
         def drive() -> None:
@@ -122,8 +138,9 @@ def test_a_killed_server_applies_its_acknowledged_release_once(tmp_path):
                                                         + lb.secret.decode()})
         assert admin.post("/v1/start", json={}).status_code == 200
         key = PopularityModel.from_bytes(ServerAPI(srv.url).artefact("model").data).server_key
-        release, want = _release(info, key, SecureSumRelay(round_of(info).params,
-                                                           tmp_path / "p"))
+        relay = SecureSumRelay(round_of(info).params, tmp_path / "p")
+        relay.see_broadcast(0, ServerAPI(srv.url).artefact("model").data)
+        release, want = _release(info, key, relay)
         body = SumRelease.from_bytes(release).to_bytes()
 
         def post(k: str) -> httpx.Response:
@@ -195,7 +212,8 @@ def test_the_proxy_publishes_its_key_and_refuses_bad_uploads(running):
     assert submit(5, good[:-1]) == 422  # truncated
     assert api.round()["accepting"] is True
     closed = httpx.post(prx.url + "/v1/rounds/0/close",
-                        headers={"Authorization": "Bearer " + lb.secret.decode()}).json()
+                        headers={"Authorization": "Bearer " + lb.operator_secret.decode()}
+                        ).json()
     assert closed["senders"] == 1 and closed["below_threshold"] == 1
     assert closed["forwarded"] is False and closed["batch_senders"] == []
     api.close()

@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from svc import AUTH, Stack, fmf_info
+from svc import OPERATOR_AUTH, Stack, fmf_info
 from typer.testing import CliRunner
 
 from dprec.cli import app
@@ -39,7 +39,7 @@ def test_the_proxy_admits_only_the_cells_assigned_to_the_sender(tmp_path):
     info = fmf_info(cells="assigned", mechanism="binary")
     with Stack(tmp_path, info, threshold=1, batch_senders=10) as stack:
         stack.start()
-        r = stack.proxy.post("/v1/secret", headers=AUTH, json={"cells_key": KEY.hex()})
+        r = stack.proxy.post("/v1/secret", headers=OPERATOR_AUTH, json={"cells_key": KEY.hex()})
         assert r.status_code == 200, r.text
         assert stack.proxy.get("/v1/round").json()["published"] == {"cells": "assigned"}
         items, factors = _cells(stack, 3)
@@ -53,9 +53,9 @@ def test_the_proxy_admits_only_the_cells_assigned_to_the_sender(tmp_path):
         assert stack.submit(0, 5, _upload(5, *target)).status_code == 422
         assert stack.submit(0, 5, _upload(5, mine, theirs)).status_code == 202
         # the key is fixed once held: the same key again is fine, another one refused
-        assert stack.proxy.post("/v1/secret", headers=AUTH,
+        assert stack.proxy.post("/v1/secret", headers=OPERATOR_AUTH,
                                 json={"cells_key": KEY.hex()}).status_code == 200
-        r = stack.proxy.post("/v1/secret", headers=AUTH, json={"cells_key": "ab" * 32})
+        r = stack.proxy.post("/v1/secret", headers=OPERATOR_AUTH, json={"cells_key": "ab" * 32})
         assert r.status_code == 409 and "another cells key" in r.text
         assert stack.proxy.post("/v1/secret", json={"cells_key": KEY.hex()}).status_code == 401
 
@@ -63,7 +63,7 @@ def test_the_proxy_admits_only_the_cells_assigned_to_the_sender(tmp_path):
 def test_a_proxy_of_chosen_cells_takes_no_operator_secret(tmp_path):
     with Stack(tmp_path, fmf_info(mechanism="binary"), threshold=1) as stack:
         stack.start()
-        r = stack.proxy.post("/v1/secret", headers=AUTH, json={"cells_key": KEY.hex()})
+        r = stack.proxy.post("/v1/secret", headers=OPERATOR_AUTH, json={"cells_key": KEY.hex()})
         assert r.status_code == 409 and "no operator secret" in r.text
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
-from svc import AUTH, SECRET, TOKEN_KEY, dplcf_info, fmf_info, headers
+from svc import AUTH, OPERATOR, OPERATOR_AUTH, SECRET, TOKEN_KEY, dplcf_info, fmf_info, headers
 
 from dprec.protocol.deployed import generator_to_json
 from dprec.services.proxy import ProxySettings, create_proxy_app
@@ -28,7 +28,7 @@ SERVER = create_server_app(ServerSettings(fmf_info(), _ROOT / "server", SECRET,
                                           max_batch_bytes=1 << 16))
 DPLCF_SERVER = create_server_app(ServerSettings(dplcf_info(), _ROOT / "dplcf", SECRET))
 PROXY = create_proxy_app(ProxySettings("http://server", _ROOT / "proxy", SECRET, TOKEN_KEY,
-                                       threshold=2, batch_senders=2,
+                                       threshold=2, batch_senders=2, operator_secret=OPERATOR,
                                        server_transport=httpx.ASGITransport(SERVER)))
 for app in (SERVER, DPLCF_SERVER):  # started, so that batches and closes get far
     app.state.service.start(generator_to_json(np.random.default_rng(0)))
@@ -70,6 +70,6 @@ def test_proxy_as_generated(case):
 @fuzz
 def test_proxy_authenticated(case):
     h = {k: v for k, v in headers(1).items() if k != "Content-Type"}
-    if case.path.endswith("/close"):
-        h = AUTH
+    if case.path.endswith("/close") or case.path.endswith("/secret"):
+        h = OPERATOR_AUTH
     case.call_and_validate(headers=h, checks=[not_a_server_error])

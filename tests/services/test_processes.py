@@ -129,7 +129,8 @@ def test_sigkill_and_restart_mid_round_lose_nothing_and_count_nothing_twice(tmp_
         prx = lb.proxy(srv.url, 20, batch_senders=50, wait=False)
         srv.wait_ready()
         prx.wait_ready()
-        net = HttpTransport(srv.url, prx.url, lb.secret, lb.token_key, retry_for=240)
+        net = HttpTransport(srv.url, prx.url, lb.secret, lb.token_key, retry_for=240,
+                            operator_secret=lb.operator_secret)
         out: dict[str, object] = {}
 
         def drive() -> None:
@@ -214,6 +215,7 @@ def test_the_proxy_keeps_no_token_or_client_id_in_its_store_or_logs(running):
     assert (prx.state_dir / "proxy.log").exists()
     assert not leaks(), "mid-round"  # held in the open round
     closed = keepalive_client(prx.url, headers={"Authorization": "Bearer "
-                                                + lb.secret.decode()}).post("/v1/rounds/0/close")
+                                                + lb.operator_secret.decode()}
+                              ).post("/v1/rounds/0/close")
     assert closed.status_code == 200 and closed.json()["senders"] == 12
     assert not leaks(), "after forwarding"

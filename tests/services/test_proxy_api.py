@@ -5,8 +5,9 @@ import time
 
 import numpy as np
 import pytest
-from svc import AUTH, Stack, fmf_info, headers
+from svc import AUTH, OPERATOR_AUTH, SECRET, TOKEN_KEY, Stack, fmf_info, headers
 
+from dprec.errors import DprecError
 from dprec.protocol.messages import GradientReports, Message, ShuffledReports, ValueReports
 from dprec.systems.dplcf.messages import ObfuscatedBits
 
@@ -137,12 +138,21 @@ def test_rate_limit(tmp_path):
         assert r.status_code == 429 and int(r.headers["Retry-After"]) >= 1
 
 
-def test_closing_needs_the_secret(fmf_stack):
+def test_closing_needs_the_operators_secret(fmf_stack):
     s = fmf_stack
     s.start()
     assert s.proxy.post("/v1/rounds/0/close").status_code == 401
     assert s.proxy.post("/v1/rounds/0/close", headers=headers(1)).status_code == 401
-    assert s.proxy.post("/v1/rounds/5/close", headers=AUTH).status_code == 409
+    # the proxy-server shared secret (the server holds it) closes no round here
+    assert s.proxy.post("/v1/rounds/0/close", headers=AUTH).status_code == 401
+    assert s.proxy.post("/v1/secret", headers=AUTH, json={}).status_code == 401
+    assert s.proxy.post("/v1/rounds/5/close", headers=OPERATOR_AUTH).status_code == 409
+
+
+def test_the_operators_secret_must_differ_from_the_servers(tmp_path):
+    from dprec.services.proxy import ProxySettings
+    with pytest.raises(DprecError, match="must differ"):
+        ProxySettings("http://server", tmp_path, SECRET, TOKEN_KEY, operator_secret=SECRET)
 
 
 def test_dplcf_uploads_are_shuffled_rows(dplcf_stack):

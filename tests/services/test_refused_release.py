@@ -1,20 +1,19 @@
 """A release the server's role refuses at the round's close (dp-pop: fewer contributors than
-min_honest) answers 409 with the role's reason, at the server and through the proxy, and
-leaves the round open (nothing published); not a 500."""
+min_honest) answers 409 with the role's reason and leaves the round open (nothing
+published); not a 500. The count is checked before any share is opened, and a proxy that
+would release such a set refuses to start."""
 
 from __future__ import annotations
 
 from dataclasses import asdict
 
-import httpx
 import numpy as np
 import pytest
 from starlette.testclient import TestClient
 from svc import AUTH, SECRET
 
-from dprec.client.http import ProxyAPI, ServerAPI
+from dprec.errors import DprecError
 from dprec.protocol.deployed import ProtocolInfo
-from dprec.services.auth import client_token
 from dprec.services.launch import Loopback
 from dprec.services.server import ServerSettings, create_server_app
 from dprec.systems.dp_pop.client import noisy_vectors
@@ -41,8 +40,9 @@ def test_the_server_answers_409_with_the_roles_reason_and_keeps_the_round_open(t
     with TestClient(app, raise_server_exceptions=False) as c:
         assert c.post("/v1/start", headers=AUTH, json={}).status_code == 200
         key = PopularityModel.from_bytes(c.get("/v1/artefacts/model").content).server_key
-        release = _release_of(info, key, SecureSumRelay(round_of(info).params, tmp_path / "p"),
-                              10)
+        relay = SecureSumRelay(round_of(info).params, tmp_path / "p")
+        relay.see_broadcast(0, c.get("/v1/artefacts/model").content)
+        release = _release_of(info, key, relay, 10)
         r = c.post("/v1/rounds/0/batches", content=SumRelease.from_bytes(release).to_bytes(),
                    headers={**AUTH, "Idempotency-Key": "release-key-1",
                             "Content-Type": "application/octet-stream"})
@@ -51,30 +51,16 @@ def test_the_server_answers_409_with_the_roles_reason_and_keeps_the_round_open(t
         assert closed.status_code == 409, closed.text
         error = closed.json()["error"]
         assert "round 0 is not closed" in error and "fewer than min_honest = 20" in error
+        assert "refused unopened" in error  # counted before any share was opened
         state = c.get("/v1/round").json()
         assert state["round"] == 0 and state["history"] == [] and state["version"] == 0
 
 
 @pytest.mark.slow
-def test_the_proxy_passes_the_servers_refusal_on_as_409(tmp_path):
+def test_a_proxy_process_with_a_threshold_below_min_honest_refuses_to_start(tmp_path):
+    """Issue 31 §2: before, such a proxy started, released 3 uploads against min_honest = 5,
+    and the server decrypted the 3-client sum before it refused it."""
     with Loopback(tmp_path) as lb:
         srv = lb.server("dp-pop", 16, {"k": "3", "n_clients": "6", "min_honest": "5"})
-        prx = lb.proxy(srv.url, 2, 2)  # a threshold below min_honest: the server refuses
-        admin = {"Authorization": "Bearer " + lb.secret.decode()}
-        assert httpx.post(srv.url + "/v1/start", headers=admin, json={}).status_code == 200
-        api, server = ProxyAPI(prx.url), ServerAPI(srv.url)
-        info = ProtocolInfo.from_json(server.protocol_doc())
-        proxy_key = bytes.fromhex(api.round()["published"]["secure_sum_proxy_key"])
-        model = PopularityModel.from_bytes(server.artefact("model").data)
-        cal = round_of(info)
-        for client in (1, 2, 3):
-            block = NoisyVectors(np.array([client]), np.zeros((1, 16), np.int64), 0,
-                                 model.server_key, proxy_key, cal.params)
-            api.submit(0, client, client_token(lb.token_key, client),
-                       next(sealed_uploads(block))[1])
-        closed = httpx.post(prx.url + "/v1/rounds/0/close", headers=admin, timeout=60)
-        assert closed.status_code == 409, closed.text
-        assert "fewer than min_honest = 5" in closed.json()["error"]
-        assert server.round()["round"] == 0
-        api.close()
-        server.close()
+        with pytest.raises(DprecError, match="min_honest = 5"):
+            lb.proxy(srv.url, 2, 2)

@@ -166,7 +166,7 @@ def test_report_accounts_the_sampled_rounds_to_the_target():
     assert report.extra["threat_model_assumptions"]["min_honest"] == train.shape[0]
     assert report.extra["secure_sum"]["q"] == 2 ** report.extra["secure_sum"]["bits"]
     assert report.extra["sampling"]["rate"] == 0.3
-    sampled = model.diagnostics()["sampled_per_round"]
+    sampled = model.diagnostics()["simulation_only"]["sampled_per_round"]
     assert len(sampled) == 4 and all(0 < s < train.shape[0] for s in sampled)
 
 

@@ -102,6 +102,7 @@ def test_the_opened_release_gives_the_in_process_model(tmp_path):
     config = info.config
     secure, exact = server_of(config, N_ITEMS, N_USERS), server_of(config, N_ITEMS, N_USERS)
     model = secure.start(np.random.default_rng(3))
+    relay.server_key = model.server_key  # what the proxy reads off the broadcast
     exact.start(np.random.default_rng(3))
     blocks = list(_clients(config, key=relay.keys.public).step(
         model, 0, np.random.default_rng(9)))

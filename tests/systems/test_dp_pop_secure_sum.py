@@ -40,6 +40,7 @@ def _setup(tmp_path, min_honest=None):
     server = PopularityServer(D, N, cal.min_honest, cal.params, cal.share)
     model = server.start(np.random.default_rng(0))
     relay = SecureSumRelay(cal.params, tmp_path / "proxy")
+    relay.see_broadcast(0, model.to_bytes())  # the server's key: the run id
     clients = PopClients(train, np.arange(N), K, "uniform", cal.share, "event",
                          lambda: relay.keys.public, cal.params)
     return cal, server, model, relay, clients

@@ -394,7 +394,7 @@ def test_at_a_huge_epsilon_dpals_follows_non_private_als_from_the_same_start() -
         cfg = DpalsConfig(epsilon=eps, aggregation="trusted", k=1000, factors=4, reg=0.5,
                           unobserved_weight=0.1, steps=4, clip=3.0)
         model = Dpals("dpals", cfg).fit(train, np.random.default_rng(3))
-        assert max(model.diagnostics()["clipped_fraction"]) == 0.0
+        assert max(model.diagnostics()["simulation_only"]["clipped_fraction"]) == 0.0
         rng = np.random.default_rng(3)
         rng.integers(0, 2 ** 63 - 1)  # the run's seed, drawn first by fit
         plain = _plain_als(train, cfg.init_scale * rng.standard_normal((60, 4)), 0.5, 0.1, 4)

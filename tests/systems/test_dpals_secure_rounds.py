@@ -92,6 +92,7 @@ def _round_trip(train, cfg, tmp_path):
                            lambda: relay.keys.public)
     a = exact.start(np.random.default_rng(2))
     b = secure.start(np.random.default_rng(2))
+    relay.see_broadcast(0, b.to_bytes())  # the server's key: the run id
     info = ProtocolInfo("dpals", N_ITEMS, cfg)
     for r in range(len(plan.rounds)):
         blocks = list(clients.step(a, r, np.random.default_rng(0)))
@@ -124,6 +125,7 @@ def test_an_upload_of_another_round_or_length_is_refused(train, tmp_path):
     relay = DpalsRelay(plan, tmp_path)
     server = server_of(cfg, N_ITEMS, N_USERS)
     model = server.start(np.random.default_rng(0))
+    relay.see_broadcast(0, model.to_bytes())
     events = {r.name: r.event(plan.multiplier) for r in plan.releases}
     clients = DpalsClients(train, np.arange(N_USERS), cfg, plan, 1, events,
                            lambda: relay.keys.public)
@@ -134,6 +136,7 @@ def test_an_upload_of_another_round_or_length_is_refused(train, tmp_path):
         relay.admit(SumUpload.from_bytes(body), 1)  # a count-round upload in an ALS round
     uniform = plan_of(_cfg(), N_ITEMS)  # two ALS rounds of one length
     relay = DpalsRelay(uniform, tmp_path)
+    relay.see_broadcast(0, model.to_bytes())
     clients = DpalsClients(train, np.arange(N_USERS), _cfg(), uniform, 1, events,
                            lambda: relay.keys.public)
     als = next(sealed_uploads(next(clients.step(model, 0, np.random.default_rng(0)))))[1]

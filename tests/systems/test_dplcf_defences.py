@@ -13,6 +13,9 @@ import scipy.sparse as sp
 
 from dprec.data.synthetic import synthetic
 from dprec.errors import DprecError
+from dprec.mechanisms.bitflip import BitFlip
+from dprec.privacy.events import BitFlipDpEvent, EventLog
+from dprec.privacy.guarantee import reported_epsilon
 from dprec.protocol.aggregation import (
     BitRangeAggregator,
     BitScreenAggregator,
@@ -24,7 +27,12 @@ from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.poisoning import Poisoning, poison
 from dprec.random import derive_generator
 from dprec.services.roles import server_role
-from dprec.systems.dplcf.client import cap_history
+from dprec.systems.dplcf.client import (
+    cap_binds,
+    cap_history,
+    displaced_bit_event,
+    upload_events,
+)
 from dprec.systems.dplcf.server import SimilarityServer
 from dprec.systems.registry import make_system
 
@@ -38,7 +46,11 @@ def train():
 
 
 def _fit(train, params: dict, poisoning: Poisoning | None = None):
-    model = make_system("dplcf-sp", params)
+    return _fit_named("dplcf-sp", train, params, poisoning)
+
+
+def _fit_named(name: str, train, params: dict, poisoning: Poisoning | None = None):
+    model = make_system(name, params)
     if poisoning is not None:
         poison(model, poisoning, derive_generator(3, "poison"))
     model.fit(train, derive_generator(7, "system"))
@@ -132,16 +144,85 @@ def test_cap_history_keeps_a_random_subset_and_draws_nothing_under_the_cap():
     assert (capped[under] != hist[under]).nnz == 0
 
 
-def test_a_binding_cap_doubles_the_reported_event_epsilon(train):
-    free = _fit(train, {}).privacy_report().true.epsilon
-    loose = _fit(train, {"history_cap": N_ITEMS})
-    assert loose.privacy_report().true.epsilon == free
-    tight = _fit(train, {"history_cap": 5})
-    assert tight.privacy_report().true.epsilon == pytest.approx(2 * free)
-    assert tight.diagnostics()["capped_users"] > 0
+@pytest.mark.parametrize("name", ["dplcf-sp", "dplcf-oue"])
+def test_a_binding_cap_is_logged_and_doubles_the_event_level(train, name):
+    # issue 32 §4: the capped users' second bit is an event in the log, so the accountant's
+    # event level (privacy.true) is the doubled one; the report agrees with itself
+    free = _fit_named(name, train, {}).privacy_report().to_json()
+    loose = _fit_named(name, train, {"history_cap": N_ITEMS}).privacy_report().to_json()
+    assert loose == free  # no binding cap: nothing changes
+    model = _fit_named(name, train, {"history_cap": 5})
+    tight = model.privacy_report().to_json()
+    assert tight["true"] == tight["levels"]["event"]
+    assert tight["true"]["epsilon"] == reported_epsilon(2 * free["true"]["epsilon"])
+    assert tight["true"]["sides"] == "two"
+    assert tight["levels"]["user"]["epsilon"] == free["levels"]["user"]["epsilon"]
+    event = model.mechanism.dp_event()
+    per_interaction = model.events.counts(event, "interaction", "event")
+    lengths = np.diff(train.indptr)
+    assert model.diagnostics()["capped_users"] == (lengths > 5).sum() > 0
+    assert (per_interaction == np.where(lengths >= 5, 2, 1)).all()
+    assert (model.events.counts(event, "interaction", "user") == N_ITEMS).all()
+
+
+def test_a_user_at_exactly_the_cap_is_logged_with_two_bits(train):
+    # nobody is cut at L = the shortest history, but those at L have a neighbour (one item
+    # more) that is cut back to L: two bits for them, one for the rest
+    lengths = np.diff(train.indptr)
+    cap = int(lengths.min())
+    model = _fit(train, {"history_cap": cap})
+    assert model.diagnostics()["capped_users"] == (lengths > cap).sum()
+    per_interaction = model.events.counts(model.mechanism.dp_event(), "interaction", "event")
+    assert (per_interaction[lengths == cap] == 2).all() and (lengths == cap).any()
+    report = model.privacy_report().to_json()
+    assert report["true"] == report["levels"]["event"] and report["true"]["epsilon"] == 2.0
+
+
+def test_a_binding_cap_breaks_the_one_sided_flip(train):
+    # the asymmetric flip (p = 1) protects presence only; the bit a capped history gives
+    # up is an absence change, which an observed 0 reveals: no finite epsilon
+    free = _fit_named("dplcf-ap", train, {}).privacy_report().to_json()
+    assert free["true"]["epsilon"] == 1.0 and free["true"]["sides"] == "one"
+    tight = _fit_named("dplcf-ap", train, {"history_cap": 5}).privacy_report().to_json()
+    assert tight["true"] == tight["levels"]["event"]
+    assert tight["true"]["epsilon"] == "inf" and tight["true"]["sides"] == "none"
+    assert "BitFlipDpEvent(p=0.632121, q=0)" in tight["true"]["mechanism"]
+
+
+def test_upload_events_record_the_displaced_bit_of_capped_users():
+    sym, asym = BitFlip.symmetric(1.0), BitFlip.asymmetric(1.0)
+    assert displaced_bit_event(sym) == sym.dp_event()  # two-sided: a second copy
+    assert displaced_bit_event(BitFlip.oue(1.0)) == BitFlip.oue(1.0).dp_event()
+    assert displaced_bit_event(asym) == BitFlipDpEvent(1.0 - asym.q, 0.0)
+    ids = np.array([10, 11, 12, 13])
+    sent = upload_events(sym, ids, np.array([False, True, False, True]), 50)
+    assert [(s.users.tolist(), s.count, s.unit) for s in sent] == [
+        ([10, 12], 50, "interaction"), ([11, 13], 49, "interaction"),
+        ([11, 13], 1, "interaction")]
+    alone = upload_events(sym, ids, np.zeros(4, bool), 50)
+    assert len(alone) == 1 and alone[0].users.tolist() == ids.tolist()
+    log = EventLog(14)
+    for s in sent:
+        log.record(0, s.event, s.users, s.count, s.unit)
+    assert log.counts(sym.dp_event(), "interaction", "event")[10:].tolist() == [1, 2, 1, 2]
+    assert log.counts(sym.dp_event(), "interaction", "user")[10:].tolist() == [50] * 4
+
+
+def test_the_cap_binds_from_exactly_the_cap_and_never_above_the_item_count():
+    hist = sp.csr_matrix(np.array([[1, 1, 0, 0], [1, 1, 1, 0], [1, 0, 0, 0], [1, 1, 1, 1]],
+                                  np.float32))
+    assert cap_binds(hist, 2).tolist() == [True, True, False, True]
+    assert cap_binds(hist, None).tolist() == [False] * 4
+    assert cap_binds(hist, 4).tolist() == [False] * 4  # no history exceeds N = 4 items
+
+
+def test_a_binding_cap_keeps_its_privacy_log_under_the_guarded_range(train):
     # every upload of the capped run is honest within L = 5: the range refuses none
+    tight = _fit(train, {"history_cap": 5})
+    assert tight.diagnostics()["capped_users"] > 0
     guarded = _fit(train, {"history_cap": 5, "aggregator": "dplcf-range:0.01"})
     assert guarded.diagnostics()["uploads_refused"] <= 0.05 * N_USERS
+    assert guarded.privacy_report().to_json()["true"] == tight.privacy_report().to_json()["true"]
 
 
 def test_screen_shaped_attackers_pass_the_screen(train):

@@ -104,6 +104,22 @@ def test_ledger_stops_clients_and_training_copes():
     assert m.privacy_report().to_json()["rounds"]["updated"] == 2
 
 
+def test_local_epsilon_counts_the_reports_that_were_sent_not_the_plan():
+    # issue 32 §4: 5 epochs planned, the ledger (8 = 2 rounds of k x eps) stops every client
+    # after 2: local.epsilon_user is what the log holds, 2 x 4 x 1.0, not 5 x 4 x 1.0
+    R = _data(50, 20, 0.3, seed=5).astype(np.float32)
+    cfg = FMFConfig(epochs=5, k=4, epsilon=1.0, user_budget=8.0, shuffle_threshold=10)
+    rep = FederatedMF("fmf-ldp", cfg).fit(R, np.random.default_rng(0)).privacy_report().to_json()
+    assert rep["local"]["epsilon_user"] == 8.0
+    assert rep["local"]["epsilon_user"] == rep["levels"]["user_basic"]["epsilon"]
+    assert rep["rounds"] == {**rep["rounds"], "planned": 5, "updated": 2}
+    # a refused round is no report either: nothing reached the server, nothing was spent
+    none = FederatedMF("fmf-ldp", FMFConfig(epochs=2, k=4, epsilon=1.0, shuffle_threshold=51,
+                                            allow_no_update=True)).fit(
+        R, np.random.default_rng(0)).privacy_report().to_json()
+    assert none["local"]["epsilon_user"] == 0.0
+
+
 @pytest.mark.parametrize("params, message", [
     ({"user_budget": 1.0}, "every client was stopped by its ledger"),
     ({"shuffle_threshold": 51}, "the shuffler refused every round"),

@@ -39,6 +39,7 @@ def test_the_relay_checks_and_releases_each_round_with_that_rounds_parameters(tm
     relay = SecureSumRelay(params_of, tmp_path)
     server = PopularityServer(D, N, cal.min_honest, cal.params, cal.share)
     model = server.start(np.random.default_rng(0))
+    relay.see_broadcast(0, model.to_bytes())  # the server's key: the run id
     clients = PopClients(train, np.arange(N), K, "uniform", cal.share, "event",
                          lambda: relay.keys.public, cal.params)
     rows = [body for b in clients.step(model, 0, np.random.default_rng(9))

@@ -109,11 +109,23 @@ def _skellam(eps: float | None, p: Params, s: AuditSettings) -> AuditResult:
         raise DprecError("skellam: give --epsilon (mu calibrated by the accountant) or "
                          "--param mu, not both")
     k = _int(p, "k", 1)
+    statistic = p.get("statistic", "sum")
+    if statistic not in ("sum", "llr"):
+        raise DprecError(f"--param statistic must be sum or llr, got {statistic!r}")
     if eps is None:
-        return audit_skellam(_float(p, "mu", 10.0), delta, s, k)
+        return audit_skellam(_float(p, "mu", 10.0), delta, s, k, statistic)  # type: ignore
     from dprec.privacy.skellam import calibrate_skellam_mu
     mu = calibrate_skellam_mu(eps, delta, float(k), math.sqrt(k), unit_shifts=k)
-    return audit_skellam(mu, delta, s, k)
+    return audit_skellam(mu, delta, s, k, statistic)  # type: ignore[arg-type]
+
+
+def _secure_sum_run(eps: float | None, p: Params, s: AuditSettings) -> AuditResult:
+    from dprec.audit.runs import audit_secure_sum_run, load_run
+    if eps is not None:
+        raise DprecError("skellam-run takes no --epsilon: its claim is the eps the run reports")
+    if "run" not in p:
+        raise DprecError("skellam-run needs --param run=PATH, a dp-pop or dpals run's JSON")
+    return audit_secure_sum_run(load_run(p["run"]), s)
 
 
 def _privrec(eps: float | None, p: Params, s: AuditSettings) -> AuditResult:
@@ -142,8 +154,11 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
            ("noise_multiplier", "delta"), _gaussian),
     Target("skellam", "mechanism", "event",
            "Skellam noise on a k-hot vector (k = 1: one count), user present vs absent "
-           "(dp-pop)", ("mu", "delta", "k"),
+           "(dp-pop)", ("mu", "delta", "k", "statistic"),
            _skellam),
+    Target("skellam-run", "protocol", "user",
+           "a dp-pop / dpals run's JSON: the noise its clients draw vs the eps it reports",
+           ("run",), _secure_sum_run),
     Target("shuffle-binary", "protocol", "event",
            "FMF-LDP: one shuffled report slot of n binary reports", ("n_users", "delta"),
            _shuffle),

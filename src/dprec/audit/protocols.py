@@ -33,6 +33,7 @@ from dprec.audit.bounds import audit_ceiling
 from dprec.audit.mechanisms import AuditSettings, run_two_input
 from dprec.audit.result import AuditResult
 from dprec.errors import DprecError
+from dprec.mechanisms.base import event_guarantee
 from dprec.mechanisms.bitflip import BitFlip
 from dprec.mechanisms.numeric import BinaryMechanism
 from dprec.privacy.shuffle import shuffled_guarantee
@@ -133,7 +134,7 @@ def audit_dplcf_user(mech: BitFlip, n_items: int, settings: AuditSettings,
             out[start:start + rows] = part.sum(axis=1, dtype=np.int64)
         return out
 
-    user = mech.user_guarantee(n_items)
+    user = event_guarantee(mech, n_items, level="user")
     ceiling = audit_ceiling(settings.trials, settings.alpha)
     if settings.calibration_trials is None and settings.trials > _CALIBRATION:
         settings = replace(settings, calibration_trials=_CALIBRATION)

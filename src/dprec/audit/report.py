@@ -30,7 +30,8 @@ def audit_markdown(results: Sequence[AuditResult]) -> str:
             f"{k}: {_fmt(float(v['empirical_lower']))} / "  # type: ignore[arg-type]
             f"{_fmt(_num(v['true_epsilon']))}"
             for k, v in r.directions.items())
-        lines.append(f"| {r.name} | {r.level} | {_fmt(r.claimed_epsilon)} | "
+        name = f"{r.name} ⚠ violates the claim" if r.violates_claim else r.name
+        lines.append(f"| {name} | {r.level} | {_fmt(r.claimed_epsilon)} | "
                      f"{_fmt(r.true_epsilon)} | {r.empirical_lower:.4f} | {r.confidence:g} | "
                      f"{r.trials:,} | {r.delta:g} | {_fmt(r.ceiling)} | {dirs or '—'} |")
     lines.append("")

@@ -44,12 +44,40 @@ class AuditResult:
     extra: dict[str, object] = field(default_factory=dict)
     seconds: float = 0.0
 
+    @property
+    def violates_claim(self) -> bool:
+        """The lower bound, valid with probability >= ``confidence``, lies above the claimed
+        eps: the claim is false (a mechanism meeting it crosses it with probability at most
+        ``1 - confidence``)."""
+        return self.claimed_epsilon is not None and self.empirical_lower > self.claimed_epsilon
+
+    @property
+    def violation_expected(self) -> bool:
+        """A violation the analysis predicts: the true eps itself is above the claim (e.g.
+        Laplace-RR's published eps); any other violation is a bug in the noise or the
+        accountant."""
+        return (self.violates_claim and self.claimed_epsilon is not None
+                and self.true_epsilon > self.claimed_epsilon)
+
+    def violation_message(self) -> str:
+        """What a failed audit says (empty when the claim holds)."""
+        if not self.violates_claim:
+            return ""
+        why = ("as the analysis predicts (true eps above the claim)" if self.violation_expected
+               else "a bug in the noise actually drawn or in the accountant")
+        return (f"AUDIT FAILED: {self.name}: the empirical lower bound "
+                f"{self.empirical_lower:.4g} (confidence {self.confidence:g}, "
+                f"{self.trials:,} trials) is above the claimed eps {self.claimed_epsilon:.4g} "
+                f"at delta {self.delta:g}: the claim is false, {why}")
+
     def to_json(self) -> dict[str, object]:
         """The result document (top-level keys of issue 14 first)."""
         return {
             "claimed_epsilon": eps_json(self.claimed_epsilon),
             "true_epsilon": eps_json(self.true_epsilon),
             "empirical_lower": float(self.empirical_lower),
+            "violates_claim": self.violates_claim,
+            "violation_expected": self.violation_expected,
             "confidence": float(self.confidence),
             "trials": int(self.trials),
             "level": self.level,

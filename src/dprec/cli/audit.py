@@ -11,7 +11,11 @@ import typer
 from dprec.cli.common import err, fail, out
 from dprec.errors import DprecError
 
-__all__ = ["ALL_TABLE", "register", "run_table"]
+__all__ = ["ALL_TABLE", "VIOLATION_EXIT", "register", "run_table"]
+
+VIOLATION_EXIT = 1
+"""Exit status of an audit whose lower bound lies above the claimed eps (``--all``: only
+for violations the analysis does not predict); 2 is a usage error."""
 
 ALL_TABLE = (
     ("bitflip-sp", None, {}), ("bitflip-ap", None, {}), ("bitflip-oue", None, {}),
@@ -75,6 +79,11 @@ def register(app: typer.Typer) -> None:
                 for r in results:
                     out.print(_line(r.to_json()))
                 out.print(f"wrote {out_dir}/audit.json, audit.md, audit.png")
+                for r in results:
+                    if r.violates_claim:
+                        err.print(r.violation_message())
+                if any(r.violates_claim and not r.violation_expected for r in results):
+                    raise typer.Exit(VIOLATION_EXIT)
                 return
             if name is None:
                 raise DprecError("name a mechanism, protocol or system (or --list, --all)")
@@ -86,12 +95,16 @@ def register(app: typer.Typer) -> None:
         doc = result.to_json()
         if as_json:
             print(json.dumps(doc, indent=2))
-            return
-        out.print(_line(doc))
-        for note in result.notes:
-            out.print(f"  note: {note}")
-        for k, v in result.directions.items():
-            out.print(f"  {k}: empirical {v['empirical_lower']:.4g} (true {v['true_epsilon']})")
+        else:
+            out.print(_line(doc))
+            for note in result.notes:
+                out.print(f"  note: {note}")
+            for k, v in result.directions.items():
+                out.print(f"  {k}: empirical {v['empirical_lower']:.4g} "
+                          f"(true {v['true_epsilon']})")
+        if result.violates_claim:
+            err.print(f"[bold red]{result.violation_message()}[/bold red]")
+            raise typer.Exit(VIOLATION_EXIT)
 
 
 def _line(doc: dict) -> str:
@@ -102,7 +115,8 @@ def _line(doc: dict) -> str:
     return (f"{doc['name']} ({doc['level']}): claimed {f(doc['claimed_epsilon'])}, "
             f"true {f(doc['true_epsilon'])}, empirical >= {doc['empirical_lower']:.4g} "
             f"at confidence {doc['confidence']:g} ({doc['trials']:,} trials, "
-            f"delta {doc['delta']:g})")
+            f"delta {doc['delta']:g})"
+            + (" — VIOLATES THE CLAIM" if doc.get("violates_claim") else ""))
 
 
 def run_table(settings: object, out_dir: Path, progress=None) -> list:

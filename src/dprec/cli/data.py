@@ -25,6 +25,9 @@ data_app = typer.Typer(
     help="Fetch and inspect data sets.\n\n"
          "Downloadable: ml-100k, ml-1m, ml-10m, ml-20m, ml-25m (GroupLens; each release's size "
          "and sha256 are pinned, a corrupt download is refused). Local only: frappe, csv:PATH. "
+         "Generated: synth-<users>x<items>[-<interactions>] (ML-100K's cold tail and drift in "
+         "time; for new work) and synthetic-<users>x<items>[-<interactions>] (the original "
+         "generator, kept so that earlier results reproduce). "
          "Any name takes the papers' user filter NAME:minN, the users with at least N "
          "interactions and the items they rated, e.g. ml-20m:min60 (seeds 000 and 003); it "
          "works wherever a data set is named (--dataset of run, compare, tune).",
@@ -71,7 +74,12 @@ def data_fetch(
 @data_app.command("info")
 def data_info(name: Annotated[str, typer.Argument(help="Data set name, e.g. ml-100k.")],
               data_dir: DataDir = None) -> None:
-    """Users, items, interactions, sparsity and activity quantiles."""
+    """Users, items, interactions, sparsity and activity quantiles; then the shape
+    (dprec.data.stats): popularity Gini, the top 1% of items' share of the interactions, the
+    share of items with fewer than 10 users, and drift in time at the latest (held-out)
+    item: drift_lift and drift_auc (its popularity just before against the user's other
+    items'; 1 and 0.5 without drift), newer_auc (is it a newer item; 0.5 without drift)."""
+    from dprec.data.stats import dataset_stats
     try:
         ds = load_dataset(name, data_dir)
     except DprecError as e:
@@ -79,9 +87,16 @@ def data_info(name: Annotated[str, typer.Argument(help="Data set name, e.g. ml-1
     table = Table(title=f"{name}")
     table.add_column("statistic")
     table.add_column("value", justify="right")
-    for k, v in ds.summary().items():
+    summary = ds.summary()
+    shape = {k: v for k, v in dataset_stats(ds).items() if k in _SHAPE}
+    for k, v in {**summary, **shape}.items():
         table.add_row(k, fmt_value(v) if not isinstance(v, int) else f"{v:,}")
     out.print(table)
+
+
+_SHAPE = ("popularity_gini", "top1pct_share", "items_under_10", "drift_lift", "drift_auc",
+          "newer_auc")
+"""The rows of ``dprec data info`` beyond :meth:`Dataset.summary`."""
 
 
 def register(app: typer.Typer) -> None:

@@ -43,6 +43,12 @@ PortFile = Annotated[Path | None, typer.Option(
 Sync = Annotated[str, typer.Option(
     "--sync", help="SQLite durability: full (fsync before acknowledging) or normal.")]
 LogLevel = Annotated[str, typer.Option("--log-level", help="debug, info, warning, error.")]
+MaxConnections = Annotated[int, typer.Option(
+    "--max-connections", help="Open connections served at once; more are refused (503).")]
+HeaderTimeout = Annotated[float, typer.Option(
+    "--header-timeout", help="Seconds for a request's headers to arrive (else 408, closed).")]
+BodyTimeout = Annotated[float, typer.Option(
+    "--body-timeout", help="Seconds for a request's body to arrive after its headers.")]
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 DEPLOYABLE_HELP = "{deployable}"
 """Stands for the deployable systems in a help text (:class:`_ListsDeployable`)."""
@@ -51,7 +57,8 @@ DEPLOYABLE_HELP = "{deployable}"
 def deployable_systems() -> list[str]:
     """The registered systems that run as services, in the registry's order: a descriptor of
     :func:`~dprec.protocol.deployment.deployments` takes the default config (the sizes a
-    simulation states, None there, set) and the system runs over a transport."""
+    simulation states, None there, set) and the system runs over a transport. A system whose
+    optional extra is not installed (PrivRec without torch) is named with what it needs."""
     from dprec.protocol.deployment import deployment_for
     from dprec.systems.registry import SYSTEMS
 
@@ -63,7 +70,15 @@ def deployable_systems() -> list[str]:
                                              for k, v in config.items()})
         except DprecError:
             continue
-        if hasattr(spec.build(), "transport"):
+        try:
+            system = spec.build()
+        except ImportError as e:
+            names.append(f"{name} (needs {e.name or 'an optional extra'})")
+            continue
+        except DprecError as e:  # a system that names its missing extra itself
+            names.append(f"{name} (unavailable: {e})")
+            continue
+        if hasattr(system, "transport"):
             names.append(name)
     return names
 
@@ -115,22 +130,31 @@ def _bind(host: str, port: int, port_file: Path | None) -> Any:
 
 
 def _serve(app: FastAPI, sock: Any, log_level: str, access_log: bool,
-           state: Path | None = None) -> None:
+           state: Path | None = None, limits: Any = None) -> None:
     """Serve ``app`` on the bound socket until stopped (or until the launcher dies:
-    :data:`~dprec.services.EXIT_WITH_PARENT`)."""
+    :data:`~dprec.services.EXIT_WITH_PARENT`), under the connection ``limits``
+    (:class:`~dprec.services.connections.ConnectionLimits`; None: the defaults)."""
     import uvicorn
 
     from dprec.services import EXIT_WITH_PARENT
+    from dprec.services.connections import ConnectionLimits, uvicorn_settings
 
     logging.getLogger("dprec").setLevel(log_level.upper())
     config = uvicorn.Config(app, log_level=log_level.lower(), access_log=access_log,
-                            timeout_keep_alive=60)
+                            **uvicorn_settings(limits or ConnectionLimits()))
     server = uvicorn.Server(config)
     watch = os.environ.get(EXIT_WITH_PARENT)
     orphaned = _watch_parent(server) if watch else None
     server.run(sockets=[sock])
     if orphaned is not None and orphaned.is_set() and watch not in (None, "1"):
         _remove_launch_folder(Path(watch), state)
+
+
+def _limits(max_connections: int, header_timeout: float, body_timeout: float) -> Any:
+    """The connection limits of the options (:class:`DprecError` if out of range)."""
+    from dprec.services.connections import ConnectionLimits
+    return ConnectionLimits(header_timeout=header_timeout, body_timeout=body_timeout,
+                            max_connections=max_connections)
 
 
 def _watch_parent(server: Any) -> Any:
@@ -218,11 +242,15 @@ def serve_server(
         help="Start the protocol now, V drawn from a CSPRNG (else on POST /v1/start).")
     ] = False,
     log_level: LogLevel = "warning",
+    max_connections: MaxConnections = 1000,
+    header_timeout: HeaderTimeout = 10.0,
+    body_timeout: BodyTimeout = 60.0,
 ) -> None:
     """The server role (untrusted, or a trusted aggregator where the role says so):
     publishes artefacts, takes the proxy's batches, runs rounds."""
     try:
         _check_options(port, log_level)
+        limits = _limits(max_connections, header_timeout, body_timeout)
         if max_batch_mb < 1:
             raise DprecError(f"--max-batch-mb must be >= 1 (MiB), got {max_batch_mb}")
         sock = _bind(host, port, port_file)
@@ -234,7 +262,8 @@ def serve_server(
                                                            "shared secret"),
                                   sync=sync, max_batch_bytes=max_batch_mb << 20,  # type: ignore[arg-type]
                                   autostart=autostart)
-        _serve(create_server_app(settings), sock, log_level, True, state)
+        _serve(create_server_app(settings), sock, log_level, True, state,
+               limits)
     except DprecError as e:
         fail(e)
 
@@ -249,6 +278,16 @@ def serve_proxy(
         help="Fewest distinct senders forwarded together (anonymity threshold).")] = 100,
     batch_senders: Annotated[int, typer.Option(
         "--batch-senders", help="Senders per batch forwarded while a round is open.")] = 1000,
+    operator_secret_file: Annotated[Path | None, typer.Option(
+        "--operator-secret-file",
+        help="File with the operator's secret (or $DPREC_OPERATOR_SECRET): it alone closes "
+             "rounds here; it must differ from the shared secret the server holds.")] = None,
+    min_honest: Annotated[int | None, typer.Option(
+        "--min-honest", help="Secure sum: the min_honest agreed with the clients; a server "
+             "publishing another is refused (default: the first value seen).")] = None,
+    n_clients: Annotated[int | None, typer.Option(
+        "--n-clients", help="Secure sum: the n_clients agreed with the clients; a server "
+             "publishing another is refused (default: the first value seen).")] = None,
     max_body: Annotated[int | None, typer.Option(
         "--max-body", help="Largest submission, bytes (default: the protocol's message).")
     ] = None,
@@ -263,10 +302,14 @@ def serve_proxy(
         "--sync", help="SQLite durability: normal (survives a process crash; default) or "
                        "full (also a power loss; fsync per submission).")] = "normal",
     log_level: LogLevel = "warning",
+    max_connections: MaxConnections = 1000,
+    header_timeout: HeaderTimeout = 10.0,
+    body_timeout: BodyTimeout = 60.0,
 ) -> None:
     """The shuffling proxy: one message per client and round, shuffled batches forwarded."""
     try:
         _check_options(port, log_level)
+        limits = _limits(max_connections, header_timeout, body_timeout)
         from dprec.services.proxy import check_url
         check_url(server, "--server")
         sock = _bind(host, port, port_file)
@@ -274,26 +317,39 @@ def serve_proxy(
         from dprec.services.proxy import ProxySettings, create_proxy_app
         settings = ProxySettings(
             server, state, read_secret(secret_file, "DPREC_SHARED_SECRET", "shared secret"),
-            read_secret(token_key_file, "DPREC_TOKEN_KEY", "token key"), threshold=threshold,
+            read_secret(token_key_file, "DPREC_TOKEN_KEY", "token key"),
+            operator_secret=_operator_secret(operator_secret_file), threshold=threshold,
             batch_senders=batch_senders, max_body=max_body, rate=rate, burst=burst,
-            sync=sync, round_seconds=round_seconds)  # type: ignore[arg-type]
+            sync=sync, round_seconds=round_seconds, min_honest=min_honest,
+            n_clients=n_clients)  # type: ignore[arg-type]
         # no access log: the proxy keeps no transport metadata
-        _serve(create_proxy_app(settings), sock, log_level, False, state)
+        _serve(create_proxy_app(settings), sock, log_level, False, state,
+               limits)
     except DprecError as e:
         fail(e)
 
 
+def _operator_secret(path: Path | None) -> bytes | None:
+    """The proxy's operator secret from ``path`` or $DPREC_OPERATOR_SECRET (None: neither)."""
+    from dprec.services.auth import read_secret
+    if path is None and not os.environ.get("DPREC_OPERATOR_SECRET"):
+        return None
+    return read_secret(path, "DPREC_OPERATOR_SECRET", "operator secret")
+
+
 @serve_app.command("keys")
 def serve_keys(folder: Annotated[Path, typer.Argument(help="Where to write the keys.")]) -> None:
-    """Write a new shared secret (shared.secret) and client-token key (token.key), mode 0600."""
+    """Write a new shared secret (shared.secret), the proxy's operator secret
+    (operator.secret) and the client-token key (token.key), mode 0600."""
     from dprec.services.launch import write_key
     folder.mkdir(parents=True, exist_ok=True)
-    for name in ("shared.secret", "token.key"):
+    names = ("shared.secret", "operator.secret", "token.key")
+    for name in names:
         try:
             write_key(folder / name)
         except FileExistsError:
             fail(DprecError(f"{folder / name} exists; not overwriting a key"))
-    typer.echo(f"wrote {folder / 'shared.secret'} and {folder / 'token.key'}")
+    typer.echo("wrote " + ", ".join(str(folder / n) for n in names))
 
 
 @serve_app.command("token")
@@ -375,7 +431,9 @@ def simulate(
                        ] = Path("results"),
 ) -> None:
     """Run a protocol with N simulated clients in process or through the HTTP services;
-    the same seeds give the same model and metrics either way (`dprec run`'s contract)."""
+    the same seeds give the same model and metrics either way (`dprec run`'s contract),
+    except on the secure sum (dp-pop, dpals, dp-fedavg): over HTTP their clients draw as
+    devices, from their own CSPRNGs, so only the privacy report and the structure match."""
     from dprec.evaluation.experiments import experiment_for, one_run_split, task_of
     from dprec.evaluation.results import (
         check_output_base,
@@ -498,7 +556,8 @@ def _http_transport(system: str, params: dict[str, Any], config: Path | None,
                              "running proxy (--proxy) forms its own")
         net = HttpTransport(server, proxy,  # type: ignore[arg-type]
                             read_secret(secret_file, "DPREC_SHARED_SECRET", "shared secret"),
-                            read_secret(token_key_file, "DPREC_TOKEN_KEY", "token key"))
+                            read_secret(token_key_file, "DPREC_TOKEN_KEY", "token key"),
+                            operator_secret=_operator_secret(None))
         closers.append(net.close)
         return net
     from dprec.services.launch import Loopback, LoopbackTransport

@@ -11,7 +11,8 @@ simulation's own (FMF-LDP's :class:`~dprec.systems.fmf.client.FederatedClients`,
 :func:`~dprec.systems.dplcf.client.obfuscate`) on a population of one.
 
 Order of a report, so that no message is ever sent uncharged, a crash never under-charges
-the ledger, and no round of a run ever gets two different messages:
+the ledger, and no round of a run ever gets two different messages (steps 2 to 4 hold the
+ledger's lock, re-read from disk, so two processes on one folder decide one at a time):
 
 1. read the description under the policy (mechanism, noise, sizes) and pin its run
    (:mod:`dprec.client.runs`): refusals here happen before anything is computed;
@@ -21,6 +22,14 @@ the ledger, and no round of a run ever gets two different messages:
 4. charge (run, round) in the ledger (on disk; once per key), then submit.
 
 A 409 on a re-send means the first one had arrived.
+
+Secure-sum systems (dp-pop, dpals, dp-fedavg; issue 31 §3): the terms carry the config the
+policy checked (epsilon, delta, ``n_clients``, ``min_honest``); the device fetches the
+server's key (artefact ``model``, whose size changes when a round is released) and the
+proxy's (``GET /v1/round``), and its descriptor builds the vector on the user's data and
+seals it through :class:`~dprec.protocol.secure_sum.client.SecureSumClient` with the
+shares drawn from the device's CSPRNG. The run's epsilon is charged once per run, at its
+first upload; later rounds of the run are charged 0 under their own keys.
 
 FMF-LDP ``cells=assigned`` (issue 26 §1): the device downloads the float64 broadcast
 (``item-matrix-f64``, whose bytes the round seed hashes) and, in step 3, its own cells token
@@ -39,15 +48,17 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from dprec.client.errors import BadReply
+from dprec.client.errors import BadReply, PolicyViolation
 from dprec.client.http import ProxyAPI, ServerAPI, ServiceError
-from dprec.client.ledger import BudgetExceededError, DiskLedger
+from dprec.client.ledger import BudgetExceededError, DiskLedger, private_dir
 from dprec.client.policy import DevicePolicy, ProtocolTerms
 from dprec.client.randomness import RandomSource, SecureSource
 from dprec.client.runs import SentMessages, report_key
 from dprec.errors import DprecError
 from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.messages import Message
+from dprec.protocol.secure_sum.device import proxy_key_of
+from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.selection import top_k_row
 from dprec.systems.dplcf.messages import NeighbourLists
 from dprec.systems.fmf.cells import parse_token
@@ -73,8 +84,7 @@ class DeviceClient:
         self.policy = policy if isinstance(policy, DevicePolicy) else DevicePolicy.load(policy)
         self.server = server if isinstance(server, ServerAPI) else ServerAPI(server)
         self.proxy = proxy if isinstance(proxy, ProxyAPI) else ProxyAPI(proxy)
-        self.state_dir = Path(state_dir)
-        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.state_dir = private_dir(Path(state_dir))
         self.ledger = DiskLedger(self.state_dir / "ledger.json", budget)
         self.sent = SentMessages(self.state_dir)
         self.source = source or SecureSource()
@@ -120,6 +130,8 @@ class DeviceClient:
         t = self.terms
         if t.artefact != name:
             raise DprecError(f"{t.system} publishes {t.artefact}, not {name}")
+        if not t.artefact_exact:  # a secure sum's model: its key, later the release
+            return self.server.artefact(name, limit=t.artefact_bytes).data
         return self.server.artefact(name, expected=t.artefact_bytes,
                                     expected_what=t.artefact_what).data
 
@@ -128,7 +140,13 @@ class DeviceClient:
         lists), decoded and checked by the system's descriptor; refetched only when
         changed."""
         t = self.terms
-        return self.info.deployment.decode_artefact(t, self._artefact(t.artefact))
+        body = self._artefact(t.artefact)
+        if not t.secure_sum:
+            return self.info.deployment.decode_artefact(t, body)
+        try:
+            return self.info.deployment.decode_artefact(t, body)
+        except DprecError as e:
+            raise BadReply(f"GET /v1/artefacts/{t.artefact}: {e}") from None
 
     def item_matrix(self) -> np.ndarray:
         """FMF-LDP's V (float32 on the wire, float64 with ``cells=assigned``; float64 here),
@@ -180,10 +198,28 @@ class DeviceClient:
                 raise BadReply(f"GET /v1/cells/token: {e}") from None
         return self._cells_token
 
+    def proxy_key(self) -> bytes:
+        """A secure sum's proxy key, as the proxy publishes it (``GET /v1/round``); the
+        seal refuses a low-order key or the server's own (:class:`BadReply`)."""
+        try:
+            return proxy_key_of(self.proxy.round().get("published"))
+        except DprecError as e:
+            raise BadReply(f"GET /v1/round: {e}") from None
+
     def _message(self, history: sp.csr_matrix, round: int, terms: ProtocolTerms) -> bytes:
         """The system's client step (its descriptor's), on a fresh secure generator."""
         if terms.cells == "assigned":
             terms = replace(terms, cells_token=self.cells_token())
+        if terms.secure_sum:
+            terms = replace(terms, proxy_key=self.proxy_key())
+            try:
+                return self.info.deployment.client_step(terms, history, round,
+                                                        self.source.generator(),
+                                                        self.client_id, self.artefact)
+            except (BadReply, PolicyViolation):
+                raise
+            except SecureSumError as e:  # a key the seal refuses
+                raise BadReply(f"{terms.system}: {e}") from None
         return self.info.deployment.client_step(terms, history, round,
                                                 self.source.generator(), self.client_id,
                                                 self.artefact)
@@ -206,27 +242,30 @@ class DeviceClient:
         if r is None:
             return False
         key = report_key(run, r)
-        body = self.sent.message(run, r)
-        resend = body is not None and self.ledger.charged(key)
-        if body is None:
-            if self.ledger.charged(key):
-                log.warning("round %d of run %.16s was charged but its message is lost; not "
-                            "reporting in it again", r, run)
+        with self.ledger.locked():  # another process on this folder waits: one decision
+            body = self.sent.message(run, r)
+            resend = body is not None and self.ledger.charged(key)
+            if body is None:
+                if self.ledger.charged(key):
+                    log.warning("round %d of run %.16s was charged but its message is lost; "
+                                "not reporting in it again", r, run)
+                    return False
+                if terms.secure_sum and self.ledger.charged_under(f"{run}/"):
+                    cost = 0.0  # a secure sum's run is charged its epsilon once
+                if not self.ledger.can_charge(cost):
+                    log.info("not reporting in round %d: %.6g would pass the budget (%.6g of "
+                             "%.6g spent)", r, cost, self.ledger.spent, self.ledger.budget)
+                    return False
+                body = self._message(h, r, terms)
+                if len(body) != terms.upload_bytes(r):
+                    raise DprecError(f"built a {len(body)}-byte message, expected "
+                                     f"{terms.upload_bytes(r)}")
+                self.sent.store(run, r, body)
+            try:
+                self.ledger.charge(key, cost)  # False for a re-send: charged when first stored
+            except BudgetExceededError as e:
+                log.info("not reporting in round %d: %s", r, e)
                 return False
-            if not self.ledger.can_charge(cost):
-                log.info("not reporting in round %d: %.6g would pass the budget (%.6g of "
-                         "%.6g spent)", r, cost, self.ledger.spent, self.ledger.budget)
-                return False
-            body = self._message(h, r, terms)
-            if len(body) != terms.message_bytes:
-                raise DprecError(f"built a {len(body)}-byte message, expected "
-                                 f"{terms.message_bytes}")
-            self.sent.store(run, r, body)
-        try:
-            self.ledger.charge(key, cost)  # False for a re-send: charged when first stored
-        except BudgetExceededError as e:
-            log.info("not reporting in round %d: %s", r, e)
-            return False
         Message.from_bytes(body)  # our own file: refuse to send anything torn
         try:
             self.proxy.submit(r, self.client_id, self.token, body)

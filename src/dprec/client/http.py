@@ -10,6 +10,13 @@ it, else :data:`MAX_ARTEFACT_BYTES`), a declared ``Content-Length`` above the ca
 to the expected size is refused before a byte of the body is read, compressed bodies are
 refused (the SDK asks for ``identity``), and a reply that is not the JSON object, header or
 size it must be raises :class:`~dprec.client.errors.BadReply` naming the endpoint.
+
+Every exchange (request sent, whole reply read) also has a TOTAL deadline
+(:data:`EXCHANGE_DEADLINE`, ``deadline=`` on :class:`ServerAPI` / :class:`ProxyAPI`), not
+only httpx's per-read timeouts, which a service dripping one byte per read never trips (one
+byte every 20 s kept a device blocked for over 300 s, issue 31 §4): the connections of
+:func:`keepalive_client` give every socket operation at most the time the exchange has
+left, and the body is read against it; past it, :class:`Unreachable`.
 """
 
 from __future__ import annotations
@@ -17,18 +24,20 @@ from __future__ import annotations
 import json
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import httpcore
 import httpx
 
 from dprec.client.errors import BadReply
 from dprec.errors import DprecError
 from dprec.protocol.deployed import ProtocolInfo
 
-__all__ = ["MAX_ARTEFACT_BYTES", "MAX_JSON_BYTES", "Artefact", "ProxyAPI", "Reply", "ServerAPI",
-           "ServiceError", "Unreachable", "keepalive_client", "retrying"]
+__all__ = ["EXCHANGE_DEADLINE", "MAX_ARTEFACT_BYTES", "MAX_JSON_BYTES", "Artefact", "ProxyAPI",
+           "Reply", "ServerAPI", "ServiceError", "Unreachable", "keepalive_client", "retrying"]
 
 MAX_JSON_BYTES = 8 << 20
 """Largest JSON reply read (a round's history included)."""
@@ -37,6 +46,11 @@ MAX_ARTEFACT_BYTES = 1 << 30
 _MAX_ERROR_BYTES = 64 << 10
 """Bytes of an error reply read for its message (the rest is dropped)."""
 _MAX_ETAG = 256
+EXCHANGE_DEADLINE = 120.0
+"""Seconds one exchange may take in all, connection, request and whole reply (default)."""
+_DEADLINE: ContextVar[tuple[float, float] | None] = ContextVar("dprec_exchange_deadline",
+                                                               default=None)
+"""(monotonic end, seconds in all) of the exchange in progress in this context."""
 
 T = TypeVar("T")
 
@@ -60,11 +74,72 @@ class Unreachable(DprecError):
     """No answer: connection refused or reset, timeout, or a 5xx without a message."""
 
 
+def _left(timeout: float | None, expired: type[Exception]) -> float | None:
+    """``timeout`` cut to what the exchange in progress has left; ``expired`` if none."""
+    deadline = _DEADLINE.get()
+    if deadline is None:
+        return timeout
+    left = deadline[0] - time.monotonic()
+    if left <= 0:
+        raise expired(f"no complete reply within the exchange's deadline of {deadline[1]:g} s")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection whose reads and writes wait at most what the exchange has left."""
+
+    def __init__(self, stream: httpcore.NetworkStream) -> None:
+        self._stream = stream
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, _left(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, _left(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._stream.start_tls(
+            ssl_context, server_hostname, _left(timeout, httpcore.ConnectTimeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """httpcore's backend, its connections bounded by the exchange's deadline."""
+
+    def __init__(self, backend: httpcore.NetworkBackend) -> None:
+        self._backend = backend
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                    local_address: str | None = None,
+                    socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._backend.connect_tcp(
+            host, port, _left(timeout, httpcore.ConnectTimeout), local_address,
+            socket_options))
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Iterable[Any] | None = None
+                            ) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._backend.connect_unix_socket(
+            path, _left(timeout, httpcore.ConnectTimeout), socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._backend.sleep(seconds)
+
+
 def keepalive_client(url: str, timeout: float = 60.0, **kwargs: Any) -> httpx.Client:
     """An httpx client for ``url`` that keeps its connection and sends small requests at
-    once (TCP_NODELAY: no ~40 ms wait for a delayed ACK per request)."""
+    once (TCP_NODELAY: no ~40 ms wait for a delayed ACK per request); its socket operations
+    honour the deadline of the exchange in progress (:func:`_fetch`)."""
     transport = httpx.HTTPTransport(
         socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+    pool = transport._pool  # httpx 0.28's httpcore pool (httpx is pinned in the extras)
+    pool._network_backend = _DeadlineBackend(pool._network_backend)  # type: ignore[union-attr]
     return httpx.Client(base_url=url, timeout=timeout, transport=transport, **kwargs)
 
 
@@ -135,19 +210,41 @@ def _declared(r: httpx.Response, what: str) -> int | None:
 
 
 def _fetch(client: httpx.Client, method: str, path: str, *, limit: int,
-           expected: int | None = None, expected_what: str = "", **kwargs: Any) -> Reply:
+           expected: int | None = None, expected_what: str = "",
+           deadline: float = EXCHANGE_DEADLINE, **kwargs: Any) -> Reply:
     """Send a request and read its reply under a cap, refusing (:class:`BadReply`) a body
     declared or found larger than ``limit`` or, on a 200 with ``expected``, of any other size
     than ``expected`` (``expected_what`` says what that size is for). A refusal reads no more
     of the body and drops the connection. Error replies are read up to 64 KiB and raised as
-    :class:`ServiceError` / :class:`Unreachable`."""
+    :class:`ServiceError` / :class:`Unreachable`. The whole exchange takes at most
+    ``deadline`` seconds (:class:`Unreachable` past it)."""
+    token = _DEADLINE.set((time.monotonic() + deadline, deadline))
+    try:
+        return _exchange(client, method, path, limit=limit, expected=expected,
+                         expected_what=expected_what, **kwargs)
+    finally:
+        _DEADLINE.reset(token)
+
+
+def _unreachable(what: str, e: Exception) -> Unreachable:
+    """What a transport error means: past the exchange's deadline, that; else the error."""
+    deadline = _DEADLINE.get()
+    if deadline is not None and time.monotonic() >= deadline[0] - 0.01:
+        return Unreachable(f"{what}: no complete reply within the exchange's deadline of "
+                           f"{deadline[1]:g} s ({type(e).__name__})")
+    return Unreachable(f"{type(e).__name__}: {e}")
+
+
+def _exchange(client: httpx.Client, method: str, path: str, *, limit: int,
+              expected: int | None, expected_what: str, **kwargs: Any) -> Reply:
+    """:func:`_fetch` within the deadline set in this context."""
     what = f"{method} {path}"
     headers = {"Accept-Encoding": "identity", **kwargs.pop("headers", {})}
     request = client.build_request(method, path, headers=headers, **kwargs)
     try:
         r = client.send(request, stream=True)
     except httpx.HTTPError as e:
-        raise Unreachable(f"{type(e).__name__}: {e}") from None
+        raise _unreachable(what, e) from None
     try:
         failed = r.status_code >= 400
         cap = _MAX_ERROR_BYTES if failed else limit
@@ -166,6 +263,7 @@ def _fetch(client: httpx.Client, method: str, path: str, *, limit: int,
                                f"{cap} this request accepts")
         body = bytearray()
         for chunk in r.iter_raw():
+            _left(None, httpx.ReadTimeout)  # any transport: a body that drips past it
             body += chunk
             if len(body) > cap:
                 if failed:
@@ -174,7 +272,7 @@ def _fetch(client: httpx.Client, method: str, path: str, *, limit: int,
                 raise BadReply(f"{what}: the reply is larger than the {cap} bytes this request "
                                "accepts")
     except httpx.HTTPError as e:
-        raise Unreachable(f"{type(e).__name__}: {e}") from None
+        raise _unreachable(what, e) from None
     finally:
         r.close()
     if failed:
@@ -217,10 +315,12 @@ class Artefact:
 class ServerAPI:
     """The server's public endpoints, with an ETag cache for artefacts."""
 
-    def __init__(self, url: str, client: httpx.Client | None = None, timeout: float = 60.0
-                 ) -> None:
+    def __init__(self, url: str, client: httpx.Client | None = None, timeout: float = 60.0,
+                 deadline: float = EXCHANGE_DEADLINE) -> None:
         self.url = url.rstrip("/")
         self.client = client or keepalive_client(self.url, timeout)
+        self.deadline = deadline
+        """Seconds one exchange may take in all (``timeout`` bounds each read)."""
         self._cache: dict[str, Artefact] = {}
         self.not_modified = 0
         """Conditional fetches answered 304 (counter)."""
@@ -230,10 +330,12 @@ class ServerAPI:
         return ProtocolInfo.from_json(self.protocol_doc())
 
     def protocol_doc(self) -> dict[str, Any]:
-        return _fetch(self.client, "GET", "/v1/protocol", limit=MAX_JSON_BYTES).json()
+        return _fetch(self.client, "GET", "/v1/protocol", limit=MAX_JSON_BYTES,
+                      deadline=self.deadline).json()
 
     def round(self) -> dict[str, Any]:
-        return _fetch(self.client, "GET", "/v1/round", limit=MAX_JSON_BYTES).json()
+        return _fetch(self.client, "GET", "/v1/round", limit=MAX_JSON_BYTES,
+                      deadline=self.deadline).json()
 
     def artefact(self, name: str, expected: int | None = None, expected_what: str = "",
                  limit: int = MAX_ARTEFACT_BYTES) -> Artefact:
@@ -249,7 +351,8 @@ class ServerAPI:
         headers = {"If-None-Match": cached.etag} if cached else {}
         path = f"/v1/artefacts/{name}"
         r = _fetch(self.client, "GET", path, limit=limit if expected is None else expected,
-                   expected=expected, expected_what=expected_what, headers=headers)
+                   expected=expected, expected_what=expected_what, headers=headers,
+                   deadline=self.deadline)
         if r.status == 304 and cached is not None:
             self.not_modified += 1
             return cached
@@ -276,20 +379,23 @@ class ServerAPI:
 class ProxyAPI:
     """The proxy's client endpoint: one message per client and round."""
 
-    def __init__(self, url: str, client: httpx.Client | None = None, timeout: float = 60.0
-                 ) -> None:
+    def __init__(self, url: str, client: httpx.Client | None = None, timeout: float = 60.0,
+                 deadline: float = EXCHANGE_DEADLINE) -> None:
         self.url = url.rstrip("/")
         self.client = client or keepalive_client(self.url, timeout)
+        self.deadline = deadline
+        """Seconds one exchange may take in all (``timeout`` bounds each read)."""
 
     def round(self) -> dict[str, Any]:
-        return _fetch(self.client, "GET", "/v1/round", limit=MAX_JSON_BYTES).json()
+        return _fetch(self.client, "GET", "/v1/round", limit=MAX_JSON_BYTES,
+                      deadline=self.deadline).json()
 
     def cells_token(self, client_id: int, token: str) -> dict[str, Any]:
         """``GET /v1/cells/token``: the client's own FMF-LDP cells token (``cells=assigned``),
         as the proxy sends it (the caller checks it); :class:`ServiceError` on a refusal."""
         headers = {"Authorization": f"Bearer {token}", "X-Dprec-Client": str(int(client_id))}
         return _fetch(self.client, "GET", "/v1/cells/token", limit=MAX_JSON_BYTES,
-                      headers=headers).json()
+                      headers=headers, deadline=self.deadline).json()
 
     def submit(self, round: int, client_id: int, token: str, body: bytes) -> dict[str, Any]:
         """Submit ``body`` (one client's message) for ``round``; :class:`ServiceError` on a
@@ -299,7 +405,8 @@ class ProxyAPI:
         headers = {"Authorization": f"Bearer {token}", "X-Dprec-Client": str(int(client_id)),
                    "Content-Type": "application/octet-stream"}
         return _fetch(self.client, "POST", f"/v1/rounds/{int(round)}/reports",
-                      limit=MAX_JSON_BYTES, content=body, headers=headers).json()
+                      limit=MAX_JSON_BYTES, content=body, headers=headers,
+                      deadline=self.deadline).json()
 
     def close(self) -> None:
         self.client.close()

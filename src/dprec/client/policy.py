@@ -86,6 +86,28 @@ class ProtocolTerms:
     cells_token: bytes = b""
     """``cells=assigned``: the device's own token, fetched from the proxy by
     :class:`~dprec.client.device.DeviceClient` (never part of the server's description)."""
+    secure_sum: bool = False
+    """A secure-sum system (dp-pop, dpals, dp-fedavg): one sealed upload per round, the
+    run's epsilon charged once per run (:meth:`DevicePolicy.cost`)."""
+    delta: float = 0.0
+    n_clients: int = 0
+    """The clients enrolled (a secure sum's; within ``max_clients``)."""
+    min_honest: int = 0
+    """The honest clients each share relies on (within ``max_min_honest``): every client
+    adds ``Sk(mu / min_honest)``."""
+    round_bytes: tuple[int, ...] = ()
+    """A secure sum's exact upload size per round (empty: every round ``message_bytes``)."""
+    artefact_exact: bool = True
+    """False: the artefact's size changes within the run (at most ``artefact_bytes``)."""
+    settings: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    """A secure sum's config as published and read under the policy (read-only)."""
+    proxy_key: bytes = b""
+    """A secure sum's proxy key, fetched from the proxy by
+    :class:`~dprec.client.device.DeviceClient` (never part of the server's description)."""
+
+    def upload_bytes(self, round: int) -> int:
+        """The exact size of round ``round``'s message."""
+        return self.round_bytes[round] if self.round_bytes else self.message_bytes
 
     def build_mechanism(self) -> Any:
         """The local mechanism (None for ``none``); :class:`BadReply` if its epsilon is
@@ -187,6 +209,14 @@ class DevicePolicy:
     """Largest message one report sends."""
     max_artefact_bytes: int = 64 << 20
     """Largest artefact the device downloads (FMF-LDP's V, DPLCF's neighbour lists)."""
+    max_clients: int = 10_000_000
+    """Largest ``n_clients`` of a secure sum (with ``min_honest`` unset, every client's
+    share is ``Sk(mu / n_clients)``: an inflated count shrinks it)."""
+    max_min_honest: int = 100_000
+    """Largest ``min_honest`` of a secure sum: each client adds ``Sk(mu / min_honest)``, so
+    the guarantee needs that many honest clients; a server claiming more is refused."""
+    max_delta: float = 1e-5
+    """Largest delta of a secure sum's (epsilon, delta) guarantee."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.mechanisms, Mapping):
@@ -206,6 +236,9 @@ class DevicePolicy:
                                  f"{', '.join(NOISY[family])} (none uploads the raw data)")
             accepted[family] = frozenset(names)
         object.__setattr__(self, "mechanisms", MappingProxyType(accepted))
+        if isinstance(self.max_delta, bool) or not isinstance(self.max_delta, (int, float)) \
+                or not 0 < self.max_delta < 1:
+            raise DprecError(f"max_delta must be a number in (0, 1), got {self.max_delta!r}")
         for name in ("max_epsilon_per_report", "max_epsilon_per_round"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
@@ -216,7 +249,8 @@ class DevicePolicy:
                              "the device adds)")
         for name, high in (("max_items", MAX_ITEMS), ("max_k", 1 << 32),
                            ("max_factors", _MAX_WIRE_FACTORS), ("max_neighbours", MAX_ITEMS),
-                           ("max_message_bytes", 1 << 40), ("max_artefact_bytes", 1 << 40)):
+                           ("max_message_bytes", 1 << 40), ("max_artefact_bytes", 1 << 40),
+                           ("max_clients", 1 << 40), ("max_min_honest", 1 << 40)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
                 raise DprecError(f"{name} must be an integer in [1, {high}], got {value!r}")
@@ -276,7 +310,12 @@ class DevicePolicy:
         if n > self.max_items:
             raise PolicyViolation(f"the protocol has n_items = {n}, more than the device "
                                   f"policy's max_items = {self.max_items}")
-        fields_ = info.deployment.terms(_Reader(self, c), info)
+        try:
+            fields_ = info.deployment.terms(_Reader(self, c), info)
+        except (BadReply, PolicyViolation):
+            raise
+        except DprecError as e:  # the descriptor's own check of the config
+            raise BadReply(str(e)) from None
         terms = ProtocolTerms(info.system, info.family, n, **fields_)
         if terms.message_bytes > self.max_message_bytes:
             raise PolicyViolation(f"one report of {info.system} sends {terms.message_bytes} "
@@ -293,6 +332,8 @@ class DevicePolicy:
         """The epsilon one message of ``terms`` costs, if the policy accepts its mechanism
         and noise; :class:`PolicyViolation` otherwise (before anything is computed)."""
         accepted = self.mechanisms.get(terms.family, frozenset())
+        if terms.secure_sum and terms.mechanism in accepted:
+            return self._secure_sum_cost(terms)
         if terms.mechanism not in accepted:
             allowed = ", ".join(sorted(accepted)) or "nothing"
             raise PolicyViolation(f"{terms.system} uses the {terms.family} mechanism "
@@ -314,6 +355,30 @@ class DevicePolicy:
                                   f"(0, max_epsilon_per_round = "
                                   f"{self.max_epsilon_per_round:g}]")
         return total
+
+
+    def _secure_sum_cost(self, terms: ProtocolTerms) -> float:
+        """A secure sum's charge: its run's epsilon (the central guarantee, every round of
+        the run together), charged once per run; :class:`PolicyViolation` for an epsilon
+        or delta beyond the policy, or too many clients behind each noise share."""
+        eps = terms.epsilon
+        if eps is None or not 0 < eps <= min(self.max_epsilon_per_report,
+                                             self.max_epsilon_per_round):
+            raise PolicyViolation(f"{terms.system} guarantees epsilon {eps!r} per run, outside "
+                                  f"the device policy's (0, min(max_epsilon_per_report = "
+                                  f"{self.max_epsilon_per_report:g}, max_epsilon_per_round = "
+                                  f"{self.max_epsilon_per_round:g})]")
+        if not 0 < terms.delta <= self.max_delta:
+            raise PolicyViolation(f"{terms.system} guarantees delta {terms.delta!r}, outside "
+                                  f"the device policy's (0, max_delta = {self.max_delta:g}]")
+        if not 1 <= terms.min_honest <= min(terms.n_clients, self.max_min_honest) \
+                or terms.n_clients > self.max_clients:
+            raise PolicyViolation(f"{terms.system} has min_honest = {terms.min_honest} of "
+                                  f"n_clients = {terms.n_clients}; the device policy accepts "
+                                  f"min_honest in [1, min(n_clients, max_min_honest = "
+                                  f"{self.max_min_honest})] and n_clients <= max_clients = "
+                                  f"{self.max_clients} (each share is Sk(mu / min_honest))")
+        return float(eps)
 
 
 def _no_constant(name: str) -> float:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from dprec.client.errors import RunChanged
-from dprec.client.ledger import atomic_write
+from dprec.client.ledger import atomic_write, private_dir
 from dprec.errors import DprecError
 from dprec.protocol.deployed import ProtocolInfo
 
@@ -48,7 +48,8 @@ class SentMessages:
         self.root = Path(state_dir)
         self.pin_path = self.root / "run.json"
         self.sent_dir = self.root / "sent"
-        self.sent_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.root)
+        private_dir(self.sent_dir)
 
     def pinned(self) -> str | None:
         """The pinned run, or None before the first report."""

@@ -1,6 +1,6 @@
 """Datasets by name: ``load_dataset("ml-100k")``, ``"ml-1m"``, ``"frappe"``, ``"csv:PATH"``,
-``"csv:PATH?user=uid&item=iid"``, ``"synthetic-1000x1000"``, ..., and any of them with the
-papers' user filter ``NAME:minN`` (e.g. ``"ml-20m:min60"``)."""
+``"csv:PATH?user=uid&item=iid"``, ``"synthetic-1000x1000"``, ``"synth-1000x1000"``, ..., and
+any of them with the papers' user filter ``NAME:minN`` (e.g. ``"ml-20m:min60"``)."""
 
 from __future__ import annotations
 
@@ -23,11 +23,17 @@ from dprec.data.loaders import (
     load_ml10m,
     load_movielens_csv,
 )
-from dprec.data.synthetic import default_interactions, synthetic
+from dprec.data.synthetic import default_interactions, synthetic, synthetic_truth
+from dprec.data.synthetic_drift import (
+    drift_default_interactions,
+    synthetic_drift,
+    synthetic_drift_truth,
+)
+from dprec.data.truth import SyntheticTruth
 from dprec.errors import DataError, UnknownDatasetError
 from dprec.random import derive_generator
 
-__all__ = ["KNOWN_DATASETS", "load_dataset", "split_filter"]
+__all__ = ["KNOWN_DATASETS", "dataset_truth", "load_dataset", "split_filter"]
 
 log = logging.getLogger(__name__)
 
@@ -35,10 +41,14 @@ KNOWN_DATASETS: tuple[str, ...] = (
     "ml-100k", "ml-1m", "ml-10m", "ml-20m", "ml-25m", "frappe",
     "csv:PATH[?user=COL&item=COL&...]",
     "synthetic-<users>x<items>[-<interactions>]",
+    "synth-<users>x<items>[-<interactions>]",
     "<any of these>:min<N>",
 )
 
-_SYNTHETIC = re.compile(r"synthetic-(\d+)x(\d+)(?:-(\d+))?")
+_SYNTHETIC = re.compile(r"(synthetic|synth)-(\d+)x(\d+)(?:-(\d+))?")
+"""``synthetic-*``: the original generator (:mod:`dprec.data.synthetic`), kept so that earlier
+results reproduce; ``synth-*``: the generator with a cold tail and drift in time
+(:mod:`dprec.data.synthetic_drift`), for new work."""
 _MIN_USER = re.compile(r"(.+):min(\d+)", re.IGNORECASE)
 
 
@@ -102,8 +112,14 @@ def load_dataset(name: str, *, data_dir: str | Path | None = None, seed: int = 0
     it). Example (quoted in a shell, for the ``&``):
     ``"csv:data/r.csv?user=uid&item=iid&rating=stars&timestamp=ts&rating_min=1&rating_max=5"``.
 
-    Synthetic data ``synthetic-<users>x<items>[-<interactions>]`` defaults to ML-100K's
-    density (6.3%) and is drawn from a stream derived from ``(seed, name)``.
+    Synthetic data ``synth-<users>x<items>[-<interactions>]`` (the generator with ML-100K's
+    cold tail and drift in time, :mod:`dprec.data.synthetic_drift`; use it for new work) and
+    ``synthetic-<users>x<items>[-<interactions>]`` (the original generator, every item warm
+    and no drift; kept so that earlier results reproduce) default to ML-100K's density
+    (6.3%), ``synth-*`` to at most ML-100K's 106 interactions per user as well
+    (:func:`dprec.data.synthetic_drift.drift_default_interactions`: 7.95M at 75,000 x
+    10,000, as MovieLens users rate about as many items at every size); both are drawn from
+    a stream derived from ``(seed, name)``; their oracle is :func:`dataset_truth`.
 
     ``NAME:minN`` is the data set ``NAME`` restricted to the users with at least ``N``
     interactions (and the items they interacted with): the papers' filter, e.g.
@@ -143,14 +159,39 @@ def _load_base(key: str, data_dir: str | Path | None, seed: int) -> Dataset:
     if low.startswith("csv:"):
         path, options = _csv_spec(key[4:])
         return load_csv(path, **options)
-    m = _SYNTHETIC.fullmatch(low)
-    if m:
-        n_users, n_items = int(m.group(1)), int(m.group(2))
-        n = int(m.group(3)) if m.group(3) else default_interactions(n_users, n_items)
-        min_user = min(20, max(1, n // (2 * max(1, n_users))), n_items)
-        return synthetic(n_users, n_items, n, rng=derive_generator(seed, "dataset", low),
-                         min_user_interactions=min_user, name=low)
+    spec = _synthetic_spec(low)
+    if spec is not None:
+        make = synthetic_drift if spec[0] == "synth" else synthetic
+        return make(*spec[1:4], rng=derive_generator(seed, "dataset", low),
+                    min_user_interactions=spec[4], name=low)
     raise UnknownDatasetError(f"unknown dataset {key!r}; known: {', '.join(KNOWN_DATASETS)}")
+
+
+def _synthetic_spec(low: str) -> tuple[str, int, int, int, int] | None:
+    """(generator, users, items, interactions, minimum per user) of a synthetic name, or None
+    for another name."""
+    m = _SYNTHETIC.fullmatch(low)
+    if m is None:
+        return None
+    n_users, n_items = int(m.group(2)), int(m.group(3))
+    default = drift_default_interactions if m.group(1) == "synth" else default_interactions
+    n = int(m.group(4)) if m.group(4) else default(n_users, n_items)
+    return m.group(1), n_users, n_items, n, min(20, max(1, n // (2 * max(1, n_users))), n_items)
+
+
+def dataset_truth(name: str, *, seed: int = 0) -> SyntheticTruth:
+    """The oracle of the synthetic data set ``load_dataset(name, seed=seed)``: the generator's
+    own scores (:class:`dprec.data.truth.SyntheticTruth`), drawn from the same stream, no
+    interaction drawn. A ``:minN`` name gives its base data set's oracle, indexed by raw ids
+    (``Dataset.user_ids`` / ``item_ids`` map the filtered indices to them)."""
+    low = split_filter(name)[0].lower()
+    spec = _synthetic_spec(low)
+    if spec is None:
+        raise DataError(f"{name}: only synthetic data sets (synth-<users>x<items>, "
+                        "synthetic-<users>x<items>) have an oracle")
+    make = synthetic_drift_truth if spec[0] == "synth" else synthetic_truth
+    return make(*spec[1:4], rng=derive_generator(seed, "dataset", low),
+                min_user_interactions=spec[4])
 
 
 def _csv_spec(spec: str) -> tuple[str, dict[str, object]]:

@@ -26,6 +26,7 @@ import logging
 import math
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -33,18 +34,20 @@ import pandas as pd
 import scipy.sparse as sp
 
 from dprec.data.dataset import Dataset
+from dprec.data.truth import SyntheticTruth
 from dprec.errors import DataError, DprecError, check_positive
 from dprec.random import SeedLike, random_generator
 from dprec.selection import top_k, top_k_row
 
 __all__ = [
-    "check_memory", "default_interactions", "machine_memory", "memory_estimate",
-    "require_memory", "synthetic",
+    "BASE_TIME", "check_memory", "check_sizes", "default_interactions", "factor_side_features",
+    "latent_factors", "machine_memory", "memory_estimate", "require_memory", "run_batches",
+    "synthetic", "synthetic_truth", "user_activity",
 ]
 
 log = logging.getLogger(__name__)
 
-_BASE_TIME = 946_684_800  # 2000-01-01, seconds since the epoch
+BASE_TIME = 946_684_800  # 2000-01-01, seconds since the epoch
 _TIME_SPAN = 3 * 365 * 86_400
 _GIB = 1 << 30
 
@@ -90,16 +93,19 @@ def memory_estimate(n_users: int, n_items: int, n_interactions: int, rank: int =
             + n_threads * (20 * rows * n_items + 64 * rows * kmax))
 
 
-def check_memory(n_users: int, n_items: int, n_interactions: int, **kwargs: int) -> None:
-    """DataError, up front, if the data cannot fit in this machine's memory."""
-    need = memory_estimate(n_users, n_items, n_interactions, **kwargs)
+def check_memory(n_users: int, n_items: int, n_interactions: int, *,
+                 estimate: Callable[..., int] | None = None, prefix: str = "synthetic",
+                 **kwargs: int) -> None:
+    """DataError, up front, if the data cannot fit in this machine's memory (``estimate``:
+    the generator's peak bytes, default :func:`memory_estimate`; ``prefix``: its names')."""
+    need = (estimate or memory_estimate)(n_users, n_items, n_interactions, **kwargs)
     have = machine_memory()
     if have is not None and need > have:
         raise DataError(
             f"synthetic data of {n_users:,} users x {n_items:,} items with "
             f"{n_interactions:,} interactions needs about {need / _GIB:,.1f} GiB of memory, "
             f"this machine has {have / _GIB:,.1f} GiB; choose fewer users, items or "
-            "interactions (synthetic-<users>x<items>-<interactions>)"
+            f"interactions ({prefix}-<users>x<items>-<interactions>)"
         )
 
 
@@ -108,7 +114,7 @@ def default_interactions(n_users: int, n_items: int, density: float = 0.063) -> 
     return max(1, round(density * n_users * n_items))
 
 
-def _activity(n_users: int, total: int, lo: int, hi: int, sigma: float,
+def user_activity(n_users: int, total: int, lo: int, hi: int, sigma: float,
               rng: np.random.Generator) -> np.ndarray:
     """Integer activities in [lo, hi] summing exactly to ``total``: lo + a log-normal excess
     scaled (by bisection) to the remaining mass, rounded by largest remainder."""
@@ -137,6 +143,121 @@ def _activity(n_users: int, total: int, lo: int, hi: int, sigma: float,
         frac = np.where(base > 0, x - base, 2.0)
         base[top_k_row(-frac, -short)] -= 1
     return k + base
+
+
+def latent_factors(n_users: int, n_items: int, rank: int, affinity_scale: float,
+                   spectrum_decay: float, gen: np.random.Generator
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(user factors, item factors, per-dimension sd), Gaussian, float32, users drawn first:
+    dimension d carries variance ∝ (d + 1)^-spectrum_decay, so that the affinity x_u . y_i
+    has standard deviation about ``affinity_scale``."""
+    spectrum = np.arange(1, rank + 1, dtype=np.float64) ** -spectrum_decay
+    factor_sd = np.sqrt(affinity_scale * spectrum / np.linalg.norm(spectrum)).astype(np.float32)
+    user_f = (gen.standard_normal((n_users, rank), np.float32) * factor_sd).astype(np.float32)
+    item_f = (gen.standard_normal((n_items, rank), np.float32) * factor_sd).astype(np.float32)
+    return user_f, item_f, factor_sd
+
+
+def run_batches(n_batches: int, block: tuple[int, int], threads: int,
+                run: Callable[[int, np.ndarray, np.ndarray], None]) -> None:
+    """``run(b, affinity, keys)`` for every batch b, on ``threads`` threads, each thread with
+    its own two float32 blocks of shape ``block`` (reused, to avoid page faults). The
+    result must not depend on the thread count: each batch draws from its own stream."""
+    local = threading.local()
+
+    def one(b: int) -> None:
+        if not hasattr(local, "buffers"):
+            local.buffers = np.empty((2, *block), np.float32)
+        run(b, local.buffers[0], local.buffers[1])
+
+    if threads > 1 and n_batches > 1:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(one, range(n_batches)))
+    else:
+        for b in range(n_batches):
+            one(b)
+
+
+def check_sizes(n_users: int, n_items: int, n_interactions: int, *, rank: int,
+                batch_elements: int, min_user_interactions: int, max_user_fraction: float,
+                activity_sigma: float, **non_negative: float) -> int:
+    """DataError unless the sizes and parameters are valid (``non_negative``: finite numbers
+    >= 0, by name); returns the per-user cap max(min, ceil(max_user_fraction * n_items))."""
+    for pname, v in (("n_users", n_users), ("n_items", n_items),
+                     ("n_interactions", n_interactions), ("rank", rank),
+                     ("batch_elements", batch_elements)):
+        if int(v) != v or v < 1:
+            raise DataError(f"{pname} must be an integer >= 1, got {v}")
+    if int(min_user_interactions) != min_user_interactions or min_user_interactions < 1:
+        raise DataError(f"min_user_interactions must be an integer >= 1, "
+                        f"got {min_user_interactions}")
+    if not 0 < max_user_fraction <= 1:
+        raise DataError(f"max_user_fraction must be in (0, 1], got {max_user_fraction}")
+    check_positive("activity_sigma", activity_sigma)
+    for pname, x in non_negative.items():
+        if not (math.isfinite(x) and x >= 0):
+            raise DataError(f"{pname} must be a finite number >= 0, got {x}")
+    n_users, n_items, n_interactions = int(n_users), int(n_items), int(n_interactions)
+    hi = max(int(min_user_interactions), math.ceil(max_user_fraction * n_items))
+    if n_items >= 2**31:
+        raise DataError(f"n_items must be < 2^31 (32-bit item indices), got {n_items}")
+    if min_user_interactions > n_items:
+        raise DataError(f"min_user_interactions must be <= n_items, got "
+                        f"{min_user_interactions} > {n_items}")
+    if not n_users * min_user_interactions <= n_interactions <= n_users * hi:
+        raise DataError(
+            f"n_interactions must be between n_users * min_user_interactions = "
+            f"{n_users * min_user_interactions} and n_users * {hi} (the per-user cap "
+            f"{max_user_fraction:g} * n_items), got {n_interactions}"
+        )
+    return hi
+
+
+def _model(n_users: int, n_items: int, n_interactions: int, hi: int,
+           gen: np.random.Generator, *, rank: int, popularity_exponent: float,
+           activity_sigma: float, min_user_interactions: int, affinity_scale: float,
+           spectrum_decay: float
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The first draws of :func:`synthetic`, in its order: (log popularity, activities,
+    user factors, item factors, factor sd)."""
+    log_pop = np.empty(n_items, np.float32)
+    log_pop[gen.permutation(n_items)] = -popularity_exponent * np.log(
+        np.arange(1, n_items + 1, dtype=np.float64))
+    k = user_activity(n_users, n_interactions, min_user_interactions, hi, activity_sigma, gen)
+    user_f, item_f, factor_sd = latent_factors(n_users, n_items, rank, affinity_scale,
+                                               spectrum_decay, gen)
+    return log_pop, k, user_f, item_f, factor_sd
+
+
+def synthetic_truth(
+    n_users: int,
+    n_items: int,
+    n_interactions: int,
+    *,
+    rng: SeedLike,
+    rank: int = 16,
+    popularity_exponent: float = 1.3,
+    activity_sigma: float = 1.2,
+    min_user_interactions: int = 20,
+    max_user_fraction: float = 0.5,
+    affinity_scale: float = 2.0,
+    spectrum_decay: float = 1.0,
+) -> SyntheticTruth:
+    """The oracle of ``synthetic(...)`` called with the same arguments (and a fresh ``rng``
+    with the same seed): its first draws replayed, no interaction drawn. Scores are
+    log pop_i + a_ui (:class:`dprec.data.truth.SyntheticTruth`)."""
+    hi = check_sizes(n_users, n_items, n_interactions, rank=rank, batch_elements=1,
+                     min_user_interactions=min_user_interactions,
+                     max_user_fraction=max_user_fraction, activity_sigma=activity_sigma,
+                     popularity_exponent=popularity_exponent,
+                     affinity_scale=affinity_scale, spectrum_decay=spectrum_decay)
+    log_pop, _, user_f, item_f, _ = _model(
+        int(n_users), int(n_items), int(n_interactions), hi, random_generator(rng),
+        rank=int(rank), popularity_exponent=popularity_exponent,
+        activity_sigma=activity_sigma, min_user_interactions=int(min_user_interactions),
+        affinity_scale=affinity_scale, spectrum_decay=spectrum_decay)
+    return SyntheticTruth(log_popularity=log_pop.astype(np.float64), user_factors=user_f,
+                          item_factors=item_f, release=np.full(int(n_items), -np.inf))
 
 
 def synthetic(
@@ -171,49 +292,24 @@ def synthetic(
     ``synthetic-<users>x<items>`` unless ``name`` is given. Sizes that cannot fit in this
     machine's memory (:func:`memory_estimate`) are refused before anything is drawn.
     """
-    for pname, v in (("n_users", n_users), ("n_items", n_items),
-                     ("n_interactions", n_interactions), ("rank", rank),
-                     ("batch_elements", batch_elements)):
-        if int(v) != v or v < 1:
-            raise DataError(f"{pname} must be an integer >= 1, got {v}")
-    if int(min_user_interactions) != min_user_interactions or min_user_interactions < 1:
-        raise DataError(f"min_user_interactions must be an integer >= 1, "
-                        f"got {min_user_interactions}")
-    if not 0 < max_user_fraction <= 1:
-        raise DataError(f"max_user_fraction must be in (0, 1], got {max_user_fraction}")
-    check_positive("activity_sigma", activity_sigma)
-    for pname, x in (("popularity_exponent", popularity_exponent),
-                     ("affinity_scale", affinity_scale), ("spectrum_decay", spectrum_decay)):
-        if not (math.isfinite(x) and x >= 0):
-            raise DataError(f"{pname} must be a finite number >= 0, got {x}")
+    hi = check_sizes(n_users, n_items, n_interactions, rank=rank,
+                     batch_elements=batch_elements,
+                     min_user_interactions=min_user_interactions,
+                     max_user_fraction=max_user_fraction, activity_sigma=activity_sigma,
+                     popularity_exponent=popularity_exponent,
+                     affinity_scale=affinity_scale, spectrum_decay=spectrum_decay)
     n_users, n_items, n_interactions = int(n_users), int(n_items), int(n_interactions)
-    hi = max(int(min_user_interactions), math.ceil(max_user_fraction * n_items))
-    if n_items >= 2**31:
-        raise DataError(f"n_items must be < 2^31 (32-bit item indices), got {n_items}")
-    if min_user_interactions > n_items:
-        raise DataError(f"min_user_interactions must be <= n_items, got "
-                        f"{min_user_interactions} > {n_items}")
-    if not n_users * min_user_interactions <= n_interactions <= n_users * hi:
-        raise DataError(
-            f"n_interactions must be between n_users * min_user_interactions = "
-            f"{n_users * min_user_interactions} and n_users * {hi} (the per-user cap "
-            f"{max_user_fraction:g} * n_items), got {n_interactions}"
-        )
     threads = n_threads or min(2, os.cpu_count() or 1)
     check_memory(n_users, n_items, n_interactions, rank=int(rank),
                  batch_elements=int(batch_elements), n_threads=threads, max_per_user=hi)
     gen = random_generator(rng)
 
-    log_pop = np.empty(n_items, np.float32)
-    log_pop[gen.permutation(n_items)] = -popularity_exponent * np.log(
-        np.arange(1, n_items + 1, dtype=np.float64))
-    k = _activity(n_users, n_interactions, int(min_user_interactions), hi, activity_sigma, gen)
-    # dimension d carries variance ∝ (d + 1)^-spectrum_decay; the total is affinity_scale^2
-    spectrum = np.arange(1, rank + 1, dtype=np.float64) ** -spectrum_decay
-    factor_sd = np.sqrt(affinity_scale * spectrum / np.linalg.norm(spectrum)).astype(np.float32)
-    user_f = (gen.standard_normal((n_users, rank), np.float32) * factor_sd).astype(np.float32)
-    item_f = (gen.standard_normal((n_items, rank), np.float32) * factor_sd).astype(np.float32)
-    start = _BASE_TIME + gen.integers(0, _TIME_SPAN, n_users)
+    log_pop, k, user_f, item_f, factor_sd = _model(
+        n_users, n_items, n_interactions, hi, gen, rank=int(rank),
+        popularity_exponent=popularity_exponent, activity_sigma=activity_sigma,
+        min_user_interactions=int(min_user_interactions), affinity_scale=affinity_scale,
+        spectrum_decay=spectrum_decay)
+    start = BASE_TIME + gen.integers(0, _TIME_SPAN, n_users)
     mean_gap = np.exp(gen.normal(math.log(6 * 3600.0), 1.5, n_users))
 
     indptr = np.zeros(n_users + 1, np.int64)
@@ -228,30 +324,21 @@ def synthetic(
     children = gen.spawn(len(batches))
     item_t = np.ascontiguousarray(item_f.T)
 
-    local = threading.local()
-
-    def run(b: int) -> None:
+    def run(b: int, affinity: np.ndarray, keys: np.ndarray) -> None:
         users = np.sort(batches[b])
-        if not hasattr(local, "buffers"):  # per-thread blocks, reused to avoid page faults
-            local.buffers = np.empty((2, batch, n_items), np.float32)
-        affinity, keys = local.buffers[0, :len(users)], local.buffers[1, :len(users)]
+        affinity, keys = affinity[:len(users)], keys[:len(users)]
         np.matmul(user_f[users], item_t, out=affinity)
         _fill_batch(users, k[users], affinity, keys, log_pop, affinity_scale,
                     start[users], mean_gap[users], indptr, indices, ratings, timestamps,
                     children[b])
 
-    if threads > 1 and len(batches) > 1:
-        with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(run, range(len(batches))))
-    else:
-        for b in range(len(batches)):
-            run(b)
+    run_batches(len(batches), (batch, n_items), threads, run)
 
     matrix = sp.csr_matrix((ratings, indices, indptr), shape=(n_users, n_items))
     name = name or f"synthetic-{n_users}x{n_items}"
     log.info("%s: %d users x %d items, %d interactions, %d batches", name, n_users, n_items,
              n_interactions, len(batches))
-    user_features, item_features = _side_features(user_f, item_f, factor_sd)
+    user_features, item_features = factor_side_features(user_f, item_f, factor_sd)
     return Dataset(
         name=name,
         matrix=matrix,
@@ -264,7 +351,7 @@ def synthetic(
     )
 
 
-def _side_features(user_f: np.ndarray, item_f: np.ndarray, factor_sd: np.ndarray,
+def factor_side_features(user_f: np.ndarray, item_f: np.ndarray, factor_sd: np.ndarray,
                    dims: int = 4) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Side features read off the latent factors (no further randomness): a user's ``taste``
     is the strongest of the first ``dims`` taste dimensions with its sign (e.g. "t2-"); an

@@ -86,9 +86,9 @@ class SystemAdapter(ABC):
         """Put back a :meth:`state`."""
 
 
-def _record(partial: RoundPartial, sent: Sent | None) -> None:
-    if sent is not None:
-        partial.sent.setdefault((sent.event, sent.count, sent.unit), []).append(sent.users)
+def _record(partial: RoundPartial, sent: Sent | list[Sent] | None) -> None:
+    for one in sent if isinstance(sent, list) else [] if sent is None else [sent]:
+        partial.sent.setdefault((one.event, one.count, one.unit), []).append(one.users)
 
 
 class DplcfAdapter(SystemAdapter):

@@ -1,6 +1,8 @@
 """Privacy mechanisms: each validates its parameters, samples with an explicit Generator,
-states its guarantee and describes itself for the privacy report."""
+emits the privacy event of one use (:class:`~dprec.mechanisms.base.Mechanism`: ``__call__``,
+``dp_event``, ``describe``) and leaves what it costs to the accountants."""
 
+from dprec.mechanisms.base import Mechanism, event_guarantee
 from dprec.mechanisms.bitflip import BitFlip
 
-__all__ = ["BitFlip"]
+__all__ = ["BitFlip", "Mechanism", "event_guarantee"]

@@ -36,9 +36,8 @@ import scipy.sparse as sp
 
 from dprec.errors import InvalidParameterError, PrivacyParameterError
 from dprec.privacy.events import BitFlipDpEvent
-from dprec.privacy.guarantee import Guarantee
 
-__all__ = ["BitFlip"]
+__all__ = ["MAX_EPSILON", "MIN_EPSILON", "SYMMETRIC_MAX_EPSILON", "BitFlip"]
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +55,17 @@ MIN_EPSILON = 1e-12
 1 / (p - q) amplifies rounding error; at about 1e-16 p and q become equal."""
 
 
-def _check_epsilon(eps: float) -> float:
+MAX_EPSILON = 700.0
+"""The largest epsilon the asymmetric and OUE flips accept: e^eps and e^-eps stay finite,
+normal float64 numbers up to about 708 (e^eps overflows above 709.78, e^-eps is 0 above
+745, where the flip would report every bit as it is)."""
+
+SYMMETRIC_MAX_EPSILON = 53 * math.log(2.0)
+"""The symmetric flip's limit, 53 ln 2 = 36.74: above it e^-eps is below float64's spacing
+at 1, so p = 1/(1 + e^-eps) rounds to 1 and q = 1 - p to 0 (no flip at all)."""
+
+
+def _check_epsilon(eps: float, largest: float = MAX_EPSILON, kind: str = "bit") -> float:
     try:
         value = float(eps)
     except (TypeError, ValueError):
@@ -69,6 +78,11 @@ def _check_epsilon(eps: float) -> float:
         raise PrivacyParameterError(
             f"epsilon {value:g} is too small for a float64 flip probability "
             f"(p and q would be equal); use epsilon >= {MIN_EPSILON:g}")
+    if not value < largest:
+        raise PrivacyParameterError(
+            f"epsilon must be < {largest:.6g} for the {kind} flip, got {value:g}: above it "
+            "float64 cannot hold its flip probabilities (they round to 0 and 1, no flip at "
+            f"all); use epsilon < {largest:.6g}")
     return value
 
 
@@ -200,15 +214,17 @@ class BitFlip:
 
     @classmethod
     def symmetric(cls, eps: float) -> BitFlip:
-        """DPLCF-SP: p = e^eps / (1 + e^eps), q = 1 - p; two-sided eps-LDP per bit."""
-        e = _check_epsilon(eps)
+        """DPLCF-SP: p = e^eps / (1 + e^eps), q = 1 - p; two-sided eps-LDP per bit
+        (eps < :data:`SYMMETRIC_MAX_EPSILON`)."""
+        e = _check_epsilon(eps, SYMMETRIC_MAX_EPSILON, "symmetric")
         p = 1.0 / (1.0 + math.exp(-e))
         return cls(p, 1.0 - p, name="bitflip-symmetric")
 
     @classmethod
     def asymmetric(cls, eps: float) -> BitFlip:
-        """DPLCF-AP as published: p = 1, q = e^-eps; protects presence only (one-sided)."""
-        e = _check_epsilon(eps)
+        """DPLCF-AP as published: p = 1, q = e^-eps; protects presence only (one-sided)
+        (eps < :data:`MAX_EPSILON`)."""
+        e = _check_epsilon(eps, MAX_EPSILON, "asymmetric")
         return cls(1.0, math.exp(-e), name="bitflip-asymmetric")
 
     @classmethod
@@ -220,8 +236,9 @@ class BitFlip:
         bits: ln(p/q) + ln((1-q)/(1-p)) = eps exactly. For one interaction (one bit, DPLCF's
         unit) it is two-sided with the smaller eps_presence = ln((e^eps + 1)/2) and
         eps_absence = ln(2 e^eps/(e^eps + 1)); ``epsilon`` reports that per-bit value.
+        ``eps < MAX_EPSILON`` (:data:`MAX_EPSILON`: e^eps overflows float64 above 709.78).
         """
-        e = _check_epsilon(eps)
+        e = _check_epsilon(eps, MAX_EPSILON, "OUE")
         return cls(0.5, 1.0 / (math.exp(e) + 1.0), name="bitflip-oue")
 
     @property
@@ -239,69 +256,9 @@ class BitFlip:
         """The two-sided event-level epsilon, max(eps_presence, eps_absence)."""
         return max(self.eps_presence, self.eps_absence)
 
-    def _label(self) -> str:
-        return f"{self.name}(p={self.p:.6g}, q={self.q:.6g})"
-
-    def guarantee(self, claimed_eps: float | None = None) -> Guarantee:
-        """The true event-level local guarantee of one reported bit.
-
-        Two-sided with eps = max(ln(p/q), ln((1-q)/(1-p))) when both are finite; one-sided
-        (presence only) with eps = ln(p/q) when p = 1; none when q = 0. ``claimed_eps``, if
-        given, is the published claim, and a note says whether it holds.
-        """
-        pres, absn = self.eps_presence, self.eps_absence
-        notes = [f"ln(p/q) = {pres:.6g} (presence), ln((1-q)/(1-p)) = {absn:.6g} (absence)"]
-        if math.isfinite(pres) and math.isfinite(absn):
-            eps, sides = max(pres, absn), "two"
-        elif math.isfinite(pres):
-            eps, sides = pres, "one"
-            notes.append(
-                "p = 1: an observed 0 proves the user never had the interaction; "
-                "only presence is protected (one-sided)"
-            )
-        else:
-            eps, sides = math.inf, "none"
-            notes.append("q = 0: an observed 1 proves the user had the interaction")
-        if claimed_eps is not None:
-            claimed = float(claimed_eps)
-            if not claimed >= 0:
-                raise PrivacyParameterError(f"claimed_eps must be >= 0, got {claimed_eps}")
-            if eps > claimed * (1.0 + 1e-9) + 1e-12:
-                notes.append(f"published claim eps = {claimed:.6g} understates eps = {eps:.6g}")
-            elif sides != "two":
-                notes.append(f"published claim eps = {claimed:.6g} holds for presence only")
-            else:
-                notes.append(f"published claim eps = {claimed:.6g} holds (two-sided)")
-        return Guarantee(
-            epsilon=eps,
-            level="event",
-            sides=sides,
-            model="local",
-            mechanism=self._label(),
-            notes=tuple(notes),
-        )
-
-    def user_guarantee(self, n_items: int) -> Guarantee:
-        """User level: a whole N-bit vector, N * eps by basic composition (an upper bound)."""
-        if isinstance(n_items, bool) or not isinstance(n_items, int | np.integer) or n_items < 1:
-            raise InvalidParameterError(f"n_items must be a positive integer, got {n_items!r}")
-        event = self.guarantee()
-        n = int(n_items)
-        note = (
-            f"basic composition over N = {n} bits: "
-            f"eps_user = N x eps_event = {n} x {event.epsilon:.6g}"
-        )
-        return Guarantee(
-            epsilon=n * event.epsilon,
-            level="user",
-            sides=event.sides,
-            model="local",
-            mechanism=event.mechanism,
-            notes=(*event.notes, note),
-        )
-
-    def event(self) -> dict[str, object]:
-        """A small record of the mechanism for reports and accounting."""
+    def describe(self) -> dict[str, object]:
+        """The parameters for the report's ``mechanisms`` list (its cost is the accountant's
+        answer for :meth:`dp_event`: :func:`dprec.mechanisms.base.event_guarantee`)."""
         return {"name": self.name, "p": self.p, "q": self.q}
 
     def dp_event(self) -> BitFlipDpEvent:

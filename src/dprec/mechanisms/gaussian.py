@@ -49,6 +49,10 @@ class Gaussian:
         v = np.asarray(value, dtype=np.float64)
         return v + rng.normal(0.0, self.sigma, v.shape)
 
+    def __call__(self, value: ArrayLike, rng: np.random.Generator) -> np.ndarray:
+        """:meth:`apply` (the :class:`~dprec.mechanisms.base.Mechanism` interface)."""
+        return self.apply(value, rng)
+
     def dp_event(self) -> dp_accounting.GaussianDpEvent:
         """One release: ``GaussianDpEvent(z)`` (the event depends on ``z`` only)."""
         return dp_accounting.GaussianDpEvent(self.noise_multiplier)

@@ -84,8 +84,8 @@ class GradientLaplace:
         return dp_accounting.LaplaceDpEvent(
             noise_multiplier=self.batch_fraction * self.iterations / (self.epsilon * entries))
 
-    def event(self) -> dict[str, object]:
-        """A small record of the mechanism for reports."""
+    def describe(self) -> dict[str, object]:
+        """The parameters for the report's ``mechanisms`` list."""
         return {"name": self.name, "epsilon": self.epsilon, "iterations": self.iterations,
                 "batch_fraction": self.batch_fraction, "phi": self.phi,
                 "min_norm": self.min_norm,

@@ -15,9 +15,9 @@ Laplace part is continuous), so the likelihood ratio of the event {output = x} i
 no finite eps holds (SYSTEMS.md §3, "True guarantee"). The best that holds is the trivial
 (eps1, p)-DP: a delta >= 1/2 allows publishing the raw rating half of the time.
 
-Implemented faithfully for reproduction; :meth:`LaplaceRR.guarantee` reports "none" and
-:meth:`LaplaceRR.dp_event` is dp-accounting's ``NonPrivateDpEvent`` (the accountant gives
-infinity), with the published claim beside it (:meth:`LaplaceRR.claimed`).
+Implemented faithfully for reproduction; :meth:`LaplaceRR.dp_event` is dp-accounting's
+``NonPrivateDpEvent`` (the accountant gives infinity, sides "none"), with the published claim
+beside it (:meth:`LaplaceRR.claimed`).
 """
 
 from __future__ import annotations
@@ -123,28 +123,9 @@ class LaplaceRR:
         p = self.keep_prob
         return (1.0 - p) * self.laplace.cdf(tt, x) + p * (tt >= np.asarray(x, np.float64))
 
-    def guarantee(self) -> Guarantee:
-        """No finite eps (sides "none"); the published eps1 + eps2 is in the notes."""
-        p = self.keep_prob
-        return Guarantee(
-            epsilon=math.inf,
-            level="event",
-            sides="none",
-            model="local",
-            mechanism=self._label(),
-            notes=(
-                f"the output equals the input with probability p = e^eps2/(1+e^eps2) = {p:.4g} "
-                "(a point mass at the input) and equals it with probability 0 for any other "
-                "input, so P(y = x | x) / P(y = x | x') = p / 0: no finite eps holds",
-                f"published claim: (eps1 + eps2) = {self.claimed_epsilon:.6g}-LDP by sequential "
-                "composition (seed 001 Sec. IV-A); the second step is not eps2-DP, it releases "
-                "the raw value",
-                f"only the trivial (eps1, delta = p = {p:.4g})-DP holds: delta >= 1/2",
-            ),
-        )
-
     def claimed(self) -> Guarantee:
-        """The paper's claim: (eps1 + eps2)-LDP per rating (false, see :meth:`guarantee`)."""
+        """The paper's claim: (eps1 + eps2)-LDP per rating (false: :meth:`dp_event` is
+        non-private, see the module docstring)."""
         return Guarantee(
             epsilon=self.claimed_epsilon,
             level="event",
@@ -154,8 +135,9 @@ class LaplaceRR:
             notes=("as published (seed 001): (eps1 + eps2)-LDP per rating",),
         )
 
-    def event(self) -> dict[str, object]:
-        """A small record of the mechanism for reports (true epsilon as the text "none")."""
+    def describe(self) -> dict[str, object]:
+        """The parameters for the report's ``mechanisms`` list (true epsilon as the text
+        "none": :meth:`dp_event` is non-private)."""
         return {"name": self.name, "eps1": self.eps1, "eps2": self.eps2,
                 "keep_prob": self.keep_prob, "laplace_scale": self.laplace.scale,
                 "claimed_epsilon": self.claimed_epsilon, "true_epsilon": "none",

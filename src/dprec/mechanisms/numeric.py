@@ -56,7 +56,6 @@ from numpy.typing import ArrayLike
 
 from dprec.errors import InvalidParameterError, PrivacyParameterError
 from dprec.privacy.events import LocalReportDpEvent
-from dprec.privacy.guarantee import Guarantee
 
 __all__ = ["BinaryMechanism", "LaplaceMechanism", "PiecewiseMechanism", "variance_crossover"]
 
@@ -178,22 +177,8 @@ class BinaryMechanism:
         """Sample reports and return their unbiased estimates (float64, values +-C)."""
         return self.estimate(self.sample_bits(x, rng))
 
-    def guarantee(self) -> Guarantee:
-        """eps-LDP for one report of one value, two-sided, local model."""
-        return Guarantee(
-            epsilon=self.epsilon,
-            level="event",
-            sides="two",
-            model="local",
-            mechanism=f"{self.name}(eps={self.epsilon:.6g})",
-            notes=(
-                "event = one report of one value in [-1, 1]; "
-                "P(+1|x)/P(+1|x') <= e^eps with equality at x = 1, x' = -1",
-            ),
-        )
-
-    def event(self) -> dict[str, object]:
-        """A small record of the mechanism for reports and accounting."""
+    def describe(self) -> dict[str, object]:
+        """The parameters for the report's ``mechanisms`` list."""
         return {"name": self.name, "epsilon": self.epsilon, "report_bits": self.report_bits}
 
     def dp_event(self) -> LocalReportDpEvent:
@@ -302,23 +287,8 @@ class PiecewiseMechanism:
         """Same as :meth:`sample`: the output is the unbiased estimate."""
         return self.sample(x, rng)
 
-    def guarantee(self) -> Guarantee:
-        """eps-LDP for one report of one value, two-sided, local model."""
-        return Guarantee(
-            epsilon=self.epsilon,
-            level="event",
-            sides="two",
-            model="local",
-            mechanism=f"{self.name}(eps={self.epsilon:.6g})",
-            notes=(
-                "event = one report of one value in [-1, 1]; "
-                "f(t|x)/f(t|x') <= e^eps, attained where t is in [l(x), r(x)] but not "
-                "in [l(x'), r(x')]",
-            ),
-        )
-
-    def event(self) -> dict[str, object]:
-        """A small record of the mechanism for reports and accounting."""
+    def describe(self) -> dict[str, object]:
+        """The parameters for the report's ``mechanisms`` list."""
         return {"name": self.name, "epsilon": self.epsilon, "report_bits": self.report_bits}
 
     def dp_event(self) -> LocalReportDpEvent:
@@ -436,22 +406,8 @@ class LaplaceMechanism:
         return np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0.0)),
                         1.0 - 0.5 * np.exp(-np.maximum(z, 0.0)))
 
-    def guarantee(self) -> Guarantee:
-        """eps-LDP for one report of one value in [low, high], two-sided, local model."""
-        return Guarantee(
-            epsilon=self.epsilon,
-            level="event",
-            sides="two",
-            model="local",
-            mechanism=f"{self.name}(eps={self.epsilon:.6g}, b={self.scale:.6g})",
-            notes=(
-                f"event = one report of one value in [{self.low:g}, {self.high:g}]; "
-                "f(y|x)/f(y|x') <= e^eps with equality at x = high, x' = low, y >= high",
-            ),
-        )
-
-    def event(self) -> dict[str, object]:
-        """A small record of the mechanism for reports and accounting."""
+    def describe(self) -> dict[str, object]:
+        """The parameters for the report's ``mechanisms`` list."""
         return {"name": self.name, "epsilon": self.epsilon, "low": self.low,
                 "high": self.high, "scale": self.scale, "report_bits": self.report_bits}
 

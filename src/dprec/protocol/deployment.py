@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from dprec.protocol.deployed import ProtocolInfo
     from dprec.protocol.engine import Server
 
-__all__ = ["DEPLOYABLE", "Deployment", "DeviceReader", "ProxySecrets", "Serving",
+__all__ = ["DEPLOYABLE", "Deployment", "DeviceReader", "ProxySecrets", "SecretNotReady", "Serving",
            "deployment_for", "deployments", "serving_of"]
 
 DEPLOYABLE = ("dprec.systems.dplcf", "dprec.systems.fmf", "dprec.systems.ldp_svd",
@@ -66,6 +66,11 @@ class DeviceReader(ABC):
         """The policy's value of the size limit ``name`` (``max_k``, ...)."""
 
 
+class SecretNotReady(DprecError):
+    """The proxy's secret part cannot serve yet: it waits for the operator's secret
+    (``POST /v1/secret``). The proxy answers 503 (retry later) meanwhile."""
+
+
 class ProxySecrets(ABC):
     """The part of a protocol that needs the proxy's own secret (a secure sum's proxy key:
     it opens the mask seeds). Made once per proxy from its state folder, so a restarted
@@ -84,6 +89,30 @@ class ProxySecrets(ABC):
     def release(self, rows: list[bytes], round: int, threshold: int) -> bytes:
         """The round's one forwarded batch of the held uploads ``rows`` (a function of their
         multiset and this proxy's CSPRNG only)."""
+
+    agrees_release: bool = False
+    """True: the round's release is agreed with the server first (a secure sum:
+    :mod:`dprec.protocol.secure_sum.validity`). The proxy service then asks
+    :meth:`release_bounds`, :meth:`message_id`, :meth:`verdicts` and :meth:`share_batch`,
+    and calls :meth:`release` with exactly the agreed rows."""
+
+    def release_bounds(self) -> tuple[int, int]:
+        """``(min_honest, n_clients)`` of the protocol the server published: the fewest and
+        the most uploads one release may sum."""
+        raise DprecError("this protocol's release is not agreed with the server")
+
+    def message_id(self, row: bytes) -> bytes:
+        """The unique id of the held upload ``row``."""
+        raise DprecError("this protocol's release is not agreed with the server")
+
+    def verdicts(self, rows: list[bytes], round: int) -> dict[bytes, str | None]:
+        """This proxy's verdict on each held upload of ``round`` by message id (None:
+        valid, else why it is refused)."""
+        raise DprecError("this protocol's release is not agreed with the server")
+
+    def share_batch(self, rows: list[bytes], round: int) -> bytes:
+        """What the server checks: the held uploads' server shares, without a mask sum."""
+        raise DprecError("this protocol's release is not agreed with the server")
 
     needs_broadcast: bool = False
     """True: :meth:`admit` checks an upload against the round's broadcast, which the proxy
@@ -118,6 +147,12 @@ class Deployment(ABC):
     """The artefacts the server publishes."""
     broadcast_artefact: str
     """The artefact that holds the broadcast losslessly (what a simulation reads back)."""
+    device_randomness: bool = False
+    """True: nothing outside a client may determine its noise or sampling, even in a
+    simulation over the services: the server starts from its own CSPRNG (never the
+    simulation's generator) and the simulated clients draw as devices, each from its own
+    CSPRNG (:attr:`~dprec.services.transport.HttpTransport.device_clients`). False: the
+    services replay the simulation's seeded stream, bit for bit."""
     one_batch: bool = False
     """True: the proxy forwards ONE batch per round, at its close, and the server takes one
     (a secure sum: every batch the server can tell apart reveals its own sum)."""

@@ -1,9 +1,11 @@
 """Secrets of the services: the proxy-server shared secret and per-client tokens.
 
-- The shared secret authenticates the proxy to the server (and the operator to both, for
-  starting and closing rounds). It is read at start-up from a file (``--secret-file``) or
-  an environment variable, never hard-coded and never logged, and compared in constant time
-  (:func:`hmac.compare_digest`).
+- The shared secret authenticates the proxy to the server (and the operator to the server,
+  for starting it). The proxy's operator has a secret of its own (``--operator-secret-file``
+  or ``$DPREC_OPERATOR_SECRET``, distinct from the shared one): only it closes a round on the
+  proxy, so the server, which holds the shared secret, cannot release a round early. Each
+  is read at start-up from a file (``--secret-file``) or an environment variable, never
+  hard-coded and never logged, and compared in constant time (:func:`hmac.compare_digest`).
 - A client's token is ``base64url(HMAC-SHA256(token key, "dprec-client-token-v1:" + id))``.
   The proxy holds only the token key and recomputes the token of the id a request names,
   so it needs no token table; whoever enrols clients (the operator, or ``dprec simulate``)

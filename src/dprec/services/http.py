@@ -1,24 +1,40 @@
 """What both services share on the HTTP side: errors as ``{"error": ...}`` JSON with a clear
-status, and the body reader that enforces a size limit before reading everything.
+status, and the limits on every request body.
 
 Every refusal raises :class:`ApiError`; :func:`install_error_handlers` turns it, FastAPI's
 request validation errors (422) and unknown routes (404) into the same JSON shape, and any
 unexpected exception into a 500 that names no internals (the tests fuzz for those).
+
+Bodies: :func:`install_body_limit` caps EVERY request's body, route by route (the services
+state their limits: a forwarded batch ``--max-batch-mb``, a submission the protocol's
+message size, anything else :data:`DEFAULT_BODY_LIMIT`). The cap is applied when the route
+first reads its body, so a route authenticates from the headers before a byte of the body
+is read: a declared ``Content-Length`` above the limit is refused (413) before reading, and
+a chunked body is counted while it streams and refused (413) once it passes the limit; the
+connection is then closed. :func:`read_body` reads a body under the same rule.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ERROR_SCHEMA", "ApiError", "error_responses", "install_error_handlers", "read_body"]
+__all__ = ["DEFAULT_BODY_LIMIT", "ERROR_SCHEMA", "ApiError", "BodyLimit", "BodyRefused",
+           "error_responses", "install_body_limit", "install_error_handlers", "read_body"]
+
+DEFAULT_BODY_LIMIT = 64 << 10
+"""Largest body of a request whose route states no limit of its own (64 KiB: the operator's
+JSON, requests that carry no body)."""
 
 
 class ApiError(Exception):
@@ -86,23 +102,82 @@ def install_error_handlers(app: FastAPI) -> None:
         return _json(500, "internal error")
 
 
+class BodyRefused(StarletteHTTPException):
+    """A body over its route's limit (413) or with a malformed ``Content-Length`` (400),
+    answered with ``Connection: close`` (the rest of the body is not read)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(status, message, headers={"Connection": "close"})
+
+
+def _declared_length(headers: list[tuple[bytes, bytes]]) -> int | None:
+    for name, value in headers:
+        if name.lower() == b"content-length":
+            text = value.decode("latin-1").strip()
+            if not text.isdigit():
+                raise BodyRefused(400, f"Content-Length must be a non-negative integer, got "
+                                       f"{text[:40]!r}")
+            return int(text)
+    return None
+
+
+class BodyLimit:
+    """ASGI middleware: the body of every request is capped at ``limit_of(method, path)``
+    bytes, checked when the route first reads it (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp, limit_of: Callable[[str, str], int]) -> None:
+        self.app = app
+        self.limit_of = limit_of
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit: int | None = None
+        seen = 0
+
+        async def capped() -> Message:
+            nonlocal limit, seen
+            if limit is None:
+                limit = self.limit_of(scope["method"], scope["path"])
+                declared = _declared_length(scope["headers"])
+                if declared is not None and declared > limit:
+                    raise BodyRefused(413, f"the body must be <= {limit} bytes on this "
+                                           f"route; Content-Length says {declared}")
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    raise BodyRefused(413, f"the body must be <= {limit} bytes on this route")
+            return message
+
+        await self.app(scope, capped, send)
+
+
+def install_body_limit(app: FastAPI, limit_of: Callable[[str, str], int]) -> None:
+    """Cap every request body of ``app`` (:class:`BodyLimit`)."""
+    app.add_middleware(BodyLimit, limit_of=limit_of)  # type: ignore[arg-type]
+
+
 async def read_body(request: Request, limit: int) -> bytes:
     """The request body, refusing (413) one over ``limit`` bytes before reading it all.
 
     A declared ``Content-Length`` is checked first; the stream is read with a running cap
-    either way (a chunked body has no length to check).
+    either way (a chunked body has no length to check). A client that hangs up (or is cut
+    off by the server's body timeout) mid-body is a 400.
     """
-    declared = request.headers.get("content-length")
-    if declared is not None:
-        if not declared.isdigit():
-            raise ApiError(400, f"Content-Length must be a non-negative integer, got {declared!r}")
-        if int(declared) > limit:
-            raise ApiError(413, f"body must be <= {limit} bytes, Content-Length says {declared}")
+    declared = _declared_length(request.scope["headers"])
+    if declared is not None and declared > limit:
+        raise BodyRefused(413, f"the body must be <= {limit} bytes on this route; "
+                               f"Content-Length says {declared}")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise ApiError(413, f"body must be <= {limit} bytes")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise BodyRefused(413, f"the body must be <= {limit} bytes on this route")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise ApiError(400, "the client disconnected before sending the whole body") from None
     return b"".join(chunks)

@@ -163,10 +163,13 @@ class Loopback:
         self.root = Path(root if root is not None else self._tmp)  # type: ignore[arg-type]
         self.root.mkdir(parents=True, exist_ok=True)
         self.secret = secrets.token_hex(32).encode()
-        """The proxy-server shared secret (also the operator's)."""
+        """The proxy-server shared secret (the server's operator's too)."""
+        self.operator_secret = secrets.token_hex(32).encode()
+        """The proxy's operator secret (closing rounds there; the server never holds it)."""
         self.token_key = secrets.token_hex(32).encode()
         """The key of the clients' tokens."""
         self.env = {"DPREC_SHARED_SECRET": self.secret.decode(),
+                    "DPREC_OPERATOR_SECRET": self.operator_secret.decode(),
                     "DPREC_TOKEN_KEY": self.token_key.decode(),
                     EXIT_WITH_PARENT: str(self.root) if self._tmp is not None else "1"}
         self.processes: list[ServiceProcess] = []
@@ -227,7 +230,8 @@ class LoopbackTransport(HttpTransport):
     def __init__(self, loopback: Loopback, protocol: str, params: Mapping[str, str],
                  config: Path | None = None, threshold: int | None = None,
                  batch_senders: int | None = None) -> None:
-        super().__init__("", "", loopback.secret, loopback.token_key)
+        super().__init__("", "", loopback.secret, loopback.token_key,
+                         operator_secret=loopback.operator_secret)
         self.loopback = loopback
         self.protocol = protocol
         self.params = dict(params)

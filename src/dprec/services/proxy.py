@@ -10,7 +10,8 @@ nothing else about the request (address, headers, time) is kept or logged.
 
 Forwarding: once the bag holds ``batch_senders + threshold`` submissions of the open round,
 ``batch_senders`` of them are shuffled and queued as one batch (so at least ``threshold``
-stay behind); closing the round (``POST /v1/rounds/{round}/close``, operator or
+stay behind); closing the round (``POST /v1/rounds/{round}/close``, authenticated by the
+operator's own secret, never the proxy-server secret the server holds; or
 ``--round-seconds``) queues the rest if they number ``threshold`` or more, and refuses them
 otherwise (``below_threshold``, as the simulation's shuffler refuses a round). A batch is
 shuffled by the simulation's own :class:`~dprec.protocol.shuffler.Shuffler` (canonical
@@ -20,9 +21,14 @@ After a crash, queued batches are sent again under the same key and the server c
 once.
 
 A protocol whose descriptor sets ``one_batch`` (a secure sum) forms no batch while the round
-is open: the close forwards ONE batch of every held submission, made by the protocol's
-secret part (:meth:`~dprec.protocol.deployment.Deployment.proxy_secrets`, e.g. the secure
-sum's proxy key, kept in the state folder), which also checks every upload before it is
+is open: the close agrees the set of valid uploads with the server and forwards ONE batch
+over exactly that set, durably queued before it is sent, or ends the round below the
+threshold (:mod:`dprec.services.rounds`: every upload's own outcome, the release rule
+``max(threshold, min_honest)`` to ``n_clients``, settings that can never release refused
+at start, the published ``min_honest`` and ``n_clients`` checked against ``--min-honest``
+and ``--n-clients``). The batch is made by the protocol's secret part
+(:meth:`~dprec.protocol.deployment.Deployment.proxy_secrets`, e.g. the secure sum's proxy
+key, kept in the state folder), which also checks every upload before it is
 held (422) and whose public part ``GET /v1/round`` publishes (``published``). An upload
 repeating an accepted upload's id (:meth:`~dprec.protocol.deployment.Deployment.unique_id`)
 is a replay (409). The batch is computed from the held submissions alone, so a proxy
@@ -71,9 +77,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import json
 import logging
 import math
 import numbers
+import re
 import urllib.parse
 from collections.abc import Callable
 from contextlib import asynccontextmanager
@@ -89,12 +97,28 @@ from fastapi.responses import JSONResponse
 import dprec
 from dprec.errors import DprecError
 from dprec.protocol.deployed import ProtocolInfo, check_upload
-from dprec.protocol.deployment import ProxySecrets
+from dprec.protocol.deployment import ProxySecrets, SecretNotReady
 from dprec.protocol.messages import Message, MessageError
+from dprec.protocol.secure_sum.validity import ReleaseRule
 from dprec.random import secure_generator
 from dprec.services.auth import bearer, client_token, same_secret
-from dprec.services.http import ApiError, error_responses, install_error_handlers, read_body
+from dprec.services.http import (
+    DEFAULT_BODY_LIMIT,
+    ApiError,
+    error_responses,
+    install_body_limit,
+    install_error_handlers,
+    read_body,
+)
 from dprec.services.limits import RateLimiter, batch_bytes
+from dprec.services.rounds import (
+    bounds_problem,
+    lose_held,
+    release_rule,
+    settle_round,
+    upload_outcomes,
+    verdicts_from_json,
+)
 from dprec.services.store import Duplicate, ProxyStore, Replayed, Sync
 
 log = logging.getLogger(__name__)
@@ -105,6 +129,7 @@ ROUND = Annotated[int, PathParam(ge=0, le=2**31 - 1, description="Round (epoch) 
 BINARY_BODY = {"requestBody": {"required": True, "content": {"application/octet-stream": {
     "schema": {"type": "string", "format": "binary"}}}}}
 _I64 = (-(1 << 63), (1 << 63) - 1)
+_REPORTS = re.compile(r"^/v1/rounds/[^/]+/reports$")
 
 
 @dataclass
@@ -114,9 +139,19 @@ class ProxySettings:
     server_url: str
     state_dir: Path
     secret: bytes
-    """Shared secret with the server (also the operator's, for closing rounds)."""
+    """Shared secret with the server (authenticates this proxy to it)."""
     token_key: bytes
     """Key of the clients' tokens (HMAC of the client id)."""
+    operator_secret: bytes | None = None
+    """The operator's secret: it alone authenticates closing a round and ``POST /v1/secret``
+    here. It must differ from :attr:`secret`, which the server holds: only the proxy (its
+    operator or its ``--round-seconds`` timer) decides when a round is released. None: no
+    operator request is taken (the timer still closes rounds)."""
+    min_honest: int | None = None
+    """The ``min_honest`` the operator agreed with the clients: a secure-sum server that
+    publishes another is refused (None: the first value seen, pinned in the state)."""
+    n_clients: int | None = None
+    """The ``n_clients`` the operator agreed with the clients (as :attr:`min_honest`)."""
     threshold: int = 100
     """Fewest distinct senders forwarded together (the anonymity threshold)."""
     batch_senders: int = 1000
@@ -165,6 +200,14 @@ class ProxySettings:
             raise DprecError(f"watch_seconds must be a finite number >= 0, got "
                              f"{self.watch_seconds}")
         RateLimiter(self.rate, self.burst)  # validates both
+        if self.operator_secret is not None and same_secret(self.operator_secret, self.secret):
+            raise DprecError("the operator's secret must differ from the proxy-server shared "
+                             "secret: the server holds that one, and must not close rounds")
+        for name in ("min_honest", "n_clients"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral)
+                                  or v < 1):
+                raise DprecError(f"{name} must be an integer >= 1, got {v}")
 
 
 def check_url(url: str, what: str) -> str:
@@ -210,6 +253,25 @@ class _Proxy:
         self._sync_lock = asyncio.Lock()
         self._broadcast_round: int | None = None
         """The round whose broadcast the protocol's secret part holds (if it needs one)."""
+        self.rule: ReleaseRule | None = None
+        """The release rule of an agreed (secure-sum) release; None for other protocols."""
+        self.refused_start: str | None = None
+        """Settings that can never release (refused at start)."""
+
+    def check_state(self) -> None:
+        """:class:`DprecError` now, at start, if the protocol's secret part cannot be read
+        from the state folder (a corrupt key file), for a proxy that served this state
+        before (the protocol it then read is kept); a fresh state has nothing to check."""
+        doc = self.store.meta("protocol_doc")
+        if doc is None:
+            return
+        try:
+            info = ProtocolInfo.from_json(doc)
+            info.deployment.proxy_secrets(info, self.settings.state_dir)
+        except DprecError as e:
+            raise DprecError(f"the proxy's state in {self.settings.state_dir} cannot be used: "
+                             f"{e}. Restore the folder from a backup, or start on a fresh "
+                             "--state (uploads it holds are then lost)") from None
 
     def _client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(base_url=self.settings.server_url.rstrip("/"),
@@ -247,9 +309,16 @@ class _Proxy:
             elif held != info.fingerprint():
                 raise DprecError("the proxy's state belongs to another protocol; give it "
                                  "its own --state directory")
-            self.secrets = info.deployment.proxy_secrets(info, self.settings.state_dir)
+            if self.store.meta("protocol_doc") is None:  # for the check at the next start
+                self.store.set_meta("protocol_doc", doc)
+            try:
+                self.secrets = info.deployment.proxy_secrets(info, self.settings.state_dir)
+            except DprecError as e:  # the detail (paths) for the operator's log only
+                log.error("the proxy's state cannot be used: %s", e)
+                raise DprecError("the proxy's own state cannot be used (its operator must "
+                                 "read the proxy's log)") from None
             self.info = info
-            self._unfit = self._check_fit(info, doc)
+            self._unfit = self._check_release(info) or self._check_fit(info, doc)
             if self._unfit:
                 log.error("%s", self._unfit)
             published = published_threshold(info)
@@ -265,15 +334,36 @@ class _Proxy:
             await self._catch_up(state)
         self._held = {self.round: self.store.held(self.round)}
 
+    def _check_release(self, info: ProtocolInfo) -> str | None:
+        """Why an agreed (secure-sum) release can never happen or must not: settings that
+        never release (refused at start) or bounds the proxy does not expect."""
+        if self.secrets is None or not self.secrets.agrees_release:
+            return None
+        try:
+            self.rule = release_rule(self.secrets, self.settings.threshold)
+        except DprecError as e:
+            self.refused_start = str(e)
+            return self.refused_start
+        s = self.settings
+        return bounds_problem(self.secrets, self.store, s.min_honest, s.n_clients)
+
     def _check_fit(self, info: ProtocolInfo, doc: dict[str, Any]) -> str | None:
         """Why the largest batch this proxy forms exceeds the server's published limit."""
         limit = (doc.get("limits") or {}).get("max_batch_bytes")
         if not isinstance(limit, int) or isinstance(limit, bool):
             return None  # a server that publishes no limit: learnt from its refusals
-        if info.deployment.one_batch:
-            return None  # one batch of every sender: learnt from the server's refusal
         s = self.settings
         senders = s.batch_senders + s.threshold - 1
+        if info.deployment.one_batch:
+            if self.rule is None:
+                return None  # one batch of every sender: learnt from the server's refusal
+            largest = batch_bytes(info, self.rule.most)  # a release sums <= n_clients
+            if largest <= limit:
+                return None
+            return (f"the server takes batches of at most {limit} bytes, and this proxy's "
+                    f"release of up to n_clients = {self.rule.most} uploads has up to "
+                    f"{largest} bytes; raise the server's --max-batch-mb. No submission is "
+                    "taken")
         largest = batch_bytes(info, senders)
         if largest <= limit:
             return None
@@ -289,7 +379,11 @@ class _Proxy:
         mine, theirs = self.round, int(state["round"])
         if self.store.outbox_count(mine):
             await self.send_outbox()
-        lost = self.store.lose(mine)
+        if self.rule is not None and self.secrets is not None:
+            lose_held(self.store, self.secrets, mine,
+                      f"the server closed round {mine} before the proxy released it")
+        self.store.lose(mine)
+        lost = self.store.lost_senders(mine)
         done = {o["round"]: o for o in state["history"]}
         outcome = self._outcome(mine, done.get(mine))
         self.store.finish_round(mine, outcome, theirs)
@@ -364,6 +458,18 @@ class _Proxy:
             raise ApiError(429, "rate limit exceeded; retry later",
                            {"Retry-After": str(max(1, math.ceil(wait)))})
 
+    def authenticate_operator(self, authorization: str | None) -> None:
+        """The operator's credential (never the proxy-server secret: the server holds it)."""
+        if self.settings.operator_secret is None:
+            raise ApiError(401, "this proxy takes no operator request: start it with an "
+                                "operator secret (--operator-secret-file or "
+                                "$DPREC_OPERATOR_SECRET)")
+        if authorization is None:
+            raise ApiError(401, "missing credential: send Authorization: Bearer <operator "
+                                "secret>")
+        if not same_secret(bearer(authorization), self.settings.operator_secret):
+            raise ApiError(401, "wrong credential")
+
     def authenticate_client(self, authorization: str | None, client: str | None) -> int:
         token = bearer(authorization)
         if token is None or client is None:
@@ -406,11 +512,17 @@ class _Proxy:
                 await self._broadcast_for(round, info)
             try:
                 self.secrets.admit(message, round)
+            except SecretNotReady as e:
+                raise ApiError(503, str(e)) from None
             except MessageError as e:
                 raise ApiError(422, f"message refused: {e}") from None
         anonymous = info.deployment.anonymous(message, body)
         unique = info.deployment.unique_id(message)
         self._open_round(round)  # the round may have closed while the body was read
+        if self.rule is not None and self._held.get(round, 0) >= self.rule.most:
+            raise ApiError(409, f"round {round} is full: it holds n_clients = "
+                                f"{self.rule.most} uploads, the most one release sums (the "
+                                "ring q covers no more); submit in the next round")
         try:
             self.store.hold(round, self._tag(round, client_id), anonymous, unique)
         except Replayed:
@@ -569,6 +681,13 @@ class _Proxy:
             why = self.store.lost_reason(round)
             out["lost_reason"] = (f"the server closed round {round} before it took them"
                                   + (f"; it had refused their batch ({why})" if why else ""))
+        uploads = self.store.uploads(round)
+        if uploads is not None:  # an agreed release: every upload's own outcome
+            out["refused_senders"] = self.store.refused_senders(round)
+            out["release_rule"] = None if self.rule is None else {
+                "fewest": self.rule.fewest, "most": self.rule.most}
+            out.update(upload_outcomes(uploads, delivered > 0 and lost == 0,
+                                       out.get("lost_reason")))
         return out
 
     async def close(self, round: int) -> dict[str, Any]:
@@ -589,7 +708,13 @@ class _Proxy:
                 self.store.set_meta("closing", round)
                 self._closing = round
             held = self.store.held(round)
-            if held >= self.settings.threshold:
+            if self.rule is not None:
+                assert self.secrets is not None
+                if self.secrets.needs_broadcast and self.store.uploads(round) is None:
+                    await self._broadcast_for(round, info)
+                await settle_round(self.store, self.secrets, self.rule, round,
+                                   self._server_verdicts)
+            elif held >= self.settings.threshold:
                 self.store.form_batch(round, None, self._shuffler(round))
             elif held:  # below the threshold (then nothing was forwarded before): refused
                 dropped = self.store.drop_held(round)
@@ -632,6 +757,28 @@ class _Proxy:
                      outcome["forwarded"])
             return outcome
 
+    async def _server_verdicts(self, round: int, batch: bytes) -> dict[bytes, str | None]:
+        """The server's verdict on each share of ``batch`` (retried while unreachable)."""
+        async def ask() -> dict[bytes, str | None]:
+            try:
+                r = await self.http.post(
+                    f"/v1/rounds/{round}/shares", content=batch,
+                    headers={**self.auth, "Content-Type": "application/octet-stream"})
+            except httpx.HTTPError as e:
+                raise _Unreachable(type(e).__name__) from None
+            if r.status_code >= 500 or r.status_code == 429:
+                raise _Unreachable(f"status {r.status_code}")
+            if r.status_code != 200:
+                raise ApiError(409, f"round {round} is not closed: the server did not check "
+                                    f"its shares ({r.status_code}: {_error_text(r)}); close "
+                                    "again")
+            try:
+                return verdicts_from_json(r.json())
+            except (ValueError, DprecError) as e:
+                raise ApiError(502, f"the server's share check is malformed: {e}") from None
+
+        return await self._retrying("checking the shares", ask)
+
     async def round_timer(self, seconds: float) -> None:
         while True:
             await asyncio.sleep(seconds)
@@ -662,9 +809,23 @@ def published_threshold(info: ProtocolInfo) -> int | None:
     return None if value is None else int(value)
 
 
+def body_limit(state: _Proxy, method: str, path: str) -> int:
+    """The largest body the proxy reads on ``method path``: a submission ``--max-body``, else
+    the protocol's message size (known by the time the route reads the body); anything else
+    :data:`~dprec.services.http.DEFAULT_BODY_LIMIT`."""
+    if method == "POST" and _REPORTS.match(path):
+        if state.settings.max_body is not None:
+            return state.settings.max_body
+        if state.info is not None:
+            return state.info.upload_size()
+    return DEFAULT_BODY_LIMIT
+
+
 def create_proxy_app(settings: ProxySettings) -> FastAPI:
-    """The FastAPI app of the shuffling proxy."""
+    """The FastAPI app of the shuffling proxy (:class:`DprecError` if its state folder
+    cannot be used)."""
     state = _Proxy(settings)
+    state.check_state()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # noqa: ANN202
@@ -674,6 +835,9 @@ def create_proxy_app(settings: ProxySettings) -> FastAPI:
             await state.sync()
         except (_Unreachable, DprecError) as e:
             log.warning("not synced with the server yet (%s); will retry on requests", e)
+        if state.refused_start:  # settings that can never release: refuse to start
+            await state.http.aclose()
+            raise DprecError(state.refused_start)
         state._tasks.append(asyncio.create_task(state.pump()))
         if settings.round_seconds:
             state._tasks.append(asyncio.create_task(state.round_timer(settings.round_seconds)))
@@ -689,6 +853,7 @@ def create_proxy_app(settings: ProxySettings) -> FastAPI:
                   description="The shuffling proxy of a dprec protocol: takes one message per "
                               "client and round, forwards shuffled batches to the server.")
     install_error_handlers(app)
+    install_body_limit(app, lambda method, path: body_limit(state, method, path))
     app.state.service = state
 
     @app.get("/healthz", summary="Liveness")
@@ -710,8 +875,20 @@ def create_proxy_app(settings: ProxySettings) -> FastAPI:
                 "problem": problem, "threshold": settings.threshold,
                 "batch_senders": settings.batch_senders,
                 "one_batch": info.deployment.one_batch,
+                "release_rule": None if state.rule is None else {
+                    "fewest": state.rule.fewest, "most": state.rule.most},
+                "history": [{k: v for k, v in o.items() if k != "uploads"}
+                            for o in state.store.outcomes()],
                 "published_threshold": published_threshold(info),
                 "published": None if state.secrets is None else state.secrets.published()}
+
+    @app.get("/v1/rounds/{round}/outcome", summary="A closed round's outcome, each upload's "
+             "included", responses=error_responses(404))
+    async def outcome(round: ROUND) -> dict[str, Any]:
+        done = state.store.outcome(round)
+        if done is None:
+            raise ApiError(404, f"round {round} is not closed on this proxy")
+        return done
 
     @app.post("/v1/rounds/{round}/reports", summary="Submit one client's message",
               status_code=202, openapi_extra=BINARY_BODY,
@@ -738,23 +915,22 @@ def create_proxy_app(settings: ProxySettings) -> FastAPI:
             raise ApiError(409, "this protocol's proxy hands clients no secret")
         try:
             return state.secrets.client_secret(client_id)
+        except SecretNotReady as e:
+            raise ApiError(503, str(e)) from None
         except DprecError as e:
             raise ApiError(409, str(e)) from None
 
     @app.post("/v1/secret", summary="Hand the proxy the operator's secret of the protocol",
-              responses=error_responses(401, 409, 422, 429, 503))
+              responses=error_responses(401, 409, 413, 422, 429, 503))
     async def operator_secret(request: Request,
                               authorization: Annotated[str | None, Header()] = None
                               ) -> dict[str, Any]:
         state.rate_limit(request)
-        if authorization is None:
-            raise ApiError(401, "missing credential: send Authorization: Bearer <shared secret>")
-        if not same_secret(bearer(authorization), settings.secret):
-            raise ApiError(401, "wrong credential")
+        state.authenticate_operator(authorization)
         await state.ensure_synced()
         try:
-            doc = await request.json()
-        except ValueError:
+            doc = json.loads(await read_body(request, DEFAULT_BODY_LIMIT))
+        except (UnicodeDecodeError, ValueError):
             raise ApiError(422, "the body must be a JSON object") from None
         if not isinstance(doc, dict):
             raise ApiError(422, "the body must be a JSON object")
@@ -771,10 +947,7 @@ def create_proxy_app(settings: ProxySettings) -> FastAPI:
     async def close(round: ROUND, request: Request,
                     authorization: Annotated[str | None, Header()] = None) -> dict[str, Any]:
         state.rate_limit(request)
-        if authorization is None:
-            raise ApiError(401, "missing credential: send Authorization: Bearer <shared secret>")
-        if not same_secret(bearer(authorization), settings.secret):
-            raise ApiError(401, "wrong credential")
+        state.authenticate_operator(authorization)
         return await state.close(round)
 
     return app

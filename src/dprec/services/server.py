@@ -29,9 +29,16 @@ GET      /v1/protocol                      the public description (system, N, co
 GET      /v1/round                         open round, rounds, history of closed rounds
 GET      /v1/artefacts/{name}              a broadcast (``If-None-Match`` -> 304)
 POST     /v1/start                         start the protocol (operator; shared secret)
+POST     /v1/rounds/{round}/shares         a verdict per share of a secure-sum round, no sum
+                                           (proxy; :mod:`dprec.protocol.secure_sum.validity`)
 POST     /v1/rounds/{round}/batches        a shuffled batch (proxy; ``Idempotency-Key``)
 POST     /v1/rounds/{round}/close          aggregate the round, publish (proxy or operator)
 =======  ================================  =====================================================
+
+Bodies (:func:`~dprec.services.http.install_body_limit`, :func:`body_limit`): a batch at
+most ``--max-batch-mb``, the start (its initial state) as much but at least 64 KiB, any other
+route 64 KiB; every route checks its credential from the headers before it reads a byte of
+its body.
 
 Never imports client code (tests/systems/test_architecture.py).
 """
@@ -40,6 +47,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import logging
 import numbers
 import re
@@ -47,7 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import Body, FastAPI, Header, Request, Response
+from fastapi import FastAPI, Header, Request, Response
 from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse
 
@@ -64,7 +72,14 @@ from dprec.protocol.deployed import (
 from dprec.protocol.messages import Message, MessageError
 from dprec.services import roles
 from dprec.services.auth import bearer, same_secret
-from dprec.services.http import ApiError, error_responses, install_error_handlers, read_body
+from dprec.services.http import (
+    DEFAULT_BODY_LIMIT,
+    ApiError,
+    error_responses,
+    install_body_limit,
+    install_error_handlers,
+    read_body,
+)
 from dprec.services.limits import batch_bytes
 from dprec.services.store import ServerStore, StoreConflict, Sync
 
@@ -76,6 +91,12 @@ _KEY = re.compile(r"^[A-Za-z0-9_\-]{8,128}$")
 ROUND = Annotated[int, PathParam(ge=0, le=2**31 - 1, description="Round (epoch) number.")]
 BINARY_BODY = {"requestBody": {"required": True, "content": {"application/octet-stream": {
     "schema": {"type": "string", "format": "binary"}}}}}
+START_BODY = {"requestBody": {"required": False, "content": {"application/json": {"schema": {
+    "anyOf": [{"type": "object", "properties": {
+        "generator": {"anyOf": [{"type": "object"}, {"type": "null"}]},
+        "initial": {"anyOf": [{"type": "string"}, {"type": "null"}]}}},
+        {"type": "null"}]}}}}}
+_BATCHES = re.compile(r"^/v1/rounds/[^/]+/(batches|shares)$")
 
 
 @dataclass
@@ -237,6 +258,29 @@ class _Server:
         """Senders of a batch of ``reports`` (a submission is k reports, or one DPLCF upload)."""
         return reports // self.info.k if self.info.k is not None else reports
 
+    def check_shares(self, round: int, body: bytes) -> dict[str, Any]:
+        """The role's verdict on each share of the proxy's share batch of the open round
+        (a secure sum; nothing is summed or stored): ``{"verdicts": {hex id: reason or
+        null}}``."""
+        if not self.store.started:
+            raise ApiError(409, "the protocol has not started")
+        if round != self.store.round:
+            raise ApiError(409, f"round {round} is not open; the open round is "
+                                f"{self.store.round}")
+        role = self._started_role()
+        latest = self.store.broadcast()
+        roles.restore(self.info, role, None if latest is None else latest[0])
+        check = getattr(role, "check_shares", None)
+        if check is None:
+            raise ApiError(404, "this protocol's server checks no shares")
+        try:
+            verdicts = check(body, round)
+        except DprecError as e:
+            raise ApiError(422, f"share batch refused: {e}") from None
+        log.info("round %d: checked %d shares, %d refused", round, len(verdicts),
+                 sum(v is not None for v in verdicts.values()))
+        return {"round": round, "verdicts": {mid.hex(): why for mid, why in verdicts.items()}}
+
     def close(self, round: int) -> dict[str, Any]:
         def compute() -> tuple[bytes | None, str | None, dict[str, Any]]:
             role = self._started_role()
@@ -281,6 +325,31 @@ class _Server:
         return version, data, etag
 
 
+def body_limit(settings: ServerSettings, method: str, path: str) -> int:
+    """The largest body the server reads on ``method path``: a forwarded batch (or a
+    secure-sum round's shares) ``max_batch_bytes``, the start (its generator and initial
+    state) as much but at least :data:`~dprec.services.http.DEFAULT_BODY_LIMIT`, anything
+    else that default."""
+    if method == "POST" and _BATCHES.match(path):
+        return settings.max_batch_bytes
+    if method == "POST" and path == "/v1/start":
+        return max(settings.max_batch_bytes, DEFAULT_BODY_LIMIT)
+    return DEFAULT_BODY_LIMIT
+
+
+def _json_object(raw: bytes) -> dict[str, Any] | None:
+    """A JSON body that must be an object (or empty, or null)."""
+    if not raw.strip():
+        return None
+    try:
+        doc = json.loads(raw)
+    except (UnicodeDecodeError, ValueError):
+        raise ApiError(400, "the body must be JSON") from None
+    if doc is not None and not isinstance(doc, dict):
+        raise ApiError(422, "the body must be a JSON object or null")
+    return doc
+
+
 def _etag_matches(header: str | None, etag: str) -> bool:
     if not header:
         return False
@@ -303,6 +372,7 @@ def create_server_app(settings: ServerSettings) -> FastAPI:
                               "whether the role is a trusted aggregator): publishes "
                               "artefacts, accepts the proxy's batches.")
     install_error_handlers(app)
+    install_body_limit(app, lambda method, path: body_limit(settings, method, path))
     app.state.service = state
     auth_errors = error_responses(401)
 
@@ -333,13 +403,14 @@ def create_server_app(settings: ServerSettings) -> FastAPI:
             return Response(status_code=304, headers=headers)
         return Response(data, media_type="application/octet-stream", headers=headers)
 
-    @app.post("/v1/start", summary="Start the protocol (operator)",
-              responses={**auth_errors, **error_responses(400, 409, 422)})
+    @app.post("/v1/start", summary="Start the protocol (operator)", openapi_extra=START_BODY,
+              responses={**auth_errors, **error_responses(400, 409, 413, 422)})
     async def start(
+        request: Request,
         authorization: Annotated[str | None, Header()] = None,
-        body: Annotated[dict[str, Any] | None, Body()] = None,
     ) -> dict[str, Any]:
-        state.authenticate(authorization)
+        state.authenticate(authorization)  # from the headers, before a byte of the body
+        body = _json_object(await read_body(request, body_limit(settings, "POST", "/v1/start")))
         generator = (body or {}).get("generator")
         if generator is not None and not isinstance(generator, dict):
             raise ApiError(422, "generator must be an object or null")
@@ -364,6 +435,15 @@ def create_server_app(settings: ServerSettings) -> FastAPI:
         body = await read_body(request, settings.max_batch_bytes)
         status, doc = state.accept(round, idempotency_key, body)
         return JSONResponse(doc, status_code=status)
+
+    @app.post("/v1/rounds/{round}/shares", summary="Check each share of a secure-sum round "
+              "(proxy)", openapi_extra=BINARY_BODY,
+              responses={**auth_errors, **error_responses(404, 409, 413, 422)})
+    async def shares(round: ROUND, request: Request,
+                     authorization: Annotated[str | None, Header()] = None) -> dict[str, Any]:
+        state.authenticate(authorization)
+        body = await read_body(request, settings.max_batch_bytes)
+        return state.check_shares(round, body)
 
     @app.post("/v1/rounds/{round}/close", summary="Close a round: aggregate and publish",
               responses={**auth_errors, **error_responses(409)})

@@ -45,21 +45,45 @@ from typing import Any, Literal
 
 from dprec.errors import DprecError
 
-__all__ = ["Duplicate", "ProxyStore", "Replayed", "ServerStore", "Sync", "open_db"]
+__all__ = ["STATE_DIR_MODE", "STATE_FILE_MODE", "Duplicate", "ProxyStore", "Replayed",
+           "ServerStore", "Sync", "open_db"]
 
 Sync = Literal["full", "normal"]
 
 
+STATE_DIR_MODE = 0o700
+"""Mode of a service's state folder: its owner only (it holds keys and held uploads)."""
+STATE_FILE_MODE = 0o600
+"""Mode of the database and of SQLite's ``-wal`` and ``-shm`` files beside it."""
+
+
+def _private_files(path: Path) -> None:
+    """The database ``path`` and SQLite's files beside it, readable by the owner only
+    (SQLite creates ``-wal`` and ``-shm`` with the database's mode; older state is
+    tightened on open)."""
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, STATE_FILE_MODE))
+    for f in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        if f.exists():
+            os.chmod(f, STATE_FILE_MODE)
+
+
 def open_db(path: Path, sync: Sync = "full", secure_delete: bool = False) -> sqlite3.Connection:
-    """A connection in autocommit mode (explicit BEGIN IMMEDIATE ... COMMIT), WAL journal."""
+    """A connection in autocommit mode (explicit BEGIN IMMEDIATE ... COMMIT), WAL journal.
+
+    The folder is made mode 0700 and the database's files 0600 (:data:`STATE_DIR_MODE`,
+    :data:`STATE_FILE_MODE`), whatever the umask: the server's state holds its private
+    key, the proxy's the uploads it holds."""
     if sync not in ("full", "normal"):
         raise DprecError(f"sync must be full or normal, got {sync!r}")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=STATE_DIR_MODE)
         if not path.parent.is_dir():
             raise NotADirectoryError(20, "not a directory")
+        os.chmod(path.parent, STATE_DIR_MODE)
+        _private_files(path)
         db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
         mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        _private_files(path)
     except (OSError, sqlite3.Error) as e:
         why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise DprecError(f"cannot keep the state in {path.parent} (it must be a folder this "
@@ -374,6 +398,50 @@ class ProxyStore:
                       [*_meta(self.db, f"batches:{round}", []), moved])
             del rows
         return moved
+
+    def held_rows(self, round: int) -> list[tuple[bytes, bytes]]:
+        """(key, body) of every held submission of ``round``, in key order."""
+        return [(bytes(k), bytes(b)) for k, b in self.db.execute(
+            "SELECT key, body FROM held WHERE round = ? ORDER BY key", (round,))]
+
+    def settle(self, round: int, release: bytes | None, released: list[str],
+               refused: dict[str, str], below: list[str],
+               lost: dict[str, str] | None = None) -> None:
+        """An agreed release (:mod:`dprec.services.rounds`): in one transaction, queue
+        ``release`` (the mask sum over exactly the uploads ``released``, hex message ids;
+        None: nothing is released), forget every held submission of ``round``, and record
+        each upload's verdict (``refused`` with its reason, ``below`` the threshold, ``lost``
+        with its reason). Done once per round: a retry re-sends the queued release, never
+        one over another set."""
+        with _transaction(self.db):
+            if _meta(self.db, f"uploads:{round}") is not None:
+                return
+            if release is not None:
+                self.db.execute("INSERT INTO outbox VALUES(?, ?, ?, ?)",
+                                (os.urandom(16).hex(), round, len(released), release))
+                _add(self.db, f"forwarded:{round}", len(released))
+                _set_meta(self.db, f"batches:{round}", [len(released)])
+            self.db.execute("DELETE FROM held WHERE round = ?", (round,))
+            _add(self.db, f"below_threshold:{round}", len(below))
+            _add(self.db, f"refused:{round}", len(refused))
+            _add(self.db, f"lost:{round}", len(lost or {}))
+            _set_meta(self.db, f"uploads:{round}", {"released": sorted(released),
+                                                    "refused": refused,
+                                                    "below_threshold": sorted(below),
+                                                    "lost": lost or {}})
+
+    def uploads(self, round: int) -> dict[str, Any] | None:
+        """The verdicts :meth:`settle` recorded for ``round`` (None: not settled)."""
+        return _meta(self.db, f"uploads:{round}")
+
+    def refused_senders(self, round: int) -> int:
+        """Uploads of ``round`` refused at its agreed release (a share that failed)."""
+        return int(_meta(self.db, f"refused:{round}", 0))
+
+    def outcomes(self) -> list[dict[str, Any]]:
+        """The outcome of every round this proxy closed, oldest first."""
+        return [json.loads(r[0]) for r in
+                self.db.execute("SELECT outcome FROM rounds ORDER BY round")]
 
     def drop_held(self, round: int) -> int:
         """Forget every held submission of ``round`` (a round below the threshold); counted

@@ -111,11 +111,16 @@ class RemoteServer(Server):
                              f"simulation's server is {mine}: start it with the same "
                              "system and parameters")
         initial = roles.initial_state(self.info, self.local)
-        start = {"generator": generator_to_json(rng),
+        private = self.info.deployment.device_randomness
+        # a secure sum's server starts from its own CSPRNG: the simulation's generator,
+        # from which the clients draw next, never leaves this process
+        start = {"generator": None if private else generator_to_json(rng),
                  "initial": None if initial is None else base64.b64encode(initial).decode()}
         reply = retrying(lambda: _call(lambda: self.admin.post(
             "/v1/start", json=start)).json(), self.retry_for)
-        rng.bit_generator.state = generator_from_json(reply["generator"]).bit_generator.state
+        if not private:
+            rng.bit_generator.state = generator_from_json(
+                reply["generator"]).bit_generator.state
         return None if reply["version"] is None else self._broadcast()
 
     def _broadcast(self) -> Any:
@@ -325,6 +330,9 @@ class RemoteProxy(Proxy):
                              "protocol's")
         self.senders = int(outcome["senders"])
         self.forwarded = bool(outcome["forwarded"]) and bool(self.batches)
+        counts = outcome.get("outcomes")
+        if isinstance(counts, dict) and isinstance(getattr(self.local, "outcomes", None), list):
+            self.local.outcomes.append({k: int(v) for k, v in counts.items()})
         for name in ("senders", "batches"):
             if hasattr(self.local, name):
                 setattr(self.local, name, getattr(self, name))
@@ -341,15 +349,23 @@ class RemoteProxy(Proxy):
 
 class HttpTransport(Transport):
     """Run a protocol's server and proxy roles as the services at ``server_url`` and
-    ``proxy_url``; the simulation holds the operator's ``secret`` and the ``token_key``
-    its clients' tokens derive from."""
+    ``proxy_url``; the simulation holds the operator's ``secret`` (the server's),
+    ``operator_secret`` (the proxy's: closing rounds there) and the ``token_key`` its
+    clients' tokens derive from."""
 
     checks_assigned_cells = True
     """The proxy service checks FMF-LDP's ``cells=assigned`` (it is handed the key)."""
+    device_clients = True
+    """A system whose deployment needs device randomness (a secure sum's,
+    :attr:`~dprec.protocol.deployment.Deployment.device_randomness`) simulates its clients
+    as devices: each draws its noise share and its sampling from its own CSPRNG, and the
+    server starts from its own; nothing the services hold determines a client's noise."""
 
     def __init__(self, server_url: str, proxy_url: str, secret: bytes, token_key: bytes,
-                 retry_for: float = 120.0, concurrency: int = 4) -> None:
+                 retry_for: float = 120.0, concurrency: int = 4,
+                 operator_secret: bytes | None = None) -> None:
         self.server_url = server_url.rstrip("/")
+        self.operator_secret = operator_secret if operator_secret is not None else secret
         self.proxy_url = proxy_url.rstrip("/")
         self.secret = secret
         self.token_key = token_key
@@ -367,7 +383,8 @@ class HttpTransport(Transport):
         server_api = ServerAPI(self.server_url)
         proxy_api = ProxyAPI(self.proxy_url)
         server_admin = keepalive_client(self.server_url, 300.0, headers=auth)
-        proxy_admin = keepalive_client(self.proxy_url, 300.0, headers=auth)
+        proxy_admin = keepalive_client(self.proxy_url, 300.0, headers={
+            "Authorization": "Bearer " + self.operator_secret.decode()})
         self._clients += [server_api, proxy_api, server_admin, proxy_admin]
         remote_server = RemoteServer(server, server_api, server_admin, self.retry_for)
         self.remote = (remote_server,

@@ -120,7 +120,7 @@ class TrainedOnObfuscated(Ranker):
     def parameters(self) -> dict[str, object]:
         out: dict[str, object] = asdict(self.model.config)  # type: ignore[call-overload]
         if self.mechanism is not None:
-            out["mechanism"] = self.mechanism.event()
+            out["mechanism"] = self.mechanism.describe()
             out["epsilon"] = self.epsilon
         return out
 
@@ -131,7 +131,7 @@ class TrainedOnObfuscated(Ranker):
         return privacy_report_from_log(
             self.name, "untrusted server trains on each user's obfuscated bit vector",
             self.events, Guarantee(float(self.epsilon or mech.epsilon), mechanism="bit flip"),
-            (mech.event(),), true_level="event")
+            (mech.describe(),), true_level="event")
 
 
 @dataclass(frozen=True)

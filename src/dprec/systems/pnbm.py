@@ -199,7 +199,7 @@ class DPSGDPNBMSystem(_PNBMSystem):
             },
         }
         return PrivacyReport(system=self.name, threat_model=THREAT_MODEL, true=true,
-                             claimed=claimed, mechanisms=(mech.event(),), extra=body)
+                             claimed=claimed, mechanisms=(mech.describe(),), extra=body)
 
 
 class DPPSPNBMSystem(_PNBMSystem):

@@ -5,12 +5,53 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Literal
 
-from dprec.errors import DprecError
+from dprec.errors import DprecError, PrivacyParameterError
 from dprec.privacy.accountant import Accountant, PldAccountant, account
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import Guarantee, Model, PrivacyReport
 
-__all__ = ["privacy_report_from_log", "secure_sum_report"]
+__all__ = ["SIMULATION_ONLY", "SIMULATION_ONLY_NOTE", "check_shares", "privacy_report_from_log",
+           "secure_sum_report", "share_record", "simulation_only"]
+
+SIMULATION_ONLY = "simulation_only"
+"""The diagnostics key under which a run keeps statistics of the clients' private data."""
+
+SIMULATION_ONLY_NOTE = (
+    "simulation only: statistics of the clients' private data (e.g. the fraction of clipped "
+    "user vectors, the median user norm, how many (user, item) pairs or clients contributed), "
+    "measured by the simulation, which holds every client in one process. No DP event "
+    "accounts for them, so they are not covered by the privacy report; a deployment never "
+    "has them: no client sends them and no server or proxy output carries them")
+
+
+def simulation_only(**stats: object) -> dict[str, object]:
+    """``{"simulation_only": {"note": ..., **stats}}``: private statistics a simulated run
+    may show (:data:`SIMULATION_ONLY_NOTE`), kept apart from the diagnostics a deployed
+    server could have."""
+    return {SIMULATION_ONLY: {"note": SIMULATION_ONLY_NOTE, **stats}}
+
+
+def share_record(release_mu: float, share_mu: float, min_honest: int) -> dict[str, object]:
+    """A secure-sum report's share entries: ``share_mu``, the per-client ``Sk(share_mu)`` the
+    clients actually drew (read from their noise, never recomputed), beside what the
+    accountant assumed, ``share_mu_assumed = mu / min_honest``, and the noise that
+    ``min_honest`` honest shares carry, ``honest_noise_mu = min_honest share_mu`` (>= mu for
+    the guarantee to hold)."""
+    return {"share_mu": float(share_mu),
+            "share_mu_assumed": float(release_mu) / int(min_honest),
+            "honest_noise_mu": float(share_mu) * int(min_honest)}
+
+
+def check_shares(release: str, release_mu: float, share_mu: float, min_honest: int) -> None:
+    """PrivacyParameterError when ``min_honest`` shares ``Sk(share_mu)`` carry less than the
+    ``Sk(mu)`` the accountant assumed for ``release`` (relative tolerance 1e-9): the run's
+    clients would draw less noise than its privacy report claims."""
+    if float(share_mu) * int(min_honest) < float(release_mu) * (1.0 - 1e-9):
+        raise PrivacyParameterError(
+            f"{release}: the clients draw shares Sk({share_mu:.6g}); {min_honest} honest "
+            f"shares carry Sk({share_mu * min_honest:.6g}), less than the Sk({release_mu:.6g}) "
+            "the accountant assumed: refused, the run would claim a guarantee its noise "
+            "does not meet")
 
 
 def privacy_report_from_log(

@@ -26,7 +26,13 @@ class Deployment:
 
     def proxy(self, threshold: int = 2, seed: int | None = 0) -> SecureSumProxy:
         rng = None if seed is None else np.random.default_rng(seed)
-        return SecureSumProxy(self.params, self.proxy_keys, ROUND, threshold, rng)
+        return SecureSumProxy(self.params, self.proxy_keys, ROUND, threshold, rng,
+                              server_key=self.server_keys.public)
+
+    @property
+    def run(self) -> bytes:
+        """The run id every box of this deployment binds."""
+        return self.client.run
 
 
 def deploy(params: SecureSumParams) -> Deployment:

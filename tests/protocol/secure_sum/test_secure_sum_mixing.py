@@ -51,7 +51,7 @@ def test_each_share_alone_is_uniform_on_its_low_byte():
     for u in uploads(dep, 150):
         up = Upload.from_bytes(u, dep.params)
         plain = open_box(dep.server_keys, up.share_box,
-                         associated_data(ROUND, up.message_id, "server"))
+                         associated_data(dep.run, ROUND, up.message_id, "server"))
         shares.append(decode_elements(plain, 1, 2, 16)[0])
     low = (np.concatenate(shares) & np.uint64(0xFF)).astype(np.int64)
     assert scipy.stats.chisquare(np.bincount(low, minlength=256)).pvalue > ALPHA

@@ -56,10 +56,20 @@ def test_a_seed_sealed_to_another_proxy_key_is_refused(dep):
 
 
 def test_a_share_sealed_to_another_server_key_is_refused(dep):
-    stranger = SecureSumClient(dep.params, dep.proxy_keys.public, KeyPair().public)
-    release = released(dep, [upload(dep), stranger.seal(np.zeros(5, np.int64), ROUND)])
+    release = released(dep, [upload(dep), upload(dep)])
+    mid = release.shares[1][0]
+    box = seal(KeyPair().public, bytes(dep.params.share_bytes),
+               associated_data(dep.run, ROUND, mid, "server"))
     with pytest.raises(E.WrongRecipientError):
-        dep.server.aggregate(release, ROUND)
+        dep.server.aggregate(with_share(release, 1, box), ROUND)
+
+
+def test_an_upload_of_another_run_is_refused_by_the_proxy(dep):
+    """The run id (both public keys) is in every box's associated data: an upload sealed
+    for a run with another server key fails the proxy's tag (issue 31 §5)."""
+    stranger = SecureSumClient(dep.params, dep.proxy_keys.public, KeyPair().public)
+    with pytest.raises(E.TamperedCiphertextError, match="another run"):
+        dep.proxy().submit("u", stranger.seal(np.zeros(5, np.int64), ROUND))
 
 
 def test_a_tampered_seed_box_is_refused_by_the_proxy(dep):
@@ -132,7 +142,7 @@ def test_a_share_outside_the_ring_is_refused(dep):
     release = released(dep, [upload(dep), upload(dep)])
     mid = release.shares[0][0]
     box = seal(dep.server_keys.public, encode_elements(np.full(5, 0xFFFF, np.uint64), 2),
-               associated_data(ROUND, mid, "server"))
+               associated_data(dep.run, ROUND, mid, "server"))
     with pytest.raises(E.MalformedUploadError, match="2\\^12"):
         dep.server.aggregate(with_share(release, 0, box), ROUND)
 
@@ -142,7 +152,7 @@ def test_oversized_uploads_and_shares_are_refused(dep):
         dep.proxy().submit("u", upload(dep) + b"\0")
     release = released(dep, [upload(dep), upload(dep)])
     mid = release.shares[0][0]
-    box = seal(dep.server_keys.public, bytes(2 * 6), associated_data(ROUND, mid, "server"))
+    box = seal(dep.server_keys.public, bytes(2 * 6), associated_data(dep.run, ROUND, mid, "server"))
     with pytest.raises(E.OversizedUploadError):
         dep.server.aggregate(with_share(release, 0, box), ROUND)
     with pytest.raises(E.OversizedUploadError):

@@ -45,6 +45,42 @@ ROLE_ALIASES: dict[str, tuple[str, ...]] = {
 _ALIAS_TO_ROLE = {a: role for role, aliases in ROLE_ALIASES.items() for a in aliases}
 
 
+_NUMBER = re.compile(r"-?\d+(\.\d*)?")
+_HEADER_PROBE_LINES = 100
+"""Lines after the first that header detection reads."""
+
+
+def _names_over_numbers(p: Path, encoding: str, sep: str, fields: Sequence[str]) -> bool:
+    """True if the first line reads as a header that names no known column: some column
+    holds a non-number on the first line and a number on each of the next (up to
+    :data:`_HEADER_PROBE_LINES`) lines, as ``customer,product`` over numeric ids does."""
+    rows: list[list[str]] = []
+    try:
+        with p.open(encoding=encoding, errors="replace") as f:
+            f.readline()
+            for line in f:
+                line = line.rstrip("\r\n")
+                if line.strip():
+                    rows.append(line.split() if sep == r"\s+" else line.split(sep))
+                if len(rows) >= _HEADER_PROBE_LINES:
+                    break
+    except OSError as e:
+        raise DataError(f"{p}: cannot read ({e.strerror or e})") from e
+    if not rows:
+        return False
+    for k, field in enumerate(fields):
+        if _NUMBER.fullmatch(_clean(field)):
+            continue
+        if all(len(r) > k and _NUMBER.fullmatch(_clean(r[k])) for r in rows):
+            return True
+    return False
+
+
+def _accepted_names() -> str:
+    """The header names load_csv recognises, role by role."""
+    return "; ".join(f"{role}: {', '.join(aliases)}" for role, aliases in ROLE_ALIASES.items())
+
+
 def _sniff_sep(first_line: str) -> str:
     for sep in ("\t", ",", ";", "|"):
         if sep in first_line:
@@ -199,16 +235,26 @@ def load_csv(
         raise DataError(f"{p}: file is empty or starts with a blank line")
     sep = sep or _sniff_sep(first)
     fields = first.split() if sep == r"\s+" else first.split(sep)
+    unnamed_header = False
     if header is None:
         given = {str(v).strip() for v in (names or {}).values() if v is not None}
         header = (any(b in _ALIAS_TO_ROLE for b in map(_base_name, fields))
                   or bool(given & {_clean(f) for f in fields})) and not all(
-            re.fullmatch(r"-?\d+(\.\d*)?", f.strip()) for f in fields)
+            _NUMBER.fullmatch(f.strip()) for f in fields)
+        if not header and _names_over_numbers(p, encoding, sep, fields):
+            header = unnamed_header = True
     if columns is not None and names is not None:
         raise DataError("give load_csv either columns or names, not both")
     header_lines = int(header)
     roles = _csv_roles(p, fields, header, columns, names)
     for required in ("user", "item"):
+        if required not in roles and unnamed_header:
+            raise DataError(
+                f"{p}: the first line {[_clean(f) for f in fields]} is a header (the lines "
+                f"below it hold numbers where it holds names) with no {required} column. "
+                f"Accepted names: {_accepted_names()}. Rename the columns, name them "
+                f"(e.g. csv:{p}?user=COLUMN&item=COLUMN), or give header=no if the first "
+                "line is an interaction")
         if required not in roles:
             raise DataError(f"{p}: no {required} column found in {fields!r}; name it, e.g. "
                             f"csv:{p}?{required}=COLUMN (or columns=[...])")

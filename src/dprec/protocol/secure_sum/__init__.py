@@ -19,7 +19,9 @@ Modules, one job each: :mod:`.params` (q, gamma, m and the no-wrap bound), :mod:
 :mod:`.messages` (upload and release records), :mod:`.client`, :mod:`.proxy` and
 :mod:`.server` (the three roles' steps), :mod:`.errors`, :mod:`.noise_shares` (the clients'
 Skellam noise shares, for any range of clients) and :mod:`.in_process` (the simulation's
-proxy: one exact sum per round, at ``min_honest``). The package imports no role module,
+proxy: one exact sum per round, at ``min_honest``); :mod:`.vdaf` (validity proofs for the
+contributions: Prio3, draft-irtf-cfrg-vdaf; not yet wired into the round flow). The package
+imports no role module,
 so a client importing it never reaches the proxy's or the server's code.
 """
 

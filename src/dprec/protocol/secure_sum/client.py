@@ -23,7 +23,12 @@ import numpy as np
 
 from dprec.errors import check_int
 from dprec.protocol.secure_sum.errors import SecureSumError
-from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, Upload, associated_data
+from dprec.protocol.secure_sum.messages import (
+    MESSAGE_ID_BYTES,
+    Upload,
+    associated_data,
+    run_id,
+)
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.ring import SEED_BYTES, encode_elements, expand_mask
 from dprec.protocol.secure_sum.sealed import KEY_BYTES, seal
@@ -83,6 +88,8 @@ class SecureSumClient:
         self.params = params
         self.proxy_key = proxy_key
         self.server_key = server_key
+        self.run = run_id(proxy_key, server_key)
+        """The run id every box binds (:func:`~dprec.protocol.secure_sum.messages.run_id`)."""
 
     def prepare(self, x: np.ndarray, rng: np.random.Generator,
                 noise: NoiseShare | None = None) -> np.ndarray:
@@ -114,9 +121,10 @@ class SecureSumClient:
         mask = np.uint64(p.modulus - 1)
         share = (v.astype(np.int64).view(np.uint64) - expand_mask(seed, p.dimension, p.bits)
                  ) & mask
-        seed_box = seal(self.proxy_key, seed, associated_data(round_id, message_id, "proxy"))
+        seed_box = seal(self.proxy_key, seed,
+                        associated_data(self.run, round_id, message_id, "proxy"))
         share_box = seal(self.server_key, encode_elements(share, p.element_bytes),
-                         associated_data(round_id, message_id, "server"))
+                         associated_data(self.run, round_id, message_id, "server"))
         return Upload(round_id, message_id, seed_box, share_box).to_bytes()
 
     def contribute(self, x: np.ndarray, round_id: int, rng: np.random.Generator,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dprec.errors import DprecError
 
 __all__ = [
-    "BelowThresholdError", "DuplicateSenderError", "MalformedUploadError",
+    "BelowThresholdError", "DuplicateSenderError", "InvalidProofError", "MalformedUploadError",
     "OversizedUploadError", "ReplayError", "RoundClosedError", "SealedBoxError",
     "SecureSumError", "TamperedCiphertextError", "WrongRecipientError", "WrongRoundError",
 ]
@@ -56,3 +56,9 @@ class BelowThresholdError(SecureSumError):
 
 class RoundClosedError(SecureSumError):
     """The round already released its one batch: it takes no more uploads or releases."""
+
+
+class InvalidProofError(SecureSumError):
+    """A contribution's validity proof (Prio3, draft-irtf-cfrg-vdaf §7) was rejected: the
+    vector is out of bounds, a share was tampered with, or the joint randomness does not
+    match. Refuse that contribution, count it with this reason; the round goes on."""

@@ -22,12 +22,19 @@ import numpy as np
 
 from dprec.errors import DprecError
 from dprec.protocol.engine import Proxy
+from dprec.protocol.secure_sum.published import PUBLISHED_KEY
 from dprec.protocol.secure_sum.sealed import KEY_BYTES, KeyPair
 
-__all__ = ["PUBLISHED_KEY", "InProcessSumProxy"]
+__all__ = ["OUTCOMES", "PUBLISHED_KEY", "InProcessSumProxy", "total_outcomes"]
 
-PUBLISHED_KEY = "secure_sum_proxy_key"
-"""The field of the service proxy's published record holding its X25519 key (hex)."""
+OUTCOMES = ("summed", "refused", "below_threshold", "lost")
+"""The one outcome of every acknowledged upload (:mod:`dprec.services.rounds`)."""
+
+
+def total_outcomes(rounds: list[dict[str, int]]) -> dict[str, int]:
+    """How many uploads of all ``rounds`` ended in each outcome (:data:`OUTCOMES`)."""
+    return {k: sum(int(r.get(k, 0)) for r in rounds) for k in OUTCOMES}
+
 
 
 class InProcessSumProxy(Proxy):
@@ -52,6 +59,9 @@ class InProcessSumProxy(Proxy):
         """Senders in each batch the server received in the last round (one, or none)."""
         self.public_key: bytes | None = None
         """The key clients seal their mask seeds to (None: nothing is sealed)."""
+        self.outcomes: list[dict[str, int]] = []
+        """Per round, how many uploads ended in each outcome (:data:`OUTCOMES`); over the
+        services, the proxy service's count (:class:`~dprec.services.transport.RemoteProxy`)."""
 
     @abstractmethod
     def part(self, message: Any) -> np.ndarray:
@@ -98,6 +108,9 @@ class InProcessSumProxy(Proxy):
         self.senders = int(senders)
         self.batches = []
         self.forwarded = total is not None and self.senders >= self.threshold
+        self.outcomes.append({"summed": self.senders if self.forwarded else 0, "refused": 0,
+                              "below_threshold": 0 if self.forwarded else self.senders,
+                              "lost": 0})
         if not self.forwarded:
             return None
         self.batches = [self.senders]

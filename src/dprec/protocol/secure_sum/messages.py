@@ -5,13 +5,24 @@ round's parameters before anything is opened.
 
 Upload:  "DSU1" | round id (u64 BE) | message id (16) | seed box (32 + 56) | share box
          (d * ceil(b/8) + 56)
-Release: "DSR1" | round id (u64 BE) | count (u32 BE) | mask sum (d x u64 LE) |
+Release: "DSR2" | round id (u64 BE) | count (u32 BE) | proxy key (32) | mask sum (d x u64 LE)
+         | count x (message id (16) | share box)
+Shares:  "DSC2" | round id (u64 BE) | count (u32 BE) | proxy key (32) |
          count x (message id (16) | share box)
+         (what the proxy sends the server to check, before any mask sum leaves it)
+
+Every sealed box binds the run (:func:`run_id`: a digest of the proxy's and the server's
+public keys; the server draws a fresh key pair at each start), the round, the message id
+and the recipient's role (:func:`associated_data`), so a box replayed into another run,
+round, message or role fails its tag. The release and the share batch carry the proxy's
+public key, from which the server recomputes the run id (a proxy naming another key only
+makes every share fail).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import struct
 
 import numpy as np
@@ -19,24 +30,42 @@ import numpy as np
 from dprec.protocol.secure_sum.errors import MalformedUploadError, OversizedUploadError
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.ring import SEED_BYTES
-from dprec.protocol.secure_sum.sealed import OVERHEAD
+from dprec.protocol.secure_sum.sealed import KEY_BYTES, OVERHEAD
 
-__all__ = ["MESSAGE_ID_BYTES", "ROLES", "Release", "Upload", "associated_data"]
+__all__ = ["MESSAGE_ID_BYTES", "ROLES", "RUN_ID_BYTES", "Release", "ShareBatch", "Upload",
+           "associated_data", "run_id"]
 
 MESSAGE_ID_BYTES = 16
 ROLES = ("proxy", "server")
 _UPLOAD = b"DSU1"
-_RELEASE = b"DSR1"
+_RELEASE = b"DSR2"
+_SHARES = b"DSC2"
 _HEAD = struct.Struct(">4sQ16s")
-_RELEASE_HEAD = struct.Struct(">4sQI")
+_RELEASE_HEAD = struct.Struct(f">4sQI{KEY_BYTES}s")
+RELEASE_HEAD_BYTES = _RELEASE_HEAD.size
+"""Bytes of a release's (and a share batch's) head: label, round, count, proxy key."""
 SEED_BOX_BYTES = SEED_BYTES + OVERHEAD
+RUN_ID_BYTES = 16
+_RUN_LABEL = b"dprec secure-sum run v1|"
 
 
-def associated_data(round_id: int, message_id: bytes, role: str) -> bytes:
-    """What a sealed box binds: protocol label, round id, message id, recipient role."""
+def run_id(proxy_key: bytes, server_key: bytes) -> bytes:
+    """The run's id: ``SHA-256(label | proxy key | server key)[:16]``. The server's key pair
+    is drawn at each start, so two runs never share it."""
+    if len(proxy_key) != KEY_BYTES or len(server_key) != KEY_BYTES:
+        raise MalformedUploadError(f"a run id binds two {KEY_BYTES}-byte public keys")
+    return hashlib.sha256(_RUN_LABEL + proxy_key + server_key).digest()[:RUN_ID_BYTES]
+
+
+def associated_data(run: bytes, round_id: int, message_id: bytes, role: str) -> bytes:
+    """What a sealed box binds: protocol label, run id (:func:`run_id`), round id, message
+    id, recipient role."""
     if role not in ROLES:
         raise MalformedUploadError(f"role must be one of {ROLES}, got {role!r}")
-    return b"dprec secure-sum v1|" + struct.pack(">Q", round_id) + message_id + role.encode()
+    if len(run) != RUN_ID_BYTES:
+        raise MalformedUploadError(f"a run id has {RUN_ID_BYTES} bytes, got {len(run)}")
+    return (b"dprec secure-sum v2|" + run + struct.pack(">Q", round_id) + message_id
+            + role.encode())
 
 
 def _share_box_bytes(params: SecureSumParams) -> int:
@@ -79,6 +108,13 @@ class Upload:
         return cls(round_id, message_id, body[:SEED_BOX_BYTES], body[SEED_BOX_BYTES:])
 
 
+def _share_items(data: bytes, start: int, count: int, params: SecureSumParams
+                 ) -> tuple[tuple[bytes, bytes], ...]:
+    item = MESSAGE_ID_BYTES + _share_box_bytes(params)
+    return tuple((data[o:o + MESSAGE_ID_BYTES], data[o + MESSAGE_ID_BYTES:o + item])
+                 for o in range(start, start + count * item, item))
+
+
 @dataclasses.dataclass(frozen=True)
 class Release:
     """The proxy's one batch of a round: server shares in random order, no senders."""
@@ -88,9 +124,11 @@ class Release:
     """``(message id, share box)`` pairs in the proxy's shuffled order."""
     mask_sum: np.ndarray
     """``sum r mod q`` over exactly the senders of :attr:`shares` (``uint64``)."""
+    proxy_key: bytes
+    """The proxy's public key (the server binds the run id from it)."""
 
     def to_bytes(self) -> bytes:
-        head = _RELEASE_HEAD.pack(_RELEASE, self.round_id, len(self.shares))
+        head = _RELEASE_HEAD.pack(_RELEASE, self.round_id, len(self.shares), self.proxy_key)
         body = b"".join(mid + box for mid, box in self.shares)
         return head + np.ascontiguousarray(self.mask_sum, dtype="<u8").tobytes() + body
 
@@ -99,7 +137,7 @@ class Release:
         """Parse, checking the length that the count and ``params`` fix."""
         if len(data) < _RELEASE_HEAD.size or data[:4] != _RELEASE:
             raise MalformedUploadError("not a secure-sum release")
-        _, round_id, count = _RELEASE_HEAD.unpack_from(data)
+        _, round_id, count, proxy_key = _RELEASE_HEAD.unpack_from(data)
         item = MESSAGE_ID_BYTES + _share_box_bytes(params)
         mask_end = _RELEASE_HEAD.size + 8 * params.dimension
         expected = mask_end + count * item
@@ -107,6 +145,34 @@ class Release:
             error = OversizedUploadError if len(data) > expected else MalformedUploadError
             raise error(f"a release of {count} shares has {expected} bytes, got {len(data)}")
         mask_sum = np.frombuffer(data[_RELEASE_HEAD.size:mask_end], dtype="<u8").copy()
-        shares = tuple((data[o:o + MESSAGE_ID_BYTES], data[o + MESSAGE_ID_BYTES:o + item])
-                       for o in range(mask_end, expected, item))
-        return cls(round_id, shares, mask_sum)
+        return cls(round_id, _share_items(data, mask_end, count, params), mask_sum, proxy_key)
+
+
+@dataclasses.dataclass(frozen=True)
+class ShareBatch:
+    """The server shares of a round's held uploads, WITHOUT a mask sum: what the proxy hands
+    the server to check (:meth:`~dprec.protocol.secure_sum.server.SecureSumServer.check`)
+    before it releases anything. Each share is one-time padded by a mask only the proxy can
+    expand, so opening it tells the server nothing about the client's vector."""
+
+    round_id: int
+    shares: tuple[tuple[bytes, bytes], ...]
+    """``(message id, share box)`` pairs, sorted by message id."""
+    proxy_key: bytes
+    """The proxy's public key (the server binds the run id from it)."""
+
+    def to_bytes(self) -> bytes:
+        head = _RELEASE_HEAD.pack(_SHARES, self.round_id, len(self.shares), self.proxy_key)
+        return head + b"".join(mid + box for mid, box in self.shares)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, params: SecureSumParams) -> ShareBatch:
+        """Parse, checking the length that the count and ``params`` fix."""
+        if len(data) < _RELEASE_HEAD.size or data[:4] != _SHARES:
+            raise MalformedUploadError("not a secure-sum share batch")
+        _, round_id, count, proxy_key = _RELEASE_HEAD.unpack_from(data)
+        expected = _RELEASE_HEAD.size + count * (MESSAGE_ID_BYTES + _share_box_bytes(params))
+        if len(data) != expected:
+            error = OversizedUploadError if len(data) > expected else MalformedUploadError
+            raise error(f"a batch of {count} shares has {expected} bytes, got {len(data)}")
+        return cls(round_id, _share_items(data, _RELEASE_HEAD.size, count, params), proxy_key)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Collection
 
 import numpy as np
 
@@ -30,7 +31,13 @@ from dprec.protocol.secure_sum.errors import (
     RoundClosedError,
     WrongRoundError,
 )
-from dprec.protocol.secure_sum.messages import Release, Upload, associated_data
+from dprec.protocol.secure_sum.messages import (
+    Release,
+    ShareBatch,
+    Upload,
+    associated_data,
+    run_id,
+)
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.ring import expand_mask
 from dprec.protocol.secure_sum.sealed import KeyPair, open_box
@@ -44,18 +51,22 @@ class SecureSumProxy:
     """One round of the secure sum at the proxy."""
 
     def __init__(self, params: SecureSumParams, keys: KeyPair, round_id: int, threshold: int,
-                 rng: np.random.Generator | None = None) -> None:
+                 rng: np.random.Generator | None = None, *, server_key: bytes) -> None:
         check_int("threshold", threshold, 2)
         check_int("round_id", round_id, 0)
         self.params = params
         self.keys = keys
+        self.run = run_id(keys.public, server_key)
+        """The run id the boxes bind (the server's key of this run, :func:`run_id`)."""
         self.round_id = round_id
         self.threshold = threshold
         self._rng = rng
         self._senders: set[str] = set()
         self._message_ids: set[bytes] = set()
-        self._shares: list[tuple[bytes, bytes]] = []
-        self._mask_sum = np.zeros(params.dimension, dtype=np.uint64)
+        self._shares: dict[bytes, bytes] = {}
+        """Message id -> share box."""
+        self._seeds: dict[bytes, bytes] = {}
+        """Message id -> mask seed (the mask sum is expanded at the release, over its set)."""
         self._released = False
 
     @property
@@ -79,27 +90,43 @@ class SecureSumProxy:
             raise ReplayError(f"message id {upload.message_id.hex()} was already accepted in "
                               f"round {self.round_id}: a replay, refused")
         seed = open_box(self.keys, upload.seed_box,
-                        associated_data(self.round_id, upload.message_id, "proxy"))
-        mask = expand_mask(seed, self.params.dimension, self.params.bits)
-        self._mask_sum = (self._mask_sum + mask) & np.uint64(self.params.modulus - 1)
+                        associated_data(self.run, self.round_id, upload.message_id, "proxy"))
         self._senders.add(sender)
         self._message_ids.add(upload.message_id)
-        self._shares.append((upload.message_id, upload.share_box))
+        self._seeds[upload.message_id] = seed
+        self._shares[upload.message_id] = upload.share_box
 
-    def release(self) -> Release:
-        """The round's one batch; raises below the threshold or after the first release."""
+    def share_batch(self) -> ShareBatch:
+        """Every accepted share, sorted by message id, without a mask sum: what the server
+        checks before the release (:mod:`.validity`)."""
+        return ShareBatch(self.round_id, tuple(sorted(self._shares.items())), self.keys.public)
+
+    def release(self, over: Collection[bytes] | None = None) -> Release:
+        """The round's one batch over the accepted uploads with message ids ``over`` (all
+        of them if None); raises below the threshold, for an id it did not accept, or after
+        the first release."""
         if self._released:
             raise RoundClosedError(f"round {self.round_id} already released its one batch: a "
                                    "second batch would reveal the sum of a subset")
-        if len(self._senders) < self.threshold:
+        ids = sorted(self._shares if over is None else set(over))
+        unknown = [mid for mid in ids if mid not in self._shares]
+        if unknown:
+            raise ReplayError(f"{len(unknown)} message id(s) of the release were not accepted "
+                              f"in round {self.round_id}: refused")
+        if len(ids) < self.threshold:
             raise BelowThresholdError(
-                f"round {self.round_id} has {len(self._senders)} distinct senders, fewer than "
+                f"round {self.round_id} has {len(ids)} distinct senders, fewer than "
                 f"the threshold {self.threshold}: nothing released; wait for more clients")
-        shares = sorted(self._shares)
+        p = self.params
+        mask_sum = np.zeros(p.dimension, dtype=np.uint64)
+        for mid in ids:
+            mask_sum += expand_mask(self._seeds[mid], p.dimension, p.bits)
+        mask_sum &= np.uint64(p.modulus - 1)
+        shares = [(mid, self._shares[mid]) for mid in ids]
         if self._rng is None:
             random.SystemRandom().shuffle(shares)
         else:
             shares = [shares[i] for i in self._rng.permutation(len(shares))]
         self._released = True
         logger.info("round %d: released %d shares", self.round_id, len(shares))
-        return Release(self.round_id, tuple(shares), self._mask_sum.copy())
+        return Release(self.round_id, tuple(shares), mask_sum, self.keys.public)

@@ -112,4 +112,4 @@ def open_box(keys: KeyPair, box: bytes, aad: bytes) -> bytes:
     except InvalidTag:
         raise TamperedCiphertextError(
             "the box's tag does not verify: it was changed in transit, or it belongs to "
-            "another round, message id or role; drop it") from None
+            "another run, round, message id or role; drop it") from None

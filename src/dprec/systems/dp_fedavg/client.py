@@ -35,22 +35,12 @@ from dprec.protocol.engine import Clients, Sent, client_ids
 from dprec.protocol.secure_sum.client import quantise
 from dprec.protocol.secure_sum.noise_shares import ShareNoise, consecutive_runs
 from dprec.protocol.secure_sum.params import SecureSumParams
-from dprec.random import derive_generator
+from dprec.random import derive_generator, secure_generator
+from dprec.systems.dp_fedavg.device import client_update, clipped_weights
 from dprec.systems.dp_fedavg.messages import ClientBlock, FedAvgModel
 from dprec.systems.fmf.client import check_item_matrix, user_vectors
 
 __all__ = ["FedAvgClients", "check_model", "clipped_weights"]
-
-
-def clipped_weights(X: np.ndarray, V: np.ndarray, history: sp.csr_matrix, alpha: float,
-                    clip: float) -> np.ndarray:
-    """``w_u`` (b, N) of a block of clients, scaled so that ``||w_u||_2 ||x_u||_2 <= clip``:
-    the clipped gradient of client ``u`` is ``outer(w_u, x_u)``."""
-    R = np.asarray(history.todense(), dtype=np.float64)
-    W = (1.0 + alpha * R) * ((R > 0) - X @ V.T)
-    norm = np.linalg.norm(W, axis=1) * np.linalg.norm(X, axis=1)
-    scale = np.minimum(1.0, clip / np.maximum(norm, 1e-300))
-    return W * scale[:, None]
 
 
 def check_model(model: object, n_items: int, factors: int, secure: bool) -> FedAvgModel:
@@ -84,8 +74,12 @@ class FedAvgClients(Clients):
                  clip: float, gamma: float, rate: float, share_mu: float | None, event: object,
                  batch_size: int, ids: np.ndarray | None = None,
                  population: int | None = None, params: SecureSumParams | None = None,
-                 proxy_key: Callable[[], bytes | None] | None = None) -> None:
+                 proxy_key: Callable[[], bytes | None] | None = None,
+                 devices: bool = False) -> None:
         self._history = history.tocsr()
+        self.devices = bool(devices)
+        """True: every client draws as a device, from its own fresh CSPRNG (no round seed
+        another process could recompute); False: the simulation's seeded draws."""
         self._factors, self._alpha, self._reg = factors, alpha, reg
         self._clip, self._gamma, self._rate = clip, gamma, rate
         self._share_mu = share_mu
@@ -144,9 +138,29 @@ class FedAvgClients(Clients):
         proxy_key = None if self._proxy_key is None else self._proxy_key()
         for a in range(0, n, self._batch_size):
             b = min(n, a + self._batch_size)
+            if self.devices:
+                rows = self._device_rows(a, b)
+                yield ClientBlock(self.ids[a:b], rows.sum(axis=0), lambda rows=rows: rows,
+                                  round, self._model.server_key, proxy_key, self._params)
+                continue
             yield ClientBlock(self.ids[a:b], self._total(a, b, seed),
                               lambda a=a, b=b: self._vectors(a, b, seed), round,
                               self._model.server_key, proxy_key, self._params)
+
+    def _device_rows(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``start..stop-1``'s own noisy vectors drawn as devices draw them: each
+        client's coin, rounding and share ``Sk(share_mu)`` from its own fresh CSPRNG
+        (:func:`~dprec.systems.dp_fedavg.device.client_update`), nothing keyed by a seed."""
+        assert self._model is not None and self._gram is not None
+        V = self._model.factors_matrix
+        out = np.empty((stop - start, V.size), np.int64)
+        for j in range(stop - start):
+            out[j], sampled = client_update(
+                V, self._history[start + j], alpha=self._alpha, reg=self._reg,
+                clip=self._clip, gamma=self._gamma, rate=self._rate,
+                share_mu=self._share_mu, rng=secure_generator(), gram=self._gram)
+            self.sampled_per_round[-1] += int(sampled)
+        return out
 
     def _shares(self, seed: int) -> ShareNoise | None:
         """The round's shares (keyed by its seed), None without secure aggregation."""

@@ -27,11 +27,20 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dprec.protocol.deployment import ProxySecrets
+import numpy as np
+import scipy.sparse as sp
+
+from dprec.errors import DprecError
+from dprec.protocol.deployment import DeviceReader, ProxySecrets
+from dprec.protocol.messages import Message
+from dprec.protocol.secure_sum.device import DeviceRound
 from dprec.protocol.secure_sum.params import SecureSumParams
-from dprec.systems.dp_fedavg.messages import ClientBlock
+from dprec.systems.dp_fedavg.client import check_model
+from dprec.systems.dp_fedavg.device import clipped_update
+from dprec.systems.dp_fedavg.messages import ClientBlock, FedAvgModel
 from dprec.systems.dp_fedavg.plan import plan_of
 from dprec.systems.dp_pop.deploy import SecureSumDeployment
+from dprec.systems.fmf.client import user_vectors
 
 __all__ = ["DEPLOYMENT", "FedAvgDeployment"]
 
@@ -77,7 +86,50 @@ class FedAvgDeployment(SecureSumDeployment):
     def proxy_secrets(self, info: Any, state_dir: Path) -> ProxySecrets:
         from dprec.systems.dp_pop.proxy import SecureSumRelay  # the proxy's code, lazily
 
-        return SecureSumRelay(_params(info), state_dir)
+        plan = plan_of(info.config, int(info.n_items), int(info.config["n_clients"]))
+        assert plan.min_honest is not None
+        return SecureSumRelay(_params(info), state_dir, plan.min_honest, plan.n_clients,
+                              lambda body: FedAvgModel.from_bytes(body).server_key)
+
+    # -- the device: the clipped update of its own history, one segment Sk(mu / t) ---------
+
+    def read_sizes(self, read: DeviceReader) -> None:
+        read.integer("factors", "max_factors")
+
+    def device_round(self, settings: Mapping[str, Any], n_items: int, round: int
+                     ) -> DeviceRound:
+        if not 0 <= round < int(settings["rounds"]):
+            raise DprecError(f"dp-fedavg runs {settings['rounds']} rounds, got round {round}")
+        plan = plan_of(settings, int(n_items), int(settings["n_clients"]))
+        if plan.params is None or plan.share_mu is None:
+            raise DprecError("dp-fedavg deploys with aggregation=secure only")
+        return DeviceRound(plan.params, ((plan.dimension, plan.share_mu),))
+
+    def model_type(self) -> type[Message]:
+        return FedAvgModel
+
+    def largest_model(self, settings: Mapping[str, Any], n_items: int) -> int:
+        f = int(settings["factors"])
+        return FedAvgModel(bytes(32), np.zeros((int(n_items), f))).nbytes
+
+    def check_model(self, terms: Any, model: Any) -> None:
+        check_model(model, terms.n_items, int(terms.settings["factors"]), secure=True)
+
+    def device_vector(self, terms: Any, history: sp.csr_matrix, round: int,
+                      rng: np.random.Generator, model: Any, client_id: int) -> np.ndarray:
+        """The clipped update (zeros if the device's own coin did not sample it)."""
+        c = terms.settings
+        x, _ = clipped_update(model.factors_matrix, history, alpha=float(c["alpha"]),
+                              reg=float(c["reg"]), clip=float(c["clip"]),
+                              rate=float(c["rate"]), rng=rng)
+        return x
+
+    def scores(self, terms: Any, history: Any, artefact: Any) -> np.ndarray:
+        """``x_u V^T``, ``x_u`` solved on the device from the published ``V``."""
+        V = artefact.factors_matrix
+        c = terms.settings
+        X = user_vectors(V, sp.csr_matrix(history), float(c["alpha"]), float(c["reg"]))
+        return np.asarray(X @ V.T).ravel()
 
 
 DEPLOYMENT = FedAvgDeployment()

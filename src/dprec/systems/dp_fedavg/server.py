@@ -23,7 +23,7 @@ from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.protocol.secure_sum.messages import Release
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.sealed import KeyPair
-from dprec.protocol.secure_sum.server import SecureSumServer
+from dprec.protocol.secure_sum.server import SecureSumServer, check_shares
 from dprec.random import is_secure
 from dprec.systems.dp_fedavg.messages import FedAvgModel, NoisySum
 from dprec.systems.dp_pop.messages import SumRelease
@@ -95,12 +95,20 @@ class FedAvgServer(FactorServer):
         if isinstance(batch, SumRelease) and self.keys is not None and self.params is not None:
             try:
                 result = SecureSumServer(self.params, self.keys).aggregate(
-                    Release.from_bytes(batch.data, self.params), round)
+                    Release.from_bytes(batch.data, self.params), round, self.min_honest,
+                    self.params.expected_clients)
             except SecureSumError as e:
                 raise MessageError(f"the release is refused: {e}") from None
             return result.integer_sum, result.contributors
         raise DprecError(f"dp-fedavg's server takes NoisySum uploads (or, with its secure-sum "
                          f"parameters, one SumRelease), got {type(batch).__name__}")
+
+    def check_shares(self, data: bytes, round: int) -> dict[bytes, str | None]:
+        """The verdict on each share of the proxy's share batch (nothing is summed)."""
+        if self.params is None:
+            raise SecureSumError("a dp-fedavg server without secure aggregation checks no "
+                                 "shares")
+        return check_shares(self.params, self.keys, data, round)
 
     def aggregate(self, batches: Iterable[object], round: int) -> FedAvgModel | None:
         assert self.V is not None and self._rng is not None

@@ -27,6 +27,7 @@ from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import PrivacyReport
 from dprec.protocol.engine import run_protocol
+from dprec.protocol.secure_sum.in_process import total_outcomes
 from dprec.systems.base import Ranker, check_history
 from dprec.systems.central import factor_scores
 from dprec.systems.dp_fedavg.accounting import (
@@ -40,7 +41,12 @@ from dprec.systems.dp_fedavg.plan import FedAvgPlan, plan_of
 from dprec.systems.dp_fedavg.proxy import FedAvgSumProxy
 from dprec.systems.dp_fedavg.server import FedAvgServer
 from dprec.systems.fmf.client import user_vectors
-from dprec.systems.reporting import secure_sum_report
+from dprec.systems.reporting import (
+    check_shares,
+    secure_sum_report,
+    share_record,
+    simulation_only,
+)
 
 __all__ = ["Aggregation", "DpFedAvg", "DpFedAvgConfig", "SECURE_THREAT_MODEL",
            "TRUSTED_THREAT_MODEL"]
@@ -176,6 +182,8 @@ class DpFedAvg(Ranker):
                                         f"{n} users: drop n_clients or match it")
         plan = plan_of(asdict(c), n_items, n)
         dim, gamma, mu = plan.dimension, plan.gamma, plan.mu
+        if plan.share_mu is not None and plan.min_honest is not None:
+            check_shares("update", mu, plan.share_mu, plan.min_honest)
         event = sampled_event(mu, dim, c.clip, gamma, c.rate)
         secure = c.aggregation == "secure"
         srv = FedAvgServer(n_items, c.factors, c.lr, c.reg, c.server_steps, c.init_scale,
@@ -185,7 +193,8 @@ class DpFedAvg(Ranker):
         clients = FedAvgClients(
             train, factors=c.factors, alpha=c.alpha, reg=c.reg, clip=c.clip, gamma=gamma,
             rate=c.rate, share_mu=plan.share_mu, event=event, batch_size=c.batch_size,
-            params=plan.params, proxy_key=lambda: proxy.public_key)
+            params=plan.params, proxy_key=lambda: proxy.public_key,
+            devices=bool(getattr(self.transport, "device_clients", False)))
         self.events = EventLog(n)
 
         def after_round(r: int, model: FedAvgModel) -> None:
@@ -204,9 +213,11 @@ class DpFedAvg(Ranker):
             "noise_std_clip_units": math.sqrt(2 * mu) / (gamma * c.clip),
             "noise_std_on_mean_gradient": math.sqrt(2 * mu) / (gamma * c.rate * n),
             "expected_contributors": c.rate * n,
-            "sampled_per_round": (list(clients.sampled_per_round)
-                                  if len(clients.sampled_per_round) == c.rounds else None),
+            **simulation_only(sampled_per_round=(
+                list(clients.sampled_per_round)
+                if len(clients.sampled_per_round) == c.rounds else None)),
             "rounds_without_update": run.rounds_without_update,
+            "upload_outcomes": total_outcomes(proxy.outcomes),
             "seconds_by_role": dict(run.seconds),
         }
         return self
@@ -241,7 +252,8 @@ class DpFedAvg(Ranker):
                      "l1_sensitivity": info["l1_sensitivity"],
                      "l2_sensitivity": info["l2_sensitivity"], "rounds": c.rounds,
                      "sampling": "poisson", "rate": c.rate, "aggregation": c.aggregation,
-                     **({"share_mu": info["mu"] / honest} if secure else {})}  # type: ignore
+                     **(share_record(info["mu"], self._plan.share_mu, honest)  # type: ignore
+                        if secure else {})}
         details = {
             "sampling": {
                 "kind": "poisson", "rate": c.rate, "expected_contributors": c.rate * n,

@@ -20,9 +20,10 @@ from dprec.errors import DprecError
 from dprec.mechanisms.skellam import SkellamMechanism
 from dprec.protocol.engine import Clients, Sent
 from dprec.protocol.secure_sum.params import SecureSumParams
+from dprec.random import secure_generator
 from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel
 
-__all__ = ["BLOCK_CELLS", "PopClients", "Sampling", "client_generator", "k_hot",
+__all__ = ["BLOCK_CELLS", "PopClients", "Sampling", "client_generator", "device_vector", "k_hot",
            "no_proxy_key", "noisy_vectors"]
 
 Sampling = Literal["uniform", "recency"]
@@ -77,11 +78,12 @@ def client_generator(run_seed: int, client_id: int) -> np.random.Generator:
 
 
 def noisy_vectors(rows: sp.csr_matrix, ids: np.ndarray, k: int, sampling: Sampling,
-                  share: SkellamMechanism, run_seed: int,
+                  share: SkellamMechanism, run_seed: int | None,
                   timestamps: sp.csr_matrix | None = None) -> np.ndarray:
     """(len(ids) x items) int64: client ``ids[i]``'s k-hot vector (row ``i`` of ``rows``)
     plus its share ``Sk(mu_share)``, all drawn from :func:`client_generator` (the noise,
-    then, for uniform sampling, the k items)."""
+    then, for uniform sampling, the k items); ``run_seed`` None: each client draws from its
+    own fresh CSPRNG (:func:`dprec.random.secure_generator`), as a device does."""
     csr = sp.csr_matrix(rows)
     csr.eliminate_zeros()
     csr.sum_duplicates()
@@ -94,12 +96,22 @@ def noisy_vectors(rows: sp.csr_matrix, ids: np.ndarray, k: int, sampling: Sampli
         chosen = csr
     out = np.zeros((n, d), dtype=np.int64)
     for i in range(n):
-        gen = client_generator(run_seed, int(ids[i]))
-        out[i] = share.noise(d, gen)
+        gen = secure_generator() if run_seed is None else client_generator(run_seed,
+                                                                           int(ids[i]))
         items = chosen.indices[chosen.indptr[i]:chosen.indptr[i + 1]]
-        if sampling == "uniform" and items.size > k:
-            items = gen.choice(items, int(k), replace=False)
-        out[i, items] += 1
+        out[i] = device_vector(items, d, k, sampling, share, gen)
+    return out
+
+
+def device_vector(items: np.ndarray, n_items: int, k: int, sampling: Sampling,
+                  share: SkellamMechanism, rng: np.random.Generator) -> np.ndarray:
+    """One client's noisy vector (int64, ``n_items``): its share ``Sk(mu_share)`` drawn from
+    ``rng`` first, plus the k-hot vector of ``items`` (its own; already the k most recent
+    for recency sampling, else k of them drawn uniformly from ``rng``)."""
+    out = share.noise(n_items, rng).astype(np.int64)
+    if sampling == "uniform" and items.size > k:
+        items = rng.choice(items, int(k), replace=False)
+    out[items] += 1
     return out
 
 
@@ -115,8 +127,12 @@ class PopClients(Clients):
 
     def __init__(self, train: sp.csr_matrix, ids: np.ndarray, k: int, sampling: Sampling,
                  share: SkellamMechanism, event: Any, proxy_key: Callable[[], bytes | None],
-                 params: SecureSumParams, timestamps: sp.csr_matrix | None = None) -> None:
+                 params: SecureSumParams, timestamps: sp.csr_matrix | None = None,
+                 devices: bool = False) -> None:
         self._train = sp.csr_matrix(train)
+        self.devices = bool(devices)
+        """True: every client draws as a device, from its own fresh CSPRNG (no run seed,
+        nothing another process could recompute); False: the simulation's seeded draws."""
         self._ids = np.asarray(ids, dtype=np.int64)
         self._k, self._sampling, self._share = int(k), sampling, share
         self._event = event
@@ -130,7 +146,8 @@ class PopClients(Clients):
         if not isinstance(broadcast, PopularityModel):
             raise DprecError("dp-pop's clients need the server's key (its broadcast)")
         self._sent = []
-        run_seed = int(rng.integers(2**63))
+        drawn = int(rng.integers(2**63))
+        run_seed = None if self.devices else drawn
         n, d = self._train.shape
         step = max(1, BLOCK_CELLS // max(d, 1))
         for start in range(0, n, step):

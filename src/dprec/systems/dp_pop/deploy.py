@@ -23,25 +23,28 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from dprec.errors import DprecError
 from dprec.mechanisms.skellam import SkellamMechanism
 from dprec.protocol.deployment import Deployment, DeviceReader, ProxySecrets
 from dprec.protocol.messages import HEADER, Message, MessageError
 from dprec.protocol.secure_sum.client import SecureSumClient
+from dprec.protocol.secure_sum.device import DeviceRound, upload
 from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, Release, Upload
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.sealed import OVERHEAD
 from dprec.systems.dp_pop.calibration import RoundCalibration, calibrate
-from dprec.systems.dp_pop.messages import NoisyVectors, SumRelease, SumUpload
+from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel, SumRelease, SumUpload
 
 __all__ = ["DEPLOYMENT", "PopDeployment", "SecureSumDeployment", "round_of", "sealed_uploads"]
 
-_RELEASE_HEAD = 16  # "DSR1", round u64, count u32
+_RELEASE_HEAD = 48  # "DSR2", round u64, count u32, proxy key (32)
 
 
 def round_of(info: Any) -> RoundCalibration:
@@ -63,16 +66,20 @@ def _params(info: Any) -> SecureSumParams:
 class SecureSumDeployment(Deployment):
     """What every system on the secure sum deploys the same way (dp-pop, dpals): one
     :class:`SumUpload` per client per round, one :class:`SumRelease` per round made by the
-    proxy's secure-sum part, secure aggregation only, no device client yet. A subclass gives
-    ``name``, ``accepts``, ``mechanism``, the parameters of the round a record names
-    (:meth:`round_params`), all rounds' parameters (:meth:`all_params`), its proxy part and
-    the type of its simulated client blocks."""
+    proxy's secure-sum part, secure aggregation only. A subclass gives ``name``,
+    ``accepts``, ``mechanism``, the parameters of the round a record names
+    (:meth:`round_params`), all rounds' parameters (:meth:`all_params`), its proxy part, the
+    type of its simulated client blocks and, for the device, its rounds' parameters and
+    noise segments (:meth:`device_round`), its vector (:meth:`device_vector`), its model
+    (:meth:`model_type`, :meth:`check_model`, :meth:`largest_model`) and its scores; the
+    device's terms, step and artefact decoding are written here once."""
 
     noisy = ("skellam",)
     default_mechanisms = frozenset({"skellam"})
     artefacts = ("model",)
     broadcast_artefact = "model"
     one_batch = True
+    device_randomness = True
     label = "a secure-sum system"
     """The system's name in messages."""
     block_type: type = object
@@ -141,27 +148,89 @@ class SecureSumDeployment(Deployment):
                              "clients")
         yield from sealed_uploads(message)
 
-    # -- the device -------------------------------------------------------------------------
+    # -- the device (protocol/secure_sum/device.py; a subclass gives its vector) -----------
 
-    def _no_device(self) -> DprecError:
-        return DprecError(f"{self.label} has no device client yet: a device would need the "
-                          "proxy's key in its policy")
+    def device_round(self, settings: Mapping[str, Any], n_items: int, round: int
+                     ) -> DeviceRound:
+        """Round ``round``'s parameters and noise segments, from the checked config."""
+        raise NotImplementedError
+
+    def device_vector(self, terms: Any, history: sp.csr_matrix, round: int,
+                      rng: np.random.Generator, model: Any, client_id: int) -> np.ndarray:
+        """The client's vector of round ``round`` before clip, quantisation and noise."""
+        raise NotImplementedError
+
+    def model_type(self) -> type[Message]:
+        """The broadcast's message type (artefact ``model``)."""
+        raise NotImplementedError
+
+    def largest_model(self, settings: Mapping[str, Any], n_items: int) -> int:
+        """Bytes of the largest broadcast the run publishes."""
+        raise NotImplementedError
+
+    def check_model(self, terms: Any, model: Any) -> None:
+        """:class:`DprecError` for a broadcast a client of ``terms`` cannot use."""
+
+    def read_sizes(self, read: DeviceReader) -> None:
+        """Read the config's sizes the policy bounds (a subclass's factors)."""
 
     def terms(self, read: DeviceReader, info: Any) -> dict[str, Any]:
-        raise self._no_device()
+        """The device's terms: epsilon, delta, ``n_clients`` and ``min_honest`` within the
+        policy, and every round's parameters computed here from the config (never the
+        server's numbers)."""
+        epsilon = read.real("epsilon", positive=True)
+        delta = read.real("delta", positive=True)
+        n = read.integer("n_clients", "max_clients")
+        honest = n if info.config.get("min_honest") is None else read.integer(
+            "min_honest", "max_min_honest")
+        self.read_sizes(read)
+        out: dict[str, Any] = dict(
+            rounds=self.rounds(info.config), mechanism="skellam", epsilon=epsilon, count=1,
+            artefact="model", artefact_exact=False, secure_sum=True, delta=delta,
+            n_clients=n, min_honest=honest, settings=MappingProxyType(dict(info.config)),
+            artefact_what=f"{self.label}'s broadcast (its key, then the model)")
+        settings, d = out["settings"], int(info.n_items)
+        try:
+            sizes = tuple(HEADER.size + Upload.size(self.device_round(settings, d, r).params)
+                          for r in range(out["rounds"]))
+            out["artefact_bytes"] = self.largest_model(settings, d)
+        except (DprecError, KeyError, TypeError, ValueError) as e:
+            raise DprecError(f"the protocol's config is not a usable {self.label} round: "
+                             f"{e}") from None
+        return {**out, "round_bytes": sizes, "message_bytes": max(sizes)}
 
     def build_mechanism(self, mechanism: str, epsilon: float | None) -> Any:
-        raise self._no_device()
+        """A secure sum has no local mechanism of its own: each round's shares are
+        :meth:`device_round`'s (the policy charges the run's epsilon)."""
+        return None
 
     def client_step(self, terms: Any, history: Any, round: int, rng: np.random.Generator,
                     client_id: int, artefact: Callable[[], Any]) -> bytes:
-        raise self._no_device()
+        """The device's upload of round ``round``: its vector (:meth:`device_vector`) on
+        its own data, clipped, quantised, noised from ``rng`` and sealed to the broadcast's
+        server key and the proxy's key (:func:`~dprec.protocol.secure_sum.device.upload`)."""
+        model = artefact()
+        x = self.device_vector(terms, sp.csr_matrix(history), round, rng, model, client_id)
+        body = upload(self.device_round(terms.settings, terms.n_items, round),
+                      terms.proxy_key, model.server_key, x, round, rng)
+        return SumUpload(body).to_bytes()
 
     def decode_artefact(self, terms: Any, body: bytes) -> Any:
-        raise self._no_device()
+        """The broadcast, parsed and checked (:meth:`check_model`); :class:`DprecError`
+        naming what is wrong (the device reports it as a bad reply)."""
+        try:
+            model = Message.from_bytes(body)
+            if not isinstance(model, self.model_type()):
+                raise DprecError(f"expected a {self.model_type().__name__}, got "
+                                 f"{type(model).__name__}")
+            self.check_model(terms, model)
+        except (DprecError, MessageError) as e:
+            raise DprecError(f"{self.label}'s model artefact: {e}") from None
+        return model
 
     def scores(self, terms: Any, history: Any, artefact: Any) -> np.ndarray:
-        raise self._no_device()
+        raise DprecError(f"{self.label} ranks on the device from its published model; "
+                         "this system has no on-device scores")
 
 
 class PopDeployment(SecureSumDeployment):
@@ -190,7 +259,51 @@ class PopDeployment(SecureSumDeployment):
     def proxy_secrets(self, info: Any, state_dir: Path) -> ProxySecrets:
         from dprec.systems.dp_pop.proxy import SecureSumRelay  # the proxy's code, lazily
 
-        return SecureSumRelay(_params(info), state_dir)
+        cal = round_of(info)
+        return SecureSumRelay(cal.params, state_dir, cal.min_honest, cal.n_clients,
+                              lambda body: PopularityModel.from_bytes(body).server_key)
+
+    # -- the device: a k-hot row, one segment Sk(mu / min_honest) ---------------------------
+
+    def device_round(self, settings: Mapping[str, Any], n_items: int, round: int
+                     ) -> DeviceRound:
+        if round != 0:
+            raise DprecError(f"dp-pop has one round, got round {round}")
+        cal = _round(json.dumps(dict(settings), sort_keys=True), int(n_items))
+        return DeviceRound(cal.params, ((int(n_items), cal.share.mu),))
+
+    def model_type(self) -> type[Message]:
+        return PopularityModel
+
+    def largest_model(self, settings: Mapping[str, Any], n_items: int) -> int:
+        return PopularityModel(bytes(32), np.zeros(int(n_items), np.int64)).nbytes
+
+    def check_model(self, terms: Any, model: Any) -> None:
+        if model.counts.size not in (0, terms.n_items):
+            raise DprecError(f"the model must hold no counts (before the round) or "
+                             f"{terms.n_items}, got {model.counts.size}")
+
+    def device_vector(self, terms: Any, history: sp.csr_matrix, round: int,
+                      rng: np.random.Generator, model: Any, client_id: int) -> np.ndarray:
+        """The k-hot row of the device's items: k of them uniformly from ``rng``, or
+        (``sampling=recency``) the k with the largest values of ``history`` (the device's
+        interaction times), ties by the smaller item id."""
+        k = int(terms.settings["k"])
+        items, values = history.indices.astype(np.int64), history.data
+        if items.size > k:
+            if terms.settings["sampling"] == "recency":
+                items = items[np.lexsort((items, -values))[:k]]
+            else:
+                items = rng.choice(items, k, replace=False)
+        out = np.zeros(terms.n_items)
+        out[items] = 1.0
+        return out
+
+    def scores(self, terms: Any, history: Any, artefact: Any) -> np.ndarray:
+        """The published noisy counts (popularity: the same for every user)."""
+        if artefact.counts.size != terms.n_items:
+            raise DprecError("dp-pop has published no counts yet (its round is open)")
+        return artefact.counts.astype(np.float64)
 
 
 def sealed_uploads(block: Any) -> Iterator[tuple[int, bytes]]:

@@ -92,8 +92,8 @@ class SumRelease(Message):
 
     def __post_init__(self) -> None:
         data = _raw("data", self.data)
-        if len(data) < _RELEASE_HEAD.size or data[:4] != b"DSR1":
-            raise MessageError("a SumRelease holds a secure-sum release (starting b'DSR1')")
+        if len(data) < _RELEASE_HEAD.size or data[:4] != b"DSR2":
+            raise MessageError("a SumRelease holds a secure-sum release (starting b'DSR2')")
         object.__setattr__(self, "data", data)
 
     @property

@@ -22,11 +22,18 @@ from dprec.protocol.deployment import ProxySecrets
 from dprec.protocol.messages import Message, MessageError
 from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.protocol.secure_sum.in_process import PUBLISHED_KEY, InProcessSumProxy
-from dprec.protocol.secure_sum.messages import Upload, associated_data
+from dprec.protocol.secure_sum.messages import Upload, associated_data, run_id
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.proxy import SecureSumProxy
 from dprec.protocol.secure_sum.sealed import KeyPair, open_box
-from dprec.systems.dp_pop.messages import KEY_BYTES, ExactSum, NoisyVectors, SumRelease, SumUpload
+from dprec.systems.dp_pop.messages import (
+    KEY_BYTES,
+    ExactSum,
+    NoisyVectors,
+    PopularityModel,
+    SumRelease,
+    SumUpload,
+)
 
 __all__ = ["KEY_FILE", "ExactSumProxy", "SecureSumRelay", "proxy_keys"]
 
@@ -57,23 +64,54 @@ def proxy_keys(state_dir: Path) -> KeyPair:
 
 class SecureSumRelay(ProxySecrets):
     """The service proxy's part of the secure sum: its key, the check of every upload
-    (its seed box must open under this key for this round, with the round's parameters)
-    and the round's release (the shuffled server shares and the sum of the masks,
-    recomputed from the held uploads).
+    (its seed box must open under this key for this round, with the round's parameters),
+    its verdicts and the share batch the server checks, and the round's release over
+    exactly the agreed uploads (the shuffled server shares and the sum of their masks,
+    recomputed from the held uploads; :mod:`dprec.protocol.secure_sum.validity`).
 
     ``params``: the secure-sum parameters of every round (dp-pop, dp-fedavg), or the
     function ``round -> parameters`` (dpals, whose rounds differ in length); a round it
     refuses with a :class:`~dprec.errors.DprecError` is refused as a bad message.
+    ``min_honest`` and ``n_clients``: the published protocol's (:meth:`release_bounds`).
+    ``server_key_of``: the server's public key in its broadcast, which the proxy fetches
+    (:meth:`see_broadcast`): every box binds the run id of both keys.
     """
 
+    agrees_release = True
+    needs_broadcast = True
+
     def __init__(self, params: SecureSumParams | Callable[[int], SecureSumParams],
-                 state_dir: Path) -> None:
+                 state_dir: Path, min_honest: int = 2, n_clients: int = 1 << 31,
+                 server_key_of: Callable[[bytes], bytes] | None = None) -> None:
         self.params_of: Callable[[int], SecureSumParams] = (
             (lambda _round: params) if isinstance(params, SecureSumParams) else params)
         self.keys = proxy_keys(state_dir)
+        self.min_honest = int(min_honest)
+        self.n_clients = int(n_clients)
+        self.server_key_of = server_key_of or (
+            lambda body: PopularityModel.from_bytes(body).server_key)
+        self.server_key: bytes | None = None
+        """The server's public key of this run (from its broadcast)."""
+
+    def see_broadcast(self, round: int, body: bytes) -> None:
+        """The server's key, from the broadcast clients of ``round`` seal to."""
+        try:
+            key = bytes(self.server_key_of(body))
+            run_id(self.keys.public, key)  # 32 bytes
+        except (MessageError, SecureSumError) as e:
+            raise SecureSumError(f"the server's broadcast holds no usable key: {e}") from None
+        self.server_key = key
+
+    def _run(self) -> bytes:
+        if self.server_key is None:
+            raise MessageError("the proxy has not seen the server's key yet; retry")
+        return run_id(self.keys.public, self.server_key)
 
     def published(self) -> dict[str, Any]:
         return {PUBLISHED_KEY: self.keys.public.hex()}
+
+    def release_bounds(self) -> tuple[int, int]:
+        return self.min_honest, self.n_clients
 
     def _params(self, round: int) -> SecureSumParams:
         try:
@@ -90,14 +128,42 @@ class SecureSumRelay(ProxySecrets):
                 raise MessageError(f"the upload is sealed for round {upload.round_id}, this is "
                                    f"round {round}: refused")
             open_box(self.keys, upload.seed_box,
-                     associated_data(round, upload.message_id, "proxy"))
+                     associated_data(self._run(), round, upload.message_id, "proxy"))
         except SecureSumError as e:
             raise MessageError(str(e)) from None
 
-    def release(self, rows: list[bytes], round: int, threshold: int) -> bytes:
-        agg = SecureSumProxy(self._params(round), self.keys, round, threshold)
+    def message_id(self, row: bytes) -> bytes:
+        return SumUpload.from_bytes(row).message_id
+
+    def _aggregator(self, rows: list[bytes], round: int, threshold: int
+                    ) -> tuple[SecureSumProxy, dict[bytes, str | None]]:
+        """The round's aggregator over every row it accepts, and its verdict on each."""
+        self._run()
+        assert self.server_key is not None
+        agg = SecureSumProxy(self._params(round), self.keys, round, max(2, threshold),
+                             server_key=self.server_key)
+        verdicts: dict[bytes, str | None] = {}
         for i, row in enumerate(rows):
-            agg.submit(str(i), SumUpload.from_bytes(row).data)
+            message = SumUpload.from_bytes(row)
+            try:
+                agg.submit(str(i), message.data)
+                verdicts[message.message_id] = None
+            except SecureSumError as e:
+                verdicts.setdefault(message.message_id, f"{type(e).__name__}: {e}")
+        return agg, verdicts
+
+    def verdicts(self, rows: list[bytes], round: int) -> dict[bytes, str | None]:
+        return self._aggregator(rows, round, 2)[1]
+
+    def share_batch(self, rows: list[bytes], round: int) -> bytes:
+        return self._aggregator(rows, round, 2)[0].share_batch().to_bytes()
+
+    def release(self, rows: list[bytes], round: int, threshold: int) -> bytes:
+        agg, verdicts = self._aggregator(rows, round, threshold)
+        bad = {mid: why for mid, why in verdicts.items() if why is not None}
+        if bad:
+            raise DprecError(f"{len(bad)} upload(s) of the release do not open: "
+                             f"{next(iter(bad.values()))}")
         return SumRelease(agg.release().to_bytes()).to_bytes()
 
 

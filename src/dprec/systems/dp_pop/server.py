@@ -27,7 +27,7 @@ from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.protocol.secure_sum.messages import Release
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.sealed import KeyPair
-from dprec.protocol.secure_sum.server import SecureSumServer
+from dprec.protocol.secure_sum.server import SecureSumServer, check_shares
 from dprec.selection import top_k
 from dprec.systems.dp_pop.messages import ExactSum, PopularityModel, SumRelease
 
@@ -77,6 +77,10 @@ class PopularityServer(Server):
     def restore_key(self, private: bytes) -> None:
         self.keys = KeyPair.from_raw(private)
 
+    def check_shares(self, data: bytes, round: int) -> dict[bytes, str | None]:
+        """The verdict on each share of the proxy's share batch (nothing is summed)."""
+        return check_shares(self.params, self.keys, data, round)
+
     def aggregate(self, batches: Iterable[Any], round: int) -> PopularityModel | None:
         if self.keys is None:
             raise DprecError("start the server first")
@@ -93,7 +97,8 @@ class PopularityServer(Server):
         elif isinstance(batch, SumRelease):
             try:
                 result = SecureSumServer(self.params, self.keys).aggregate(
-                    Release.from_bytes(batch.data, self.params), round)
+                    Release.from_bytes(batch.data, self.params), round, self.min_honest,
+                    self.params.expected_clients)
             except SecureSumError as e:
                 raise MessageError(f"the release is refused: {e}") from None
             counts, contributors = result.integer_sum, result.contributors

@@ -42,13 +42,20 @@ from dprec.privacy.events import EventLog, LocalReportDpEvent
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
 from dprec.privacy.skellam import calibrate_skellam_mu
 from dprec.protocol.engine import Clients, run_protocol
+from dprec.protocol.secure_sum.in_process import total_outcomes
 from dprec.systems.base import NotFittedError, Ranker, check_history
 from dprec.systems.dp_pop.calibration import RoundCalibration, calibrate
 from dprec.systems.dp_pop.client import PopClients, Sampling, k_hot
 from dprec.systems.dp_pop.messages import PopularityModel
 from dprec.systems.dp_pop.proxy import ExactSumProxy
 from dprec.systems.dp_pop.server import PopularityServer, rank_items, trusted_noisy_sum
-from dprec.systems.reporting import privacy_report_from_log, secure_sum_report
+from dprec.systems.reporting import (
+    check_shares,
+    privacy_report_from_log,
+    secure_sum_report,
+    share_record,
+    simulation_only,
+)
 
 __all__ = ["DpPop", "DpPopConfig", "LdpPop", "LdpPopConfig", "SECURE_THREAT_MODEL",
            "TRUSTED_THREAT_MODEL", "adjacency_of"]
@@ -211,12 +218,14 @@ class DpPop(_RankedList):
             raise DprecError(f"n_clients = {c.n_clients}, but the training data has {n} "
                              "users: drop n_clients or match it")
         cal = calibrate(asdict(c), d, n)
+        check_shares("counts", cal.mu, cal.share.mu, cal.min_honest)
         self._round = cal
         server = PopularityServer(d, n, cal.min_honest, cal.params, cal.share)
         proxy = ExactSumProxy(cal.min_honest)
         clients = PopClients(train, np.arange(n), c.k, c.sampling, cal.share,
                              cal.mechanism.dp_event(cal.l1, cal.l2, int(cal.l1)),
-                             lambda: proxy.public_key, cal.params, self._timestamps)
+                             lambda: proxy.public_key, cal.params, self._timestamps,
+                             devices=bool(getattr(self.transport, "device_clients", False)))
         sim = self.clients_hook(clients, n) if self.clients_hook else clients
         self.events = EventLog(n)
         run = run_protocol(server, sim, 1, rng, self.events, proxy, self.transport)
@@ -230,6 +239,7 @@ class DpPop(_RankedList):
         self._fit_info = {"n_clients": n, "n_items": d, "mu": cal.mu,
                           "total_mu": cal.share.mu * contributors, "min_honest": cal.min_honest,
                           "contributors": contributors, "batches": len(proxy.batches),
+                          "upload_outcomes": total_outcomes(proxy.outcomes),
                           "l1_sensitivity": cal.l1, "l2_sensitivity": cal.l2}
         if on_iteration is not None:
             on_iteration(0, self)
@@ -249,7 +259,7 @@ class DpPop(_RankedList):
         self._publish(counts.astype(np.float64))
         self._fit_info = {"n_clients": n, "n_items": d, "mu": mu, "total_mu": mu,
                           "min_honest": None, "l1_sensitivity": l1, "l2_sensitivity": l2,
-                          "contributed_items": int(contrib.nnz)}
+                          **simulation_only(contributed_items=int(contrib.nnz))}
         if on_iteration is not None:
             on_iteration(0, self)
         return self
@@ -280,7 +290,8 @@ class DpPop(_RankedList):
             {"name": "skellam", "mu": mu, "variance": 2 * float(mu),  # type: ignore[arg-type]
              "l1_sensitivity": l1, "l2_sensitivity": l2, "k": c.k, "sampling": c.sampling,
              "aggregation": c.aggregation,
-             **({"share_mu": float(mu) / int(info["min_honest"]),  # type: ignore[arg-type]
+             **({**share_record(float(mu), self._round.share.mu,  # type: ignore[arg-type, union-attr]
+                                int(info["min_honest"])),  # type: ignore[call-overload]
                  "total_mu": info["total_mu"]} if secure else {})},)
         return secure_sum_report(
             self.name, aggregation=c.aggregation, epsilon=c.epsilon, delta=c.delta,

@@ -26,8 +26,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from dprec.errors import DprecError
+from dprec.mechanisms.skellam import SkellamMechanism
 from dprec.protocol.engine import Clients, Sent
 from dprec.protocol.secure_sum.noise_shares import ShareNoise, consecutive_runs
+from dprec.random import secure_generator
 from dprec.systems.dpals.client import (
     clip_users,
     count_sample,
@@ -70,8 +72,13 @@ class DpalsClients(Clients):
 
     def __init__(self, train: sp.csr_matrix, ids: np.ndarray, cfg: Mapping[str, Any],
                  plan: RunPlan, seed: int, events: Mapping[str, Any],
-                 proxy_key: Callable[[], bytes | None] | None = None) -> None:
+                 proxy_key: Callable[[], bytes | None] | None = None,
+                 devices: bool = False) -> None:
         self.train = sp.csr_matrix(train)
+        self.devices = bool(devices)
+        """True: every client draws as a device (:meth:`device_vectors`): its selection,
+        sample and rounding keyed by its own secret seed, its noise shares from its own
+        fresh CSPRNG; nothing keyed by the run's seed. False: the simulation's draws."""
         self.ids = np.asarray(ids, dtype=np.int64)
         if self.ids.shape != (self.train.shape[0],) or (np.diff(self.ids) <= 0).any():
             raise DprecError("ids must be the training rows' increasing global user ids")
@@ -84,6 +91,18 @@ class DpalsClients(Clients):
         self._U: np.ndarray | None = None
         self._noise: list[ShareNoise] = []
         self._sent: list[Sent] = []
+        self._device_seeds = (secure_generator().integers(0, 2 ** 63, size=self.ids.size)
+                              if self.devices else None)
+        """Each device's own secret seed for the run (it never leaves this process)."""
+
+    def _seed(self, a: int, b: int) -> int:
+        """The seed rows ``a..b-1`` draw under: the run's, or row ``a``'s own device seed
+        (then one row at a time)."""
+        if self._device_seeds is None:
+            return self.seed
+        if b != a + 1:
+            raise DprecError("device clients draw one at a time, each under its own seed")
+        return int(self._device_seeds[a])
 
     def subset(self, users: np.ndarray) -> DpalsClients:
         """The clients ``users`` (global ids, increasing) of this population."""
@@ -100,33 +119,55 @@ class DpalsClients(Clients):
         needs_counts = rp.kind == "step" and c["weighting"] != "uniform"
         model = check_model(broadcast, plan.n_items, int(c["factors"]), needs_counts)
         self._round, self._U = rp, None
-        self._noise = [ShareNoise(s.mu_share, s.dimension, plan.n_clients, self.seed, s.name,
-                                  rp.round_id, str(c["shares"])) for s in rp.segments]
+        self._noise = self.round_noise(rp)
         if rp.kind == "counts":
             return
         if self.weights is None:
             counts = model.counts.astype(np.float64) if needs_counts else None
-            self.weights = select_items(self.train, c["weighting"], int(c["k"]), self.seed,
-                                        counts, items_bound(c), float(c["exponent"]),
-                                        self.ids)
+            args = (c["weighting"], int(c["k"]))
+            rest = (counts, items_bound(c), float(c["exponent"]))
+            if self._device_seeds is None or not self.ids.size:
+                self.weights = select_items(self.train, *args, self.seed, *rest, self.ids)
+            else:  # each device selects under its own seed
+                self.weights = sp.vstack([
+                    select_items(self.train[i:i + 1], *args, self._seed(i, i + 1), *rest,
+                                 self.ids[i:i + 1]) for i in range(self.ids.size)],
+                    format="csr")
         U = solve_users(model.factors_matrix, self.train, float(c["reg"]),
                         float(c["unobserved_weight"]))
         self.lengths[rp.round_id] = np.linalg.norm(U, axis=1)
         self._U = clip_users(U, float(c["clip"]))
 
+    def round_noise(self, rp: RoundPlan) -> list[ShareNoise]:
+        """The noise shares the clients draw in round ``rp``, one :class:`ShareNoise` per
+        release (nothing is drawn until asked): what :meth:`prepare_round` uses, and what a
+        report reads to show the share parameter actually drawn."""
+        return [ShareNoise(s.mu_share, s.dimension, self.plan.n_clients, self.seed, s.name,
+                           rp.round_id, str(self.cfg["shares"])) for s in rp.segments]
+
+    def drawn_share_mu(self) -> dict[str, float]:
+        """Each release's per-client share parameter ``Sk(mu_share)`` as the clients draw it
+        (the smallest over the rounds that release it)."""
+        out: dict[str, float] = {}
+        for rp in self.plan.rounds:
+            for noise in self.round_noise(rp):
+                out[noise.release] = min(out.get(noise.release, noise.mu_share),
+                                         noise.mu_share)
+        return out
+
     def _exact(self, a: int, b: int) -> np.ndarray:
         """The exact integer sum of rows ``a..b-1``'s quantised contributions."""
-        rp, c, ids = self._round, self.cfg, self.ids[a:b]
+        rp, c, ids, seed = self._round, self.cfg, self.ids[a:b], self._seed(a, b)
         assert rp is not None
         if rp.kind == "counts":
             kc = int(c["k"] if c.get("count_k") is None else c["count_k"])
-            sample = count_sample(self.train[a:b], kc, self.seed, ids=ids)
+            sample = count_sample(self.train[a:b], kc, seed, ids=ids)
             return np.asarray(sample.sum(axis=0), dtype=np.int64).ravel()
         assert self._U is not None and self.weights is not None
         g = self.plan.gamma
-        stats = item_statistics(self._U[a:b], self.weights[a:b], g, self.seed, rp.round_id,
+        stats = item_statistics(self._U[a:b], self.weights[a:b], g, seed, rp.round_id,
                                 float(c["rhs_weight"]), ids)
-        gram = gram_statistics(self._U[a:b], g, self.seed, rp.round_id, ids)
+        gram = gram_statistics(self._U[a:b], g, seed, rp.round_id, ids)
         return np.concatenate([stats.ravel(), gram])
 
     def _noise_sum(self, a: int, b: int) -> np.ndarray:
@@ -140,8 +181,14 @@ class DpalsClients(Clients):
         return self._exact(a, b) + self._noise_sum(a, b)
 
     def block_vectors(self, a: int, b: int) -> np.ndarray:
-        """Rows ``a..b-1``'s own noisy vectors (what each device seals)."""
+        """Rows ``a..b-1``'s own noisy vectors (what each device seals); as devices, each
+        share ``Sk(mu_share)`` of each release from the client's own fresh CSPRNG."""
         exact = np.stack([self._exact(i, i + 1) for i in range(a, b)])
+        if self.devices:
+            noise = [np.stack([SkellamMechanism(n.mu_share).noise(n.dimension,
+                                                                  secure_generator())
+                               for _ in range(a, b)]) for n in self._noise]
+            return exact + np.hstack(noise).astype(np.int64)
         runs = consecutive_runs(self.ids[a:b])
         noise = [np.concatenate([n.leaves(lo, hi) for lo, hi in runs]) for n in self._noise]
         return exact + np.hstack(noise)
@@ -176,7 +223,8 @@ class DpalsClients(Clients):
         assert rp is not None
         n = self.ids.size
         if n:
-            yield ClientBlock(self.ids, self.block_total(0, n),
+            # devices: each vector exists once, drawn as it is sealed; no total is formed
+            yield ClientBlock(self.ids, None if self.devices else self.block_total(0, n),
                               lambda: self.row_vectors(0, n), round, broadcast.server_key,
                               None if self._proxy_key is None else self._proxy_key(),
                               rp.params)

@@ -23,12 +23,26 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dprec.protocol.deployment import ProxySecrets
-from dprec.protocol.messages import MessageError
+import numpy as np
+import scipy.sparse as sp
+
+from dprec.errors import DprecError
+from dprec.protocol.deployment import DeviceReader, ProxySecrets
+from dprec.protocol.messages import Message, MessageError
+from dprec.protocol.secure_sum.device import DeviceRound
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.systems.dp_pop.deploy import SecureSumDeployment, sealed_uploads
-from dprec.systems.dpals.messages import ClientBlock
-from dprec.systems.dpals.plan import RunPlan, plan_of
+from dprec.systems.dpals.client import (
+    clip_users,
+    count_sample,
+    gram_statistics,
+    item_statistics,
+    select_items,
+    solve_users,
+)
+from dprec.systems.dpals.clients import check_model
+from dprec.systems.dpals.messages import ClientBlock, DpalsModel
+from dprec.systems.dpals.plan import RunPlan, items_bound, plan_of
 
 __all__ = ["DEPLOYMENT", "DpalsDeployment", "sealed_uploads"]
 
@@ -86,6 +100,63 @@ class DpalsDeployment(SecureSumDeployment):
         from dprec.systems.dpals.proxy import DpalsRelay  # the proxy's code, lazily
 
         return DpalsRelay(_plan(info), state_dir)
+
+    # -- the device: its count sample or its per-item statistics, one segment a release ---
+
+    def read_sizes(self, read: DeviceReader) -> None:
+        read.integer("factors", "max_factors")
+
+    def device_round(self, settings: Mapping[str, Any], n_items: int, round: int
+                     ) -> DeviceRound:
+        rp = plan_of(settings, int(n_items)).round(round)
+        return DeviceRound(rp.params, tuple((s.dimension, s.mu_share) for s in rp.segments))
+
+    def model_type(self) -> type[Message]:
+        return DpalsModel
+
+    def largest_model(self, settings: Mapping[str, Any], n_items: int) -> int:
+        d, f = int(n_items), int(settings["factors"])
+        return DpalsModel(bytes(32), np.zeros((d, f)), np.zeros(d, np.int64)).nbytes
+
+    def check_model(self, terms: Any, model: Any) -> None:
+        check_model(model, terms.n_items, int(terms.settings["factors"]), False)
+        if model.counts.size not in (0, terms.n_items):
+            raise DprecError(f"the model's DP counts must be empty or of {terms.n_items} "
+                             f"items, got {model.counts.size}")
+
+    def device_vector(self, terms: Any, history: sp.csr_matrix, round: int,
+                      rng: np.random.Generator, model: Any, client_id: int) -> np.ndarray:
+        """The count sample (count round) or the quantised per-item statistics and Gramian
+        term of the device's own clipped vector (ALS round), every draw keyed by a seed
+        from ``rng`` (:mod:`.client`, as the simulated clients with one row)."""
+        c, n = terms.settings, terms.n_items
+        plan = plan_of(c, n)
+        rp = plan.round(round)
+        seed, ids = int(rng.integers(2 ** 63)), np.array([int(client_id)], np.int64)
+        h = sp.csr_matrix((np.ones(history.nnz), history.indices, history.indptr),
+                          shape=(1, n))
+        if rp.kind == "counts":
+            kc = int(c["k"] if c.get("count_k") is None else c["count_k"])
+            return count_sample(h, kc, seed, ids=ids).toarray().ravel()
+        needs_counts = c["weighting"] != "uniform"
+        check_model(model, n, int(c["factors"]), needs_counts)
+        counts = model.counts.astype(np.float64) if needs_counts else None
+        weights = select_items(h, c["weighting"], int(c["k"]), seed, counts, items_bound(c),
+                               float(c["exponent"]), ids)
+        V = model.factors_matrix
+        U = clip_users(solve_users(V, h, float(c["reg"]), float(c["unobserved_weight"])),
+                       float(c["clip"]))
+        stats = item_statistics(U, weights, plan.gamma, seed, rp.round_id,
+                                float(c["rhs_weight"]), ids)
+        return np.concatenate([stats.ravel(), gram_statistics(U, plan.gamma, seed,
+                                                              rp.round_id, ids)])
+
+    def scores(self, terms: Any, history: Any, artefact: Any) -> np.ndarray:
+        """``u V^T``, ``u`` solved on the device from the published ``V``."""
+        V, c = artefact.factors_matrix, terms.settings
+        U = solve_users(V, sp.csr_matrix(history), float(c["reg"]),
+                        float(c["unobserved_weight"]))
+        return np.asarray(U @ V.T).ravel()
 
 
 DEPLOYMENT = DpalsDeployment()

@@ -141,7 +141,9 @@ class ClientBlock:
     public keys a client seals to."""
 
     ids: np.ndarray
-    total: np.ndarray
+    total: np.ndarray | None
+    """None: device clients (over the services), whose vectors exist only as each is
+    drawn and sealed; the in-process proxy needs a total."""
     vectors: Callable[[], Iterable[np.ndarray]]
     round: int
     server_key: bytes

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
+from dprec.errors import DprecError
 from dprec.protocol.secure_sum.in_process import InProcessSumProxy
 from dprec.systems.dp_pop.proxy import SecureSumRelay
-from dprec.systems.dpals.messages import ClientBlock, ExactSum
+from dprec.systems.dpals.messages import ClientBlock, DpalsModel, ExactSum
 from dprec.systems.dpals.plan import RunPlan
 
 __all__ = ["DpalsRelay", "ExactSumProxy"]
@@ -29,7 +30,8 @@ class DpalsRelay(SecureSumRelay):
 
     def __init__(self, plan: RunPlan, state_dir: Path) -> None:
         self.plan = plan
-        super().__init__(lambda round: plan.round(round).params, state_dir)
+        super().__init__(lambda round: plan.round(round).params, state_dir, plan.min_honest,
+                         plan.n_clients, lambda body: DpalsModel.from_bytes(body).server_key)
 
 
 class ExactSumProxy(InProcessSumProxy):
@@ -40,6 +42,9 @@ class ExactSumProxy(InProcessSumProxy):
     system, accepts, accepts_plural = "dpals'", ClientBlock, "ClientBlocks"
 
     def part(self, message: ClientBlock) -> np.ndarray:
+        if message.total is None:
+            raise DprecError("device clients form no total: their uploads go through the "
+                             "services' secure sum, not the in-process proxy")
         return message.total
 
     def batch(self, total: np.ndarray, senders: int) -> ExactSum:

@@ -32,7 +32,7 @@ from dprec.protocol.messages import MessageError
 from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.protocol.secure_sum.messages import Release
 from dprec.protocol.secure_sum.sealed import KeyPair
-from dprec.protocol.secure_sum.server import SecureSumServer
+from dprec.protocol.secure_sum.server import SecureSumServer, check_shares
 from dprec.systems.dp_pop.messages import SumRelease
 from dprec.systems.dpals.messages import DpalsModel, ExactSum
 from dprec.systems.dpals.plan import RunPlan
@@ -117,6 +117,14 @@ class DpalsServer(Server):
         self.keys = KeyPair.from_raw(private)
         self.model = model
 
+    def check_shares(self, data: bytes, round: int) -> dict[bytes, str | None]:
+        """The verdict on each share of the proxy's share batch (nothing is summed)."""
+        try:
+            params = self.plan.round(round).params
+        except DprecError as e:
+            raise SecureSumError(str(e)) from None
+        return check_shares(params, self.keys, data, round)
+
     def aggregate(self, batches: Iterable[Any], round: int) -> DpalsModel | None:
         if self.keys is None or self.model is None:
             raise DprecError("start the server first")
@@ -134,7 +142,8 @@ class DpalsServer(Server):
         elif isinstance(batch, SumRelease):
             try:
                 result = SecureSumServer(rp.params, self.keys).aggregate(
-                    Release.from_bytes(batch.data, rp.params), round)
+                    Release.from_bytes(batch.data, rp.params), round, self.min_honest,
+                    rp.params.expected_clients)
             except SecureSumError as e:
                 raise MessageError(f"the release is refused: {e}") from None
             total, contributors = result.integer_sum, result.contributors

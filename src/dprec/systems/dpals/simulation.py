@@ -22,12 +22,14 @@ from dprec.errors import DprecError
 from dprec.iteration import IterationHook
 from dprec.privacy.events import EventLog
 from dprec.protocol.engine import Transport, run_protocol
+from dprec.protocol.secure_sum.in_process import total_outcomes
 from dprec.systems.dpals.client import select_items, solve_users
 from dprec.systems.dpals.clients import DpalsClients
 from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import RunPlan, items_bound, run_plan
 from dprec.systems.dpals.proxy import ExactSumProxy
 from dprec.systems.dpals.server import DpalsServer
+from dprec.systems.reporting import check_shares
 
 __all__ = ["SecureRun", "run_secure"]
 
@@ -45,6 +47,11 @@ class SecureRun:
     median_user_norm: list[float] = field(default_factory=list)
     contributors: list[int] = field(default_factory=list)
     batches: list[int] = field(default_factory=list)
+    share_mu: dict[str, float] = field(default_factory=dict)
+    """Each release's per-client noise share as the clients draw it
+    (:meth:`~.clients.DpalsClients.drawn_share_mu`)."""
+    upload_outcomes: dict[str, int] = field(default_factory=dict)
+    """How many uploads ended in each outcome, over all rounds (summed, refused, ...)."""
 
 
 def run_secure(cfg: dict[str, Any], train: sp.csr_matrix, rng: np.random.Generator,
@@ -64,7 +71,11 @@ def run_secure(cfg: dict[str, Any], train: sp.csr_matrix, rng: np.random.Generat
     proxy = ExactSumProxy(plan.min_honest)
     events = {r.name: r.event(plan.multiplier) for r in plan.releases}
     clients = DpalsClients(train, np.arange(n), cfg, plan, seed, events,
-                           lambda: proxy.public_key)
+                           lambda: proxy.public_key,
+                           devices=bool(getattr(transport, "device_clients", False)))
+    share_mu = clients.drawn_share_mu()
+    for r in plan.releases:
+        check_shares(r.name, r.mu(plan.multiplier), share_mu[r.name], plan.min_honest)
     log = EventLog(n)
     before: dict[int, np.ndarray] = {}
     current: list[np.ndarray | None] = [None]
@@ -101,7 +112,7 @@ def run_secure(cfg: dict[str, Any], train: sp.csr_matrix, rng: np.random.Generat
                          cfg, train, seed, final, plan),
                      [float(np.mean(x > c)) for x in lengths],
                      [float(np.median(x)) for x in lengths], contributors,
-                     [len(proxy.batches)])
+                     [len(proxy.batches)], share_mu, total_outcomes(proxy.outcomes))
 
 
 def _lengths(clients: DpalsClients, plan: RunPlan, before: dict[int, np.ndarray],

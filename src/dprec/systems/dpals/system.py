@@ -52,7 +52,11 @@ from dprec.systems.dpals.plan import RunPlan, items_bound, n_steps, paper_steps,
 from dprec.systems.dpals.server import solve_items
 from dprec.systems.dpals.simulation import run_secure
 from dprec.systems.dpals.statistics import stats_width, triangle_size
-from dprec.systems.reporting import secure_sum_report
+from dprec.systems.reporting import (
+    secure_sum_report,
+    share_record,
+    simulation_only,
+)
 
 __all__ = ["SECURE_THREAT_MODEL", "TRUSTED_THREAT_MODEL", "Dpals", "DpalsConfig",
            "paper_steps"]
@@ -215,6 +219,8 @@ class Dpals(Ranker):
         self._fit_info: dict[str, object] = {}
         self._plan: RunPlan | None = None
         """The secure run's plan: one secure sum per round over the services."""
+        self._share_mu: dict[str, float] = {}
+        """Each release's per-client share as the clients drew it (secure path)."""
 
     def releases(self, n_items: int) -> tuple[float, list[Release]]:
         """(gamma, the releases of one run) for ``n_items`` items (:func:`~.plan.releases`)."""
@@ -266,8 +272,8 @@ class Dpals(Ranker):
         self._fit_info = {
             "n_clients": n, "n_items": d, "gamma": gamma, "noise_multiplier": z,
             "steps": c.n_steps, "items_bound": min(c.items_bound, d),
-            "contributed_pairs": int(weights.nnz), "clipped_fraction": clipped,
-            "median_user_norm": norms,
+            **simulation_only(contributed_pairs=int(weights.nnz), clipped_fraction=clipped,
+                              median_user_norm=norms),
             "releases": [{"name": r.name, "mu": r.mu(z), "l1_sensitivity": r.l1,
                           "l2_sensitivity": r.l2, "noise_ratio": r.ratio, "count": r.count,
                           "noise_std_clip_units": r.ratio * z * r.l2 / (
@@ -283,13 +289,15 @@ class Dpals(Ranker):
                          self)
         p, n = run.plan, train.shape[0]
         self._V, self.events, self._plan = run.factors, run.events, run.plan
+        self._share_mu = dict(run.share_mu)
         self._fit_info = {
             "n_clients": n, "n_items": train.shape[1], "gamma": p.gamma,
             "noise_multiplier": p.multiplier, "steps": self.config.n_steps,
             "items_bound": min(self.config.items_bound, train.shape[1]),
-            "contributed_pairs": run.contributed_pairs,
-            "clipped_fraction": run.clipped_fraction,
-            "median_user_norm": run.median_user_norm,
+            **simulation_only(contributed_pairs=run.contributed_pairs,
+                              clipped_fraction=run.clipped_fraction,
+                              median_user_norm=run.median_user_norm),
+            "upload_outcomes": run.upload_outcomes,
             "releases": [{"name": r.name, "mu": r.mu(p.multiplier), "l1_sensitivity": r.l1,
                           "l2_sensitivity": r.l2, "noise_ratio": r.ratio, "count": r.count,
                           "noise_std_clip_units": r.ratio * p.multiplier * r.l2 / (
@@ -361,7 +369,8 @@ class Dpals(Ranker):
              "variance": 2 * r["mu"], "l1_sensitivity": r["l1_sensitivity"],  # type: ignore
              "l2_sensitivity": r["l2_sensitivity"], "rounds": r["count"],  # type: ignore
              "aggregation": c.aggregation,
-             **({"share_mu": r["mu"] / honest} if secure else {})}  # type: ignore
+             **(share_record(r["mu"], self._share_mu[r["name"]], honest)  # type: ignore
+                if secure else {})}
             for r in info["releases"])  # type: ignore[attr-defined]
         bound = (f"per step: per-item statistics c_j (UT(u u^T), u) of at most "
                  f"{info['items_bound']} items ({c.weighting}, k = {c.k}, sum c_j^2 <= k, "

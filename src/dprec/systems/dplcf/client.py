@@ -17,10 +17,12 @@ from dprec.models.itemknn import (
     score_item_neighbourhood,
     score_user_neighbourhood,
 )
+from dprec.privacy.events import BitFlipDpEvent
 from dprec.protocol.engine import Clients, Sent, client_ids
 from dprec.systems.dplcf.messages import NeighbourLists, ObfuscatedBits
 
-__all__ = ["ObfuscatingClients", "cap_history", "local_scores", "obfuscate"]
+__all__ = ["ObfuscatingClients", "cap_binds", "cap_history", "displaced_bit_event",
+           "local_scores", "obfuscate", "upload_events"]
 
 
 def cap_history(history: sp.csr_matrix, cap: int | None, rng: np.random.Generator
@@ -50,6 +52,57 @@ def cap_history(history: sp.csr_matrix, cap: int | None, rng: np.random.Generato
     out = sp.csr_matrix((csr.data[keep], (rows[keep], csr.indices[keep])), shape=csr.shape)
     out.sort_indices()
     return out
+
+
+def cap_binds(history: sp.csr_matrix, cap: int | None) -> np.ndarray:
+    """Per row: whether the cap can bind on the row or on a neighbour of it (one
+    interaction more or less), i.e. the row holds at least ``cap`` items and ``cap`` is below
+    the number of items. For such a row one interaction can move two bits of the capped
+    vector (:func:`displaced_bit_event`); a row at exactly ``cap`` items is one of them (its
+    neighbour with one item more is cut back to ``cap``)."""
+    n_rows, n_items = history.shape
+    if cap is None or cap >= n_items:
+        return np.zeros(n_rows, bool)
+    return np.diff(history.indptr) >= cap
+
+
+def displaced_bit_event(mechanism: BitFlip) -> BitFlipDpEvent:
+    """The event of the bit a capped history gives up when one interaction enters it.
+
+    With the cap binding (:func:`cap_binds`), one interaction more can move two bits of the
+    capped vector: bit ``i`` goes 0 -> 1 (a presence change, ``BitFlipDpEvent(p, q)``) and
+    one kept item ``j`` leaves, 1 -> 0 (an absence change): couple the two uniform subsets so
+    that they differ in that swap or not at all, and the mixture's divergence is at most the
+    two bits' (joint convexity). A two-sided flip's event already bounds both directions of
+    a bit, so the displaced bit is a second copy of it. A one-sided flip (``p = 1``) bounds
+    presence only; the absence change is the flip read on the complement bit,
+    ``BitFlipDpEvent(1 - q, 1 - p)`` with ``1 - p = 0``: no finite epsilon (an observed 0 at
+    ``j`` rules the smaller history out)."""
+    event = mechanism.dp_event()
+    if event.p < 1.0:
+        return event
+    return BitFlipDpEvent(1.0 - event.q, 1.0 - event.p)
+
+
+def upload_events(mechanism: BitFlip, ids: np.ndarray, binds: np.ndarray, n_items: int
+                  ) -> list[Sent]:
+    """Who underwent which flips in one upload of the clients ``ids``.
+
+    Every client: ``n_items`` flips of ``mechanism.dp_event()``, one per bit
+    (``unit="interaction"``: one interaction reaches one bit of the vector). A client on
+    whom the cap binds (``binds``, :func:`cap_binds`) has one interaction reach two bits of
+    the capped vector: its bits are recorded as two records, ``n_items - 1`` flips and the
+    displaced bit's event (:func:`displaced_bit_event`), so its event level composes two
+    bits and its user level still ``n_items``.
+    """
+    event = mechanism.dp_event()
+    binds = np.asarray(binds, bool)
+    free, bound = ids[~binds], ids[binds]
+    sent = [Sent(event, free, n_items, "interaction")] if free.size else []
+    if bound.size:
+        sent.append(Sent(event, bound, n_items - 1, "interaction"))
+        sent.append(Sent(displaced_bit_event(mechanism), bound, 1, "interaction"))
+    return sent
 
 
 def obfuscate(
@@ -94,22 +147,22 @@ class ObfuscatingClients(Clients):
         self._sent = []
         for start in range(0, n_users, self._batch_size):
             msg, sent = self.step_rows(start, min(n_users, start + self._batch_size), rng)
-            if sent is not None:
-                self._sent.append(sent)
+            self._sent.extend(sent)
             yield msg
 
     def step_rows(self, start: int, stop: int, rng: np.random.Generator
-                  ) -> tuple[ObfuscatedBits, Sent | None]:
+                  ) -> tuple[ObfuscatedBits, list[Sent]]:
         """The upload of history rows start:stop (one batch, or one block of a sharded run)
-        drawn from ``rng``, and who sent what (None without a mechanism)."""
-        rows = cap_history(self._history[start:stop], self._cap, rng)
+        drawn from ``rng``, and who sent what (:func:`upload_events`; empty without a
+        mechanism)."""
+        history = self._history[start:stop]
+        rows = cap_history(history, self._cap, rng)
         msg = obfuscate(rows, self._mechanism, rng)
         self.upload_bytes += msg.packed.nbytes
         if self._mechanism is None:
-            return msg, None
-        n_items = self._history.shape[1]
-        return msg, Sent(self._mechanism.dp_event(), self.ids[start:stop], n_items,
-                         "interaction")
+            return msg, []
+        return msg, upload_events(self._mechanism, self.ids[start:stop],
+                                  cap_binds(history, self._cap), self._history.shape[1])
 
     def subset(self, rows: np.ndarray) -> ObfuscatingClients:
         """The clients of history rows ``rows`` (in that order), with their global ids."""

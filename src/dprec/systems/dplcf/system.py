@@ -16,7 +16,7 @@ The variants differ only in the flip mechanism and the server's estimator:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -70,9 +70,11 @@ class LocalItemCFConfig:
     more keeps a uniformly random L of its items before flipping (:func:`client.cap_history`);
     the validity range of ``dplcf-range`` is computed with it. Privacy: the flips of the
     capped vector keep their per-bit guarantee; one interaction more or less moves at most
-    two bits of the capped vector (it enters, one other leaves), so the event-level epsilon
-    of a user over the cap is at most 2 eps (group privacy), eps for everyone else
-    (:meth:`LocalItemCF.privacy_report` reports 2 eps when the cap bound some user)."""
+    two bits of the capped vector (it enters, one other leaves). The clients record both
+    bits' events for every user at or over the cap (:func:`client.cap_binds`,
+    :func:`client.upload_events`), so the accountant's event level composes two flips for
+    them (about 2 eps for a two-sided flip; no finite eps for the one-sided asymmetric flip,
+    whose displaced bit is an absence change) and one for everyone else."""
 
     def __post_init__(self) -> None:
         if self.flip not in ("none", "symmetric", "asymmetric", "oue"):
@@ -193,13 +195,5 @@ class LocalItemCF(Ranker):
         claimed = Guarantee(self.config.epsilon, level="event", sides="two", model="local",
                             mechanism=mech.name,
                             notes=("as published: eps-LDP per interaction bit",))
-        report = privacy_report_from_log(self.name, THREAT_MODEL, self.events, claimed,
-                                         (mech.event(),), true_level="event")
-        if not self._capped_users:
-            return report
-        true = report.true
-        note = (f"history_cap = {self.config.history_cap} bound {self._capped_users} users: "
-                "for them one interaction moves up to two bits of the capped vector, so the "
-                "event-level epsilon is doubled (group privacy of 2 bits)")
-        return replace(report, true=replace(true, epsilon=2 * true.epsilon,
-                                            notes=(*true.notes, note)))
+        return privacy_report_from_log(self.name, THREAT_MODEL, self.events, claimed,
+                                       (mech.describe(),), true_level="event")

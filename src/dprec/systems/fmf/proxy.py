@@ -7,11 +7,16 @@ server, and admits an upload only if its k cells are
 (422 otherwise): the check :class:`~dprec.systems.fmf.cells.CellCheckingProxy` makes in
 process, per submission instead of per batch. Batches are shuffled as without the check.
 
-The key: the operator's (``POST /v1/secret`` before the first upload; a simulation hands
-the key its in-process run draws, so both runs assign the same cells), else made from the
-OS CSPRNG at the first upload. Kept in the state folder, so a restarted proxy checks with
-the same key. The server never sees it. A device asks for its own token by ``GET
-/v1/cells/token`` (authenticated as for its uploads; :meth:`AssignedCellsRelay.client_secret`).
+The key is the operator's, and only the operator's: ``POST /v1/secret`` (a simulation hands
+the key its in-process run draws, so both runs assign the same cells; an operator draws 32
+random bytes, e.g. ``python -c "import secrets; print(secrets.token_hex(32))"``). Until it
+is held, the proxy is not ready: a device's token request and every upload are answered
+503 (:class:`~dprec.protocol.deployment.SecretNotReady`, retry later), and nothing draws a
+key of its own, so a client that asks first cannot fix a key the operator's would then be
+refused for (issue 31 §4). Kept in the state folder (read, and checked, when the proxy
+starts), so a restarted proxy checks with the same key. The server never sees it. A device
+asks for its own token by ``GET /v1/cells/token`` (authenticated as for its uploads;
+:meth:`AssignedCellsRelay.client_secret`).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from dprec.errors import DprecError
-from dprec.protocol.deployment import ProxySecrets
+from dprec.protocol.deployment import ProxySecrets, SecretNotReady
 from dprec.protocol.messages import ItemMatrix64, Message, MessageError
 from dprec.random import secure_generator
 from dprec.systems.fmf.cells import assigned_cells, client_tokens, round_seed
@@ -46,7 +51,7 @@ class AssignedCellsRelay(ProxySecrets):
         self.info = info
         self.path = Path(state_dir) / KEY_FILE
         self._seeds: dict[int, bytes] = {}
-        self._key: bytes | None = None
+        self._key: bytes | None = self._held()  # a corrupt key file is refused at start
 
     def published(self) -> dict[str, Any]:
         return {"cells": "assigned"}
@@ -56,9 +61,9 @@ class AssignedCellsRelay(ProxySecrets):
             raw = self.path.read_bytes()
         except FileNotFoundError:
             return None
-        if len(raw) != _KEY_BYTES:
-            raise DprecError(f"{self.path} does not hold a {_KEY_BYTES}-byte cells key; "
-                             "restore it from a backup")
+        if len(raw) != _KEY_BYTES:  # the file's name only: this may reach a client
+            raise DprecError(f"{KEY_FILE} in the proxy's state folder does not hold a "
+                             f"{_KEY_BYTES}-byte cells key; restore it from a backup")
         return raw
 
     def _store(self, key: bytes) -> bytes:
@@ -77,10 +82,12 @@ class AssignedCellsRelay(ProxySecrets):
         return key
 
     def key(self) -> bytes:
-        """The cells key: held, else a new one from the OS CSPRNG (read once, then kept)."""
+        """The operator's cells key; :class:`SecretNotReady` until it is held."""
         if self._key is None:
-            held = self._held()
-            self._key = held if held is not None else self._store(os.urandom(_KEY_BYTES))
+            self._key = self._held()
+        if self._key is None:
+            raise SecretNotReady("the proxy is not ready: it does not hold the operator's "
+                                 "cells key yet (POST /v1/secret); retry later")
         return self._key
 
     def adopt(self, doc: Mapping[str, Any]) -> None:
@@ -91,10 +98,12 @@ class AssignedCellsRelay(ProxySecrets):
             key = b""
         if len(key) != _KEY_BYTES:
             raise DprecError(f"cells_key must be {_KEY_BYTES} bytes in hex")
-        if self._store(key) != key:
+        held = self._store(key)
+        if held != key:
             raise DprecError("this proxy already holds another cells key (it may have "
-                             "checked uploads with it): give the operator's key before the "
-                             "first upload, or start the proxy on a fresh --state")
+                             "checked uploads with it): keep giving that key, or start the "
+                             "proxy on a fresh --state")
+        self._key = held
 
     def client_secret(self, client_id: int) -> dict[str, Any]:
         """``{"cells_token": hex}``: token_u of the authenticated client u (``GET

@@ -20,7 +20,6 @@ import scipy.sparse as sp
 from dprec.errors import DprecError, check_positive
 from dprec.iteration import IterationHook
 from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism
-from dprec.privacy.accountant import BasicAccountant
 from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.events import EventLog, ShuffledReportDpEvent
 from dprec.privacy.guarantee import Guarantee, PrivacyReport, reported_epsilon
@@ -280,16 +279,19 @@ class FederatedMF(Ranker):
             return None
         mech = self._mechanism()
         assert mech is not None
-        local = BasicAccountant().compose([(mech.dp_event(), c.k * c.epochs)])
+        # the local reports each user really sent (the log's shuffled reports at their eps0,
+        # basic composition): fewer than k x epochs after refused rounds or a spent budget
+        spent = PrivacyLedger.from_log(self.events).spent
+        epsilon_user = float(spent.max()) if spent.size else 0.0
         claimed = Guarantee(c.k * c.epsilon, level="user", sides="two", model="local",
                             mechanism=f"k={c.k} reports of eps={c.epsilon}",
                             notes=("as published: k x eps; the epochs are left out",))
         report = privacy_report_from_log(
-            self.name, THREAT_MODEL, self.events, claimed, (mech.event(),), delta=c.delta,
+            self.name, THREAT_MODEL, self.events, claimed, (mech.describe(),), delta=c.delta,
             extra={"local": {
                 "epsilon_per_report": c.epsilon,
                 "epsilon_per_round": c.k * c.epsilon,
-                "epsilon_user": local.epsilon,
+                "epsilon_user": epsilon_user,
             }, "rounds": {
                 "planned": c.epochs,
                 "updated": sum(r.updated for r in self._rounds),

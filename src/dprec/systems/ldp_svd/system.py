@@ -341,7 +341,7 @@ class LocalRatingSVD(RatingPredictor):
             f"{cfg.fake_rate:g} (fake value = the scale midpoint, perturbed alike)"
             if cfg.hide_items else "")
         return PrivacyReport(self.name, threat, _scoped(values.event, VALUES_SCOPE["event"]),
-                             cfg.claimed(), (mech.event(),), body)
+                             cfg.claimed(), (mech.describe(),), body)
 
 
 PROFILE_SCOPE = {
