@@ -1,7 +1,10 @@
 """Issue 24 §3: the HR@10 / per-user ε frontier of every private ranking system.
 
-Sampled and full HR@10 against the per-user ε (all of one user's data, the tightest sound
-analysis each system's privacy report gives, δ = 1e-6), with non-private popularity, ALS
+Full-ranking HR@10 (each test user's top 10 over every unseen item, the headline of issue
+33; Recall@20, NDCG@10, MRR and Coverage@10 beside it at ε_user 1 and 8), sampled HR@10 (99
+negatives) and full HR@10 with random ties (issue 24's column) against the per-user ε (all
+of one user's data, the tightest sound analysis each system's privacy report gives,
+δ = 1e-6), with non-private popularity, ALS
 (mf-np, tuned where ``configs/<dataset>/mf-np.toml`` exists) and random as horizontal
 lines. Each system runs at the per-user ε of :data:`USER_EPSILONS`, and each seed system
 also at its own paper setting (:data:`PAPER_POINTS`: ε per bit or per report as published),
@@ -50,8 +53,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from dprec.data.registry import load_dataset
 from dprec.errors import DprecError
 from dprec.evaluation.compare import level_epsilon
+from dprec.evaluation.frontier_summary import METRIC as _METRIC
+from dprec.evaluation.frontier_summary import PROTOCOLS as _PROTOCOLS
+from dprec.evaluation.frontier_summary import summary_markdown
+from dprec.evaluation.frontier_summary import targets as _targets
+from dprec.evaluation.intervals import summarise
+from dprec.evaluation.metrics import FULL_LIST, HEADLINE
 from dprec.evaluation.plots import plot_metric_vs_eps
-from dprec.evaluation.runner import Experiment, RunResult, mean_std
+from dprec.evaluation.runner import Experiment, RunResult
 from dprec.privacy.events import strict_json
 from dprec.systems.registry import make_config, make_system, parse_label, read_config, spec
 
@@ -85,8 +94,6 @@ the latter. Each cell's own report is still read and checked against its target.
 TOLERANCE = 0.02
 """The ε search stops when the accounted per-user ε is in [(1 - TOLERANCE) target, target]."""
 MAX_PROBES = 12
-_METRIC = "HR@10"
-_PROTOCOLS = ("sampled", "full")
 
 
 @dataclass
@@ -331,14 +338,24 @@ def _cell_doc(label: str, kind: str, target: float | None, seed: int, config: An
         "over_target": bool(target is not None and privacy
                             and level_epsilon(privacy, "user") > target * (1 + 1e-9)),
         "calibration": calibration,
-        "metrics": {p: {_METRIC: result.per_seed[0][p][_METRIC]} for p in _PROTOCOLS},
+        "metrics": {p: {m: result.per_seed[0][p][m]
+                        for m in (HEADLINE if p == FULL_LIST else (_METRIC,))}
+                    for p in _PROTOCOLS if p in result.per_seed[0]},
         "wall_time_s": result.wall_time_s,
     }
 
 
+def _summary(cells: list[dict[str, Any]], proto: str, metric: str) -> dict[str, Any] | None:
+    """Mean, std, 95% interval and n of ``metric`` over the cells; None when a cell lacks
+    it (stored before the metric existed: rerun it with --force)."""
+    values = [c["metrics"].get(proto, {}).get(metric) for c in cells]
+    return None if any(v is None for v in values) else summarise(values)
+
+
 def _point(cells: list[dict[str, Any]]) -> dict[str, Any]:
-    """One frontier point from its seeds' cells: mean and std of each protocol's HR@10, the
-    largest accounted per-user ε and δ (the report that holds for every seed's model)."""
+    """One frontier point from its seeds' cells: mean, std and 95% interval of each
+    protocol's HR@10 (and of every headline metric of the full top-K lists), the largest
+    accounted per-user ε and δ (the report that holds for every seed's model)."""
     first = cells[0]
     users = [c["user_epsilon"] for c in cells if c["user_epsilon"] is not None]
     deltas = [c["user_delta"] for c in cells if c["user_delta"] is not None]
@@ -352,7 +369,8 @@ def _point(cells: list[dict[str, Any]]) -> dict[str, Any]:
         "calibration": first["calibration"],
         "over_target": any(c["over_target"] for c in cells),
         "seeds": [c["seed"] for c in cells],
-        **{p: mean_std([c["metrics"][p][_METRIC] for c in cells]) for p in _PROTOCOLS},
+        **{p: _summary(cells, p, _METRIC) for p in _PROTOCOLS},
+        "headline": {m: _summary(cells, FULL_LIST, m) for m in HEADLINE},
     }
 
 
@@ -401,113 +419,6 @@ def run_frontier(frontier: Frontier, systems: Sequence[str], user_eps: Sequence[
     return {"references": refs, "systems": points}
 
 
-def _fmt(point: dict[str, Any], proto: str) -> str:
-    """mean ± std of ``point[proto]``; the mean alone for one seed (no spread to show)."""
-    v = point[proto]
-    return f"{v['mean']:.3f}" if len(point["seeds"]) < 2 else f"{v['mean']:.3f} ± {v['std']:.3f}"
-
-
-def _matching_user_epsilon(curve: list[dict[str, Any]], value: float) -> float | None:
-    """The smallest per-user ε at which ``curve`` (sampled HR@10) reaches ``value``: linear
-    in log ε between the first two points that straddle it; None if it never does."""
-    pts = sorted((p for p in curve if p["kind"] == "frontier"), key=lambda p: p["user_epsilon"])
-    prev = None
-    for p in pts:
-        if p["sampled"]["mean"] >= value:
-            if prev is None:
-                return p["user_epsilon"]
-            x0, x1 = math.log(prev["user_epsilon"]), math.log(p["user_epsilon"])
-            y0, y1 = prev["sampled"]["mean"], p["sampled"]["mean"]
-            return math.exp(x0 + (value - y0) / (y1 - y0) * (x1 - x0))
-        prev = p
-    return None
-
-
-def summary_markdown(doc: dict[str, Any]) -> str:
-    """The committed summary: provenance, the sampled and full tables, the accounted
-    per-user ε, the seed systems' paper points, the references and the targets."""
-    eps = doc["user_epsilons"]
-    refs = doc["references"]
-    lines = [f"# HR@10 against the per-user ε on {doc['dataset']} (issue 24 §3)", "",
-             f"Command: `{doc['command']}`  ", f"Date: {doc['date']}, commit {doc['commit']} "
-             "(plus uncommitted changes, if any)  ",
-             f"Seeds: {doc['seeds']} (fewer where the seeds column says so); "
-             f"δ = {doc['delta']:g}; latest-item leave-one-out, sampled = 99 negatives, full = "
-             "all unseen items; mean ± std over seeds (the mean alone for one seed).  ",
-             "Configs: " + doc["provenance"], "", *(f"- {n}" for n in doc.get("notes", [])),
-             *([""] if doc.get("notes") else [])]
-    for proto in _PROTOCOLS:
-        lines += [f"## {proto.capitalize()} HR@10", "",
-                  "| system | config | seeds | " + " | ".join(f"ε_user {e:g}" for e in eps)
-                  + " |", "|---|---|---" + "|---" * len(eps) + "|"]
-        for label, pts in doc["systems"].items():
-            by = {p["target_user_epsilon"]: p for p in pts if p["kind"] == "frontier"}
-            prov = pts[0]["config_provenance"].split(" (")[0] if pts else ""
-            n = len(pts[0]["seeds"]) if pts else 0
-            lines.append(f"| {label} | {prov} | {n} | " + " | ".join(
-                _fmt(by[e], proto) if e in by else "–" for e in eps) + " |")
-        for r in refs.values():
-            lines.append(f"| {r['label']} | {r['config_provenance'].split(' (')[0]} | "
-                         f"{len(r['seeds'])} | "
-                         + " | ".join([_fmt(r, proto)] * len(eps)) + " |")
-        lines.append("")
-    lines += ["## Accounted per-user ε (the system's own ε)", "",
-              "Largest over seeds, from each run's privacy report; ! marks a point above its "
-              "target.", "", "| system | sides | " + " | ".join(f"{e:g}" for e in eps) + " |",
-              "|---|---" + "|---" * len(eps) + "|"]
-    for label, pts in doc["systems"].items():
-        by = {p["target_user_epsilon"]: p for p in pts if p["kind"] == "frontier"}
-        sides = pts[0]["sides"] if pts else ""
-        lines.append(f"| {label} | {sides} | " + " | ".join(
-            (f"{by[e]['user_epsilon']:.4g} ({by[e]['mechanism_epsilon']:.4g})"
-             + (" !" if by[e]["over_target"] else "")) if e in by else "–" for e in eps) + " |")
-    paper = [(label, p) for label, pts in doc["systems"].items() for p in pts
-             if p["kind"] == "paper"]
-    if paper:
-        dpals = {k: v for k, v in doc["systems"].items() if k.startswith("dpals")}
-        lines += ["", "## The seed systems at their paper setting", "",
-                  "Each dpals column: the per-user ε at which that dpals reaches the seed "
-                  "system's sampled HR@10 (linear in log ε between frontier points; ≤: already "
-                  "at its lowest point; >: not within the grid).", "",
-                  "| system | ε (own unit) | per-user ε | sampled HR@10 | full HR@10 |"
-                  + "".join(f" {k}: ε_user at this HR@10 |" for k in dpals),
-                  "|---|---|---|---|---" + "|---" * len(dpals) + "|"]
-        for label, p in paper:
-            match = [_matching_user_epsilon(c, p["sampled"]["mean"]) for c in dpals.values()]
-            lowest = [min((q["user_epsilon"] for q in c if q["kind"] == "frontier"),
-                          default=None) for c in dpals.values()]
-            lines.append(f"| {label} | {p['mechanism_epsilon']:g} | {p['user_epsilon']:.4g} | "
-                         f"{_fmt(p, 'sampled')} | {_fmt(p, 'full')} |" + "".join(
-                             f" > {max(eps):g} |" if m is None else
-                             f" ≤ {m:.3g} |" if m == low else f" {m:.3g} |"
-                             for m, low in zip(match, lowest, strict=True)))
-    lines += ["", "## Targets", ""] + [f"- {t}" for t in doc["targets"] or ["no dpals point "
-                                                                        "at ε_user 1 or 8"]]
-    return "\n".join(lines) + "\n"
-
-
-def _targets(doc: dict[str, Any]) -> list[str]:
-    """The issue's targets, measured: dpals against popularity and ALS at ε_user 1 and 8."""
-    refs = doc["references"]
-    out = []
-    pop = refs.get("popularity", {}).get("sampled", {}).get("mean")
-    als = refs.get("mf-np", {}).get("sampled", {}).get("mean")
-    for label, pts in doc["systems"].items():
-        if not label.startswith("dpals"):
-            continue
-        for p in pts:
-            if p["kind"] != "frontier" or p["target_user_epsilon"] not in (1.0, 8.0):
-                continue
-            hr = p["sampled"]["mean"]
-            parts = [f"{label} at ε_user {p['target_user_epsilon']:g}: sampled HR@10 {hr:.3f}"]
-            if pop is not None:
-                parts.append(f"popularity {pop:.3f} ({'above' if hr > pop else 'below'})")
-            if als is not None:
-                parts.append(f"{hr / als:.2f}× ALS ({als:.3f})")
-            out.append(", ".join(parts))
-    return out
-
-
 def build_document(result: dict[str, Any], args: argparse.Namespace, command: str,
                    provenance: str) -> dict[str, Any]:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -531,6 +442,9 @@ def save(doc: dict[str, Any], root: Path, docs: Path | None, console: Console) -
             console.print(f"rewriting {p} (rebuilt from the stored cells)")
     paths[0].write_text(json.dumps(strict_json(doc), indent=1, allow_nan=False) + "\n")
     for proto in _PROTOCOLS:
+        if not all(p.get(proto) for pts in [*doc["systems"].values(),
+                                             list(doc["references"].values())] for p in pts):
+            continue  # cells stored before the metric existed
         sweep = {label: [{"user_epsilon": _number(p["user_epsilon"]), "mean": p[proto]["mean"],
                           "std": p[proto]["std"], "sides": p["sides"]} for p in
                          sorted(pts, key=lambda q: _number(q["user_epsilon"]))]

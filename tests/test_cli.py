@@ -23,7 +23,7 @@ def test_run_json_contract(tmp_path):
     assert doc["schema"] == 1 and doc["system"] == "dplcf-sp"
     assert doc["seeds"] == [0, 1]
     for proto in ("sampled", "full"):
-        assert set(doc["metrics"][proto]["HR@10"]) == {"mean", "std"}
+        assert set(doc["metrics"][proto]["HR@10"]) == {"mean", "std", "ci95", "n"}
         assert "NDCG@10" in doc["metrics"][proto]
     true = doc["privacy"]["true"]
     assert true["epsilon"] == pytest.approx(1.0)
@@ -110,7 +110,7 @@ def test_privrec_runs_on_its_protocol_with_the_result_contract(tmp_path):
                               "--json", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
-    assert set(doc["metrics"]) == {"full"}
+    assert set(doc["metrics"]) == {"full", "full-topk"}
     assert {"HR@5", "HR@30", "NDCG@20"} <= set(doc["metrics"]["full"])
     assert doc["protocol"]["split"]["kind"] == "user"
     assert doc["privacy"]["true"]["level"] == "user"
@@ -122,7 +122,7 @@ def test_a_ranking_baseline_runs_on_the_privrec_protocol_with_split_user(tmp_pat
     res = runner.invoke(app, ["run", "popularity", "--dataset", PR_DS, "--seeds", "1",
                               "--split", "user", "--json", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
-    assert set(json.loads(res.stdout)["metrics"]) == {"full"}
+    assert set(json.loads(res.stdout)["metrics"]) == {"full", "full-topk"}
 
 
 def test_compare_privrec_task(tmp_path):

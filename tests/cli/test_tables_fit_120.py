@@ -9,6 +9,7 @@ from rich.console import Console
 from dprec.cli import compare as compare_cli
 from dprec.cli import tables
 from dprec.evaluation.compare import table_metrics
+from dprec.evaluation.intervals import format_interval
 from dprec.evaluation.paper_numbers import PAPER_ML20M
 
 SYSTEMS = (
@@ -33,7 +34,7 @@ def _docs(protocols: dict[str, tuple[str, ...]]) -> dict[str, dict]:
                                         "std": 0.01234 + j / 7919}
                                     for j, m in enumerate(ms)}
                                for p, ms in protocols.items()},
-                   "privacy": _levels(i)}
+                   "privacy": _levels(i), "seeds": [0, 1, 2, 3, 4]}
             for i, name in enumerate(SYSTEMS)}
 
 
@@ -52,17 +53,21 @@ def _check_whole(text: str, docs: dict[str, dict]) -> None:
         assert name in text
         for proto, metrics in doc["metrics"].items():
             for m in table_metrics(list(metrics)):  # results.csv holds the rest
-                v = metrics[m]
-                assert f"{v['mean']:.4f}±{v['std']:.3f}" in text, (name, proto, m)
+                assert format_interval(metrics[m], 5) in text, (name, proto, m)
+
+
+LISTS = ("HR@10", "HR@20", "Recall@10", "Recall@20", "NDCG@10", "NDCG@20", "MRR",
+         "Coverage@10", "Coverage@20")
 
 
 @pytest.mark.parametrize("protocols", [
     {"sampled": RANKING, "full": RANKING},
     {"full": PRIVREC},
+    {"sampled": RANKING, "full": RANKING, "full-topk": LISTS},
 ])
-def test_every_mean_and_std_is_whole_at_120_columns(screen, protocols):
+def test_every_mean_and_interval_is_whole_at_120_columns(screen, protocols):
     docs = _docs(protocols)
-    tables.print_tables("ml-100k, ε=paper default, 5 seeds (mean±std); tuned configs: none",
+    tables.print_tables("ml-100k, ε=paper default, 5 seeds; tuned configs: none",
                         docs)
     text = screen.export_text()
     _check_whole(text, docs)
@@ -89,5 +94,20 @@ def test_the_sweep_table_is_whole_at_120_columns(screen):
     _check_whole(text, docs)
     for n, pts in sweep.items():
         for p in pts:
-            assert (f"{p['mean']:.4f}±{p['std']:.4f} [{p['user_epsilon']:.3g}]" in text), n
+            assert (f"{format_interval(p, 3)} [{p['user_epsilon']:.3g}]" in text), n
     assert text.count("failed") == len(sweep)
+
+
+def test_the_full_ranking_table_comes_first_with_the_sampled_hr_beside(screen):
+    docs = {n: d for n, d in _docs({"sampled": RANKING, "full": RANKING, "full-topk": LISTS})
+            .items() if "[" not in n}  # the ranking comparison's labels
+    tables.print_tables("ml-100k, 5 seeds", docs)
+    text = screen.export_text()
+    first = text.index("full ranking over all unseen items")
+    assert first < text.index("ml-100k, 5 seeds — sampled (99 negatives)")
+    head = text[first:text.index("ml-100k, 5 seeds — sampled (99 negatives)")]
+    assert "part 1" not in head  # one table, every column whole at 120
+    for m in ("HR@10", "Recall@20", "NDCG@10", "MRR", "Coverage@10", "sampled HR@10"):
+        assert m in head
+    mrr = docs["popularity"]["metrics"]["full-topk"]["MRR"]
+    assert format_interval(mrr, 5, digits=3) in head

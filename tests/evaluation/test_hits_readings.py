@@ -95,8 +95,13 @@ def test_readings_on_the_hand_built_fold():
     readings = ("per-positive", "per-user", "all-held-out")
     m = evaluate_user_ranking(Table(SCORES), fold, t, np.random.default_rng(0), (1, 2, 3),
                               3.0, readings=readings)
-    assert set(m) == {"full", "full-per-user", "full-all-held-out"}  # only those asked for
+    # only those asked for, and the full top-K lists (issue 33)
+    assert set(m) == {"full", "full-per-user", "full-all-held-out", "full-topk"}
     assert m["full"]["HR@1"] == pytest.approx((1 / 3 + 0) / 2)
+    # the lists: user 2 over 6, 7 and its targets 2, 3, 5 -> 2 first (rank 0); user 3 over
+    # 1..5 and its target 0 -> 1, 5, 0 (rank 2); MRR (1 + 1/3) / 2. K = 10, 20 exceed the 8
+    # items: no HR/Recall/NDCG/Coverage at those K on this fold
+    assert m["full-topk"] == pytest.approx({"MRR": 2 / 3})
     assert m["full-per-user"]["HR@1"] == pytest.approx(0.5)
     assert m["full-per-user"]["HR@2"] == pytest.approx(0.5)
     assert m["full-per-user"]["HR@3"] == pytest.approx(1.0)
@@ -178,7 +183,7 @@ def test_every_reading_on_one_run_leaves_the_papers_reading_unchanged():
                        UserRankingEvaluator(readings=tuple(HITS_READINGS)))
     a = plain.run(lambda: make_system("popularity"))
     b = every.run(lambda: make_system("popularity"))
-    assert set(b.metrics) == set(HITS_READINGS.values())
+    assert set(b.metrics) == set(HITS_READINGS.values()) | {"full-topk"}
     assert b.metrics["full"] == a.metrics["full"]
     hr = {key: b.metrics[key]["HR@10"]["mean"] for key in b.metrics}
     # fewer candidates and the best of several targets rank higher; a share of all held-out

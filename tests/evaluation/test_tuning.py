@@ -114,3 +114,38 @@ def test_cli_tune_takes_epsilon_for_private_systems(tmp_path):
     assert res.exit_code == 0, res.output
     cf = read_config(out)
     assert cf.params["epsilon"] == 2.0 and "NOT accounted" in cf.provenance["privacy_note"]
+
+
+def test_best_point_position_names_edges_interior_and_categories():
+    from dprec.evaluation.tuning import best_point_position
+    grid = {"factors": [64, 32, 128], "reg": [1.0, 10.0], "kind": ["item", "user"],
+            "alpha": [3.0]}
+    at = best_point_position(grid, {"factors": 64, "reg": 10.0, "kind": "item", "alpha": 3.0})
+    assert at == {"factors": "interior", "reg": "upper edge",
+                  "kind": "categorical (every value tried)", "alpha": "only value"}
+    assert best_point_position({"f": [2, 1]}, {"f": 1}) == {"f": "lower edge"}
+
+
+def test_tuning_reads_the_full_ranking_metric_by_default(exp):
+    res = tune("lcf-ub", exp, {"neighbours": [1, 30]}, "HR@10")
+    assert res.provenance["metric"].startswith("HR@10 (full-topk)")
+    sampled = tune("lcf-ub", exp, {"neighbours": [1, 30]}, "HR@10", protocol="sampled")
+    assert sampled.provenance["metric"].startswith("HR@10 (sampled)")
+    assert res.best_score != sampled.best_score
+    assert res.provenance["best_position"] == {"neighbours": "upper edge"}
+
+
+def test_cli_tune_protocol_and_full_ranking_metrics(tmp_path):
+    runner = CliRunner()
+    grid = tmp_path / "grid.toml"
+    grid.write_text("[grid]\nneighbours = [5, 10]\n")
+    base = ["tune", "lcf-ub", "--dataset", "synthetic-300x200", "--grid", str(grid),
+            "--seeds", "1"]
+    res = runner.invoke(app, [*base, "--metric", "MRR", "--out", str(tmp_path / "a.toml")])
+    assert res.exit_code == 0, res.output
+    assert read_config(tmp_path / "a.toml").provenance["metric"].startswith("MRR (full-topk)")
+    bad = runner.invoke(app, [*base, "--protocol", "sampled", "--metric", "MRR", "--out",
+                              str(tmp_path / "b.toml")])
+    assert bad.exit_code == 2 and "metric MRR is not measured" in " ".join(bad.output.split())
+    bad = runner.invoke(app, [*base, "--protocol", "rating", "--out", str(tmp_path / "c.toml")])
+    assert bad.exit_code == 2 and "--protocol rating" in " ".join(bad.output.split())

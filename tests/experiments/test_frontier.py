@@ -14,6 +14,7 @@ import pytest
 from dprec.data.registry import load_dataset
 from dprec.errors import DprecError
 from dprec.evaluation.compare import level_epsilon
+from dprec.evaluation.frontier_summary import fmt_point, matching_user_epsilon
 from dprec.evaluation.runner import Experiment
 from dprec.systems.registry import make_config, make_system, parse_label
 
@@ -153,9 +154,9 @@ def test_the_per_user_epsilon_where_a_curve_reaches_a_value():
         return {"kind": "frontier", "user_epsilon": eps, "sampled": {"mean": hr}}
 
     curve = [pt(4.0, 0.3), pt(1.0, 0.1), pt(16.0, 0.5), {**pt(900.0, 0.9), "kind": "paper"}]
-    assert frontier._matching_user_epsilon(curve, 0.2) == pytest.approx(2.0)
-    assert frontier._matching_user_epsilon(curve, 0.05) == 1.0
-    assert frontier._matching_user_epsilon(curve, 0.6) is None
+    assert matching_user_epsilon(curve, 0.2) == pytest.approx(2.0)
+    assert matching_user_epsilon(curve, 0.05) == 1.0
+    assert matching_user_epsilon(curve, 0.6) is None
 
 
 def test_the_search_starts_from_the_probes_of_the_other_targets():
@@ -169,3 +170,32 @@ def test_the_search_starts_from_the_probes_of_the_other_targets():
     # a system whose epsilon is the per-user epsilon starts at the target, exactly
     assert frontier.start_epsilon(2.0, [(1.0, 0.99998), (0.5, 0.49999)]) == 2.0
     assert frontier.start_epsilon(2.0, []) == 2.0
+
+
+def test_the_summary_leads_with_full_ranking_and_labels_the_sampled_metric(run):
+    tmp, doc = run
+    md = (tmp / "docs" / f"frontier_{DATASET}.md").read_text()
+    full = md.index("## Full-ranking HR@10")
+    assert full < md.index("## Sampled HR@10 (99 negatives)") < md.index(
+        "## Full HR@10, ties broken at random")
+    # every headline metric at ε_user 1, beside the references, one seed said as such
+    detail = md[md.index("### Every full-ranking metric"):md.index("## Sampled HR@10")]
+    assert "| MRR | Coverage@10 | sampled HR@10 (99 negatives) |" in detail
+    assert "| dp-pop | 1 | 1 |" in detail and "(1 seed)" in detail
+    assert "| dp-pop | 4 |" not in detail
+    pop = doc["references"]["popularity"]
+    assert pop["full-topk"]["n"] == 1 and set(pop["headline"]) >= {"HR@10", "MRR"}
+    assert (tmp / "out" / DATASET / "frontier_full-topk.png").stat().st_size > 1000
+    assert doc["targets"] == [] or "full-ranking HR@10" in doc["targets"][0]
+
+
+def test_cells_stored_before_the_full_ranking_metrics_show_a_dash():
+    cell = {"kind": "frontier", "target_user_epsilon": 1.0, "user_epsilon": 1.0,
+            "user_delta": 1e-6, "mechanism_epsilon": 1.0, "sides": "two", "model": "m",
+            "adjacency": "a", "config": {}, "config_provenance": "untuned",
+            "calibration": None, "over_target": False, "seed": 0,
+            "metrics": {"sampled": {"HR@10": 0.5}, "full": {"HR@10": 0.1}}}
+    point = frontier._point([cell, {**cell, "seed": 1}])
+    assert point["full-topk"] is None and point["sampled"]["n"] == 2
+    assert fmt_point(point, "full-topk") == "–"
+    assert fmt_point(point, "sampled") == "0.500 ± 0.000"

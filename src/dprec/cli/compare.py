@@ -318,23 +318,27 @@ def _compare_into_folder(plan: ComparisonPlan, out_dir: Path) -> None:
 
 
 def _sweep_tables(plan: ComparisonPlan, sweep: dict[str, list[dict]]) -> list[Table]:
-    """The sweep's metric (mean±std) per system and ε, with the per-user ε in brackets, over
-    as many tables as fit :data:`~dprec.cli.tables.TABLE_WIDTH`."""
+    """The sweep's metric (mean ± 95% interval over the sweep's seeds) per system and ε,
+    with the per-user ε in brackets, over as many tables as fit
+    :data:`~dprec.cli.tables.TABLE_WIDTH`."""
+    from dprec.evaluation.intervals import format_interval
     metric, proto = SWEEP_METRIC[plan.task]
+    label = "sampled, 99 negatives" if proto == "sampled" else proto
     by_eps = {n: {p["epsilon"]: p for p in pts} for n, pts in sweep.items()}
-    columns = [(f"ε={e:g}", [f"{at[e]['mean']:.4f}±{at[e]['std']:.4f} "
+    columns = [(f"ε={e:g}", [f"{format_interval(at[e], plan.sweep_seeds)} "
                              f"[{at[e]['user_epsilon']:.3g}]" if e in at else "failed"
                              for at in by_eps.values()])
                for e in plan.grid]
-    return fitted_tables(f"{metric} ({proto}) against ε, {plan.sweep_seeds} seeds; in "
-                         "brackets the per-user ε", "system", list(sweep), columns)
+    return fitted_tables(f"{metric} ({label}) against ε, {plan.sweep_seeds} seeds, mean ± "
+                         "95% interval; in brackets the per-user ε", "system", list(sweep),
+                         columns)
 
 
 def print_comparison(plan: ComparisonPlan, docs: dict[str, dict], sweep: dict | None) -> None:
     """The main tables of the results ``docs`` and, if any, the sweep's."""
     tuned = ", ".join(f"{n} ({f.path})" for n, f in plan.files.items()) or "none"
     print_tables(f"{plan.dataset}, ε={plan.epsilon or 'paper default'}, {plan.seeds} seeds "
-                 f"(mean±std); tuned configs: {tuned}", docs)
+                 f"(mean ± 95% interval); tuned configs: {tuned}", docs)
     if sweep:
         for t in _sweep_tables(plan, sweep):
             out.print(t)

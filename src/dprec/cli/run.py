@@ -128,7 +128,8 @@ def run(
         sys.stdout.write(strict_json_text(doc) + "\n")
         err.print(f"saved {path}")
         return
-    print_tables(f"{system} on {dataset} ({seeds} seeds, mean±std)", {system: doc})
+    print_tables(f"{system} on {dataset} ({seeds} seeds, mean ± 95% interval)",
+                 {system: doc})
     print_privacy(doc)
     out.print(f"saved {path}")
 

@@ -15,8 +15,8 @@ from rich.text import Text
 from dprec.cli.common import out
 
 __all__ = [
-    "TABLE_WIDTH", "eps_text", "fitted_tables", "fmt_value", "mean_std", "metric_tables",
-    "paper_table", "print_privacy", "print_tables", "privacy_tables",
+    "TABLE_WIDTH", "eps_text", "fitted_tables", "fmt_value", "headline_tables",
+    "metric_tables", "paper_table", "print_privacy", "print_tables", "privacy_tables",
 ]
 
 TABLE_WIDTH = 120
@@ -39,11 +39,6 @@ def eps_text(g: dict | None) -> str:
     eps = g["epsilon"]
     text = "∞" if eps == "inf" else f"{float(eps):.3g}"
     return text + (f", δ={g['delta']:.0e}" if g.get("delta") else "")
-
-
-def mean_std(v: dict) -> str:
-    """A metric over seeds as ``mean±std`` (mean to 4 decimals, std to 3)."""
-    return f"{v['mean']:.4f}±{v['std']:.3f}"
 
 
 def _column_width(header: str, cells: Sequence[str]) -> int:
@@ -83,14 +78,36 @@ def fitted_tables(title: str, label: str, rows: Sequence[str],
     return tables
 
 
+def _cell(doc: dict, protocol: str, metric: str, digits: int = 4) -> str:
+    """A result's metric as mean ± 95% interval ("1 seed" without one; "—" if absent)."""
+    from dprec.evaluation.intervals import entry_count, format_interval
+    return format_interval(doc["metrics"].get(protocol, {}).get(metric), entry_count(doc),
+                           digits)
+
+
 def metric_tables(title: str, results: dict[str, dict], protocol: str,
                   width: int | None = None) -> list[Table]:
-    """One row per system: mean±std over seeds of each metric of ``protocol``, over as many
-    tables as fit ``width`` (see :func:`fitted_tables`)."""
+    """One row per system: mean ± 95% interval over seeds of each metric of ``protocol``,
+    over as many tables as fit ``width`` (see :func:`fitted_tables`)."""
     from dprec.evaluation.compare import table_metrics
     metrics = table_metrics(list(next(iter(results.values()))["metrics"][protocol]))
-    columns = [(m, [mean_std(r["metrics"][protocol][m]) for r in results.values()])
-               for m in metrics]
+    columns = [(m, [_cell(r, protocol, m) for r in results.values()]) for m in metrics]
+    return fitted_tables(title, "system", list(results), columns, width)
+
+
+def headline_tables(title: str, results: dict[str, dict],
+                    width: int | None = None) -> list[Table]:
+    """The table every ranking result leads with (issue 33): full ranking over all unseen
+    items (HR@10, Recall@20, NDCG@10, MRR, Coverage@10 of the top-K lists), the sampled
+    HR@10 beside (the title names its negatives; 3 decimals, so that the table fits
+    :data:`TABLE_WIDTH`); empty for results without the full top-K lists (older files,
+    rating, the PrivRec protocol)."""
+    from dprec.evaluation.compare import headline_columns
+    cols = headline_columns(results, ("HR@10",), short=True)
+    if not cols:
+        return []
+    columns = [(header, [_cell(r, proto, m, 3) for r in results.values()])
+               for header, proto, m in cols]
     return fitted_tables(title, "system", list(results), columns, width)
 
 
@@ -124,16 +141,24 @@ def privacy_tables(title: str, results: dict[str, dict],
 def print_tables(title: str, docs: dict[str, dict]) -> None:
     """The metrics of the results ``docs``, per evaluation protocol (the sampled one with the
     paper's numbers after it), then their privacy, each at most :data:`TABLE_WIDTH` wide."""
+    from dprec.evaluation.compare import FULL_LIST, sampled_label
     from dprec.evaluation.paper_numbers import DPLCF_PAPER_DATASET, PAPER_ML20M
     protocols = list(next(iter(docs.values()))["metrics"])
-    tables: list[Table] = []
+    sampled = sampled_label(docs)
+    beside = f"; {sampled} beside" if "sampled" in protocols else ""
+    tables: list[Table] = headline_tables(
+        f"{title} — full ranking over all unseen items (ties: larger score, then smaller "
+        f"item id){beside}", docs)
     for proto in protocols:
         if proto == "sampled":
-            tables += metric_tables(f"{title} — sampled (1 + negatives)", docs, proto)
+            tables += metric_tables(f"{title} — {sampled}", docs, proto)
             tables += paper_table(f"the paper's numbers on {DPLCF_PAPER_DATASET}, beside the "
-                                  "sampled table above", docs, proto, PAPER_ML20M)
+                                  f"{sampled} table above", docs, proto, PAPER_ML20M)
         elif proto == "full":
-            tables += metric_tables(f"{title} — full ranking (all never-seen items)", docs,
+            tables += metric_tables(f"{title} — full ranking, HR@K/NDCG@K with random ties "
+                                    "(all never-seen items)", docs, proto)
+        elif proto == FULL_LIST:
+            tables += metric_tables(f"{title} — full ranking, every top-K list metric", docs,
                                     proto)
         else:
             tables += metric_tables(f"{title} — {proto}", docs, proto)

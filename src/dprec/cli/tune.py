@@ -48,6 +48,11 @@ def tune_cmd(
         help="TOML with [grid] KEY = [values]; default: the system's paper grid.")] = None,
     metric: Annotated[str | None, typer.Option(
         help="Validation metric (default HR@10 for ranking, RMSE for rating).")] = None,
+    protocol: Annotated[str | None, typer.Option(
+        help="Results section the metric is read from: full-topk (ranking's default: top-K "
+             "lists over all unseen items, the headline of every table), full (random "
+             "ties), sampled (1 + --negatives); the PrivRec split reads full (its "
+             "paper's reading) unless told full-topk.")] = None,
     epsilon: Epsilon = None,
     param: Params = None,
     seeds: Annotated[int, typer.Option("--seeds", min=1, help="Seeds (0..n-1).")] = 2,
@@ -63,7 +68,7 @@ def tune_cmd(
     """Grid search on validation data carved out of each training fold; writes a TOML config
     that `dprec run SYSTEM --config FILE` and `dprec compare --configs DIR` reuse."""
     from dprec.evaluation.experiments import check_folds, experiment_for, task_of
-    from dprec.evaluation.ranking import RankingEvaluator
+    from dprec.evaluation.ranking import FULL_LIST, LIST_KS, RankingEvaluator
     from dprec.evaluation.results import check_output_base, write_new_text
     from dprec.evaluation.runner import check_seed_count
     from dprec.evaluation.tuning import default_grid, grid_points, tune
@@ -82,10 +87,20 @@ def tune_cmd(
         check_folds(kind, split, folds)
         metric = metric or ("HR@10" if s.task == "ranking" else "RMSE")
         ks = (5, 10, 20, 30) if kind == "privrec" else RankingEvaluator(negatives).ks
+        sections = {"rating": "rating", "privrec": "full"}
+        protocol = protocol or sections.get(kind, FULL_LIST)
+        known = ({"rating": ["rating"], "privrec": ["full", FULL_LIST]}.get(kind)
+                 or [FULL_LIST, "full", "sampled"])
+        if protocol not in known:
+            raise DprecError(f"--protocol {protocol} is not measured for a {kind} run; "
+                             f"choose one of {', '.join(known)}")
         allowed = (["RMSE", "MAE"] if s.task == "rating" else
+                   [*(f"{m}@{k}" for m in ("HR", "Recall", "NDCG", "Coverage")
+                      for k in LIST_KS), "MRR"] if protocol == FULL_LIST else
                    [f"{m}@{k}" for m in ("HR", "NDCG") for k in ks])
         if metric not in allowed:
-            raise DprecError(f"metric {metric} is not measured for a {s.task} system; "
+            raise DprecError(f"metric {metric} is not measured for a {s.task} system"
+                             f"{'' if s.task == 'rating' else f' ({protocol})'}; "
                              f"choose one of {', '.join(allowed)}")
         target = out_path or Path("configs") / dataset / f"{system}.toml"
         if target.exists() and not force:
@@ -103,12 +118,11 @@ def tune_cmd(
         with progress() as bar:
             task = bar.add_task(f"tune {system} on {dataset}",
                                 total=len(points) * seeds * n_folds)
-            res = tune(system, exp, g, metric, protocol="full" if kind == "privrec" else None,
-                       base=base, command=command,
+            res = tune(system, exp, g, metric, protocol=protocol, base=base, command=command,
                        tick=lambda: bar.advance(task))
     except DprecError as e:
         fail(e)
-    t = Table(title=f"{system} on {dataset}: validation {metric} ({seeds} seeds)")
+    t = Table(title=f"{system} on {dataset}: validation {metric} ({protocol}, {seeds} seeds)")
     for k in g:
         t.add_column(k)
     t.add_column(metric, justify="right")
@@ -125,7 +139,9 @@ def tune_cmd(
         err.print(f"[yellow]warning:[/] {escape(str(target))} was written by another run "
                   f"while this one tuned; it is kept, and this config is saved as "
                   f"{escape(str(saved))}")
-    out.print(f"best {res.best} ({metric} {res.best_score:.4f}); saved {saved}")
+    where = res.provenance.get("best_position", {})
+    out.print(f"best {res.best} ({metric} {res.best_score:.4f}); in the grid: "
+              + ", ".join(f"{k} {v}" for k, v in where.items()) + f"; saved {saved}")
     out.print(f"reuse: dprec run {system} --config {saved}")
 
 

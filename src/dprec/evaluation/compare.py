@@ -8,26 +8,31 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dprec.evaluation.intervals import summary_half_width
 from dprec.evaluation.paper_numbers import PAPER_ML20M
 from dprec.evaluation.plots import plot_hr_at_k, plot_metric_vs_eps
+from dprec.evaluation.ranking import FULL_LIST, HEADLINE
 from dprec.evaluation.results import write_json
 from dprec.evaluation.runner import Experiment, RunResult
 from dprec.systems.registry import make_config, make_system, parse_label, spec
 
 __all__ = [
-    "DEFAULT_COMPARISON", "DEFAULT_EPS_GRID", "DEFAULT_PRIVREC_COMPARISON",
+    "DEFAULT_COMPARISON", "DEFAULT_EPS_GRID", "FULL_LIST", "HEADLINE", "DEFAULT_PRIVREC_COMPARISON",
     "DEFAULT_RATING_COMPARISON", "NARROW_LEVELS", "SWEEP_REFERENCES", "SweepPoint",
-    "TABLE_METRICS", "Tick", "comparison_rows", "eps_sweep", "level_epsilon", "private_names",
-    "run_systems", "save_comparison", "sweep_references", "table_metrics",
+    "TABLE_METRICS", "Tick", "comparison_rows", "eps_sweep", "headline_columns",
+    "level_epsilon", "private_names", "run_systems", "sampled_label", "save_comparison",
+    "sweep_references", "table_metrics",
 ]
 
 TABLE_METRICS = ("HR@2", "HR@5", "HR@10", "NDCG@10")
 
 DEFAULT_COMPARISON = (
     "random", "popularity", "lcf-ub", "lcf-sp", "lcf-ap", "dplcf-sp", "dplcf-ap",
-    "dplcf-oue", "dplcf-eb", "bpr-mf", "gmf", "mf-np", "fcf", "fmf-ldp", "dp-pop", "dpals",
+    "dplcf-oue", "dplcf-eb", "bpr-mf", "gmf", "mf-np", "ease", "fcf", "fmf-ldp", "dp-pop",
+    "dpals",
 )
-"""The seed systems, then dp-pop and dpals on the secure sum at their default per-user
+"""The seed systems with EASE beside ALS (issue 33: the non-private baselines tuned for the
+full-ranking metric), then dp-pop and dpals on the secure sum at their default per-user
 epsilon 1 (issue 24: `make run` shows them beside the seed systems)."""
 DEFAULT_RATING_COMPARISON = (
     "global-mean", "bias", "nondp-svd", "pcc-knn", "cos-knn", "laplace-svd", "laplace-rr-svd",
@@ -59,6 +64,36 @@ def table_metrics(names: Sequence[str]) -> tuple[str, ...]:
     if all(m in names for m in TABLE_METRICS):
         return TABLE_METRICS
     return tuple(names)
+
+def sampled_label(results: Mapping[str, Mapping[str, Any]]) -> str:
+    """"sampled (99 negatives)": the sampled protocol named with its negatives per test
+    user, read from the first result's protocol (99 where it does not say)."""
+    for r in results.values():
+        p = r.get("protocol") if isinstance(r, Mapping) else None
+        sampled = p.get("sampled") if isinstance(p, Mapping) else None
+        if isinstance(sampled, Mapping) and isinstance(sampled.get("negatives"), int):
+            return f"sampled ({sampled['negatives']} negatives)"
+    return "sampled (99 negatives)"
+
+
+def headline_columns(results: Mapping[str, Mapping[str, Any]], sampled: tuple[str, ...] = (
+        "HR@10", "NDCG@10"), short: bool = False) -> list[tuple[str, str, str]]:
+    """(header, protocol, metric) of the columns every ranking table leads with (issue 33):
+    the :data:`HEADLINE` metrics of the full top-K lists, then the ``sampled`` metrics
+    headed "HR@10 sampled (99 negatives)" (``short``: "sampled HR@10", for a terminal table
+    whose title names the negatives); empty unless every result has the full top-K lists
+    (older results files, rating, the PrivRec protocol keep their own tables)."""
+    docs = list(results.values())
+    if not docs or not all(FULL_LIST in d.get("metrics", {}) for d in docs):
+        return []
+    cols = [(m, FULL_LIST, m) for m in HEADLINE
+            if any(m in d["metrics"][FULL_LIST] for d in docs)]
+    if all("sampled" in d["metrics"] for d in docs):
+        label = sampled_label(results)
+        cols += [(f"sampled {m}" if short else f"{m} {label}", "sampled", m) for m in sampled
+                 if any(m in d["metrics"]["sampled"] for d in docs)]
+    return cols
+
 
 Tick = Callable[[str], None]
 SweepPoint = dict[str, Any]
@@ -141,7 +176,8 @@ def sweep_references(results: Mapping[str, dict], metric: str = "HR@10",
 
 
 def comparison_rows(results: dict[str, RunResult]) -> list[dict[str, object]]:
-    """One row per system: sampled/full metrics (mean, std), the privacy levels, the paper.
+    """One row per system: the full top-K list metrics first, then sampled/full (mean, std,
+    95% interval half-width, NaN with one seed), the privacy levels, the paper.
 
     ``eps user`` is always the whole of a user's data (for the LDP rating systems: which
     items were rated and the values); a system that also reports a narrower unit adds its
@@ -150,10 +186,13 @@ def comparison_rows(results: dict[str, RunResult]) -> list[dict[str, object]]:
     rows = []
     for name, r in results.items():
         row: dict[str, object] = {"system": name}
-        for proto, metrics in r.metrics.items():
+        ordered = sorted(r.metrics.items(), key=lambda kv: kv[0] != FULL_LIST)
+        for proto, metrics in ordered:
             for m in table_metrics(list(metrics)):
                 row[f"{proto} {m}"] = metrics[m]["mean"]
                 row[f"{proto} {m} std"] = metrics[m]["std"]
+                ci, _ = summary_half_width(metrics[m], len(r.per_seed) or len(r.seeds))
+                row[f"{proto} {m} ci95"] = math.nan if ci is None else ci
         if "sampled" in r.metrics:
             for m in TABLE_METRICS:
                 row[f"paper ML-20M {m}"] = PAPER_ML20M.get(name, {}).get(m, math.nan)
@@ -195,7 +234,8 @@ def save_comparison(out_dir: Path, dataset: str, results: dict[str, RunResult],
         w.writeheader()
         w.writerows(rows)
     if not ranking:
-        if all(set(r.metrics) == {"full"} for r in results.values()):  # the PrivRec protocol
+        if all(set(r.metrics) <= {"full", FULL_LIST} and "full" in r.metrics
+               for r in results.values()):  # the PrivRec protocol
             js = {n: r.to_json() for n, r in results.items()}
             paths.append(plot_hr_at_k(js, ks, out_dir / "hr_at_k_full.png",
                                       f"HR@K on {dataset} (user split, all unseen items)",

@@ -14,14 +14,24 @@ not, every test user averaged).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from dprec.errors import DprecError
 
+LIST_KS: tuple[int, ...] = (10, 20)
+"""Cut-offs of the full top-K list metrics."""
+FULL_LIST = "full-topk"
+"""The results section of the full top-K list metrics."""
+HEADLINE: tuple[str, ...] = ("HR@10", "Recall@20", "NDCG@10", "MRR", "Coverage@10")
+"""The metrics of :data:`FULL_LIST` every table leads with (issue 33)."""
+
 __all__ = [
-    "best_rank_metrics", "group_mean", "group_min", "grouped_ranking_metrics",
-    "held_out_share_metrics", "hit_rate", "hits", "ndcg", "ndcg_gains",
-    "rank_with_random_ties", "ranking_metrics",
+    "FULL_LIST", "HEADLINE", "LIST_KS", "best_rank_metrics", "covered_items", "group_mean",
+    "group_min", "grouped_ranking_metrics", "held_out_share_metrics", "hit_rate", "hits",
+    "list_hits", "list_metrics", "list_ndcg", "list_recall", "ndcg", "ndcg_gains",
+    "ordered_rank", "rank_with_random_ties", "ranking_metrics", "reciprocal_rank",
 ]
 
 
@@ -153,3 +163,87 @@ def rank_with_random_ties(
     greater = np.sum(candidates > t, axis=1)
     ties = np.sum(candidates == t, axis=1)
     return greater + np.floor(rng.random(len(target)) * (ties + 1)).astype(np.int64)
+
+
+def ordered_rank(target: np.ndarray, target_items: np.ndarray,
+                 candidates: np.ndarray) -> np.ndarray:
+    """0-based position of ``target[u]`` (the score of item ``target_items[u]``) in row u of
+    ``candidates`` ordered as :func:`dprec.selection.top_k` orders it: the candidates with a
+    larger score, plus those with an equal score and a smaller item index. NaN candidates
+    are not candidates; the target's own column may be present (it never counts against
+    itself). The same rank as the target's position in ``top_k(candidates, n_items)``."""
+    t = np.asarray(target, dtype=np.float64)[:, None]
+    c = np.asarray(candidates)
+    idx = np.arange(c.shape[1])[None, :]
+    before = (c > t) | ((c == t) & (idx < np.asarray(target_items)[:, None]))
+    return before.sum(axis=1).astype(np.int64)
+
+
+def reciprocal_rank(ranks: np.ndarray) -> np.ndarray:
+    """Per user: 1 / (rank + 1) for the 0-based rank of their first positive (MRR's term)."""
+    return 1.0 / (np.asarray(ranks, dtype=np.float64) + 1.0)
+
+
+def _check_lists(relevant: np.ndarray, n_pos: np.ndarray, k: int) -> tuple[np.ndarray,
+                                                                           np.ndarray]:
+    rel = np.asarray(relevant, dtype=bool)
+    n = np.asarray(n_pos, dtype=np.float64)
+    if rel.ndim != 2 or n.shape != (rel.shape[0],):
+        raise DprecError(f"relevant must be (users, K) and n_pos (users,), got shapes "
+                         f"{rel.shape} and {n.shape}")
+    if k < 1 or k > rel.shape[1]:
+        raise DprecError(f"K={k} must be between 1 and the list length {rel.shape[1]}")
+    if np.any(n < 1) or np.any(rel.sum(axis=1) > n):
+        raise DprecError("every user needs n_pos >= 1 and at most n_pos relevant entries")
+    return rel[:, :k], n
+
+
+def list_hits(relevant: np.ndarray, n_pos: np.ndarray, k: int) -> np.ndarray:
+    """Per user: HR@K = 1 when any of the first K list entries is a positive."""
+    rel, _ = _check_lists(relevant, n_pos, k)
+    return rel.any(axis=1).astype(np.float64)
+
+
+def list_recall(relevant: np.ndarray, n_pos: np.ndarray, k: int) -> np.ndarray:
+    """Per user: Recall@K = positives among the first K entries / min(K, n_pos)."""
+    rel, n = _check_lists(relevant, n_pos, k)
+    return rel.sum(axis=1) / np.minimum(float(k), n)
+
+
+def list_ndcg(relevant: np.ndarray, n_pos: np.ndarray, k: int) -> np.ndarray:
+    """Per user: NDCG@K = sum_{j<K} relevant_j / log2(j + 2) over the ideal DCG of
+    min(K, n_pos) positives at the top."""
+    rel, n = _check_lists(relevant, n_pos, k)
+    discount = 1.0 / np.log2(np.arange(k) + 2.0)
+    ideal = np.cumsum(discount)[np.minimum(k, n).astype(np.int64) - 1]
+    return (rel @ discount) / ideal
+
+
+def covered_items(top: np.ndarray, n_items: int, valid: np.ndarray | None = None
+                  ) -> np.ndarray:
+    """(n_items,) bool: the items in at least one row of ``top`` (item indices; with
+    ``valid``, only its True entries). Coverage@K = the mean of this over the top K of
+    every test user's list; or-combine the arrays of several batches first."""
+    out = np.zeros(int(n_items), bool)
+    items = np.asarray(top)
+    out[items[valid] if valid is not None else items.ravel()] = True
+    return out
+
+
+def list_metrics(relevant: np.ndarray, n_pos: np.ndarray, first_rank: np.ndarray,
+                 covered: dict[int, np.ndarray],
+                 ks: tuple[int, ...] = LIST_KS) -> dict[str, float]:
+    """{"HR@K", "Recall@K", "NDCG@K" for K in ``ks``, "MRR", "Coverage@K"}: the per-user
+    list metrics above (``relevant`` (users, K) and ``n_pos``; ``first_rank`` the 0-based
+    rank of each user's first positive) averaged over users, coverage from the or-combined
+    ``covered[K]`` of every batch. NaN when there are no users."""
+    out: dict[str, float] = {}
+    empty = len(relevant) == 0
+    for name, per_user in (("HR", list_hits), ("Recall", list_recall), ("NDCG", list_ndcg)):
+        for k in ks:
+            out[f"{name}@{k}"] = (math.nan if empty
+                                  else float(np.mean(per_user(relevant, n_pos, k))))
+    out["MRR"] = math.nan if empty else float(np.mean(reciprocal_rank(first_rank)))
+    for k in ks:
+        out[f"Coverage@{k}"] = math.nan if empty else float(np.mean(covered[k]))
+    return out

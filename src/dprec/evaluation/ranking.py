@@ -1,4 +1,11 @@
-"""Ranking evaluation: sampled (1 held-out item + negatives) and full (all never-seen items)."""
+"""Ranking evaluation: sampled (1 held-out item + negatives), full (all never-seen items,
+random ties) and full top-K lists (all never-seen items, the ties of :mod:`dprec.selection`).
+
+The ``full-topk`` section is the headline of every table (issue 33): HR@K, Recall@K, NDCG@K,
+MRR and catalogue Coverage@K, read from each test user's top-K list over every item they
+never interacted with (:mod:`dprec.evaluation.metrics`). It uses no random draw, so the
+``sampled`` and ``full`` numbers are the same as before it was added.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +17,25 @@ from dprec.data.dataset import Dataset
 from dprec.errors import DprecError
 from dprec.evaluation.candidates import sample_negatives
 from dprec.evaluation.evaluator import Evaluator, Metrics
-from dprec.evaluation.metrics import rank_with_random_ties, ranking_metrics
+from dprec.evaluation.metrics import (
+    FULL_LIST,
+    HEADLINE,
+    LIST_KS,
+    covered_items,
+    list_metrics,
+    ordered_rank,
+    rank_with_random_ties,
+    ranking_metrics,
+)
 from dprec.evaluation.outputs import checked_output
 from dprec.evaluation.split import LeaveOneOut
 from dprec.random import derive_generator
+from dprec.selection import top_k
 from dprec.systems.base import Ranker, Recommender, Task
 
-__all__ = ["DEFAULT_KS", "RankingEvaluator", "evaluate_ranking"]
+__all__ = [
+    "DEFAULT_KS", "FULL_LIST", "HEADLINE", "LIST_KS", "RankingEvaluator", "evaluate_ranking",
+]
 
 DEFAULT_KS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20)
 
@@ -34,7 +53,10 @@ def evaluate_ranking(
     Each test user's client passes its training history to ``model.score``.
     "sampled": the held-out item against ``negatives`` (shared by every system);
     "full": against every item the user never interacted with. Ties broken at random by
-    ``rng``. Returns {"sampled": {...}, "full": {...}}.
+    ``rng``. "full-topk" (:data:`FULL_LIST`): each user's top-max(LIST_KS) list over every
+    item they never interacted with (the held-out item included), ties by
+    :func:`dprec.selection.top_k` (larger score, then smaller item index), no random draw.
+    Returns {"sampled": {...}, "full": {...}, "full-topk": {...}}.
     """
     n_cands = negatives.shape[1] + 1
     if max(ks) > n_cands:
@@ -47,6 +69,11 @@ def evaluate_ranking(
         raise DprecError("negatives must have one row per test user of the split")
     sampled = np.empty(len(users), np.int64)
     full = np.empty(len(users), np.int64)
+    n_items = split.train.shape[1]
+    depth = min(max(LIST_KS), n_items)
+    relevant = np.zeros((len(users), depth), bool)
+    first = np.empty(len(users), np.int64)
+    covered = {k: np.zeros(n_items, bool) for k in LIST_KS}
     for start in range(0, len(users), batch_size):
         b = users[start:start + batch_size]
         rows = np.arange(len(b))
@@ -57,9 +84,19 @@ def evaluate_ranking(
         neg = scores[rows[:, None], negatives[start:start + len(b)]]
         sampled[start:start + len(b)] = rank_with_random_ties(target, neg, rng)
         scores[np.repeat(rows, np.diff(train.indptr)), train.indices] = np.nan
+        top = top_k(scores, depth)
+        at = slice(start, start + len(b))
+        relevant[at] = top == split.test_items[b][:, None]
+        first[at] = ordered_rank(target, split.test_items[b], scores)
+        valid = ~np.isnan(np.take_along_axis(scores, top, axis=1))
+        for k in LIST_KS:
+            covered[k] |= covered_items(top[:, :k], n_items, valid[:, :k])
         scores[rows, split.test_items[b]] = np.nan
-        full[start:start + len(b)] = rank_with_random_ties(target, scores, rng)
-    return {"sampled": ranking_metrics(sampled, ks), "full": ranking_metrics(full, ks)}
+        full[at] = rank_with_random_ties(target, scores, rng)
+    listed = list_metrics(relevant, np.ones(len(users)), first, covered,
+                          tuple(k for k in LIST_KS if k <= depth))
+    return {"sampled": ranking_metrics(sampled, ks), "full": ranking_metrics(full, ks),
+            FULL_LIST: listed}
 
 
 @dataclass(frozen=True)
@@ -103,5 +140,13 @@ class RankingEvaluator(Evaluator):
                         "drawn": "once per (dataset, split, seed)"},
             "full": "all items the user never interacted with",
             "ties": "broken uniformly at random with the run's seed",
+            FULL_LIST: {"list": "each test user's top-K over all items they never "
+                                "interacted with (the held-out item included)",
+                        "ks": list(LIST_KS),
+                        "ties": "larger score first, then the smaller item index "
+                                "(dprec.selection.top_k); no random draw",
+                        "metrics": "HR@K, Recall@K (/ min(K, positives)), NDCG@K, MRR (no "
+                                   "cut-off), Coverage@K (share of the catalogue in at "
+                                   "least one test user's top K)"},
             "ks": list(self.ks),
         }

@@ -17,6 +17,7 @@ from dprec.data.synthetic import require_memory
 from dprec.errors import DprecError
 from dprec.evaluation.evaluator import Evaluator, Metrics
 from dprec.evaluation.fit_privacy import merge_fit_reports
+from dprec.evaluation.intervals import summarise
 from dprec.evaluation.ranking import RankingEvaluator
 from dprec.evaluation.split import LeaveOneOutSplit, Split
 from dprec.iteration import IterationHook
@@ -69,6 +70,7 @@ def array_bytes(obj: object, _seen: set[int] | None = None) -> int:
 
 
 def mean_std(values: Sequence[float]) -> dict[str, float]:
+    """{"mean", "std"} of ``values`` (std with ddof 1; 0 for one value)."""
     a = np.asarray(values, dtype=np.float64)
     return {"mean": float(a.mean()), "std": float(a.std(ddof=1)) if len(a) > 1 else 0.0}
 
@@ -90,11 +92,11 @@ class RunResult:
     config_file: dict[str, object] | None = None
     """{"path": .., "provenance": ..} when the config came from a TOML file (e.g. tuned)."""
     """Per (seed, fold): [{"round": r, "metrics": {...}}, ...] when learning curves were asked."""
-    metrics: dict[str, dict[str, dict[str, float]]] = field(init=False)
+    metrics: dict[str, dict[str, dict[str, float | int | None]]] = field(init=False)
 
     def __post_init__(self) -> None:
         self.metrics = {
-            proto: {m: mean_std([s[proto][m] for s in self.per_seed])
+            proto: {m: summarise([s[proto][m] for s in self.per_seed])
                     for m in self.per_seed[0][proto]}
             for proto in self.per_seed[0]
         }
@@ -213,10 +215,12 @@ class Experiment:
             curve_every: int | None = None) -> RunResult:
         """Fit and evaluate a fresh system per seed and fold.
 
-        ``per_seed`` holds one entry per (seed, fold), and every metric is the mean and std
-        over those entries (leave-one-out: one fold per seed). ``privacy`` accounts every
-        fitted model: each number is the worst over the fits, with every fit's guarantees in
-        ``privacy.per_fit`` when they differ (:mod:`dprec.evaluation.fit_privacy`).
+        ``per_seed`` holds one entry per (seed, fold), and every metric is the mean, std,
+        95% interval half-width ``ci95`` and count ``n`` over those entries
+        (:func:`~dprec.evaluation.intervals.summarise`; leave-one-out: one fold per seed).
+        ``privacy`` accounts every fitted model: each number is the worst over the fits,
+        with every fit's guarantees in ``privacy.per_fit`` when they differ
+        (:mod:`dprec.evaluation.fit_privacy`).
         ``curve_every``: also evaluate after every that many rounds of a multi-round
         protocol (learning curves, in ``curves``).
         """

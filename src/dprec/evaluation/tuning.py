@@ -21,6 +21,7 @@ import numpy as np
 import dprec
 from dprec.data.dataset import Dataset
 from dprec.errors import DprecError
+from dprec.evaluation.ranking import FULL_LIST
 from dprec.evaluation.runner import Experiment
 from dprec.evaluation.split import LeaveOneOut, RatingFold
 from dprec.systems.registry import make_config, make_system, spec
@@ -78,12 +79,15 @@ def tune(name: str, experiment: Experiment, grid: Mapping[str, Sequence[object]]
     """Grid search of system ``name`` on validation folds carved from ``experiment``'s folds.
 
     ``metric`` is a name in the evaluator's results (e.g. "HR@10", "RMSE"); ``protocol``
-    picks the result section ("sampled" for ranking by default, "rating" for rating).
+    picks the result section (ranking by default the full top-K lists,
+    :data:`~dprec.evaluation.ranking.FULL_LIST`, the headline of every table; "rating" for
+    rating). The provenance records where the best point lies in the grid
+    (:func:`best_point_position`).
     """
     s = spec(name)
     points = grid_points(grid)
     configs = [make_config(name, p, base) for p in points]
-    protocol = protocol or ("sampled" if s.task == "ranking" else "rating")
+    protocol = protocol or (FULL_LIST if s.task == "ranking" else "rating")
     lower = metric in LOWER_IS_BETTER
     start = time.perf_counter()
     per_point: list[list[float]] = [[] for _ in points]
@@ -126,6 +130,7 @@ def tune(name: str, experiment: Experiment, grid: Mapping[str, Sequence[object]]
         "seeds": experiment.seeds,
         "metric": f"{metric} ({protocol}), {'lower' if lower else 'higher'} is better",
         "best_score": means[best],
+        "best_position": best_point_position(grid, points[best]),
         "grid": {k: list(v) for k, v in grid.items()},
         "scores": [[*p.values(), m if math.isfinite(m) else "failed"]
                    for p, m in zip(points, means, strict=True)],
@@ -144,6 +149,28 @@ def tune(name: str, experiment: Experiment, grid: Mapping[str, Sequence[object]]
                       configs[best])
 
 
+def best_point_position(grid: Mapping[str, Sequence[object]],
+                        best: Mapping[str, object]) -> dict[str, str]:
+    """Per grid key: where ``best``'s value lies among the grid's numeric values sorted:
+    "interior", "lower edge" or "upper edge"; "only value" for a key with one value;
+    "categorical (every value tried)" for a key with values that are not numbers. A best
+    point on an edge says the grid may be too small there."""
+    out: dict[str, str] = {}
+    for k, values in grid.items():
+        vals = list(values)
+        if len(vals) == 1:
+            out[k] = "only value"
+            continue
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in vals):
+            out[k] = "categorical (every value tried)"
+            continue
+        vals = sorted(vals)  # type: ignore[type-var]
+        i = vals.index(best[k])
+        out[k] = ("lower edge" if i == 0 else "upper edge" if i == len(vals) - 1
+                  else "interior")
+    return out
+
+
 def default_grid(name: str) -> dict[str, tuple[object, ...]]:
     """The system's default grid (registry), or an error naming what to do."""
     grid = dict(spec(name).default_grid)
@@ -153,4 +180,5 @@ def default_grid(name: str) -> dict[str, tuple[object, ...]]:
     return grid
 
 
-__all__ = ["TuneResult", "default_grid", "grid_points", "training_part", "tune"]
+__all__ = ["TuneResult", "best_point_position", "default_grid", "grid_points",
+           "training_part", "tune"]

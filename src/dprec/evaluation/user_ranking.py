@@ -29,9 +29,15 @@ from dprec.data.dataset import Dataset
 from dprec.errors import DprecError
 from dprec.evaluation.evaluator import Evaluator, Metrics
 from dprec.evaluation.metrics import (
+    FULL_LIST,
+    LIST_KS,
     best_rank_metrics,
+    covered_items,
+    group_min,
     grouped_ranking_metrics,
     held_out_share_metrics,
+    list_metrics,
+    ordered_rank,
     rank_with_random_ties,
 )
 from dprec.evaluation.outputs import checked_output
@@ -167,6 +173,29 @@ def target_negatives(targets: UserTargets, n_negatives: int,
     return out
 
 
+def _list_batch(scores: np.ndarray, tgt: sp.csr_matrix, target_scores: np.ndarray,
+                depth: int, step: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                np.ndarray]:
+    """One batch of the full top-K lists (issue 33): each user's top ``depth`` over the
+    items they never interacted with and their held-out positives (``scores`` has every
+    interacted item NaN, targets included; ``tgt`` the batch's targets, ``target_scores``
+    their scores in CSR order), ties by :func:`dprec.selection.top_k`. Returns
+    (relevant (b, depth), the rank of each user's first positive, the lists, which list
+    entries are real candidates)."""
+    b = scores.shape[0]
+    row_of = np.repeat(np.arange(b), np.diff(tgt.indptr))
+    cand = scores.copy()
+    cand[row_of, tgt.indices] = target_scores
+    top = top_k(cand, depth)
+    is_target = np.zeros(cand.shape, bool)
+    is_target[row_of, tgt.indices] = True
+    ranks = np.concatenate([ordered_rank(target_scores[c:c + step], tgt.indices[c:c + step],
+                                         cand[row_of[c:c + step]])
+                            for c in range(0, len(row_of), step)] or [np.zeros(0, np.int64)])
+    valid = ~np.isnan(np.take_along_axis(cand, top, axis=1))
+    return (np.take_along_axis(is_target, top, axis=1), group_min(ranks, row_of), top, valid)
+
+
 def _rule(matrix: sp.csr_matrix, threshold: float, uses_ratings: bool,
           rows: np.ndarray | None = None) -> sp.csr_matrix:
     """The entries of ``matrix`` a model sees: all rows, or only ``rows`` (others emptied);
@@ -198,7 +227,10 @@ def evaluate_user_ranking(
     batch_users: int = BATCH_USERS,
     readings: tuple[str, ...] = ("per-positive",),
 ) -> Metrics:
-    """HR@K and NDCG@K of ``model`` under the PrivRec protocol; returns {"full": {...}}, plus
+    """HR@K and NDCG@K of ``model`` under the PrivRec protocol; returns {"full": {...}}, the
+    full top-K lists ("full-topk": each test user's top K over the items they never
+    interacted with and their held-out positives, ties by :func:`dprec.selection.top_k`;
+    HR@K, Recall@K over min(K, positives), NDCG@K, MRR, Coverage@K; no random draw), plus
     one entry per other reading asked for (:data:`HITS_READINGS`; ``sampled`` needs
     ``targets.negatives``).
 
@@ -233,6 +265,10 @@ def evaluate_user_ranking(
     optimistic: list[np.ndarray] = []
     sampled_ranks: list[np.ndarray] = []
     owners: list[np.ndarray] = []
+    depth = min(max(LIST_KS), n_items)
+    relevant: list[np.ndarray] = []
+    first_ranks: list[np.ndarray] = []
+    covered = {k: np.zeros(n_items, bool) for k in LIST_KS}
     first = 0
     for start in range(0, len(targets.users), step):
         stop = min(start + step, len(targets.users))
@@ -256,11 +292,21 @@ def evaluate_user_ranking(
             negs = targets.negatives[first:first + len(row_of)]
             sampled_ranks.append(rank_with_random_ties(
                 target_scores, scores[row_of[:, None], negs], sampled_rng))
+        rel, first_rank, top, valid = _list_batch(scores, tgt, target_scores, depth, step)
+        relevant.append(rel)
+        first_ranks.append(first_rank)
+        for k in LIST_KS:
+            covered[k] |= covered_items(top[:, :k], n_items, valid[:, :k])
         first += len(row_of)
         owners.append(targets.users[start:stop][row_of])
     r = np.concatenate(ranks) if ranks else np.zeros(0, np.int64)
     u = np.concatenate(owners) if owners else np.zeros(0, np.int64)
     out: Metrics = {"full": grouped_ranking_metrics(r, u, ks)}
+    out[FULL_LIST] = list_metrics(
+        np.concatenate(relevant) if relevant else np.zeros((0, depth), bool),
+        np.diff(targets.targets.indptr),
+        np.concatenate(first_ranks) if first_ranks else np.zeros(0, np.int64), covered,
+        tuple(k for k in LIST_KS if k <= depth))
     if "per-user" in readings:
         out[HITS_READINGS["per-user"]] = best_rank_metrics(r, u, ks)
     if "all-held-out" in readings:
@@ -375,6 +421,13 @@ class UserRankingEvaluator(Evaluator):
             "ties": "broken uniformly at random with the run's seed",
             "ks": list(self.ks),
             "readings": {r: HITS_READINGS[r] for r in self.readings},
+            FULL_LIST: {"list": "each test user's top-K over the items they never "
+                                "interacted with and their held-out positives",
+                        "ks": list(LIST_KS),
+                        "ties": "larger score first, then the smaller item index "
+                                "(dprec.selection.top_k); no random draw",
+                        "metrics": "HR@K, Recall@K (/ min(K, positives)), NDCG@K, MRR of "
+                                   "the first positive, Coverage@K"},
             **({"sampled": {"negatives_per_positive": self.n_negatives,
                             "drawn": "once per (dataset, split, seed), uniform over the "
                                      "user's never-interacted items"}}

@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dprec.evaluation.compare import level_epsilon, sweep_references, table_metrics
+from dprec.evaluation.compare import (
+    FULL_LIST,
+    headline_columns,
+    level_epsilon,
+    sampled_label,
+    sweep_references,
+    table_metrics,
+)
+from dprec.evaluation.intervals import INTERVAL_NOTE, entry_count, format_interval
 from dprec.evaluation.paper_numbers import DPLCF_PAPER_DATASET, PAPER_ML20M
 from dprec.evaluation.plots import plot_hr_at_k, plot_metric_vs_eps
 from dprec.privacy.adjacency import Adjacency
@@ -45,7 +53,11 @@ _LEVEL_NAMES = {"event": "per interaction", "user": "per user",
                 "user_values": "per user, values only"}
 _PROTOCOL_NOTES = {
     "sampled": "the held-out item ranked against {negatives} sampled negatives",
-    "full": "the held-out item ranked against every item the user never interacted with",
+    "full": "the held-out item ranked against every item the user never interacted with "
+            "(ties broken at random)",
+    FULL_LIST: "each test user's top-K list over every item they never interacted with (ties: "
+               "larger score, then smaller item id); MRR without cut-off; Coverage@K the share "
+               "of the catalogue in at least one top K",
     "rating": "k-fold cross-validation over ratings, predictions clipped to the scale",
 }
 
@@ -138,6 +150,12 @@ def metric_unit(name: str, rating_scale: str = "") -> str:
         return "share of test users, 0–1"
     if name.startswith("NDCG@"):
         return "0–1; 1/log2(rank + 1)"
+    if name.startswith("Recall@"):
+        return "0–1; hits / min(K, positives)"
+    if name == "MRR":
+        return "0–1; 1/rank of the first positive"
+    if name.startswith("Coverage@"):
+        return "share of the catalogue, 0–1"
     if name in ("RMSE", "MAE"):
         return f"rating points ({rating_scale} scale)" if rating_scale else "rating points"
     return "as defined by the metric"
@@ -183,16 +201,41 @@ def _protocol_note(proto: str, results: dict[str, dict[str, Any]]) -> str:
     note = _PROTOCOL_NOTES.get(proto, proto).format(negatives=sampled.get("negatives", 99))
     if proto == "full" and isinstance(p.get("protocol"), str):
         note = p["protocol"]  # the PrivRec protocol describes itself
-    return f"{note}; mean ± std over {n} seeds"
+    return f"{note}; {INTERVAL_NOTE}, {n} seed{'' if n == 1 else 's'}"
+
+
+def _headline_table(results: dict[str, dict[str, Any]]) -> list[Table]:
+    """The table the page leads with (issue 33): the full top-K list metrics, sampled HR@10
+    and NDCG@10 beside (labelled with their negatives); none for results without them."""
+    cols = headline_columns(results)
+    if not cols:
+        return []
+    sampled = sampled_label(results)
+    with_sampled = any(proto == "sampled" for _, proto, _ in cols)
+    columns = [Column(h, metric_unit(m)) for h, _, m in cols]
+    rows = [(n, [_interval(r, proto, m) for _, proto, m in cols]) for n, r in results.items()]
+    note = _protocol_note(FULL_LIST, results)
+    if with_sampled:
+        note += (f"; the {sampled} columns rank the held-out item against that many sampled "
+                 "items only (Krichene and Rendle, KDD 2020: sampled metrics can reorder "
+                 "systems)")
+    caption = "full ranking over all unseen items" + (f"; {sampled} beside" if with_sampled
+                                                        else "")
+    return [Table(caption, note, "system", columns, rows)]
+
+
+def _interval(doc: dict[str, Any], proto: str, metric: str) -> str:
+    return format_interval(doc["metrics"].get(proto, {}).get(metric), entry_count(doc))
 
 
 def metric_tables(results: dict[str, dict[str, Any]]) -> list[Table]:
-    """Per evaluation protocol, one row per system: mean ± std of each metric (the DPLCF
-    table's set where present, :func:`~dprec.evaluation.compare.table_metrics`), with the
-    paper's number beside ours in the sampled protocol (the papers' own protocol)."""
+    """The headline table (full ranking first, :func:`_headline_table`), then per evaluation
+    protocol, one row per system: mean ± 95% interval of each metric (the DPLCF table's set
+    where present, :func:`~dprec.evaluation.compare.table_metrics`), with the paper's number
+    beside ours in the sampled protocol (the papers' own protocol)."""
     protocols = list(dict.fromkeys(p for r in results.values() for p in r["metrics"]))
     scale = _rating_scale(results)
-    tables = []
+    tables = _headline_table(results)
     for proto in protocols:
         rows_of = {n: r for n, r in results.items() if proto in r["metrics"]}
         names = list(dict.fromkeys(m for r in rows_of.values() for m in r["metrics"][proto]))
@@ -208,7 +251,7 @@ def metric_tables(results: dict[str, dict[str, Any]]) -> list[Table]:
         for n, r in rows_of.items():
             cells = []
             for m in metrics:
-                cells.append(_mean_std(r["metrics"][proto].get(m)))
+                cells.append(_interval(r, proto, m))
                 if with_paper:
                     cells.append(_num(paper[n].get(m, math.nan)))
             rows.append((n, cells))
@@ -216,12 +259,14 @@ def metric_tables(results: dict[str, dict[str, Any]]) -> list[Table]:
         if with_paper:
             note += (f"; the paper columns are the published numbers on {DPLCF_PAPER_DATASET}"
                      ", not ours (— where the paper has none)")
-        tables.append(Table(f"{proto} protocol", note, "system", columns, rows))
+        caption = {"sampled": sampled_label(rows_of),
+                   "full": "full ranking, random ties" if "sampled" in protocols
+                   else "full protocol",
+                   FULL_LIST: "full ranking, every top-K list metric"}.get(
+                       proto, f"{proto} protocol")
+        tables.append(Table(caption, note, "system", columns, rows))
     return tables
 
-
-def _mean_std(v: dict[str, float] | None) -> str:
-    return "—" if v is None else f"{_num(v['mean'])} ± {_num(v['std'], 3)}"
 
 
 def _levels(doc: dict[str, Any]) -> dict[str, Any]:

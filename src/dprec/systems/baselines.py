@@ -1,15 +1,17 @@
-"""Non-learning reference points: Random and Popularity."""
+"""Non-private reference points: Random, Popularity and EASE (Steck, WWW 2019)."""
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
 
+from dprec.data.synthetic import require_memory
 from dprec.iteration import IterationHook
+from dprec.models.ease import EASEConfig, ease_weights
 from dprec.systems.base import NotFittedError, Ranker, check_history
 from dprec.systems.spec import NoConfig, SystemSpec
 
-__all__ = ["SPECS", "Popularity", "RandomScorer"]
+__all__ = ["SPECS", "EASE", "Popularity", "RandomScorer"]
 
 
 class RandomScorer(Ranker):
@@ -54,10 +56,42 @@ class Popularity(Ranker):
         return np.broadcast_to(self._pop, (history.shape[0], len(self._pop))).copy()
 
 
+class EASE(Ranker):
+    """EASE (:mod:`dprec.models.ease`): scores = history @ B, B in closed form from the
+    binarised training matrix (not private). A user unseen at training is scored from their
+    history alone."""
+
+    name = "ease"
+
+    def __init__(self, config: EASEConfig) -> None:
+        self.config = config
+
+    def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
+            on_iteration: IterationHook | None = None) -> EASE:
+        n = train.shape[1]
+        require_memory(3 * 8 * n * n, f"ease on {n:,} items (three {n:,}^2 float64 arrays)",
+                       "use item-kNN or mf-np for a catalogue this large")
+        self._b = ease_weights(train, self.config.regularization)
+        return self
+
+    def score(self, history: sp.csr_matrix, items: np.ndarray | None = None,
+              users: np.ndarray | None = None) -> np.ndarray:
+        if not hasattr(self, "_b"):
+            raise NotFittedError("ease: call fit before score")
+        history, items, users = check_history(history, self._b.shape[0], items, users)
+        x = history.astype(bool).astype(np.float64)
+        scores = np.asarray(x @ self._b)
+        return scores if items is None else np.take_along_axis(scores, items, axis=1)
+
+
 SPECS: list[SystemSpec] = [
     SystemSpec("random", NoConfig, lambda name, cfg: RandomScorer(), "ranking", False,
                "every item the same score (ties broken at random)"),
     SystemSpec("popularity", NoConfig, lambda name, cfg: Popularity(), "ranking", False,
                "number of training users per item (not private)"),
+    SystemSpec("ease", EASEConfig, lambda name, cfg: EASE(cfg), "ranking", False,
+               "EASE (Steck, WWW 2019): closed-form item-item model, one L2 penalty "
+               "(not private)", {},
+               {"regularization": (10.0, 30.0, 100.0, 200.0, 300.0, 500.0, 1000.0, 3000.0)}),
 ]
-"""random and popularity (the registry reads this list)."""
+"""random, popularity and ease (the registry reads this list)."""
