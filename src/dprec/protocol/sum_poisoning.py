@@ -27,6 +27,13 @@ attackers of one round; full knowledge of the honest sum, as in
   clients' noisy sum), so the server publishes ``-S`` and the ranking is reversed.
 - ``random``: the coalition adds a uniform vector of ``Z_q^d``: the published sum is
   uniform on the ring and the ranking a uniform random permutation (no knowledge needed).
+- ``out-of-range``: each attacker sends ``q/2 - 1`` on every coordinate (issue 31's probe:
+  beside honest one-hot uploads it publishes about ``q/2`` on every item).
+
+With a validity check (dp-pop's ``validity=prio3``) the in-process proxy refuses every row
+the Prio3 proof would refuse (:mod:`dprec.protocol.secure_sum.in_process`); of these
+strategies only ``k-hot`` (and a ``promote`` or ``huge`` whose per-attacker shift fits the
+bounds) passes it.
 
 :class:`PoisonedSumClients` wraps a secure-sum protocol's simulated clients whose messages
 are blocks of integer vectors (:class:`IntegerVectorBlock`: dp-pop's ``NoisyVectors``).
@@ -60,8 +67,9 @@ __all__ = [
     "poison_sum",
 ]
 
-SumStrategy = Literal["promote", "k-hot", "huge", "reverse", "random"]
-SUM_STRATEGIES: tuple[str, ...] = ("promote", "k-hot", "huge", "reverse", "random")
+SumStrategy = Literal["promote", "k-hot", "huge", "reverse", "random", "out-of-range"]
+SUM_STRATEGIES: tuple[str, ...] = ("promote", "k-hot", "huge", "reverse", "random",
+                                   "out-of-range")
 
 
 @runtime_checkable
@@ -116,6 +124,9 @@ def coalition_vectors(poisoning: SumPoisoning, attackers: int, honest_sum: np.nd
     s = poisoning.strategy
     if s in ("k-hot", "huge"):
         rows[:, targets] = 1 if s == "k-hot" else int(poisoning.huge) % q
+        return rows
+    if s == "out-of-range":
+        rows[:] = q // 2 - 1
         return rows
     delta = np.zeros(d, dtype=np.int64)
     if s == "promote":

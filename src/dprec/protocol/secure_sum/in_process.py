@@ -7,6 +7,13 @@ would carry less noise than the guarantee is calibrated for, and a second batch 
 the sum of a subset (docs/secure_sum.md, "One batch per round"). A sharded run sums in its
 shards and hands the total to :meth:`InProcessSumProxy.forward_sum`.
 
+With a validity ``check`` (:class:`~dprec.protocol.secure_sum.vdaf.contribution.ContributionCheck`,
+the one the deployed round's Prio3 proofs are written for) it refuses each client vector the
+proof would refuse, on the circuit's own predicate evaluated on the plaintext
+(:meth:`~dprec.protocol.secure_sum.vdaf.contribution.ContributionCheck.refusals`), and
+counts it as ``refused`` with its reason; the round goes on without it. A sharded run sums
+in its shards, where no vector is checked.
+
 dp-pop, dpals and dp-fedavg subclass it with what differs: the message they sum, how one
 message's vectors add up, the batch they hand the server, and whether the simulation makes a
 key pair of its own (over the services the proxy's published key is adopted instead).
@@ -24,6 +31,7 @@ from dprec.errors import DprecError
 from dprec.protocol.engine import Proxy
 from dprec.protocol.secure_sum.published import PUBLISHED_KEY
 from dprec.protocol.secure_sum.sealed import KEY_BYTES, KeyPair
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 
 __all__ = ["OUTCOMES", "PUBLISHED_KEY", "InProcessSumProxy", "total_outcomes"]
 
@@ -50,10 +58,14 @@ class InProcessSumProxy(Proxy):
     key_in_process: ClassVar[bool] = True
     """Whether :meth:`start` makes a key pair (the in-process clients then seal to it)."""
 
-    def __init__(self, threshold: int) -> None:
+    def __init__(self, threshold: int, check: ContributionCheck | None = None) -> None:
         if isinstance(threshold, bool) or int(threshold) != threshold or threshold < 1:
             raise DprecError(f"threshold must be an integer >= 1, got {threshold!r}")
         self.threshold = int(threshold)
+        self.check = check
+        """The validity check each client vector must pass (None: every vector is summed)."""
+        self.refused_reasons: dict[str, int] = {}
+        """Refused client vectors by reason, over all rounds (:meth:`ContributionCheck.refusals`)."""
         self.senders = 0
         self.batches: list[int] = []
         """Senders in each batch the server received in the last round (one, or none)."""
@@ -70,6 +82,23 @@ class InProcessSumProxy(Proxy):
     @abstractmethod
     def batch(self, total: np.ndarray, senders: int) -> Any:
         """The batch the server receives: the exact sum ``total`` of ``senders`` clients."""
+
+    def rows(self, message: Any) -> np.ndarray:
+        """One message's client vectors, one row per client (what :attr:`check` reads):
+        ``message.vectors``; a system whose message holds them otherwise overrides it."""
+        return np.asarray(message.vectors)
+
+    def checked_part(self, message: Any) -> tuple[np.ndarray, int, int]:
+        """(sum of the accepted rows, accepted, refused) of one message under :attr:`check`;
+        each refusal counted in :attr:`refused_reasons`."""
+        assert self.check is not None
+        rows = self.rows(message)
+        why = self.check.refusals(rows)
+        ok = why == ""
+        for reason in why[~ok]:
+            key = f"validity: {reason}"
+            self.refused_reasons[key] = self.refused_reasons.get(key, 0) + 1
+        return rows[ok].astype(np.int64).sum(axis=0), int(ok.sum()), int((~ok).sum())
 
     def start(self, rng: np.random.Generator) -> None:
         """With :attr:`key_in_process`, a key pair from the OS CSPRNG (never from ``rng``: it
@@ -90,25 +119,31 @@ class InProcessSumProxy(Proxy):
 
     def forward(self, messages: Iterable[Any]) -> Iterator[Any]:
         total: np.ndarray | None = None
-        senders = 0
+        senders = refused = 0
         for m in messages:
             if not isinstance(m, self.accepts):
                 raise DprecError(f"{self.system} proxy sums {self.accepts_plural}, got "
                                  f"{type(m).__name__}")
-            part = self.part(m)
+            if self.check is None:
+                part, accepted = self.part(m), m.n_clients
+            else:
+                part, accepted, bad = self.checked_part(m)
+                refused += bad
             total = part.copy() if total is None else total + part
-            senders += m.n_clients
-        batch = self.forward_sum(total, senders)
+            senders += accepted
+        batch = self.forward_sum(total, senders, refused)
         if batch is not None:
             yield batch
 
-    def forward_sum(self, total: np.ndarray | None, senders: int) -> Any:
+    def forward_sum(self, total: np.ndarray | None, senders: int, refused: int = 0) -> Any:
         """The round's one batch from the exact sum of ``senders`` clients' vectors (summed
-        here, or by the shards of a sharded run); None below the threshold."""
+        here, or by the shards of a sharded run; ``refused`` more were refused by the
+        check); None below the threshold."""
         self.senders = int(senders)
         self.batches = []
         self.forwarded = total is not None and self.senders >= self.threshold
-        self.outcomes.append({"summed": self.senders if self.forwarded else 0, "refused": 0,
+        self.outcomes.append({"summed": self.senders if self.forwarded else 0,
+                              "refused": int(refused),
                               "below_threshold": 0 if self.forwarded else self.senders,
                               "lost": 0})
         if not self.forwarded:
