@@ -65,7 +65,7 @@ class InProcessSumProxy(Proxy):
         self.check = check
         """The validity check each client vector must pass (None: every vector is summed)."""
         self.refused_reasons: dict[str, int] = {}
-        """Refused client vectors by reason, over all rounds (:meth:`ContributionCheck.refusals`)."""
+        """Refused client vectors by reason, over all rounds (``check.refusals``)."""
         self.senders = 0
         self.batches: list[int] = []
         """Senders in each batch the server received in the last round (one, or none)."""
