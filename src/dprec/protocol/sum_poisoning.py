@@ -60,6 +60,7 @@ from dprec.protocol.secure_sum.ring import centred
 __all__ = [
     "SUM_STRATEGIES",
     "IntegerVectorBlock",
+    "LazyVectorBlock",
     "PoisonedSumClients",
     "SumPoisonHook",
     "SumPoisoning",
@@ -170,7 +171,7 @@ class PoisonedSumClients(Clients):
         if not blocks:
             return blocks
         for b in blocks:
-            if not isinstance(b, IntegerVectorBlock):
+            if not isinstance(b, IntegerVectorBlock | LazyVectorBlock):
                 raise DprecError(f"secure-sum poisoning needs blocks of integer vectors, got "
                                  f"{type(b).__name__}")
         masks = [np.isin(np.asarray(b.ids, np.int64), self.attackers) for b in blocks]
@@ -178,11 +179,12 @@ class PoisonedSumClients(Clients):
         if not n_bad:
             return blocks
         params = blocks[0].params
-        d = blocks[0].vectors.shape[1]
-        honest = sum((b.vectors[~m].sum(axis=0, dtype=np.int64)
-                      for b, m in zip(blocks, masks, strict=True)),
+        own = [_rows_of(b, m) for b, m in zip(blocks, masks, strict=True)]
+        d = own[0].shape[1]
+        honest = sum((_honest_sum(b, m, r) for b, m, r in zip(blocks, masks, own, strict=True)),
                      start=np.zeros(d, np.int64))
-        if self.targets is None and self.poisoning.strategy in ("promote", "k-hot", "huge"):
+        if len(self.attackers) and self.poisoning.strategy in ("promote", "k-hot", "huge") \
+                and (self.targets is None or self.targets.max(initial=0) >= d):
             self.targets = choose_targets(d, self.poisoning.targets, self._rng)
         targets = self.targets if self.targets is not None else np.zeros(0, np.int64)
         rows = coalition_vectors(self.poisoning, n_bad, honest, targets, int(params.bits),
@@ -192,16 +194,62 @@ class PoisonedSumClients(Clients):
         total = honest + rows.sum(axis=0)
         rows[0] += centred(total, int(params.bits)) - total
         out, used = [], 0
-        for b, m in zip(blocks, masks, strict=True):
+        for b, m, old in zip(blocks, masks, own, strict=True):
             if m.any():
-                vectors = np.array(b.vectors, np.int64, copy=True)
                 take = int(m.sum())
-                vectors[m] = rows[used:used + take]
+                b = _replaced(b, m, old, rows[used:used + take])
                 used += take
-                b = replace(b, vectors=vectors)
                 self.replaced += take
             out.append(b)
         return out
+
+
+@runtime_checkable
+class LazyVectorBlock(Protocol):
+    """A block whose clients' vectors are built on demand (dpals' ``ClientBlock``):
+    ``ids``, ``total`` (their int64 sum), ``vectors()`` (the rows in ``ids`` order) and
+    ``params``."""
+
+    ids: np.ndarray
+    total: np.ndarray | None
+    params: Any
+
+    def vectors(self) -> Any: ...
+
+
+def _rows_of(block: Any, mask: np.ndarray) -> np.ndarray:
+    """The rows ``mask`` of ``block`` (int64, in order)."""
+    if isinstance(block.vectors, np.ndarray):
+        return np.asarray(block.vectors[mask], np.int64)
+    picked = [np.asarray(v, np.int64) for v, bad in zip(block.vectors(), mask, strict=True)
+              if bad]
+    return np.stack(picked)
+
+
+def _honest_sum(block: Any, mask: np.ndarray, attackers: np.ndarray) -> np.ndarray:
+    """The block's rows outside ``mask``, summed."""
+    if isinstance(block.vectors, np.ndarray):
+        return block.vectors[~mask].sum(axis=0, dtype=np.int64)
+    if block.total is None:
+        raise DprecError("secure-sum poisoning needs the block's total (not device clients)")
+    return np.asarray(block.total, np.int64) - attackers.sum(axis=0)
+
+
+def _replaced(block: Any, mask: np.ndarray, old: np.ndarray, new: np.ndarray) -> Any:
+    """``block`` with its rows ``mask`` (``old``) replaced by ``new``."""
+    if isinstance(block.vectors, np.ndarray):
+        vectors = np.array(block.vectors, np.int64, copy=True)
+        vectors[mask] = new
+        return replace(block, vectors=vectors)
+    inner = block.vectors
+
+    def vectors() -> Any:
+        it = iter(new)
+        for v, bad in zip(inner(), mask, strict=True):
+            yield next(it) if bad else v
+
+    total = np.asarray(block.total, np.int64) - old.sum(axis=0) + new.sum(axis=0)
+    return replace(block, total=total, vectors=vectors)
 
 
 class SumPoisonHook:
@@ -226,7 +274,7 @@ def poison_sum(model: Any, poisoning: SumPoisoning, rng: np.random.Generator) ->
     from ``rng`` (from the population size), then the targets."""
     if not hasattr(model, "clients_hook"):
         raise DprecError(f"{getattr(model, 'name', model)!r} does not simulate a secure sum "
-                         "with a clients hook: secure-sum poisoning runs on dp-pop")
+                         "with a clients hook: secure-sum poisoning runs on dp-pop and dpals")
     if getattr(model.config, "aggregation", "secure") != "secure":
         raise DprecError("secure-sum poisoning needs aggregation=secure (a trusted curator "
                          "sees and can check every contribution)")

@@ -22,7 +22,7 @@ key pair of its own (over the services the proxy's published key is adopted inst
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -37,6 +37,10 @@ __all__ = ["OUTCOMES", "PUBLISHED_KEY", "InProcessSumProxy", "total_outcomes"]
 
 OUTCOMES = ("summed", "refused", "below_threshold", "lost")
 """The one outcome of every acknowledged upload (:mod:`dprec.services.rounds`)."""
+
+
+CHECK_CELLS = 1 << 22
+"""Numbers of client vectors checked at once (rows x length)."""
 
 
 def total_outcomes(rounds: list[dict[str, int]]) -> dict[str, int]:
@@ -58,12 +62,14 @@ class InProcessSumProxy(Proxy):
     key_in_process: ClassVar[bool] = True
     """Whether :meth:`start` makes a key pair (the in-process clients then seal to it)."""
 
-    def __init__(self, threshold: int, check: ContributionCheck | None = None) -> None:
+    def __init__(self, threshold: int,
+                 check: ContributionCheck | Sequence[ContributionCheck] | None = None) -> None:
         if isinstance(threshold, bool) or int(threshold) != threshold or threshold < 1:
             raise DprecError(f"threshold must be an integer >= 1, got {threshold!r}")
         self.threshold = int(threshold)
         self.check = check
-        """The validity check each client vector must pass (None: every vector is summed)."""
+        """The validity check each client vector must pass: one for every round, or one per
+        round (indexed by the message's ``round``); None: every vector is summed."""
         self.refused_reasons: dict[str, int] = {}
         """Refused client vectors by reason, over all rounds (``check.refusals``)."""
         self.senders = 0
@@ -83,22 +89,49 @@ class InProcessSumProxy(Proxy):
     def batch(self, total: np.ndarray, senders: int) -> Any:
         """The batch the server receives: the exact sum ``total`` of ``senders`` clients."""
 
-    def rows(self, message: Any) -> np.ndarray:
-        """One message's client vectors, one row per client (what :attr:`check` reads):
-        ``message.vectors``; a system whose message holds them otherwise overrides it."""
-        return np.asarray(message.vectors)
+    def row_chunks(self, message: Any) -> Iterator[np.ndarray]:
+        """One message's client vectors, one row per client, about :data:`CHECK_CELLS`
+        numbers at a time (what :attr:`check` reads): ``message.vectors``, an array, or
+        a callable that builds the rows on demand (dpals', dp-fedavg's blocks)."""
+        if not callable(message.vectors):
+            yield np.asarray(message.vectors)
+            return
+        rows: list[np.ndarray] = []
+        cells = 0
+        for row in message.vectors():
+            rows.append(np.asarray(row))
+            cells += rows[-1].size
+            if cells >= CHECK_CELLS:
+                yield np.stack(rows)
+                rows, cells = [], 0
+        if rows:
+            yield np.stack(rows)
 
-    def checked_part(self, message: Any) -> tuple[np.ndarray, int, int]:
-        """(sum of the accepted rows, accepted, refused) of one message under :attr:`check`;
+    def check_for(self, message: Any) -> ContributionCheck | None:
+        """The check ``message``'s vectors must pass (:attr:`check`, per round if a list)."""
+        if self.check is None or isinstance(self.check, ContributionCheck):
+            return self.check
+        if not 0 <= int(message.round) < len(self.check):
+            raise DprecError(f"{self.system} proxy has checks for {len(self.check)} rounds, "
+                             f"got round {message.round}")
+        return self.check[int(message.round)]
+
+    def checked_part(self, message: Any, check: ContributionCheck
+                     ) -> tuple[np.ndarray | None, int, int]:
+        """(sum of the accepted rows, accepted, refused) of one message under ``check``;
         each refusal counted in :attr:`refused_reasons`."""
-        assert self.check is not None
-        rows = self.rows(message)
-        why = self.check.refusals(rows)
-        ok = why == ""
-        for reason in why[~ok]:
-            key = f"validity: {reason}"
-            self.refused_reasons[key] = self.refused_reasons.get(key, 0) + 1
-        return rows[ok].astype(np.int64).sum(axis=0), int(ok.sum()), int((~ok).sum())
+        total: np.ndarray | None = None
+        accepted = refused = 0
+        for rows in self.row_chunks(message):
+            why = check.refusals(rows)
+            ok = why == ""
+            for reason in why[~ok]:
+                key = f"validity: {reason}"
+                self.refused_reasons[key] = self.refused_reasons.get(key, 0) + 1
+            part = np.asarray(rows)[ok].astype(np.int64).sum(axis=0)
+            total = part if total is None else total + part
+            accepted, refused = accepted + int(ok.sum()), refused + int((~ok).sum())
+        return total, accepted, refused
 
     def start(self, rng: np.random.Generator) -> None:
         """With :attr:`key_in_process`, a key pair from the OS CSPRNG (never from ``rng``: it
@@ -124,12 +157,14 @@ class InProcessSumProxy(Proxy):
             if not isinstance(m, self.accepts):
                 raise DprecError(f"{self.system} proxy sums {self.accepts_plural}, got "
                                  f"{type(m).__name__}")
-            if self.check is None:
+            check = self.check_for(m)
+            if check is None:
                 part, accepted = self.part(m), m.n_clients
             else:
-                part, accepted, bad = self.checked_part(m)
+                part, accepted, bad = self.checked_part(m, check)
                 refused += bad
-            total = part.copy() if total is None else total + part
+            if part is not None:
+                total = part.copy() if total is None else total + part
             senders += accepted
         batch = self.forward_sum(total, senders, refused)
         if batch is not None:
