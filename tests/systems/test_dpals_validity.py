@@ -52,3 +52,13 @@ def test_validity_takes_prio3_or_none():
     for system in ("dpals", "dp-pop"):
         with pytest.raises(DprecError, match="validity must be 'prio3' or 'none'"):
             make_system(system, {"validity": "snip"})
+
+
+def test_a_poisoned_blocks_total_is_the_sum_of_its_rows(train):
+    """A k-hot attacker passes the check: the checked run sums the rows, the unchecked one
+    the block's rewritten total, and they agree bit for bit."""
+    attack = SumPoisoning(1 / N, "k-hot", targets=3)
+    on, off = _fit(train, "prio3", attack), _fit(train, "none", attack)
+    assert on.diagnostics()["upload_outcomes"]["refused"] == 0
+    np.testing.assert_array_equal(on.item_factors, off.item_factors)
+    assert not np.array_equal(on.item_factors, _fit(train, "none").item_factors)

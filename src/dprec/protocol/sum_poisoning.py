@@ -221,6 +221,8 @@ def _rows_of(block: Any, mask: np.ndarray) -> np.ndarray:
     """The rows ``mask`` of ``block`` (int64, in order)."""
     if isinstance(block.vectors, np.ndarray):
         return np.asarray(block.vectors[mask], np.int64)
+    if callable(getattr(block.vectors, "rows", None)):  # only the rows asked for are built
+        return np.concatenate([block.vectors.rows(i, i + 1) for i in np.flatnonzero(mask)])
     picked = [np.asarray(v, np.int64) for v, bad in zip(block.vectors(), mask, strict=True)
               if bad]
     return np.stack(picked)
