@@ -1,6 +1,6 @@
-"""dpals with the in-process validity check (``validity=prio3``): honest runs are those of
-an unchecked run bit for bit; one client's out-of-range vector is refused in every round
-(and counted) with the check, summed without it."""
+"""dpals and dp-fedavg with the in-process validity check (``validity=prio3``): honest
+runs are those of an unchecked run bit for bit; one client's out-of-range vector is refused
+in every round (and counted) with the check, summed without it."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 
 from dprec.data.synthetic import synthetic
 from dprec.errors import DprecError
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.protocol.sum_poisoning import SumPoisoning, poison_sum
 from dprec.random import derive_generator
 from dprec.systems.registry import make_system
@@ -49,7 +50,7 @@ def test_the_out_of_range_client_is_refused_with_the_check_and_summed_without(tr
 
 
 def test_validity_takes_prio3_or_none():
-    for system in ("dpals", "dp-pop"):
+    for system in ("dpals", "dp-pop", "dp-fedavg"):
         with pytest.raises(DprecError, match="validity must be 'prio3' or 'none'"):
             make_system(system, {"validity": "snip"})
 
@@ -62,3 +63,22 @@ def test_a_poisoned_blocks_total_is_the_sum_of_its_rows(train):
     assert on.diagnostics()["upload_outcomes"]["refused"] == 0
     np.testing.assert_array_equal(on.item_factors, off.item_factors)
     assert not np.array_equal(on.item_factors, _fit(train, "none").item_factors)
+
+
+def test_dp_fedavg_checks_every_update_and_keeps_its_numbers(train, monkeypatch):
+    checked_rows = []
+    refusals = ContributionCheck.refusals
+
+    def counting(self, ys):
+        checked_rows.append(len(ys))
+        return refusals(self, ys)
+
+    monkeypatch.setattr(ContributionCheck, "refusals", counting)
+    models = {}
+    for validity in ("prio3", "none"):
+        model = make_system("dp-fedavg", {"validity": validity, "min_honest": N - 1,
+                                          "rounds": 2})
+        models[validity] = model.fit(train, derive_generator(7, "system", "dp-fedavg"))
+    assert sum(checked_rows) == 2 * N  # every client's update, each round, prio3 only
+    np.testing.assert_array_equal(models["prio3"].score(train), models["none"].score(train))
+    assert models["prio3"].diagnostics()["upload_outcomes"]["summed"] == 2 * N
