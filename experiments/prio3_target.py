@@ -162,22 +162,29 @@ def markdown(doc: dict[str, Any], command: str) -> str:
              f"{on['clean']['sampled']['std']:.4f}, full {on['clean']['full']['mean']:.4f} ± "
              f"{on['clean']['full']['std']:.4f} (check on and off give the same clean run: "
              f"{on['clean']['sampled']['mean'] == off['clean']['sampled']['mean']}).", "",
-             "| strategy | check | max / mean \\|Δ count\\| | HR@10 sampled | HR@10 full "
-             "| targets in top-10 | outcomes (seed 0) |", "|---|---|---|---|---|---|---|"]
+             "| strategy | check | " + ("max / mean \\|Δ count\\| | " if pop else "")
+             + "HR@10 sampled | HR@10 full | " + ("targets in top-10 | " if pop else "")
+             + "uploads (seed 0, all rounds) |", "|---|---|---|---|---|" + "---|---|" * pop]
     for s in on["strategies"]:
         for name, e in (("prio3", on), ("none", off)):
             p = e["strategies"][s]
             o = p["outcomes"][0]
             why = p["refused_reasons"][0]
+            moved = f"{p['max_abs_change']:.0f} / {p['mean_abs_change']:.2f} | " if pop else ""
+            reach = f"{p['targets_in_top10']:.2f} | " if pop else ""
             lines.append(
-                f"| {s} | {name} | {p['max_abs_change']:.0f} / {p['mean_abs_change']:.2f} | "
-                f"{p['sampled']['mean']:.4f} ± {p['sampled']['std']:.4f} | "
-                f"{p['full']['mean']:.4f} | {p['targets_in_top10']:.2f} | summed "
-                f"{o['summed']}, refused {o['refused']}"
+                f"| {s} | {name} | {moved}{p['sampled']['mean']:.4f} ± "
+                f"{p['sampled']['std']:.4f} | {p['full']['mean']:.4f} ± {p['full']['std']:.4f}"
+                f" | {reach}summed {o['summed']}, refused {o['refused']}"
                 f"{' (' + ', '.join(why) + ')' if why else ''} |")
-    lines += ["", "Δ count: the published count minus the same seed's clean count, max and "
-              "mean over items, mean over seeds. With the check on, a refused attacker's "
-              "Δ is its own honest row left out (each entry within [-T, 1 + T]).", ""]
+    if pop:
+        lines += ["", "Δ count: the published count minus the same seed's clean count, max and "
+                  "mean over items, mean over seeds. With the check on, a refused attacker's "
+                  "Δ is its own honest row left out (each entry within [-T, 1 + T]).", ""]
+    else:
+        lines += ["", "Each client uploads once per round (the counts of all rounds together). "
+                  "The release is item factors, so the table compares HR@10 with its std over "
+                  "the seeds.", ""]
     return "\n".join(lines)
 
 
