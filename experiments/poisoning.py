@@ -34,7 +34,8 @@ Usage:
       [--strategies untargeted promote] [--fmf-epochs N] [--fmf-cells assigned]
       [--out results/poisoning]
       [--secure-systems dp-pop] [--secure-fractions 0.001 0.01 0.05 0.1]
-      [--secure-strategies promote k-hot huge reverse random]
+      [--secure-strategies promote k-hot huge reverse random out-of-range]
+      [--secure-validity none]
 """
 
 from __future__ import annotations
@@ -241,7 +242,7 @@ def run_secure(exp: Experiment, args: argparse.Namespace) -> dict[str, Any]:
     for name, sc in configs_for(args.secure_systems, args.configs).items():
         if name not in args.secure_systems:
             continue
-        config = replace(sc["config"], aggregation="secure")
+        config = replace(sc["config"], aggregation="secure", validity=args.secure_validity)
         clean, res = secure_point(exp, sc["system"], config, SumPoisoning(0.0))
         entry: dict[str, Any] = {"system": sc["system"], "config_source": sc["source"],
                                  "parameters": res.parameters,
@@ -301,6 +302,11 @@ def main() -> None:
                     default=[0.001, 0.01, 0.05, 0.1])
     ap.add_argument("--secure-strategies", nargs="+", choices=SUM_STRATEGIES,
                     default=list(SUM_STRATEGIES))
+    ap.add_argument("--secure-validity", choices=("none", "prio3"), default="none",
+                    help="the in-process validity check (none: the unchecked damage, as "
+                         "recorded; prio3 refuses what the proof would, and with the default "
+                         "min_honest = n a refused attacker leaves no release: "
+                         "experiments/prio3_target.py measures the check)")
     ap.add_argument("--table", type=Path, default=None,
                     help="write the secure-sum table as Markdown to this file")
     args = ap.parse_args()
@@ -366,6 +372,7 @@ def main() -> None:
     doc["secure_sum"] = {
         "attack": "malicious clients send any element of Z_q^d (dprec.protocol.sum_poisoning)",
         "targets": args.targets, "generator": "(seed, 'poison')",
+        "validity": args.secure_validity,
         "systems": run_secure(exp, args)}
     doc["wall_time_s"] = time.perf_counter() - start
 
@@ -435,7 +442,9 @@ def secure_table_markdown(doc: dict[str, Any], command: str) -> str:
               "client could send, 1 on each target; huge, each attacker adds 10^9 to each "
               "target, which the ring reduces mod q; reverse, the coalition adds -2x the "
               "honest noisy sum (full knowledge), so the published counts are negated; "
-              "random, a uniform vector mod q. Interpretation: docs/secure_sum.md, "
+              "random, a uniform vector mod q; out-of-range, q/2 - 1 on every coordinate. "
+              "In-process validity check: " + str(doc["secure_sum"].get("validity", "none"))
+              + ". Interpretation: docs/secure_sum.md, "
               "\"Malicious clients\".", ""]
     return "\n".join(lines)
 

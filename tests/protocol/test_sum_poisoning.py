@@ -104,8 +104,9 @@ def test_the_simulated_attack_is_the_cryptographic_rounds_sum_bit_for_bit(train,
     assert (simulated > -half).all() and (simulated <= half).all()
 
 
-def _fit(train, poisoning):
-    model = make_system("dp-pop", {"epsilon": 2.0, "k": K})
+def _fit(train, poisoning, validity="none"):
+    """dp-pop under ``poisoning``; unchecked (``validity=none``) unless told: the damage."""
+    model = make_system("dp-pop", {"epsilon": 2.0, "k": K, "validity": validity})
     hook = poison_sum(model, poisoning, derive_generator(3, "poison"))
     model.fit(train, derive_generator(7, "system", "dp-pop"))
     return model, hook
@@ -159,3 +160,47 @@ def test_poisoning_needs_the_secure_path_and_valid_settings():
         SumPoisoning(0.01, "flood")  # type: ignore[arg-type]
     with pytest.raises(DprecError, match="amplitude"):
         SumPoisoning(0.01, amplitude=0)
+
+
+@pytest.fixture(scope="module")
+def cal_one_spare():
+    """The round of dp-pop at min_honest = N - 1: one refused client leaves a release."""
+    return calibrate(asdict(DpPopConfig(epsilon=2.0, k=K, n_clients=N, min_honest=N - 1)),
+                     D, N)
+
+
+def _checked_fit(train, poisoning, validity):
+    model = make_system("dp-pop", {"epsilon": 2.0, "k": K, "min_honest": N - 1,
+                                   "validity": validity})
+    poison_sum(model, poisoning, derive_generator(3, "poison"))
+    return model.fit(train, derive_generator(7, "system", "dp-pop"))
+
+
+def test_the_check_refuses_the_out_of_range_client_and_the_round_completes(
+        train, cal_one_spare, monkeypatch):
+    monkeypatch.setattr(pop_system, "calibrate", lambda *args: cal_one_spare)
+    clean = _checked_fit(train, SumPoisoning(0.0), "prio3")
+    unchecked_clean = _checked_fit(train, SumPoisoning(0.0), "none")
+    np.testing.assert_array_equal(clean.noisy_counts, unchecked_clean.noisy_counts)
+    assert clean.diagnostics()["upload_outcomes"]["summed"] == N
+    assert clean.diagnostics()["upload_outcomes"]["refused"] == 0
+    attack = SumPoisoning(1 / N, "out-of-range")
+    on = _checked_fit(train, attack, "prio3")
+    off = _checked_fit(train, attack, "none")
+    assert on.diagnostics()["upload_outcomes"] == {"summed": N - 1, "refused": 1,
+                                                   "below_threshold": 0, "lost": 0}
+    assert on.diagnostics()["refused_reasons"] == {"validity: range": 1}
+    assert off.diagnostics()["upload_outcomes"]["summed"] == N
+    assert off.diagnostics()["refused_reasons"] == {}
+    t = on.diagnostics()["validity"]["T"]
+    # checked: the honest sum less the attacker's own honest row (entries within [-T, 1 + T])
+    assert np.abs(on.noisy_counts - clean.noisy_counts).max() <= 1 + t
+    # unchecked: about q/2 added to every item
+    q = cal_one_spare.params.modulus
+    assert np.median(np.abs(off.noisy_counts - clean.noisy_counts)) > q // 4
+
+
+def test_the_check_passes_the_bounded_k_hot_attack(train, cal_one_spare, monkeypatch):
+    monkeypatch.setattr(pop_system, "calibrate", lambda *args: cal_one_spare)
+    model = _checked_fit(train, SumPoisoning(1 / N, "k-hot", targets=K), "prio3")
+    assert model.diagnostics()["upload_outcomes"]["summed"] == N

@@ -27,6 +27,13 @@ attackers of one round; full knowledge of the honest sum, as in
   clients' noisy sum), so the server publishes ``-S`` and the ranking is reversed.
 - ``random``: the coalition adds a uniform vector of ``Z_q^d``: the published sum is
   uniform on the ring and the ranking a uniform random permutation (no knowledge needed).
+- ``out-of-range``: each attacker sends ``q/2 - 1`` on every coordinate (issue 31's probe:
+  beside honest one-hot uploads it publishes about ``q/2`` on every item).
+
+With a validity check (dp-pop's ``validity=prio3``) the in-process proxy refuses every row
+the Prio3 proof would refuse (:mod:`dprec.protocol.secure_sum.in_process`); of these
+strategies only ``k-hot`` (and a ``promote`` or ``huge`` whose per-attacker shift fits the
+bounds) passes it.
 
 :class:`PoisonedSumClients` wraps a secure-sum protocol's simulated clients whose messages
 are blocks of integer vectors (:class:`IntegerVectorBlock`: dp-pop's ``NoisyVectors``).
@@ -53,6 +60,7 @@ from dprec.protocol.secure_sum.ring import centred
 __all__ = [
     "SUM_STRATEGIES",
     "IntegerVectorBlock",
+    "LazyVectorBlock",
     "PoisonedSumClients",
     "SumPoisonHook",
     "SumPoisoning",
@@ -60,8 +68,9 @@ __all__ = [
     "poison_sum",
 ]
 
-SumStrategy = Literal["promote", "k-hot", "huge", "reverse", "random"]
-SUM_STRATEGIES: tuple[str, ...] = ("promote", "k-hot", "huge", "reverse", "random")
+SumStrategy = Literal["promote", "k-hot", "huge", "reverse", "random", "out-of-range"]
+SUM_STRATEGIES: tuple[str, ...] = ("promote", "k-hot", "huge", "reverse", "random",
+                                   "out-of-range")
 
 
 @runtime_checkable
@@ -117,6 +126,9 @@ def coalition_vectors(poisoning: SumPoisoning, attackers: int, honest_sum: np.nd
     if s in ("k-hot", "huge"):
         rows[:, targets] = 1 if s == "k-hot" else int(poisoning.huge) % q
         return rows
+    if s == "out-of-range":
+        rows[:] = q // 2 - 1
+        return rows
     delta = np.zeros(d, dtype=np.int64)
     if s == "promote":
         delta[targets] = n_clients if poisoning.amplitude is None else poisoning.amplitude
@@ -159,7 +171,7 @@ class PoisonedSumClients(Clients):
         if not blocks:
             return blocks
         for b in blocks:
-            if not isinstance(b, IntegerVectorBlock):
+            if not isinstance(b, IntegerVectorBlock | LazyVectorBlock):
                 raise DprecError(f"secure-sum poisoning needs blocks of integer vectors, got "
                                  f"{type(b).__name__}")
         masks = [np.isin(np.asarray(b.ids, np.int64), self.attackers) for b in blocks]
@@ -167,11 +179,12 @@ class PoisonedSumClients(Clients):
         if not n_bad:
             return blocks
         params = blocks[0].params
-        d = blocks[0].vectors.shape[1]
-        honest = sum((b.vectors[~m].sum(axis=0, dtype=np.int64)
-                      for b, m in zip(blocks, masks, strict=True)),
+        own = [_rows_of(b, m) for b, m in zip(blocks, masks, strict=True)]
+        d = own[0].shape[1]
+        honest = sum((_honest_sum(b, m, r) for b, m, r in zip(blocks, masks, own, strict=True)),
                      start=np.zeros(d, np.int64))
-        if self.targets is None and self.poisoning.strategy in ("promote", "k-hot", "huge"):
+        if len(self.attackers) and self.poisoning.strategy in ("promote", "k-hot", "huge") \
+                and (self.targets is None or self.targets.max(initial=0) >= d):
             self.targets = choose_targets(d, self.poisoning.targets, self._rng)
         targets = self.targets if self.targets is not None else np.zeros(0, np.int64)
         rows = coalition_vectors(self.poisoning, n_bad, honest, targets, int(params.bits),
@@ -181,16 +194,64 @@ class PoisonedSumClients(Clients):
         total = honest + rows.sum(axis=0)
         rows[0] += centred(total, int(params.bits)) - total
         out, used = [], 0
-        for b, m in zip(blocks, masks, strict=True):
+        for b, m, old in zip(blocks, masks, own, strict=True):
             if m.any():
-                vectors = np.array(b.vectors, np.int64, copy=True)
                 take = int(m.sum())
-                vectors[m] = rows[used:used + take]
+                b = _replaced(b, m, old, rows[used:used + take])
                 used += take
-                b = replace(b, vectors=vectors)
                 self.replaced += take
             out.append(b)
         return out
+
+
+@runtime_checkable
+class LazyVectorBlock(Protocol):
+    """A block whose clients' vectors are built on demand (dpals' ``ClientBlock``):
+    ``ids``, ``total`` (their int64 sum), ``vectors()`` (the rows in ``ids`` order) and
+    ``params``."""
+
+    ids: np.ndarray
+    total: np.ndarray | None
+    params: Any
+
+    def vectors(self) -> Any: ...
+
+
+def _rows_of(block: Any, mask: np.ndarray) -> np.ndarray:
+    """The rows ``mask`` of ``block`` (int64, in order)."""
+    if isinstance(block.vectors, np.ndarray):
+        return np.asarray(block.vectors[mask], np.int64)
+    if callable(getattr(block.vectors, "rows", None)):  # only the rows asked for are built
+        return np.concatenate([block.vectors.rows(i, i + 1) for i in np.flatnonzero(mask)])
+    picked = [np.asarray(v, np.int64) for v, bad in zip(block.vectors(), mask, strict=True)
+              if bad]
+    return np.stack(picked)
+
+
+def _honest_sum(block: Any, mask: np.ndarray, attackers: np.ndarray) -> np.ndarray:
+    """The block's rows outside ``mask``, summed."""
+    if isinstance(block.vectors, np.ndarray):
+        return block.vectors[~mask].sum(axis=0, dtype=np.int64)
+    if block.total is None:
+        raise DprecError("secure-sum poisoning needs the block's total (not device clients)")
+    return np.asarray(block.total, np.int64) - attackers.sum(axis=0)
+
+
+def _replaced(block: Any, mask: np.ndarray, old: np.ndarray, new: np.ndarray) -> Any:
+    """``block`` with its rows ``mask`` (``old``) replaced by ``new``."""
+    if isinstance(block.vectors, np.ndarray):
+        vectors = np.array(block.vectors, np.int64, copy=True)
+        vectors[mask] = new
+        return replace(block, vectors=vectors)
+    inner = block.vectors
+
+    def vectors() -> Any:
+        it = iter(new)
+        for v, bad in zip(inner(), mask, strict=True):
+            yield next(it) if bad else v
+
+    total = np.asarray(block.total, np.int64) - old.sum(axis=0) + new.sum(axis=0)
+    return replace(block, total=total, vectors=vectors)
 
 
 class SumPoisonHook:
@@ -215,7 +276,7 @@ def poison_sum(model: Any, poisoning: SumPoisoning, rng: np.random.Generator) ->
     from ``rng`` (from the population size), then the targets."""
     if not hasattr(model, "clients_hook"):
         raise DprecError(f"{getattr(model, 'name', model)!r} does not simulate a secure sum "
-                         "with a clients hook: secure-sum poisoning runs on dp-pop")
+                         "with a clients hook: secure-sum poisoning runs on dp-pop and dpals")
     if getattr(model.config, "aggregation", "secure") != "secure":
         raise DprecError("secure-sum poisoning needs aggregation=secure (a trusted curator "
                          "sees and can check every contribution)")

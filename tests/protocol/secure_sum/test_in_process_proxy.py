@@ -11,6 +11,8 @@ import pytest
 
 from dprec.errors import DprecError
 from dprec.protocol.secure_sum.in_process import PUBLISHED_KEY, InProcessSumProxy
+from dprec.protocol.secure_sum.vdaf.contribution import dp_pop_check
+from dprec.protocol.secure_sum.vdaf.noise_bounds import choose_truncation
 from dprec.systems.dp_fedavg import messages as fedavg_messages
 from dprec.systems.dp_fedavg.proxy import FedAvgSumProxy
 from dprec.systems.dp_pop import messages as pop_messages
@@ -94,3 +96,25 @@ def test_only_the_simulated_secure_sums_that_seal_in_process_make_a_key():
         p.start(np.random.default_rng(0))
         keyed[proxy] = p.public_key is not None
     assert keyed == {PopSumProxy: True, DpalsSumProxy: True, FedAvgSumProxy: False}
+
+
+@pytest.mark.parametrize("proxy", PROXIES)
+def test_each_proxy_refuses_what_the_validity_check_refuses(proxy):
+    """A row outside the check's bounds is left out of the sum and counted with its reason;
+    with no check the same row is summed."""
+    check = dp_pop_check(7, 2, choose_truncation(0.05, 7, 5))
+    rng = np.random.default_rng(2)
+    rows = rng.integers(0, 2, (5, 7), dtype=np.int64) * (np.arange(7) < 2)
+    rows[3] = 2047  # q/2 - 1 on every coordinate
+    checked = proxy(4, check)
+    batch = list(checked.forward(iter([_block(proxy, rows[:2]), _block(proxy, rows[2:])])))
+    np.testing.assert_array_equal(_total(batch[0]), np.delete(rows, 3, axis=0).sum(axis=0))
+    assert checked.outcomes == [{"summed": 4, "refused": 1, "below_threshold": 0, "lost": 0}]
+    assert checked.refused_reasons == {"validity: range": 1}
+    per_round = proxy(4, [check])  # one check per round (dpals), round 0
+    assert len(list(per_round.forward(iter([_block(proxy, rows)])))) == 1
+    assert per_round.refused_reasons == {"validity: range": 1}
+    unchecked = proxy(5)
+    batch = list(unchecked.forward(iter([_block(proxy, rows)])))
+    np.testing.assert_array_equal(_total(batch[0]), rows.sum(axis=0))
+    assert unchecked.outcomes[0]["refused"] == 0

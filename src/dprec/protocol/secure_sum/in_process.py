@@ -7,6 +7,13 @@ would carry less noise than the guarantee is calibrated for, and a second batch 
 the sum of a subset (docs/secure_sum.md, "One batch per round"). A sharded run sums in its
 shards and hands the total to :meth:`InProcessSumProxy.forward_sum`.
 
+With a validity ``check`` (:class:`~dprec.protocol.secure_sum.vdaf.contribution.ContributionCheck`,
+the one the deployed round's Prio3 proofs are written for) it refuses each client vector the
+proof would refuse, on the circuit's own predicate evaluated on the plaintext
+(:meth:`~dprec.protocol.secure_sum.vdaf.contribution.ContributionCheck.refusals`), and
+counts it as ``refused`` with its reason; the round goes on without it. A sharded run sums
+in its shards, where no vector is checked.
+
 dp-pop, dpals and dp-fedavg subclass it with what differs: the message they sum, how one
 message's vectors add up, the batch they hand the server, and whether the simulation makes a
 key pair of its own (over the services the proxy's published key is adopted instead).
@@ -15,7 +22,7 @@ key pair of its own (over the services the proxy's published key is adopted inst
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -24,11 +31,16 @@ from dprec.errors import DprecError
 from dprec.protocol.engine import Proxy
 from dprec.protocol.secure_sum.published import PUBLISHED_KEY
 from dprec.protocol.secure_sum.sealed import KEY_BYTES, KeyPair
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 
 __all__ = ["OUTCOMES", "PUBLISHED_KEY", "InProcessSumProxy", "total_outcomes"]
 
 OUTCOMES = ("summed", "refused", "below_threshold", "lost")
 """The one outcome of every acknowledged upload (:mod:`dprec.services.rounds`)."""
+
+
+CHECK_CELLS = 1 << 22
+"""Numbers of client vectors checked at once (rows x length)."""
 
 
 def total_outcomes(rounds: list[dict[str, int]]) -> dict[str, int]:
@@ -50,10 +62,16 @@ class InProcessSumProxy(Proxy):
     key_in_process: ClassVar[bool] = True
     """Whether :meth:`start` makes a key pair (the in-process clients then seal to it)."""
 
-    def __init__(self, threshold: int) -> None:
+    def __init__(self, threshold: int,
+                 check: ContributionCheck | Sequence[ContributionCheck] | None = None) -> None:
         if isinstance(threshold, bool) or int(threshold) != threshold or threshold < 1:
             raise DprecError(f"threshold must be an integer >= 1, got {threshold!r}")
         self.threshold = int(threshold)
+        self.check = check
+        """The validity check each client vector must pass: one for every round, or one per
+        round (indexed by the message's ``round``); None: every vector is summed."""
+        self.refused_reasons: dict[str, int] = {}
+        """Refused client vectors by reason, over all rounds (``check.refusals``)."""
         self.senders = 0
         self.batches: list[int] = []
         """Senders in each batch the server received in the last round (one, or none)."""
@@ -70,6 +88,50 @@ class InProcessSumProxy(Proxy):
     @abstractmethod
     def batch(self, total: np.ndarray, senders: int) -> Any:
         """The batch the server receives: the exact sum ``total`` of ``senders`` clients."""
+
+    def row_chunks(self, message: Any) -> Iterator[np.ndarray]:
+        """One message's client vectors, one row per client, about :data:`CHECK_CELLS`
+        numbers at a time (what :attr:`check` reads): ``message.vectors``, an array, or
+        a callable that builds the rows on demand (dpals', dp-fedavg's blocks)."""
+        if not callable(message.vectors):
+            yield np.asarray(message.vectors)
+            return
+        rows: list[np.ndarray] = []
+        cells = 0
+        for row in message.vectors():
+            rows.append(np.asarray(row))
+            cells += rows[-1].size
+            if cells >= CHECK_CELLS:
+                yield np.stack(rows)
+                rows, cells = [], 0
+        if rows:
+            yield np.stack(rows)
+
+    def check_for(self, message: Any) -> ContributionCheck | None:
+        """The check ``message``'s vectors must pass (:attr:`check`, per round if a list)."""
+        if self.check is None or isinstance(self.check, ContributionCheck):
+            return self.check
+        if not 0 <= int(message.round) < len(self.check):
+            raise DprecError(f"{self.system} proxy has checks for {len(self.check)} rounds, "
+                             f"got round {message.round}")
+        return self.check[int(message.round)]
+
+    def checked_part(self, message: Any, check: ContributionCheck
+                     ) -> tuple[np.ndarray | None, int, int]:
+        """(sum of the accepted rows, accepted, refused) of one message under ``check``;
+        each refusal counted in :attr:`refused_reasons`."""
+        total: np.ndarray | None = None
+        accepted = refused = 0
+        for rows in self.row_chunks(message):
+            why = check.refusals(rows)
+            ok = why == ""
+            for reason in why[~ok]:
+                key = f"validity: {reason}"
+                self.refused_reasons[key] = self.refused_reasons.get(key, 0) + 1
+            part = np.asarray(rows)[ok].astype(np.int64).sum(axis=0)
+            total = part if total is None else total + part
+            accepted, refused = accepted + int(ok.sum()), refused + int((~ok).sum())
+        return total, accepted, refused
 
     def start(self, rng: np.random.Generator) -> None:
         """With :attr:`key_in_process`, a key pair from the OS CSPRNG (never from ``rng``: it
@@ -90,25 +152,33 @@ class InProcessSumProxy(Proxy):
 
     def forward(self, messages: Iterable[Any]) -> Iterator[Any]:
         total: np.ndarray | None = None
-        senders = 0
+        senders = refused = 0
         for m in messages:
             if not isinstance(m, self.accepts):
                 raise DprecError(f"{self.system} proxy sums {self.accepts_plural}, got "
                                  f"{type(m).__name__}")
-            part = self.part(m)
-            total = part.copy() if total is None else total + part
-            senders += m.n_clients
-        batch = self.forward_sum(total, senders)
+            check = self.check_for(m)
+            if check is None:
+                part, accepted = self.part(m), m.n_clients
+            else:
+                part, accepted, bad = self.checked_part(m, check)
+                refused += bad
+            if part is not None:
+                total = part.copy() if total is None else total + part
+            senders += accepted
+        batch = self.forward_sum(total, senders, refused)
         if batch is not None:
             yield batch
 
-    def forward_sum(self, total: np.ndarray | None, senders: int) -> Any:
+    def forward_sum(self, total: np.ndarray | None, senders: int, refused: int = 0) -> Any:
         """The round's one batch from the exact sum of ``senders`` clients' vectors (summed
-        here, or by the shards of a sharded run); None below the threshold."""
+        here, or by the shards of a sharded run; ``refused`` more were refused by the
+        check); None below the threshold."""
         self.senders = int(senders)
         self.batches = []
         self.forwarded = total is not None and self.senders >= self.threshold
-        self.outcomes.append({"summed": self.senders if self.forwarded else 0, "refused": 0,
+        self.outcomes.append({"summed": self.senders if self.forwarded else 0,
+                              "refused": int(refused),
                               "below_threshold": 0 if self.forwarded else self.senders,
                               "lost": 0})
         if not self.forwarded:

@@ -20,9 +20,11 @@ from functools import lru_cache
 from typing import Any
 
 from dprec.protocol.secure_sum.params import SecureSumParams, choose_params
-from dprec.systems.dp_fedavg.accounting import calibrate_mu, choose_gamma
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck, bounded_range_check
+from dprec.protocol.secure_sum.vdaf.noise_bounds import choose_truncation, l2_bound_sq
+from dprec.systems.dp_fedavg.accounting import calibrate_mu, choose_gamma, update_sensitivity
 
-__all__ = ["FedAvgPlan", "plan_of"]
+__all__ = ["FedAvgPlan", "plan_of", "update_check"]
 
 
 @dataclass(frozen=True)
@@ -61,3 +63,18 @@ def _plan(config: str, n_items: int, n: int) -> FedAvgPlan:
     params = choose_params(dimension=dim, expected_clients=n, clip=clip, gamma=gamma,
                            norm="l2", noise_variance=2.0 * mu * n / honest)
     return FedAvgPlan(n, n_items, dim, gamma, mu, honest, mu / honest, params)
+
+
+def update_check(plan: FedAvgPlan, clip: float) -> ContributionCheck:
+    """The Prio3 check of one secure round's update (:func:`bounded_range_check`): every
+    coordinate within ``C + T`` (``C = ceil(gamma clip)``, the params' ``client_bound``) and
+    ``||y||^2 <= B^2``, ``B`` the quantised update's ``Delta_2 = gamma clip + sqrt(N F)``
+    (:func:`update_sensitivity`) widened by the share ``Sk(share_mu)``
+    (:func:`l2_bound_sq`)."""
+    if plan.params is None or plan.share_mu is None:
+        raise ValueError("a validity check needs the secure sum's plan (aggregation=secure)")
+    truncation = choose_truncation(plan.share_mu, plan.dimension, plan.n_clients)
+    bound_sq, eta = l2_bound_sq(update_sensitivity(plan.dimension, clip, plan.gamma)[1],
+                                truncation)
+    return bounded_range_check(plan.dimension, plan.params.client_bound, truncation,
+                               l2_bound_sq=bound_sq, l2_tv=eta)

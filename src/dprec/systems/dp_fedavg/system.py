@@ -37,7 +37,7 @@ from dprec.systems.dp_fedavg.accounting import (
 )
 from dprec.systems.dp_fedavg.client import FedAvgClients
 from dprec.systems.dp_fedavg.messages import FedAvgModel
-from dprec.systems.dp_fedavg.plan import FedAvgPlan, plan_of
+from dprec.systems.dp_fedavg.plan import FedAvgPlan, plan_of, update_check
 from dprec.systems.dp_fedavg.proxy import FedAvgSumProxy
 from dprec.systems.dp_fedavg.server import FedAvgServer
 from dprec.systems.fmf.client import user_vectors
@@ -128,6 +128,11 @@ class DpFedAvgConfig:
     """The clients enrolled, which fix each share and the secure sum's modulus: what a
     server started on its own needs (``--param n_clients=N``); a run checks it against the
     training data's users (None: the data's)."""
+    validity: Literal["prio3", "none"] = "none"
+    """secure, in process: prio3 refuses every update its Prio3 validity proof would refuse
+    (:func:`~.plan.update_check`), counted with its reason; none sums every update (the
+    default: the check builds every client's own vector, which the in-process sum
+    otherwise never does; the numbers are the same)."""
 
     def __post_init__(self) -> None:
         if not (self.epsilon > 0 and math.isfinite(self.epsilon)):
@@ -138,6 +143,9 @@ class DpFedAvgConfig:
             _positive_int(name, getattr(self, name))
         _positive_int("min_honest", self.min_honest, allow_none=True)
         _positive_int("n_clients", self.n_clients, allow_none=True)
+        if self.validity not in ("prio3", "none"):
+            raise InvalidParameterError(f"validity must be 'prio3' or 'none', got "
+                                        f"{self.validity!r}")
         for name in ("clip", "lr", "reg", "init_scale"):
             _positive(name, getattr(self, name))
         if not (0 < self.rate <= 1):
@@ -189,7 +197,9 @@ class DpFedAvg(Ranker):
         srv = FedAvgServer(n_items, c.factors, c.lr, c.reg, c.server_steps, c.init_scale,
                            gamma, c.rate * n, None if secure else mu, plan.params,
                            plan.min_honest or 1, n)
-        proxy = FedAvgSumProxy(plan.min_honest or 1)
+        checked = secure and c.validity == "prio3"
+        proxy = FedAvgSumProxy(plan.min_honest or 1, update_check(plan, c.clip) if checked
+                               else None)
         clients = FedAvgClients(
             train, factors=c.factors, alpha=c.alpha, reg=c.reg, clip=c.clip, gamma=gamma,
             rate=c.rate, share_mu=plan.share_mu, event=event, batch_size=c.batch_size,
@@ -218,6 +228,7 @@ class DpFedAvg(Ranker):
                 if len(clients.sampled_per_round) == c.rounds else None)),
             "rounds_without_update": run.rounds_without_update,
             "upload_outcomes": total_outcomes(proxy.outcomes),
+            "refused_reasons": dict(proxy.refused_reasons),
             "seconds_by_role": dict(run.seconds),
         }
         return self

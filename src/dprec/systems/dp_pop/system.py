@@ -43,6 +43,8 @@ from dprec.privacy.guarantee import Guarantee, PrivacyReport
 from dprec.privacy.skellam import calibrate_skellam_mu
 from dprec.protocol.engine import Clients, run_protocol
 from dprec.protocol.secure_sum.in_process import total_outcomes
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck, dp_pop_check
+from dprec.protocol.secure_sum.vdaf.noise_bounds import choose_truncation
 from dprec.systems.base import NotFittedError, Ranker, check_history
 from dprec.systems.dp_pop.calibration import RoundCalibration, calibrate
 from dprec.systems.dp_pop.client import PopClients, Sampling, k_hot
@@ -80,6 +82,31 @@ LDP_THREAT_MODEL = (
 )
 
 
+def validity_check(cal: RoundCalibration, n_items: int) -> ContributionCheck:
+    """The Prio3 check of this round's contributions (:func:`dp_pop_check`): k-hot plus a
+    share of ``Sk(share mu)`` truncated at the ``T``, ``S`` of :func:`choose_truncation`
+    (``2^-40`` over the n clients). In process the honest shares are NOT truncated (the
+    draws stay those of an unchecked run): the check refuses an honest vector w.p. at most
+    ``eta`` each (``n eta <= 2^-40``, plus ``2^-50`` each for the L2 bound)."""
+    truncation = choose_truncation(cal.share.mu, n_items, cal.n_clients)
+    return dp_pop_check(n_items, int(cal.l1), truncation)
+
+
+def validity_record(check: ContributionCheck | None) -> dict[str, object]:
+    """The run JSON's record of the check (its bounds and what the truncation costs)."""
+    if check is None:
+        return {"check": "none"}
+    c, tr = check.circuit, check.truncation
+    assert tr is not None
+    return {"check": "prio3 (plaintext predicate in process)", "coordinate_range":
+            [c.low, c.high], "sum_range": list(c.sum_range) if c.sum_range else None,
+            "l2_bound_sq": c.l2_bound_sq, "T": tr.coordinate_bound, "S": tr.sum_bound,
+            "honest_refusal_bound": tr.total_tv + tr.clients * check.l2_tv,
+            "note": "in process the honest shares are untruncated Skellam; a device's "
+                    "truncated share is within total variation n (eta + eta_2) of it "
+                    "(delta_cost adds (1 + e^eps) times that to delta)"}
+
+
 def adjacency_of(aggregation: str) -> Adjacency:
     """The relation dp-pop is accounted under: zero-out for the secure sum (each client's
     noise share stays in the sum whatever its data), add/remove one user for the trusted
@@ -111,12 +138,19 @@ class DpPopConfig:
     n_clients: int | None = None
     """The clients enrolled (they fix each share and q); None: the training rows. A server
     started as a service needs it."""
+    validity: Literal["prio3", "none"] = "prio3"
+    """secure, in process: prio3 refuses every client vector its Prio3 validity proof would
+    refuse (:func:`~dprec.protocol.secure_sum.vdaf.contribution.dp_pop_check`: each count in
+    [-T, 1 + T], the sum in [-S, k + S], the L2 bound), counted with its reason; none sums
+    every vector (the damage a malicious client does unchecked)."""
 
     def __post_init__(self) -> None:
         if not (self.epsilon > 0 and math.isfinite(self.epsilon)):
             raise DprecError(f"epsilon must be finite and > 0, got {self.epsilon}")
         if not 0 < self.delta < 1:
             raise DprecError(f"delta must be in (0, 1), got {self.delta}")
+        if self.validity not in ("prio3", "none"):
+            raise DprecError(f"validity must be 'prio3' or 'none', got {self.validity!r}")
         if isinstance(self.k, bool) or int(self.k) != self.k or self.k < 1:
             raise DprecError(f"k must be an integer >= 1, got {self.k!r}")
         if self.sampling not in ("uniform", "recency"):
@@ -221,7 +255,8 @@ class DpPop(_RankedList):
         check_shares("counts", cal.mu, cal.share.mu, cal.min_honest)
         self._round = cal
         server = PopularityServer(d, n, cal.min_honest, cal.params, cal.share)
-        proxy = ExactSumProxy(cal.min_honest)
+        check = validity_check(cal, d) if c.validity == "prio3" else None
+        proxy = ExactSumProxy(cal.min_honest, check)
         clients = PopClients(train, np.arange(n), c.k, c.sampling, cal.share,
                              cal.mechanism.dp_event(cal.l1, cal.l2, int(cal.l1)),
                              lambda: proxy.public_key, cal.params, self._timestamps,
@@ -240,6 +275,8 @@ class DpPop(_RankedList):
                           "total_mu": cal.share.mu * contributors, "min_honest": cal.min_honest,
                           "contributors": contributors, "batches": len(proxy.batches),
                           "upload_outcomes": total_outcomes(proxy.outcomes),
+                          "refused_reasons": dict(proxy.refused_reasons),
+                          "validity": validity_record(check),
                           "l1_sensitivity": cal.l1, "l2_sensitivity": cal.l2}
         if on_iteration is not None:
             on_iteration(0, self)
@@ -317,7 +354,9 @@ class DpPop(_RankedList):
                           "the guarantee holds while at least min_honest of them are honest",
                           "the server sees the sum of the contributors' noisy vectors only "
                           "(one batch per round); the proxy sees senders and mask seeds",
-                          "a malicious client's contribution is not checked (shares mod q)"],
+                          "validity=prio3: a client vector outside dp_pop_check's bounds is "
+                          "refused (in process, the proof's predicate on the plaintext); "
+                          "validity=none: a malicious client's vector is not checked"],
             },
             secure_sum=self._secure_sum_params,
             accountant=PldAccountant(adjacency=adjacency_of(c.aggregation)))

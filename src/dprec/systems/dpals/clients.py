@@ -41,7 +41,7 @@ from dprec.systems.dpals.client import (
 from dprec.systems.dpals.messages import ClientBlock, DpalsModel
 from dprec.systems.dpals.plan import RoundPlan, RunPlan, items_bound
 
-__all__ = ["BLOCK_CELLS", "DpalsClients", "check_model"]
+__all__ = ["BLOCK_CELLS", "DpalsClients", "RowVectors", "check_model"]
 
 BLOCK_CELLS = 1 << 22
 """Numbers of the clients' own vectors built at once (rows x round length), when a transport
@@ -63,6 +63,22 @@ def check_model(model: Any, n_items: int, factors: int, counts: bool) -> DpalsMo
         raise DprecError(f"the broadcast must carry the DP counts of {n_items} items after "
                          f"the count round, got {model.counts.shape}: refused")
     return model
+
+
+class RowVectors:
+    """A block's ``vectors``: called, every client's own noisy vector in order
+    (:meth:`DpalsClients.row_vectors`); :meth:`rows` builds only rows ``a..b-1`` (what a
+    simulated malicious client replaces)."""
+
+    def __init__(self, clients: DpalsClients, n: int) -> None:
+        self.clients, self.n = clients, int(n)
+
+    def __call__(self) -> Iterator[np.ndarray]:
+        return self.clients.row_vectors(0, self.n)
+
+    def rows(self, a: int, b: int) -> np.ndarray:
+        """Rows ``a..b-1``'s own noisy vectors (int64, (b - a) x length)."""
+        return self.clients.block_vectors(a, b)
 
 
 class DpalsClients(Clients):
@@ -225,7 +241,7 @@ class DpalsClients(Clients):
         if n:
             # devices: each vector exists once, drawn as it is sealed; no total is formed
             yield ClientBlock(self.ids, None if self.devices else self.block_total(0, n),
-                              lambda: self.row_vectors(0, n), round, broadcast.server_key,
+                              RowVectors(self, n), round, broadcast.server_key,
                               None if self._proxy_key is None else self._proxy_key(),
                               rp.params)
         self._sent = self.round_sent(0, n)

@@ -27,6 +27,8 @@ from typing import Any
 
 from dprec.errors import DprecError
 from dprec.protocol.secure_sum.params import SecureSumParams, choose_params
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck, bounded_range_check
+from dprec.protocol.secure_sum.vdaf.noise_bounds import choose_truncation, l2_bound_sq
 from dprec.systems.dpals.accounting import (
     Release,
     adjacency_of,
@@ -39,7 +41,7 @@ from dprec.systems.dpals.accounting import (
 from dprec.systems.dpals.statistics import stats_width, triangle_size
 
 __all__ = ["RoundPlan", "RunPlan", "Segment", "items_bound", "n_steps", "paper_steps",
-           "plan_of", "releases", "run_plan"]
+           "plan_of", "releases", "round_check", "run_plan"]
 
 
 @dataclass(frozen=True)
@@ -185,3 +187,20 @@ def plan_of(config: Mapping[str, Any], n_items: int) -> RunPlan:
 def _plan(config: str, n_items: int) -> RunPlan:
     cfg = json.loads(config)
     return run_plan(cfg, n_items, int(cfg["n_clients"]))
+
+
+def round_check(plan: RunPlan, rp: RoundPlan) -> ContributionCheck:
+    """The Prio3 check of round ``rp``'s vectors (:func:`bounded_range_check`): every
+    coordinate within ``C + T`` (``C = ceil(gamma c)``, the round's ``client_bound``), and
+    ``||y||^2 <= B^2`` with ``B`` the round's quantised L2 bound ``sqrt(sum_r Delta_2,r^2)``
+    (each release's ``Delta_2`` bounds its quantised vector: :mod:`.accounting`) widened by
+    the noise (:func:`l2_bound_sq`). ``T`` and the noise's L2 term are those of the round's
+    largest share ``Sk(max mu_share)``, which bound every release's smaller share too (a
+    Skellam of larger ``mu`` is the smaller plus an independent symmetric Skellam)."""
+    by_name = {r.name: r for r in plan.releases}
+    truncation = choose_truncation(max(s.mu_share for s in rp.segments), rp.dimension,
+                                   plan.n_clients)
+    bound = math.sqrt(sum(by_name[s.name].l2 ** 2 for s in rp.segments))
+    bound_sq, eta = l2_bound_sq(bound, truncation)
+    return bounded_range_check(rp.dimension, rp.params.client_bound, truncation,
+                               l2_bound_sq=bound_sq, l2_tv=eta)

@@ -26,7 +26,7 @@ from dprec.protocol.secure_sum.in_process import total_outcomes
 from dprec.systems.dpals.client import select_items, solve_users
 from dprec.systems.dpals.clients import DpalsClients
 from dprec.systems.dpals.messages import DpalsModel
-from dprec.systems.dpals.plan import RunPlan, items_bound, run_plan
+from dprec.systems.dpals.plan import RunPlan, items_bound, round_check, run_plan
 from dprec.systems.dpals.proxy import ExactSumProxy
 from dprec.systems.dpals.server import DpalsServer
 from dprec.systems.reporting import check_shares
@@ -52,6 +52,8 @@ class SecureRun:
     (:meth:`~.clients.DpalsClients.drawn_share_mu`)."""
     upload_outcomes: dict[str, int] = field(default_factory=dict)
     """How many uploads ended in each outcome, over all rounds (summed, refused, ...)."""
+    refused_reasons: dict[str, int] = field(default_factory=dict)
+    """The refused uploads by reason (``validity: range`` / ``l2``), over all rounds."""
 
 
 def run_secure(cfg: dict[str, Any], train: sp.csr_matrix, rng: np.random.Generator,
@@ -68,7 +70,9 @@ def run_secure(cfg: dict[str, Any], train: sp.csr_matrix, rng: np.random.Generat
     server = DpalsServer(plan, int(cfg["factors"]), float(cfg["reg"]),
                          float(cfg["unobserved_weight"]), float(cfg["clip"]),
                          float(cfg["rhs_weight"]), float(cfg["init_scale"]))
-    proxy = ExactSumProxy(plan.min_honest)
+    checks = ([round_check(plan, rp) for rp in plan.rounds]
+              if cfg.get("validity", "none") == "prio3" else None)
+    proxy = ExactSumProxy(plan.min_honest, checks)
     events = {r.name: r.event(plan.multiplier) for r in plan.releases}
     clients = DpalsClients(train, np.arange(n), cfg, plan, seed, events,
                            lambda: proxy.public_key,
@@ -99,7 +103,9 @@ def run_secure(cfg: dict[str, Any], train: sp.csr_matrix, rng: np.random.Generat
             on_step(steps, model)
         steps += 1
 
-    run = run_protocol(server, clients, len(plan.rounds), rng, log, proxy, transport, hook)
+    clients_hook = getattr(model, "clients_hook", None)
+    sim = clients_hook(clients, n) if clients_hook is not None else clients
+    run = run_protocol(server, sim, len(plan.rounds), rng, log, proxy, transport, hook)
     if len(run.rounds) != len(plan.rounds) or not all(r.updated for r in run.rounds):
         raise DprecError(f"a round released nothing: fewer than min_honest = "
                          f"{plan.min_honest} clients contributed")
@@ -112,7 +118,8 @@ def run_secure(cfg: dict[str, Any], train: sp.csr_matrix, rng: np.random.Generat
                          cfg, train, seed, final, plan),
                      [float(np.mean(x > c)) for x in lengths],
                      [float(np.median(x)) for x in lengths], contributors,
-                     [len(proxy.batches)], share_mu, total_outcomes(proxy.outcomes))
+                     [len(proxy.batches)], share_mu, total_outcomes(proxy.outcomes),
+                     dict(proxy.refused_reasons))
 
 
 def _lengths(clients: DpalsClients, plan: RunPlan, before: dict[int, np.ndarray],

@@ -24,8 +24,9 @@ the noise is calibrated so that the whole run meets the target per-user epsilon 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -35,6 +36,7 @@ from dprec.iteration import IterationHook
 from dprec.privacy.accountant import RdpAccountant
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import PrivacyReport
+from dprec.protocol.engine import Clients
 from dprec.protocol.secure_sum.messages import Upload
 from dprec.systems.base import Ranker, check_history
 from dprec.systems.dpals.accounting import Release, adjacency_of, calibrate
@@ -158,12 +160,21 @@ class DpalsConfig:
     n_clients: int | None = None
     """secure: the clients enrolled (they fix each share and q); None: the training rows. A
     server started as a service needs it."""
+    validity: Literal["prio3", "none"] = "none"
+    """secure, in process: prio3 refuses every client vector its Prio3 validity proof would
+    refuse (:func:`~.plan.round_check`: each coordinate within C + T, the L2 bound),
+    counted with its reason; none sums every vector. Default none: the check builds every
+    client's own vector (the in-process sum otherwise forms only block totals), about
+    35 s instead of 0.4 s per fit at 1,000 x 1,682; the numbers are the same."""
 
     def __post_init__(self) -> None:
         if not (self.epsilon > 0 and math.isfinite(self.epsilon)):
             raise PrivacyParameterError(f"epsilon must be finite and > 0, got {self.epsilon}")
         if not 0 < self.delta < 1:
             raise PrivacyParameterError(f"delta must be in (0, 1), got {self.delta}")
+        if self.validity not in ("prio3", "none"):
+            raise InvalidParameterError(f"validity must be 'prio3' or 'none', got "
+                                        f"{self.validity!r}")
         if self.weighting not in ("uniform", "tail", "adaptive"):
             raise InvalidParameterError(f"weighting must be uniform, tail or adaptive, got "
                                         f"{self.weighting!r}")
@@ -221,6 +232,9 @@ class Dpals(Ranker):
         """The secure run's plan: one secure sum per round over the services."""
         self._share_mu: dict[str, float] = {}
         """Each release's per-client share as the clients drew it (secure path)."""
+        self.clients_hook: Callable[[Clients, int], Clients] | None = None
+        """Wraps the simulated clients (secure path), e.g. malicious ones
+        (:func:`dprec.protocol.sum_poisoning.poison_sum`)."""
 
     def releases(self, n_items: int) -> tuple[float, list[Release]]:
         """(gamma, the releases of one run) for ``n_items`` items (:func:`~.plan.releases`)."""
@@ -298,6 +312,7 @@ class Dpals(Ranker):
                               clipped_fraction=run.clipped_fraction,
                               median_user_norm=run.median_user_norm),
             "upload_outcomes": run.upload_outcomes,
+            "refused_reasons": run.refused_reasons,
             "releases": [{"name": r.name, "mu": r.mu(p.multiplier), "l1_sensitivity": r.l1,
                           "l2_sensitivity": r.l2, "noise_ratio": r.ratio, "count": r.count,
                           "noise_std_clip_units": r.ratio * p.multiplier * r.l2 / (

@@ -103,6 +103,16 @@ class ContributionCheck:
         """``log2`` of the probability that an invalid vector passes all proofs."""
         return self.proofs * soundness_log2(self.vdaf.flp, self.circuit)
 
+    def refusals(self, ys: np.ndarray) -> np.ndarray:
+        """Per row of ``ys`` (m x d integers), why the proof refuses it (``"range"``,
+        ``"sum"``, ``"l2"``) or ``""`` where it verifies: the circuit's own predicate on the
+        plaintext (:meth:`BoundedVector.refusals`)."""
+        return self.circuit.refusals(ys)
+
+    def valid_plaintext(self, y: np.ndarray) -> bool:
+        """Whether the integer vector ``y`` is one whose proof verifies."""
+        return not self.circuit.refusals(np.asarray(y)[None, :])[0]
+
     def shard(self, y: np.ndarray, nonce: bytes, rand: bytes) -> Report:
         """The client's report of the integer vector ``y`` (``nonce``: 16 bytes, unique per
         report; ``rand``: :attr:`rand_size` fresh random bytes)."""

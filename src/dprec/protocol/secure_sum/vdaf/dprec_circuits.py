@@ -45,10 +45,16 @@ from dprec.protocol.secure_sum.vdaf.field import Field, Field64
 from dprec.protocol.secure_sum.vdaf.flp import Circuit, gadget_poly_len, wire_poly_len
 from dprec.protocol.secure_sum.vdaf.gadgets import Gadget, Mul, ParallelSum, WeightedRange
 
-__all__ = ["MAX_POLYNOMIAL_DEGREE", "BoundedVector", "best_chunk"]
+__all__ = ["MAX_POLYNOMIAL_DEGREE", "REFUSALS", "BoundedVector", "best_chunk"]
 
 MAX_POLYNOMIAL_DEGREE = 64
 """Largest range-gadget degree chosen by default (prover cost ~ degree^2 d)."""
+
+REFUSALS = {"range": "a coordinate lies outside the checked range",
+            "sum": "the sum lies outside the checked sum range",
+            "l2": "the squared L2 norm exceeds the checked bound"}
+"""Why a vector breaks :class:`BoundedVector` (:meth:`BoundedVector.refusals`), and what
+that says."""
 
 
 def _integer_root_ceil(n: int, k: int) -> int:
@@ -150,6 +156,30 @@ class BoundedVector(Circuit):
         self.EVAL_OUTPUT_LEN = len(self.roles) - ("squares" in self.roles) + \
             (self.sum_range is not None) + (self.l2_bound_sq is not None)
 
+    # -- the predicate the proof enforces, on plaintext ------------------------------------
+    def refusals(self, ys: np.ndarray) -> np.ndarray:
+        """Per row of the integer matrix ``ys`` (m x d), the first bound the circuit refuses
+        it for, in the order ``"range"`` (a coordinate outside ``[low, high]``, ``high`` as
+        checked), ``"sum"`` (outside ``sum_range``), ``"l2"`` (``||y||^2 > l2_bound_sq``);
+        ``""`` where every bound holds: exactly the vectors :meth:`encode` encodes, whose
+        proofs verify (the bounds are the circuit's own attributes). Vectorised, for the
+        in-process simulation, which sees the plaintext the proof hides."""
+        ys = np.asarray(ys)
+        if ys.ndim != 2 or ys.shape[1] != self.dimension or not (
+                np.issubdtype(ys.dtype, np.integer) or ys.size == 0):
+            raise ValueError(f"contributions are integer vectors of {self.dimension}")
+        ys = ys.astype(np.int64)
+        why = np.full(len(ys), "", dtype=object)
+        inside = ((ys >= self.low) & (ys <= self.high)).all(axis=1)
+        clipped = np.clip(ys, self.low, self.high)  # in range: no int64 overflow below
+        if self.l2_bound_sq is not None:
+            why[np.einsum("ij,ij->i", clipped, clipped) > self.l2_bound_sq] = "l2"
+        if self.sum_range is not None:
+            total = clipped.sum(axis=1)
+            why[(total < self.sum_range[0]) | (total > self.sum_range[1])] = "sum"
+        why[~inside] = "range"
+        return why
+
     # -- the client's encoding ------------------------------------------------------------
     def encode(self, measurement: object) -> np.ndarray:
         """The field encoding of the integer vector ``y``; ``ValueError`` if ``y`` breaks a
@@ -158,8 +188,9 @@ class BoundedVector(Circuit):
         if y.shape != (self.dimension,) or not np.issubdtype(y.dtype, np.integer):
             raise ValueError(f"a contribution is an integer vector of {self.dimension}")
         y = y.astype(np.int64)
-        if (y < self.low).any() or (y > self.high).any():
-            raise ValueError(f"a coordinate lies outside [{self.low}, {self.high}]")
+        why = self.refusals(y[None, :])[0]
+        if why:
+            raise ValueError(REFUSALS[why])
         f = self.field
         if self.range_proof == "polynomial":
             parts = [f.from_ints(y)]
@@ -171,15 +202,11 @@ class BoundedVector(Circuit):
                                   ).ravel())]
         if self.sum_range is not None:
             total = int(y.sum())
-            if not self.sum_range[0] <= total <= self.sum_range[1]:
-                raise ValueError(f"the sum {total} lies outside {list(self.sum_range)}")
             if self.sum_bits:
                 parts.append(encode_range_checked(f, np.array([total - self.sum_range[0]]),
                                                   self.sum_max))
         if self.l2_bound_sq is not None:
             norm_sq = int(np.dot(y, y))
-            if norm_sq > self.l2_bound_sq:
-                raise ValueError(f"||y||^2 = {norm_sq} exceeds {self.l2_bound_sq}")
             if self.l2_bits:
                 parts.append(encode_range_checked(f, np.array([self.l2_bound_sq - norm_sq]),
                                                   self.l2_bound_sq))

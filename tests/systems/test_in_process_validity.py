@@ -1,0 +1,84 @@
+"""dpals and dp-fedavg with the in-process validity check (``validity=prio3``): honest
+runs are those of an unchecked run bit for bit; one client's out-of-range vector is refused
+in every round (and counted) with the check, summed without it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dprec.data.synthetic import synthetic
+from dprec.errors import DprecError
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
+from dprec.protocol.sum_poisoning import SumPoisoning, poison_sum
+from dprec.random import derive_generator
+from dprec.systems.registry import make_system
+
+N, D = 60, 40
+
+
+@pytest.fixture(scope="module")
+def train():
+    return synthetic(N, D, 1200, rng=5).binary()
+
+
+def _fit(train, validity, poisoning=None):
+    model = make_system("dpals", {"validity": validity, "min_honest": N - 1, "steps": 2})
+    if poisoning is not None:
+        poison_sum(model, poisoning, derive_generator(3, "poison"))
+    return model.fit(train, derive_generator(7, "system", "dpals"))
+
+
+def test_the_check_leaves_honest_runs_unchanged(train):
+    on, off = _fit(train, "prio3"), _fit(train, "none")
+    np.testing.assert_array_equal(on.item_factors, off.item_factors)
+    assert on.diagnostics()["upload_outcomes"]["summed"] == 2 * N
+    assert on.diagnostics()["refused_reasons"] == {}
+
+
+def test_the_out_of_range_client_is_refused_with_the_check_and_summed_without(train):
+    attack = SumPoisoning(1 / N, "out-of-range")
+    on, off = _fit(train, "prio3", attack), _fit(train, "none", attack)
+    assert on.diagnostics()["upload_outcomes"] == {"summed": 2 * (N - 1), "refused": 2,
+                                                   "below_threshold": 0, "lost": 0}
+    assert on.diagnostics()["refused_reasons"] == {"validity: range": 2}
+    assert off.diagnostics()["upload_outcomes"]["summed"] == 2 * N
+    clean = _fit(train, "none")
+    moved_on = np.abs(on.item_factors - clean.item_factors).max()
+    moved_off = np.abs(off.item_factors - clean.item_factors).max()
+    assert moved_off > 5 * moved_on
+
+
+def test_validity_takes_prio3_or_none():
+    for system in ("dpals", "dp-pop", "dp-fedavg"):
+        with pytest.raises(DprecError, match="validity must be 'prio3' or 'none'"):
+            make_system(system, {"validity": "snip"})
+
+
+def test_a_poisoned_blocks_total_is_the_sum_of_its_rows(train):
+    """A k-hot attacker passes the check: the checked run sums the rows, the unchecked one
+    the block's rewritten total, and they agree bit for bit."""
+    attack = SumPoisoning(1 / N, "k-hot", targets=3)
+    on, off = _fit(train, "prio3", attack), _fit(train, "none", attack)
+    assert on.diagnostics()["upload_outcomes"]["refused"] == 0
+    np.testing.assert_array_equal(on.item_factors, off.item_factors)
+    assert not np.array_equal(on.item_factors, _fit(train, "none").item_factors)
+
+
+def test_dp_fedavg_checks_every_update_and_keeps_its_numbers(train, monkeypatch):
+    checked_rows = []
+    refusals = ContributionCheck.refusals
+
+    def counting(self, ys):
+        checked_rows.append(len(ys))
+        return refusals(self, ys)
+
+    monkeypatch.setattr(ContributionCheck, "refusals", counting)
+    models = {}
+    for validity in ("prio3", "none"):
+        model = make_system("dp-fedavg", {"validity": validity, "min_honest": N - 1,
+                                          "rounds": 2})
+        models[validity] = model.fit(train, derive_generator(7, "system", "dp-fedavg"))
+    assert sum(checked_rows) == 2 * N  # every client's update, each round, prio3 only
+    np.testing.assert_array_equal(models["prio3"].score(train), models["none"].score(train))
+    assert models["prio3"].diagnostics()["upload_outcomes"]["summed"] == 2 * N
