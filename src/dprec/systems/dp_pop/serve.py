@@ -10,7 +10,7 @@ from typing import Any
 
 from dprec.protocol.aggregation import Aggregator
 from dprec.protocol.deployment import Serving
-from dprec.systems.dp_pop.deploy import round_of
+from dprec.systems.dp_pop.deploy import check_of, round_of
 from dprec.systems.dp_pop.messages import PopularityModel, PopularityState
 from dprec.systems.dp_pop.server import PopularityServer
 
@@ -28,7 +28,7 @@ class PopServing(Serving):
         """As ``DpPop.fit`` builds it."""
         cal = round_of(info)
         return PopularityServer(info.n_items, cal.n_clients, cal.min_honest, cal.params,
-                                cal.share)
+                                cal.share, check_of(info))
 
     def role_memory(self, info: Any) -> tuple[int, int, str]:
         """The counts (d int64); a round also holds the release (one share per client)."""

@@ -43,8 +43,9 @@ from dprec.privacy.guarantee import Guarantee, PrivacyReport
 from dprec.privacy.skellam import calibrate_skellam_mu
 from dprec.protocol.engine import Clients, run_protocol
 from dprec.protocol.secure_sum.in_process import total_outcomes
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.systems.base import NotFittedError, Ranker, check_history
-from dprec.systems.dp_pop.calibration import RoundCalibration, calibrate
+from dprec.systems.dp_pop.calibration import RoundCalibration, calibrate, contribution_check
 from dprec.systems.dp_pop.client import PopClients, Sampling, k_hot
 from dprec.systems.dp_pop.messages import PopularityModel
 from dprec.systems.dp_pop.proxy import ExactSumProxy
@@ -111,6 +112,12 @@ class DpPopConfig:
     n_clients: int | None = None
     """The clients enrolled (they fix each share and q); None: the training rows. A server
     started as a service needs it."""
+    validity: Literal["none", "prio3"] = "none"
+    """Over the services (aggregation=secure): ``prio3``, every upload carries a Prio3
+    proof that it is a k-hot vector plus a truncated noise share, verified jointly by the
+    proxy and the server; an invalid upload is refused with its reason and the round
+    releases the rest (docs/secure_sum.md, "Validity proofs"). The in-process path is
+    unchanged by it."""
 
     def __post_init__(self) -> None:
         if not (self.epsilon > 0 and math.isfinite(self.epsilon)):
@@ -134,6 +141,8 @@ class DpPopConfig:
             raise DprecError(f"n_clients must be an integer >= 1, got {c!r}")
         if c is not None and m is not None and m > c:
             raise DprecError(f"min_honest ({m}) must be <= n_clients ({c})")
+        if self.validity not in ("none", "prio3"):
+            raise DprecError(f"validity must be 'none' or 'prio3', got {self.validity!r}")
 
 
 @dataclass(frozen=True)
@@ -225,7 +234,8 @@ class DpPop(_RankedList):
         clients = PopClients(train, np.arange(n), c.k, c.sampling, cal.share,
                              cal.mechanism.dp_event(cal.l1, cal.l2, int(cal.l1)),
                              lambda: proxy.public_key, cal.params, self._timestamps,
-                             devices=bool(getattr(self.transport, "device_clients", False)))
+                             devices=bool(getattr(self.transport, "device_clients", False)),
+                             check=self._check(d, n))
         sim = self.clients_hook(clients, n) if self.clients_hook else clients
         self.events = EventLog(n)
         run = run_protocol(server, sim, 1, rng, self.events, proxy, self.transport)
@@ -244,6 +254,13 @@ class DpPop(_RankedList):
         if on_iteration is not None:
             on_iteration(0, self)
         return self
+
+    def _check(self, n_items: int, n_clients: int) -> ContributionCheck | None:
+        """The validity check the clients prove over the services (None in process or
+        with ``validity = none``)."""
+        if self.transport is None:
+            return None
+        return contribution_check(asdict(self.config), n_items, n_clients)
 
     def _fit_trusted(self, train: sp.csr_matrix, rng: np.random.Generator,
                      on_iteration: IterationHook | None) -> DpPop:
