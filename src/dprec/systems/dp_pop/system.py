@@ -45,7 +45,12 @@ from dprec.protocol.engine import Clients, run_protocol
 from dprec.protocol.secure_sum.in_process import total_outcomes
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.systems.base import NotFittedError, Ranker, check_history
-from dprec.systems.dp_pop.calibration import RoundCalibration, calibrate, contribution_check
+from dprec.systems.dp_pop.calibration import (
+    RoundCalibration,
+    calibrate,
+    check_terms,
+    contribution_check,
+)
 from dprec.systems.dp_pop.client import PopClients, Sampling, k_hot
 from dprec.systems.dp_pop.messages import PopularityModel
 from dprec.systems.dp_pop.proxy import ExactSumProxy
@@ -71,6 +76,20 @@ SECURE_THREAT_MODEL = (
     "noise; a device that drops out takes its share with it, which the contributor count "
     "accounts for"
 )
+MALICIOUS_CLIENT = {
+    "none": "a malicious client's contribution is not checked (shares mod q)",
+    "prio3": "validity=prio3: over the services every upload proves (Prio3, verified "
+             "jointly by the proxy and the server, soundness 2^-128 or better) that each "
+             "coordinate is in [-T, 1 + T], its sum in [-S, k + S] and ||y||^2 <= B2 "
+             "(the numbers under validity); an invalid upload is refused with its reason "
+             "and the round releases the rest. A malicious client can still send any "
+             "vector inside those bounds: at ML-100K's setting (k = 50, n = 1,000, "
+             "epsilon 1: T = 15, S = 341, B2 = 2,838) raise about 11 items by 16 each, or "
+             "+1 on up to k + S = 391 items, or lower items by up to 15, and leave out "
+             "its own noise (privacy rests on min_honest); it cannot shift every count by "
+             "q/2 (docs/secure_sum.md, 'What a malicious client can still do')",
+}
+"""What the report says a malicious client can do, by ``validity``."""
 TRUSTED_THREAT_MODEL = (
     "central: a trusted curator sees every user's k-hot vector, sums them and adds one "
     "Skellam draw; DP protects what the published ranking reveals; add/remove-one-user "
@@ -297,6 +316,25 @@ class DpPop(_RankedList):
                         "proxy forwards the exact integer sum the secure sum yields; over "
                         "the services the uploads are sealed and the server opens the sum"}
 
+    def _validity_details(self) -> dict[str, object]:
+        """``validity``: the check and its cost. With ``prio3`` the honest clients'
+        shares are truncated (:mod:`~dprec.protocol.secure_sum.vdaf.noise_bounds`): every
+        level of the report holds at ``delta + truncation_delta`` (``delta_total``),
+        ``truncation_delta = (1 + e^epsilon) n eta`` at the target epsilon."""
+        c, info = self.config, self._fit_info
+        check = contribution_check(asdict(c), int(info["n_items"]),  # type: ignore[call-overload]
+                                   int(info["n_clients"]))  # type: ignore[call-overload]
+        assert check is not None
+        cost = check.delta_cost(c.epsilon)
+        return {"validity": {
+            "kind": "prio3", **check_terms(check),
+            "soundness_log2": round(check.soundness_log2, 2),
+            "truncation_delta": cost, "delta_total": c.delta + cost,
+            "note": "each level holds at delta_total = delta + truncation_delta: the honest "
+                    "clients' noise shares are truncated to |z_j| <= T, |sum z| <= S, "
+                    "||v + z||^2 <= B2 so that their uploads pass the proof; over the "
+                    "services every upload is proved and an invalid one refused"}}
+
     def privacy_report(self) -> PrivacyReport | None:
         if self.events is None:
             return None
@@ -334,8 +372,9 @@ class DpPop(_RankedList):
                           "the guarantee holds while at least min_honest of them are honest",
                           "the server sees the sum of the contributors' noisy vectors only "
                           "(one batch per round); the proxy sees senders and mask seeds",
-                          "a malicious client's contribution is not checked (shares mod q)"],
+                          MALICIOUS_CLIENT[c.validity]],
             },
+            details=self._validity_details() if secure and c.validity == "prio3" else None,
             secure_sum=self._secure_sum_params,
             accountant=PldAccountant(adjacency=adjacency_of(c.aggregation)))
 
