@@ -42,7 +42,12 @@ from dprec.protocol.secure_sum.proved import ProvedBatch, ProvedUpload, prove_an
 from dprec.protocol.secure_sum.sealed import OVERHEAD
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.protocol.secure_sum.vdaf.noise_bounds import truncated_noise_share
-from dprec.systems.dp_pop.calibration import RoundCalibration, calibrate, contribution_check
+from dprec.systems.dp_pop.calibration import (
+    RoundCalibration,
+    calibrate,
+    check_terms,
+    contribution_check,
+)
 from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel, SumRelease, SumUpload
 
 __all__ = ["DEPLOYMENT", "PopDeployment", "SecureSumDeployment", "check_of", "proved_upload",
@@ -339,6 +344,12 @@ class PopDeployment(SecureSumDeployment):
             return super().client_step(terms, history, round, rng, client_id, artefact)
         if round != 0:
             raise DprecError(f"dp-pop has one round, got round {round}")
+        mine = {"kind": "prio3", **check_terms(check)}
+        theirs = dict(getattr(terms, "proxy_published", {}) or {}).get("validity")
+        if theirs != mine:
+            raise SecureSumError(f"the proxy publishes the validity check {theirs!r}, this "
+                                 f"device computes {mine!r} from the config: refused (its "
+                                 "upload would not verify, or the check is not the config's)")
         model = artefact()
         x = self.device_vector(terms, sp.csr_matrix(history), round, rng, model, client_id)
         return proved_upload(check, terms.proxy_key, model.server_key, x, round, rng)
