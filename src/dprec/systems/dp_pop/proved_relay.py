@@ -46,8 +46,9 @@ class ProvedRelay(SecureSumRelay):
                  ) -> None:
         super().__init__(params, state_dir, min_honest, n_clients, server_key_of)
         self.check = check
-        self._prepared: dict[int, dict[bytes, tuple[ProvedUpload, Any, bytes]]] = {}
-        """Round -> message id -> (upload, Helper state, Helper verifier share)."""
+        self._prepared: dict[int, dict[bytes, tuple[Any, bytes]]] = {}
+        """Round -> message id -> (Helper state, Helper verifier share); the uploads
+        themselves stay in the held rows (not copied)."""
 
     def published(self) -> dict[str, Any]:
         return {**super().published(), "validity": {"kind": "prio3",
@@ -75,7 +76,7 @@ class ProvedRelay(SecureSumRelay):
     def verdicts(self, rows: list[bytes], round: int) -> dict[bytes, str | None]:
         run = self._run()
         key = verify_key(self.keys, run, round)
-        prepared: dict[bytes, tuple[ProvedUpload, Any, bytes]] = {}
+        prepared: dict[bytes, tuple[Any, bytes]] = {}
         out: dict[bytes, str | None] = {}
         for row in rows:
             mid = self.message_id(row)
@@ -89,13 +90,12 @@ class ProvedRelay(SecureSumRelay):
             except (SecureSumError, MessageError, ValueError) as e:
                 out[mid] = f"{type(e).__name__}: {e}"
                 continue
-            prepared[mid] = (upload, state, share)
+            prepared[mid] = (state, share)
             out[mid] = None
         self._prepared[round] = prepared
         return out
 
-    def _ready(self, rows: list[bytes], round: int
-               ) -> list[tuple[ProvedUpload, Any, bytes]]:
+    def _ready(self, rows: list[bytes], round: int) -> list[tuple[Any, bytes]]:
         prepared = self._prepared.get(round, {})
         if any(self.message_id(r) not in prepared for r in rows):
             self.verdicts(rows, round)
@@ -110,7 +110,8 @@ class ProvedRelay(SecureSumRelay):
         assert self.server_key is not None
         box = seal_verify_key(self.server_key, run, round, verify_key(self.keys, run, round))
         items = tuple((u.message_id, u.public_share, u.leader_box, vs)
-                      for u, _, vs in self._ready(rows, round))
+                      for u, (_, vs) in zip((self._upload(r, round) for r in rows),
+                                            self._ready(rows, round), strict=True))
         return ProvedBatch(round, self.keys.public, box, items, aggregate)
 
     def share_batch(self, rows: list[bytes], round: int) -> bytes:
@@ -134,14 +135,14 @@ class ProvedRelay(SecureSumRelay):
                 leader = bytes.fromhex(shares[mid.hex()]) if mid.hex() in shares else None
             except (TypeError, ValueError):
                 leader = None
-            _, state, helper = prepared[mid]
+            state, helper = prepared[mid]
             reason = proxy_confirm(self.check, state, helper, leader)
             if reason is not None:
                 out[mid] = f"the proxy's joint check refutes the server's verdict: {reason}"
         return out
 
     def release(self, rows: list[bytes], round: int, threshold: int) -> bytes:
-        outs = [state.out_share for _, state, _ in self._ready(rows, round)]
+        outs = [state.out_share for state, _ in self._ready(rows, round)]
         body = self._batch(rows, round, self.check.aggregate(outs)).to_bytes()
         self._prepared.pop(round, None)
         return SumRelease(body).to_bytes()
