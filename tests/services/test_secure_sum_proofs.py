@@ -23,14 +23,16 @@ from svc import headers as device_headers
 
 from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, run_id
-from dprec.protocol.secure_sum.proved import ProvedUpload, bound_data
-from dprec.protocol.secure_sum.sealed import seal
+from dprec.protocol.secure_sum.proved import ProvedBatch, ProvedUpload, bound_data, server_verify
+from dprec.protocol.secure_sum.sealed import KeyPair, seal
 from dprec.protocol.secure_sum.vdaf.noise_bounds import truncated_noise_share
+from dprec.services import roles
 from dprec.services.auth import client_token
 from dprec.services.launch import Loopback
 from dprec.systems.dp_pop.calibration import check_terms
-from dprec.systems.dp_pop.deploy import check_of, proved_upload
-from dprec.systems.dp_pop.messages import PopularityModel, SumUpload
+from dprec.systems.dp_pop.deploy import check_of, proved_upload, round_of, sealed_uploads
+from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel, SumUpload
+from dprec.systems.dp_pop.proved_relay import ProvedRelay
 from dprec.systems.dp_pop.system import DpPopConfig
 
 N_ITEMS, K, N_HONEST = 16, 3, 11
@@ -139,8 +141,7 @@ def test_a_tampered_proof_is_refused_with_its_reason(tmp_path):
 
 def test_a_ring_upload_is_refused_by_a_proved_round_at_the_proxy(tmp_path):
     """An upload without a proof (today's ring shares) does not parse as a proved one."""
-    from dprec.systems.dp_pop.deploy import round_of, sealed_uploads
-    from dprec.systems.dp_pop.messages import NoisyVectors
+    from dprec.systems.dp_pop.deploy import round_of
 
     with Stack(tmp_path, proved_info(), threshold=10, batch_senders=10) as s:
         r = ProvedRound(s)
@@ -207,3 +208,33 @@ def test_device_processes_prove_and_a_malicious_upload_changes_no_count(tmp_path
                                            l2_bound_sq=check.circuit.l2_bound_sq)
     assert model.contributors == n_devices
     np.testing.assert_array_equal(model.counts, total)
+
+
+def test_the_proxy_refutes_a_server_that_calls_an_invalid_upload_valid(tmp_path):
+    """The proxy decides each report the server accepts from the server's verifier share:
+    a forged "valid" with the true shares, or with none, is refused at the proxy."""
+
+    with Stack(tmp_path, proved_info(), threshold=10, batch_senders=10) as s:
+        r = ProvedRound(s)
+        bodies, _ = r.honest(3)
+        rows = [*bodies, r.forged(half_field(r.check))]
+        service = s.server_app.state.service  # the server's own key (a test hook)
+        role = service._started_role()
+        roles.restore(service.info, role, service.store.broadcast()[0])
+        server = role.keys
+    cal = round_of(s.info)
+    relay = ProvedRelay(r.check, cal.params, tmp_path / "relay", 10, 20, lambda b: b)
+    relay.keys = KeyPair.from_raw((tmp_path / "proxy" / "secure_sum_proxy.key").read_bytes())
+    relay.server_key = r.server_key
+    assert set(relay.verdicts(rows, 0).values()) == {None}  # the proxy alone cannot tell
+    batch = ProvedBatch.from_bytes(relay.share_batch(rows, 0), r.check)
+    verdicts, shares = server_verify(r.check, server, r.run, batch, 0)
+    ids = [relay.message_id(b) for b in rows]
+    assert [verdicts[m] is None for m in ids] == [True, True, True, False]  # the honest word
+    lying = {mid: None for mid in ids}
+    answer = {"verifier_shares": {m.hex(): v.hex() for m, v in shares.items()}}
+    out = relay.confirm(lying, answer, 0)
+    assert [out[m] is None for m in ids] == [True, True, True, False]
+    assert "refutes" in out[ids[-1]]
+    out = relay.confirm(lying, {}, 0)  # no verifier shares at all: nothing is accepted
+    assert all("no verifier share" in out[m] for m in ids)
