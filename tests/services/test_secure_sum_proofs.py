@@ -238,3 +238,29 @@ def test_the_proxy_refutes_a_server_that_calls_an_invalid_upload_valid(tmp_path)
     assert "refutes" in out[ids[-1]]
     out = relay.confirm(lying, {}, 0)  # no verifier shares at all: nothing is accepted
     assert all("no verifier share" in out[m] for m in ids)
+
+
+@pytest.mark.slow  # two simulate runs, one through started services
+def test_simulate_over_http_proves_every_upload_and_reports_the_truncation(tmp_path,
+                                                                           monkeypatch):
+    from typer.testing import CliRunner
+
+    from dprec.cli import app
+
+    args = ["simulate", "dp-pop", "--dataset", "synthetic-300x200", "--param", "k=10",
+            "--param", "validity=prio3", "--epsilon", "1", "--seeds", "1", "--json",
+            "--out", str(tmp_path)]
+    monkeypatch.setenv("DPREC_SERVICES_DIR", str(tmp_path / "services"))
+    docs = {}
+    for transport in ("inproc", "http"):
+        res = CliRunner().invoke(app, [*args, "--transport", transport])
+        assert res.exit_code == 0, res.output[-3000:]
+        docs[transport] = json.loads(res.stdout.strip().splitlines()[-1])
+    assert docs["inproc"]["privacy"] == docs["http"]["privacy"]
+    validity = docs["http"]["privacy"]["validity"]
+    assert validity["kind"] == "prio3" and validity["k"] == 10 and validity["proofs"] >= 3
+    assert 0 < validity["truncation_delta"] < 1e-9
+    assert validity["delta_total"] == 1e-6 + validity["truncation_delta"]
+    (run,) = docs["http"]["diagnostics"]
+    assert run["upload_outcomes"] == {"summed": 300, "refused": 0, "below_threshold": 0,
+                                      "lost": 0}
