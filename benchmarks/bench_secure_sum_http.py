@@ -23,6 +23,11 @@ report of k item ids costs on the wire, 4 bytes per id), through the same proxy 
 
     .venv/bin/python benchmarks/bench_secure_sum_http.py            # N = 1,000
     .venv/bin/python benchmarks/bench_secure_sum_http.py --large    # N = 10,000
+    .venv/bin/python benchmarks/bench_secure_sum_http.py --validity prio3 --no-plain
+
+``--validity prio3``: every upload carries its Prio3 proof (k-hot plus truncated noise),
+verified jointly by the proxy and the server at the close (issue 31 §1); the peak resident
+memory (VmHWM) of the proxy and the server processes is reported with it.
 
 Prints strict JSON (and writes it to ``--out``). Wall-clock numbers on a shared 2-core
 machine: the load average is printed with them.
@@ -48,10 +53,11 @@ from dprec.protocol.messages import HEADER
 from dprec.protocol.secure_sum.client import SecureSumClient
 from dprec.protocol.secure_sum.messages import Upload
 from dprec.protocol.secure_sum.params import choose_params
+from dprec.protocol.secure_sum.proved import ProvedBatch, ProvedUpload
 from dprec.protocol.secure_sum.sealed import OVERHEAD, KeyPair
 from dprec.services.launch import Loopback
 from dprec.services.transport import HttpTransport
-from dprec.systems.dp_pop.calibration import calibrate
+from dprec.systems.dp_pop.calibration import calibrate, contribution_check
 from dprec.systems.dp_pop.system import DpPopConfig
 from dprec.systems.registry import make_system
 
@@ -71,6 +77,14 @@ def fit(system: str, params: dict[str, str], train: Any, transport: Any = None) 
     model = make_system(system, params)
     model.transport = transport
     return model.fit(train, np.random.default_rng(0))
+
+
+def peak_rss_mb(pid: int) -> float:
+    """Peak resident set (VmHWM) of process ``pid`` in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def run_http(system: str, params: dict[str, str], server_params: dict[str, str], train: Any,
@@ -94,10 +108,11 @@ def run_http(system: str, params: dict[str, str], server_params: dict[str, str],
             net.close()
         wall = time.perf_counter() - t
         after = {k: cpu_seconds(p) for k, p in pids.items()} | {"simulation": cpu_seconds()}
+        peak = {k: peak_rss_mb(p) for k, p in pids.items()}
         assert net.remote is not None
         requests = int(net.remote[1].requests)
     return {"model": model, "wall_s": wall, "startup_s": startup, "requests": requests,
-            "cpu_s": {k: after[k] - before[k] for k in before}}
+            "cpu_s": {k: after[k] - before[k] for k in before}, "peak_rss_mb": peak}
 
 
 def encryption_cpu(params: Any, n: int, rng: np.random.Generator) -> dict[str, float]:
@@ -120,14 +135,19 @@ def main() -> None:
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--no-plain", action="store_true", help="skip the plain-report round")
+    ap.add_argument("--validity", choices=("none", "prio3"), default="none",
+                    help="prio3: every upload carries its validity proof")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     n = 10_000 if args.large else int(args.clients)
     load = os.getloadavg()
     train = load_dataset(f"synthetic-{n}x{D}").matrix.tocsr()
     n, d = train.shape
-    params = {"k": str(args.k), "epsilon": repr(args.epsilon)}
-    cal = calibrate(dataclasses.asdict(DpPopConfig(epsilon=args.epsilon, k=args.k)), d, n)
+    params = {"k": str(args.k), "epsilon": repr(args.epsilon), "validity": args.validity}
+    config = dataclasses.asdict(DpPopConfig(epsilon=args.epsilon, k=args.k,
+                                            validity=args.validity))
+    cal = calibrate(config, d, n)
+    check = contribution_check(config, d, n)
 
     here_t = time.perf_counter()
     here = fit("dp-pop", params, train)
@@ -140,6 +160,9 @@ def main() -> None:
     p = cal.params
     upload_bytes = HEADER.size + Upload.size(p)
     release_per_client = 16 + p.share_bytes + OVERHEAD
+    if check is not None:
+        upload_bytes = HEADER.size + ProvedUpload.size(check)
+        release_per_client = sum(ProvedBatch.item_sizes(check))
     enc = encryption_cpu(p, min(n, 2_000), np.random.default_rng(1))
     wall = secure["wall_s"]
     out: dict[str, Any] = {
@@ -159,6 +182,8 @@ def main() -> None:
                                  "plain_k_hot_report": HEADER.size + 4 * args.k},
             "cpu_s": secure["cpu_s"],
             "cpu_ms_per_client": {k: 1e3 * v / n for k, v in secure["cpu_s"].items()},
+            "peak_rss_mb": secure["peak_rss_mb"],
+            "validity": args.validity,
             "client_encryption": enc,
         },
         "projection_75k_users_10k_items": _projection(cal),

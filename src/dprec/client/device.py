@@ -44,6 +44,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -201,8 +202,13 @@ class DeviceClient:
     def proxy_key(self) -> bytes:
         """A secure sum's proxy key, as the proxy publishes it (``GET /v1/round``); the
         seal refuses a low-order key or the server's own (:class:`BadReply`)."""
+        return self._proxy_published()[0]
+
+    def _proxy_published(self) -> tuple[bytes, dict[str, Any]]:
+        """The proxy's key and all it publishes (``GET /v1/round``)."""
+        published = self.proxy.round().get("published")
         try:
-            return proxy_key_of(self.proxy.round().get("published"))
+            return proxy_key_of(published), dict(published)  # type: ignore[call-overload]
         except DprecError as e:
             raise BadReply(f"GET /v1/round: {e}") from None
 
@@ -211,7 +217,8 @@ class DeviceClient:
         if terms.cells == "assigned":
             terms = replace(terms, cells_token=self.cells_token())
         if terms.secure_sum:
-            terms = replace(terms, proxy_key=self.proxy_key())
+            key, published = self._proxy_published()
+            terms = replace(terms, proxy_key=key, proxy_published=published)
             try:
                 return self.info.deployment.client_step(terms, history, round,
                                                         self.source.generator(),

@@ -104,6 +104,9 @@ class ProtocolTerms:
     proxy_key: bytes = b""
     """A secure sum's proxy key, fetched from the proxy by
     :class:`~dprec.client.device.DeviceClient` (never part of the server's description)."""
+    proxy_published: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    """What the proxy publishes (``GET /v1/round``), e.g. the validity check it verifies;
+    the device compares it with what it computes itself, never adopts it."""
 
     def upload_bytes(self, round: int) -> int:
         """The exact size of round ``round``'s message."""

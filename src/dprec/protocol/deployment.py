@@ -114,6 +114,12 @@ class ProxySecrets(ABC):
         """What the server checks: the held uploads' server shares, without a mask sum."""
         raise DprecError("this protocol's release is not agreed with the server")
 
+    def confirm(self, verdicts: dict[bytes, str | None], answer: Mapping[str, Any],
+                round: int) -> dict[bytes, str | None]:
+        """The server's ``verdicts`` after this proxy's own check of the server's whole
+        ``answer`` (e.g. a validity proof's joint decision); it may only refuse more."""
+        return verdicts
+
     needs_broadcast: bool = False
     """True: :meth:`admit` checks an upload against the round's broadcast, which the proxy
     hands to :meth:`see_broadcast` (fetched from the server) before the round's first one."""

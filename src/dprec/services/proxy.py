@@ -773,7 +773,9 @@ class _Proxy:
                                     f"its shares ({r.status_code}: {_error_text(r)}); close "
                                     "again")
             try:
-                return verdicts_from_json(r.json())
+                doc = r.json()
+                assert self.secrets is not None
+                return self.secrets.confirm(verdicts_from_json(doc), doc, round)
             except (ValueError, DprecError) as e:
                 raise ApiError(502, f"the server's share check is malformed: {e}") from None
 

@@ -277,9 +277,13 @@ class _Server:
             verdicts = check(body, round)
         except DprecError as e:
             raise ApiError(422, f"share batch refused: {e}") from None
+        shares = getattr(verdicts, "verifier_shares", None)
         log.info("round %d: checked %d shares, %d refused", round, len(verdicts),
                  sum(v is not None for v in verdicts.values()))
-        return {"round": round, "verdicts": {mid.hex(): why for mid, why in verdicts.items()}}
+        out = {"round": round, "verdicts": {mid.hex(): why for mid, why in verdicts.items()}}
+        if shares is not None:  # a validity proof's: the proxy decides from them too
+            out["verifier_shares"] = {mid.hex(): vs.hex() for mid, vs in shares.items()}
+        return out
 
     def close(self, round: int) -> dict[str, Any]:
         def compute() -> tuple[bytes | None, str | None, dict[str, Any]]:

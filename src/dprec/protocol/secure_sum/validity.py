@@ -37,7 +37,7 @@ from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.ring import decode_elements
 
-__all__ = ["ReleaseRule", "RingMembership", "ShareCheck", "agree"]
+__all__ = ["ProvedVerdicts", "ReleaseRule", "RingMembership", "ShareCheck", "agree"]
 
 
 class ShareCheck(ABC):
@@ -146,3 +146,15 @@ class ReleaseRule:
         if len(ids) < self.fewest:
             return [], refused, ids
         return ids, refused, []
+
+
+class ProvedVerdicts(dict):
+    """The server's verdicts (message id -> None or the reason) on a batch of proved
+    reports, with :attr:`verifier_shares`: its Prio3 verifier share of each report it could
+    prepare, which the server service answers beside the verdicts so the proxy decides each
+    report itself (:mod:`dprec.protocol.secure_sum.proved`)."""
+
+    def __init__(self, verdicts: Mapping[bytes, str | None],
+                 verifier_shares: Mapping[bytes, bytes]) -> None:
+        super().__init__(verdicts)
+        self.verifier_shares = dict(verifier_shares)

@@ -24,8 +24,10 @@ from dprec.errors import DprecError
 from dprec.mechanisms.skellam import SkellamMechanism
 from dprec.privacy.skellam import calibrate_skellam_mu
 from dprec.protocol.secure_sum.params import SecureSumParams, choose_params
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck, dp_pop_check
+from dprec.protocol.secure_sum.vdaf.noise_bounds import choose_truncation
 
-__all__ = ["RoundCalibration", "calibrate"]
+__all__ = ["VALIDITY", "RoundCalibration", "calibrate", "check_terms", "contribution_check"]
 
 
 @dataclass(frozen=True)
@@ -63,3 +65,34 @@ def calibrate(config: Mapping[str, Any], n_items: int, n_clients: int) -> RoundC
     params = choose_params(dimension=int(n_items), expected_clients=n, clip=1.0, gamma=1.0,
                            norm="linf", noise_variance=share.variance * n)
     return RoundCalibration(n, t, l1, l2, mech, share, params)
+
+
+VALIDITY = ("none", "prio3")
+"""``validity`` of a deployed dp-pop round: ``prio3``, every upload carries a Prio3 proof
+that ``y = v + z`` is a k-hot vector plus a truncated share (:func:`contribution_check`)."""
+
+
+def contribution_check(config: Mapping[str, Any], n_items: int, n_clients: int
+                       ) -> ContributionCheck | None:
+    """dp-pop's validity check of ``config`` (None for ``validity = none``): k capped at
+    the items, the truncation of each client's ``Sk(mu / min_honest)`` share for ``n``
+    clients (``T``, ``S``) and the L2 bound ``B^2``
+    (:func:`~dprec.protocol.secure_sum.vdaf.contribution.dp_pop_check`). Every party
+    computes it from the public config alone."""
+    validity = config.get("validity", "none")
+    if validity not in VALIDITY:
+        raise DprecError(f"validity must be one of {VALIDITY}, got {validity!r}")
+    if validity == "none":
+        return None
+    cal = calibrate(config, n_items, n_clients)
+    truncation = choose_truncation(cal.share.mu, int(n_items), cal.n_clients)
+    return dp_pop_check(int(n_items), int(cal.l1), truncation)
+
+
+def check_terms(check: ContributionCheck) -> dict[str, int]:
+    """The check's public numbers (what the proxy publishes and a device compares with its
+    own): ``T``, ``S``, ``B^2``, ``k`` (the sum's upper end less ``S``) and the proofs."""
+    c, t = check.circuit, check.truncation
+    assert t is not None and c.sum_range is not None
+    return {"T": t.coordinate_bound, "S": t.sum_bound, "B2": int(c.l2_bound_sq or 0),
+            "k": c.sum_range[1] - t.sum_bound, "proofs": check.proofs}

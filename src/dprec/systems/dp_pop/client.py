@@ -128,7 +128,7 @@ class PopClients(Clients):
     def __init__(self, train: sp.csr_matrix, ids: np.ndarray, k: int, sampling: Sampling,
                  share: SkellamMechanism, event: Any, proxy_key: Callable[[], bytes | None],
                  params: SecureSumParams, timestamps: sp.csr_matrix | None = None,
-                 devices: bool = False) -> None:
+                 devices: bool = False, check: Any = None) -> None:
         self._train = sp.csr_matrix(train)
         self.devices = bool(devices)
         """True: every client draws as a device, from its own fresh CSPRNG (no run seed,
@@ -140,6 +140,8 @@ class PopClients(Clients):
         self._params = params
         self._timestamps = None if timestamps is None else sp.csr_matrix(timestamps)
         self._sent: list[Sent] = []
+        self._check = check
+        """The round's validity check (``validity=prio3`` over the services) or None."""
 
     def step(self, broadcast: Any, round: int, rng: np.random.Generator
              ) -> Iterator[NoisyVectors]:
@@ -157,7 +159,8 @@ class PopClients(Clients):
                                noisy_vectors(self._train[start:stop], self._ids[start:stop],
                                              self._k, self._sampling, self._share, run_seed,
                                              ts),
-                               round, broadcast.server_key, self._proxy_key(), self._params)
+                               round, broadcast.server_key, self._proxy_key(), self._params,
+                               self._check)
         self._sent = [Sent(self._event, self._ids.copy(), unit="user")]
 
     @property

@@ -33,16 +33,25 @@ from dprec.errors import DprecError
 from dprec.mechanisms.skellam import SkellamMechanism
 from dprec.protocol.deployment import Deployment, DeviceReader, ProxySecrets
 from dprec.protocol.messages import HEADER, Message, MessageError
-from dprec.protocol.secure_sum.client import SecureSumClient
+from dprec.protocol.secure_sum.client import SecureSumClient, check_public_key
 from dprec.protocol.secure_sum.device import DeviceRound, upload
 from dprec.protocol.secure_sum.errors import SecureSumError
-from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, Release, Upload
+from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, Release, Upload, run_id
 from dprec.protocol.secure_sum.params import SecureSumParams
+from dprec.protocol.secure_sum.proved import ProvedBatch, ProvedUpload, prove_and_seal
 from dprec.protocol.secure_sum.sealed import OVERHEAD
-from dprec.systems.dp_pop.calibration import RoundCalibration, calibrate
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
+from dprec.protocol.secure_sum.vdaf.noise_bounds import truncated_noise_share
+from dprec.systems.dp_pop.calibration import (
+    RoundCalibration,
+    calibrate,
+    check_terms,
+    contribution_check,
+)
 from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel, SumRelease, SumUpload
 
-__all__ = ["DEPLOYMENT", "PopDeployment", "SecureSumDeployment", "round_of", "sealed_uploads"]
+__all__ = ["DEPLOYMENT", "PopDeployment", "SecureSumDeployment", "check_of", "proved_upload",
+           "round_of", "sealed_uploads"]
 
 _RELEASE_HEAD = 48  # "DSR2", round u64, count u32, proxy key (32)
 
@@ -61,6 +70,17 @@ def _round(config: str, n_items: int) -> RoundCalibration:
 
 def _params(info: Any) -> SecureSumParams:
     return round_of(info).params
+
+
+def check_of(info: Any) -> ContributionCheck | None:
+    """``info``'s validity check (None: ``validity = none``), computed once per config."""
+    return _check(json.dumps(info.config, sort_keys=True), int(info.n_items))
+
+
+@lru_cache(maxsize=16)
+def _check(config: str, n_items: int) -> ContributionCheck | None:
+    cfg = json.loads(config)
+    return contribution_check(cfg, n_items, int(cfg["n_clients"]))
 
 
 class SecureSumDeployment(Deployment):
@@ -191,13 +211,18 @@ class SecureSumDeployment(Deployment):
             artefact_what=f"{self.label}'s broadcast (its key, then the model)")
         settings, d = out["settings"], int(info.n_items)
         try:
-            sizes = tuple(HEADER.size + Upload.size(self.device_round(settings, d, r).params)
+            sizes = tuple(HEADER.size + self.device_upload_bytes(settings, d, r)
                           for r in range(out["rounds"]))
             out["artefact_bytes"] = self.largest_model(settings, d)
         except (DprecError, KeyError, TypeError, ValueError) as e:
             raise DprecError(f"the protocol's config is not a usable {self.label} round: "
                              f"{e}") from None
         return {**out, "round_bytes": sizes, "message_bytes": max(sizes)}
+
+    def device_upload_bytes(self, settings: Mapping[str, Any], n_items: int, round: int
+                            ) -> int:
+        """Bytes of the device's upload of round ``round`` (without the message header)."""
+        return Upload.size(self.device_round(settings, n_items, round).params)
 
     def build_mechanism(self, mechanism: str, epsilon: float | None) -> Any:
         """A secure sum has no local mechanism of its own: each round's shares are
@@ -257,11 +282,77 @@ class PopDeployment(SecureSumDeployment):
         return [_params(info)]
 
     def proxy_secrets(self, info: Any, state_dir: Path) -> ProxySecrets:
-        from dprec.systems.dp_pop.proxy import SecureSumRelay  # the proxy's code, lazily
+        from dprec.systems.dp_pop.proved_relay import ProvedRelay  # the proxy's code, lazily
+        from dprec.systems.dp_pop.proxy import SecureSumRelay
 
-        cal = round_of(info)
-        return SecureSumRelay(cal.params, state_dir, cal.min_honest, cal.n_clients,
-                              lambda body: PopularityModel.from_bytes(body).server_key)
+        cal, check = round_of(info), check_of(info)
+        key_of = _server_key_of
+        if check is not None:
+            return ProvedRelay(check, cal.params, state_dir, cal.min_honest, cal.n_clients,
+                               key_of)
+        return SecureSumRelay(cal.params, state_dir, cal.min_honest, cal.n_clients, key_of)
+
+    # -- with validity=prio3 every upload is a proved one (protocol/secure_sum/proved.py) ---
+
+    def upload_size(self, info: Any) -> int:
+        check = check_of(info)
+        return super().upload_size(info) if check is None else \
+            HEADER.size + ProvedUpload.size(check)
+
+    def batch_bytes(self, info: Any, senders: int) -> int:
+        check = check_of(info)
+        if check is None:
+            return super().batch_bytes(info, senders)
+        return (HEADER.size + _RELEASE_HEAD + OVERHEAD + 32 + 8 * int(info.n_items)
+                + senders * sum(ProvedBatch.item_sizes(check)))
+
+    def check_upload(self, message: Message, info: Any) -> None:
+        check = check_of(info)
+        if check is None:
+            return super().check_upload(message, info)
+        assert isinstance(message, SumUpload)
+        try:
+            ProvedUpload.from_bytes(message.data, check)
+        except SecureSumError as e:
+            raise MessageError(str(e)) from None
+
+    def check_forwarded(self, message: Message, info: Any) -> None:
+        check = check_of(info)
+        if check is None:
+            return super().check_forwarded(message, info)
+        assert isinstance(message, SumRelease)
+        try:
+            ProvedBatch.from_bytes(message.data, check)
+        except SecureSumError as e:
+            raise MessageError(str(e)) from None
+
+    def device_upload_bytes(self, settings: Mapping[str, Any], n_items: int, round: int
+                            ) -> int:
+        check = _check(json.dumps(dict(settings), sort_keys=True), int(n_items))
+        return super().device_upload_bytes(settings, n_items, round) if check is None \
+            else ProvedUpload.size(check)
+
+    def client_step(self, terms: Any, history: Any, round: int, rng: np.random.Generator,
+                    client_id: int, artefact: Callable[[], Any]) -> bytes:
+        """With ``validity = prio3``: the k-hot row ``v``, plus the truncated share ``z``
+        from ``rng`` (redrawn until ``|z_j| <= T``, ``|sum z| <= S``, ``||v + z||^2 <= B^2``:
+        :func:`~dprec.protocol.secure_sum.vdaf.noise_bounds.truncated_noise_share`), proved
+        and sealed (:func:`~dprec.protocol.secure_sum.proved.prove_and_seal`). The check is
+        computed here from the checked config, never taken from a server."""
+        check = _check(json.dumps(dict(terms.settings), sort_keys=True), int(terms.n_items))
+        if check is None:
+            return super().client_step(terms, history, round, rng, client_id, artefact)
+        if round != 0:
+            raise DprecError(f"dp-pop has one round, got round {round}")
+        mine = {"kind": "prio3", **check_terms(check)}
+        theirs = dict(getattr(terms, "proxy_published", {}) or {}).get("validity")
+        if theirs != mine:
+            raise SecureSumError(f"the proxy publishes the validity check {theirs!r}, this "
+                                 f"device computes {mine!r} from the config: refused (its "
+                                 "upload would not verify, or the check is not the config's)")
+        model = artefact()
+        x = self.device_vector(terms, sp.csr_matrix(history), round, rng, model, client_id)
+        return proved_upload(check, terms.proxy_key, model.server_key, x, round, rng)
 
     # -- the device: a k-hot row, one segment Sk(mu / min_honest) ---------------------------
 
@@ -315,8 +406,40 @@ def sealed_uploads(block: Any) -> Iterator[tuple[int, bytes]]:
                          "seal its mask seed to")
     client = SecureSumClient(block.params, block.proxy_key, block.server_key)
     vectors = block.vectors() if callable(block.vectors) else block.vectors
+    check = getattr(block, "check", None)
     for uid, v in zip(block.ids, vectors, strict=True):
-        yield int(uid), SumUpload(client.seal(v, block.round)).to_bytes()
+        if check is None:
+            yield int(uid), SumUpload(client.seal(v, block.round)).to_bytes()
+        else:  # the noisy vector meets the check but w.p. eta (noise_bounds): else refused
+            yield int(uid), SumUpload(prove_and_seal(check, client.run, client.proxy_key,
+                                                     client.server_key, v,
+                                                     block.round)).to_bytes()
+
+
+def proved_upload(check: ContributionCheck, proxy_key: bytes, server_key: bytes,
+                  x: np.ndarray, round_id: int, rng: np.random.Generator) -> bytes:
+    """A device's proved :class:`SumUpload` of its k-hot row ``x`` (keys checked: 32 bytes,
+    not low-order, distinct), its truncated noise share drawn from ``rng``."""
+    client = _keys_checked(proxy_key, server_key)
+    v = np.asarray(x, dtype=np.int64)
+    c = check.circuit
+    z = truncated_noise_share(check.truncation, rng, vector=v, l2_bound_sq=c.l2_bound_sq)
+    return SumUpload(prove_and_seal(check, client, proxy_key, server_key, v + z,
+                                    round_id)).to_bytes()
+
+
+def _keys_checked(proxy_key: bytes, server_key: bytes) -> bytes:
+    """The run id of two checked keys (:func:`check_public_key`, distinct)."""
+    proxy_key = check_public_key(proxy_key, "proxy")
+    server_key = check_public_key(server_key, "server")
+    if proxy_key == server_key:
+        raise SecureSumError("the proxy and the server must hold different keys: with one "
+                             "key, one party could open both shares")
+    return run_id(proxy_key, server_key)
+
+
+def _server_key_of(body: bytes) -> bytes:
+    return PopularityModel.from_bytes(body).server_key
 
 
 DEPLOYMENT = PopDeployment()

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -92,8 +92,9 @@ class SumRelease(Message):
 
     def __post_init__(self) -> None:
         data = _raw("data", self.data)
-        if len(data) < _RELEASE_HEAD.size or data[:4] != b"DSR2":
-            raise MessageError("a SumRelease holds a secure-sum release (starting b'DSR2')")
+        if len(data) < _RELEASE_HEAD.size or data[:4] not in (b"DSR2", b"DSR3"):
+            raise MessageError("a SumRelease holds a secure-sum release (starting b'DSR2', "
+                               "or b'DSR3' with proofs)")
         object.__setattr__(self, "data", data)
 
     @property
@@ -207,6 +208,9 @@ class NoisyVectors:
     proxy_key: bytes | None
     params: SecureSumParams
     """The round's secure-sum parameters (public)."""
+    check: Any = None
+    """``validity=prio3``: the round's :class:`ContributionCheck` (each client proves its
+    vector over the services); None: no proof."""
 
     @property
     def n_clients(self) -> int:

@@ -10,7 +10,8 @@ from typing import Any
 
 from dprec.protocol.aggregation import Aggregator
 from dprec.protocol.deployment import Serving
-from dprec.systems.dp_pop.deploy import round_of
+from dprec.protocol.secure_sum.proved import ProvedBatch
+from dprec.systems.dp_pop.deploy import check_of, round_of
 from dprec.systems.dp_pop.messages import PopularityModel, PopularityState
 from dprec.systems.dp_pop.server import PopularityServer
 
@@ -28,13 +29,15 @@ class PopServing(Serving):
         """As ``DpPop.fit`` builds it."""
         cal = round_of(info)
         return PopularityServer(info.n_items, cal.n_clients, cal.min_honest, cal.params,
-                                cal.share)
+                                cal.share, check_of(info))
 
     def role_memory(self, info: Any) -> tuple[int, int, str]:
         """The counts (d int64); a round also holds the release (one share per client)."""
-        p = round_of(info).params
+        p, check = round_of(info).params, check_of(info)
+        per_client = p.share_bytes + 128 if check is None else \
+            sum(ProvedBatch.item_sizes(check)) + 8 * int(info.n_items)  # + its output share
         state = 8 * info.n_items
-        peak = state + int(info.config["n_clients"]) * (p.share_bytes + 128) * 2
+        peak = state + int(info.config["n_clients"]) * per_client * 2
         return state, peak, f"the noisy counts of {info.n_items:,} items"
 
     def encode_broadcast(self, info: Any, broadcast: Any, version: int) -> bytes:

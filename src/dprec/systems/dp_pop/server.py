@@ -24,10 +24,13 @@ from dprec.mechanisms.skellam import SkellamMechanism
 from dprec.protocol.engine import Server
 from dprec.protocol.messages import MessageError
 from dprec.protocol.secure_sum.errors import SecureSumError
-from dprec.protocol.secure_sum.messages import Release
+from dprec.protocol.secure_sum.messages import Release, run_id
 from dprec.protocol.secure_sum.params import SecureSumParams
+from dprec.protocol.secure_sum.proved import ProvedBatch, server_sum, server_verify
 from dprec.protocol.secure_sum.sealed import KeyPair
 from dprec.protocol.secure_sum.server import SecureSumServer, check_shares
+from dprec.protocol.secure_sum.validity import ProvedVerdicts
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.selection import top_k
 from dprec.systems.dp_pop.messages import ExactSum, PopularityModel, SumRelease
 
@@ -53,13 +56,16 @@ class PopularityServer(Server):
     a sum of fewer than ``min_honest`` clients (less noise than the guarantee needs)."""
 
     def __init__(self, n_items: int, n_clients: int, min_honest: int, params: SecureSumParams,
-                 mechanism: SkellamMechanism) -> None:
+                 mechanism: SkellamMechanism, check: ContributionCheck | None = None) -> None:
         self.n_items = int(n_items)
         self.n_clients = int(n_clients)
         self.min_honest = int(min_honest)
         self.params = params
         self.mechanism = mechanism
         """Each client's share ``Sk(mu / min_honest)`` (public)."""
+        self.check = check
+        """``validity=prio3``: every upload's Prio3 proof is verified jointly with the proxy
+        (:mod:`dprec.protocol.secure_sum.proved`, the server is the Leader)."""
         self.keys: KeyPair | None = None
         self.contributors = 0
         self.batches = 0
@@ -78,8 +84,18 @@ class PopularityServer(Server):
         self.keys = KeyPair.from_raw(private)
 
     def check_shares(self, data: bytes, round: int) -> dict[bytes, str | None]:
-        """The verdict on each share of the proxy's share batch (nothing is summed)."""
-        return check_shares(self.params, self.keys, data, round)
+        """The verdict on each share of the proxy's share batch (nothing is summed); with
+        proofs, also this server's verifier share of each report."""
+        if self.check is None:
+            return check_shares(self.params, self.keys, data, round)
+        if self.keys is None:
+            raise DprecError("start the server first")
+        try:
+            batch = ProvedBatch.from_bytes(data, self.check)
+            run = run_id(batch.proxy_key, self.keys.public)
+            return ProvedVerdicts(*server_verify(self.check, self.keys, run, batch, round))
+        except SecureSumError as e:
+            raise DprecError(str(e)) from None
 
     def aggregate(self, batches: Iterable[Any], round: int) -> PopularityModel | None:
         if self.keys is None:
@@ -94,6 +110,8 @@ class PopularityServer(Server):
         batch = got[0]
         if isinstance(batch, ExactSum):
             counts, contributors = np.asarray(batch.counts, np.int64), int(batch.contributors)
+        elif isinstance(batch, SumRelease) and self.check is not None:
+            counts, contributors = self._proved_sum(batch.data, round)
         elif isinstance(batch, SumRelease):
             try:
                 result = SecureSumServer(self.params, self.keys).aggregate(
@@ -109,3 +127,14 @@ class PopularityServer(Server):
                              f"{self.min_honest}: its noise is below the guarantee; refused")
         self.contributors = contributors
         return PopularityModel(self.keys.public, counts, contributors)
+
+    def _proved_sum(self, data: bytes, round: int) -> tuple[np.ndarray, int]:
+        """The integer sum of a proved release (every report re-verified first)."""
+        assert self.check is not None and self.keys is not None
+        try:
+            release = ProvedBatch.from_bytes(data, self.check)
+            run = run_id(release.proxy_key, self.keys.public)
+            return server_sum(self.check, self.keys, run, release, round, self.min_honest,
+                              self.params.expected_clients)
+        except SecureSumError as e:
+            raise MessageError(f"the release is refused: {e}") from None

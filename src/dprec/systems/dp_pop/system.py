@@ -46,7 +46,12 @@ from dprec.protocol.secure_sum.in_process import total_outcomes
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck, dp_pop_check
 from dprec.protocol.secure_sum.vdaf.noise_bounds import choose_truncation
 from dprec.systems.base import NotFittedError, Ranker, check_history
-from dprec.systems.dp_pop.calibration import RoundCalibration, calibrate
+from dprec.systems.dp_pop.calibration import (
+    RoundCalibration,
+    calibrate,
+    check_terms,
+    contribution_check,
+)
 from dprec.systems.dp_pop.client import PopClients, Sampling, k_hot
 from dprec.systems.dp_pop.messages import PopularityModel
 from dprec.systems.dp_pop.proxy import ExactSumProxy
@@ -72,6 +77,21 @@ SECURE_THREAT_MODEL = (
     "noise; a device that drops out takes its share with it, which the contributor count "
     "accounts for"
 )
+MALICIOUS_CLIENT = {
+    "none": "a malicious client's contribution is not checked (shares mod q)",
+    "prio3": "validity=prio3: in process the proof's predicate is applied to each "
+             "plaintext vector; over the services every upload proves (Prio3, verified "
+             "jointly by the proxy and the server, soundness 2^-128 or better) that each "
+             "coordinate is in [-T, 1 + T], its sum in [-S, k + S] and ||y||^2 <= B2 "
+             "(the numbers under validity); an invalid upload is refused with its reason "
+             "and the round releases the rest. A malicious client can still send any "
+             "vector inside those bounds: at ML-100K's setting (k = 50, n = 1,000, "
+             "epsilon 1: T = 15, S = 341, B2 = 2,838) raise about 11 items by 16 each, or "
+             "+1 on up to k + S = 391 items, or lower items by up to 15, and leave out "
+             "its own noise (privacy rests on min_honest); it cannot shift every count by "
+             "q/2 (docs/secure_sum.md, 'What a malicious client can still do')",
+}
+"""What the report says a malicious client can do, by ``validity``."""
 TRUSTED_THREAT_MODEL = (
     "central: a trusted curator sees every user's k-hot vector, sums them and adds one "
     "Skellam draw; DP protects what the published ranking reveals; add/remove-one-user "
@@ -138,11 +158,16 @@ class DpPopConfig:
     n_clients: int | None = None
     """The clients enrolled (they fix each share and q); None: the training rows. A server
     started as a service needs it."""
-    validity: Literal["prio3", "none"] = "prio3"
-    """secure, in process: prio3 refuses every client vector its Prio3 validity proof would
-    refuse (:func:`~dprec.protocol.secure_sum.vdaf.contribution.dp_pop_check`: each count in
-    [-T, 1 + T], the sum in [-S, k + S], the L2 bound), counted with its reason; none sums
-    every vector (the damage a malicious client does unchecked)."""
+    validity: Literal["none", "prio3"] = "none"
+    """aggregation=secure. ``prio3``: over the services every upload carries a Prio3 proof
+    that it is a k-hot vector plus a truncated noise share, verified jointly by the proxy and
+    the server; in process, the proof's own predicate
+    (:func:`~dprec.protocol.secure_sum.vdaf.contribution.dp_pop_check`: each count in
+    [-T, 1 + T], the sum in [-S, k + S], the L2 bound) is applied to each plaintext vector.
+    Either way an invalid contribution is refused with its reason and the round releases the
+    rest (docs/secure_sum.md, "Validity proofs"). ``none`` (the default for now: the proxy
+    holds a proved round whole in memory, about 0.41 MiB per client) sums every vector, the
+    damage a malicious client does unchecked."""
 
     def __post_init__(self) -> None:
         if not (self.epsilon > 0 and math.isfinite(self.epsilon)):
@@ -168,6 +193,8 @@ class DpPopConfig:
             raise DprecError(f"n_clients must be an integer >= 1, got {c!r}")
         if c is not None and m is not None and m > c:
             raise DprecError(f"min_honest ({m}) must be <= n_clients ({c})")
+        if self.validity not in ("none", "prio3"):
+            raise DprecError(f"validity must be 'none' or 'prio3', got {self.validity!r}")
 
 
 @dataclass(frozen=True)
@@ -260,7 +287,8 @@ class DpPop(_RankedList):
         clients = PopClients(train, np.arange(n), c.k, c.sampling, cal.share,
                              cal.mechanism.dp_event(cal.l1, cal.l2, int(cal.l1)),
                              lambda: proxy.public_key, cal.params, self._timestamps,
-                             devices=bool(getattr(self.transport, "device_clients", False)))
+                             devices=bool(getattr(self.transport, "device_clients", False)),
+                             check=self._check(d, n))
         sim = self.clients_hook(clients, n) if self.clients_hook else clients
         self.events = EventLog(n)
         run = run_protocol(server, sim, 1, rng, self.events, proxy, self.transport)
@@ -281,6 +309,13 @@ class DpPop(_RankedList):
         if on_iteration is not None:
             on_iteration(0, self)
         return self
+
+    def _check(self, n_items: int, n_clients: int) -> ContributionCheck | None:
+        """The validity check the clients prove over the services (None in process or
+        with ``validity = none``)."""
+        if self.transport is None:
+            return None
+        return contribution_check(asdict(self.config), n_items, n_clients)
 
     def _fit_trusted(self, train: sp.csr_matrix, rng: np.random.Generator,
                      on_iteration: IterationHook | None) -> DpPop:
@@ -316,6 +351,25 @@ class DpPop(_RankedList):
                         "proxy and one to the server); one batch per round. In process the "
                         "proxy forwards the exact integer sum the secure sum yields; over "
                         "the services the uploads are sealed and the server opens the sum"}
+
+    def _validity_details(self) -> dict[str, object]:
+        """``validity``: the check and its cost. With ``prio3`` the honest clients'
+        shares are truncated (:mod:`~dprec.protocol.secure_sum.vdaf.noise_bounds`): every
+        level of the report holds at ``delta + truncation_delta`` (``delta_total``),
+        ``truncation_delta = (1 + e^epsilon) n eta`` at the target epsilon."""
+        c, info = self.config, self._fit_info
+        check = contribution_check(asdict(c), int(info["n_items"]),  # type: ignore[call-overload]
+                                   int(info["n_clients"]))  # type: ignore[call-overload]
+        assert check is not None
+        cost = check.delta_cost(c.epsilon)
+        return {"validity": {
+            "kind": "prio3", **check_terms(check),
+            "soundness_log2": round(check.soundness_log2, 2),
+            "truncation_delta": cost, "delta_total": c.delta + cost,
+            "note": "each level holds at delta_total = delta + truncation_delta: the honest "
+                    "clients' noise shares are truncated to |z_j| <= T, |sum z| <= S, "
+                    "||v + z||^2 <= B2 so that their uploads pass the proof; over the "
+                    "services every upload is proved and an invalid one refused"}}
 
     def privacy_report(self) -> PrivacyReport | None:
         if self.events is None:
@@ -354,10 +408,9 @@ class DpPop(_RankedList):
                           "the guarantee holds while at least min_honest of them are honest",
                           "the server sees the sum of the contributors' noisy vectors only "
                           "(one batch per round); the proxy sees senders and mask seeds",
-                          "validity=prio3: a client vector outside dp_pop_check's bounds is "
-                          "refused (in process, the proof's predicate on the plaintext); "
-                          "validity=none: a malicious client's vector is not checked"],
+                          MALICIOUS_CLIENT[c.validity]],
             },
+            details=self._validity_details() if secure and c.validity == "prio3" else None,
             secure_sum=self._secure_sum_params,
             accountant=PldAccountant(adjacency=adjacency_of(c.aggregation)))
 
