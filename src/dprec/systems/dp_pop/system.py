@@ -158,7 +158,7 @@ class DpPopConfig:
     n_clients: int | None = None
     """The clients enrolled (they fix each share and q); None: the training rows. A server
     started as a service needs it."""
-    validity: Literal["none", "prio3"] = "none"
+    validity: Literal["prio3", "none"] = "none"
     """aggregation=secure. ``prio3``: over the services every upload carries a Prio3 proof
     that it is a k-hot vector plus a truncated noise share, verified jointly by the proxy and
     the server; in process, the proof's own predicate
@@ -193,8 +193,6 @@ class DpPopConfig:
             raise DprecError(f"n_clients must be an integer >= 1, got {c!r}")
         if c is not None and m is not None and m > c:
             raise DprecError(f"min_honest ({m}) must be <= n_clients ({c})")
-        if self.validity not in ("none", "prio3"):
-            raise DprecError(f"validity must be 'none' or 'prio3', got {self.validity!r}")
 
 
 @dataclass(frozen=True)
