@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-cpu bench lint clean reproduce
+.PHONY: run test test-fast test-cpu bench lint clean reproduce
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,6 +25,14 @@ reproduce: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 	$(MAKE) --no-print-directory test-cpu
+
+# The development loop: every test but the `slow` end-to-end checks (services as processes, kill
+# and restart, inproc == http, Ray, fresh interpreters) and the browser one, on every core
+# (pytest-xdist), stopping at the first failure. `make test` (and CI) still runs them all.
+TEST_WORKERS ?= auto
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow and not browser" -x \
+		-n $(TEST_WORKERS)
 
 # The same seed gives the same numbers on every CPU: on x86-64, the golden and tie-rule tests
 # again with numpy's AVX-512 kernels off, OpenBLAS's Haswell kernels and numba for Haswell.

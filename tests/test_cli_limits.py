@@ -131,6 +131,7 @@ SIGTERM_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # a compare process, killed
 def test_sigterm_during_compare_keeps_the_folder_like_ctrl_c(tmp_path):
     proc = subprocess.run([sys.executable, "-c", SIGTERM_SCRIPT, str(tmp_path)],
                           capture_output=True, text=True, timeout=300,

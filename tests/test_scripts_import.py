@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parents[1]
 FOLDERS = ("benchmarks", "experiments", "scripts")
 LIBRARIES = {"benchmarks/harness.py"}
@@ -43,6 +45,7 @@ def test_there_are_scripts_to_check():
     assert "benchmarks/bench_services.py" in names and "scripts/reproduce.py" in names
 
 
+@pytest.mark.slow  # a fresh interpreter imports every script
 def test_every_script_imports_without_running():
     scripts = _scripts()
     r = subprocess.run([sys.executable, "-c", _IMPORT_ALL, json.dumps([str(p) for p in scripts])],

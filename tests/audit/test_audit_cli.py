@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from dprec.cli import app
@@ -31,6 +32,7 @@ def test_json_has_the_issue_keys():
     assert doc["violates_claim"] is True and doc["violation_expected"] is True
 
 
+@pytest.mark.slow  # 2,000 audit trials through the CLI
 def test_user_level_of_a_system_and_bad_input():
     res = runner.invoke(app, ["audit", "dplcf-sp", "--epsilon", "1", "--level", "user",
                               "--param", "n_items=40", "--trials", "2000"])

@@ -51,6 +51,7 @@ def test_dplcf_user_level_reaches_the_ceiling_far_below_n_eps(flip):
     assert r.empirical_lower == pytest.approx(r.ceiling) and r.ceiling < math.log(40_000)
 
 
+@pytest.mark.slow  # three systems' audits
 def test_systems_audit_their_local_mechanism():
     sp_ = audit("dplcf-sp", epsilon=1.0, settings=SETTINGS)
     assert sp_.name == "dplcf-sp" and sp_.claimed_epsilon == 1.0 and sp_.true_epsilon == 1.0

@@ -96,6 +96,7 @@ def test_the_run_audit_reads_a_saved_run_through_the_cli(tmp_path) -> None:
     assert missing.exit_code == 2 and "no run JSON" in missing.output
 
 
+@pytest.mark.slow  # a dpals run, then its audit
 def test_the_run_audit_draws_dpals_count_shares_from_the_share_tree() -> None:
     train = synthetic(40, 40, 800, rng=2).binary()
     model = make_system("dpals", {"epsilon": "3", "weighting": "tail", "steps": "1",

@@ -9,6 +9,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 EXTRAS = ("torch", "fastapi", "starlette", "uvicorn", "uvloop", "httptools", "httpx",
           "httpcore", "randomgen", "ray", "implicit", "surprise")
 
@@ -46,6 +48,7 @@ print(json.dumps({"failed": failed, "shown": shown, "loaded": loaded}))
 """
 
 
+@pytest.mark.slow  # a fresh interpreter shows every help
 def test_every_help_works_without_the_optional_extras():
     r = subprocess.run([sys.executable, "-c", _HELP_OF_EVERY_COMMAND, json.dumps(EXTRAS)],
                        capture_output=True, text=True, timeout=600)

@@ -95,6 +95,7 @@ def _charge_after_all_loaded(path: str, budget: float, worker: int, keys: int, e
     out.put(accepted)
 
 
+@pytest.mark.slow  # real device processes
 def test_two_processes_on_one_folder_never_pass_the_budget(tmp_path):
     """Issue 31 reproduction: two devices on one folder each loaded the ledger once and
     rewrote it from memory, so both spent the whole budget (75 eps sent on 60). With the

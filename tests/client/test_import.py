@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BLOCK = """
 import importlib.abc, sys
 class Block(importlib.abc.MetaPathFinder):
@@ -22,12 +24,14 @@ print("ok")
 """
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_sdk_imports_without_the_server_extras():
     out = subprocess.run([sys.executable, "-c", BLOCK], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
 
 
+@pytest.mark.slow  # a fresh interpreter per SDK module
 def test_sdk_never_imports_server_code_even_lazily():
     path = Path(__file__).parents[1] / "systems" / "test_architecture.py"
     spec = importlib.util.spec_from_file_location("_architecture", path)

@@ -69,6 +69,7 @@ def test_filters_and_validation_parts_keep_it_binarising_drops_it():
                              rating_scale=(1.0, 5.0))
 
 
+@pytest.mark.slow  # two ldp-svd runs through the CLI
 def test_ldp_svd_on_csv_needs_a_declared_scale(tmp_path):
     """On a csv: file rated 1..10 whose training ratings span less, the clamp range is the
     declared scale; with none declared, the run stops and says what to pass."""

@@ -38,6 +38,7 @@ def test_probe_leaves_other_forms_and_open_ports_to_ray():
         probe_address(f"127.0.0.1:{s.getsockname()[1]}")
 
 
+@pytest.mark.slow  # a fresh interpreter waits for Ray to fail
 def test_backend_with_a_dead_address_fails_within_30_seconds():
     pytest.importorskip("ray")
     code = ("from dprec.distributed.ray_backend import RayBackend\n"

@@ -11,6 +11,8 @@ from dprec.systems.registry import make_system
 ray = pytest.importorskip("ray")
 from dprec.distributed.ray_backend import RayBackend  # noqa: E402
 
+pytestmark = pytest.mark.slow  # every test here starts Ray (a module-wide local cluster)
+
 
 @pytest.fixture(scope="module", autouse=True)
 def local_ray():

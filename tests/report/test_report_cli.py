@@ -38,5 +38,6 @@ def test_report_errors_are_one_line_with_what_to_do(tmp_path):
     assert res.exit_code == 2 and "holds no results" in said(res)
     (tmp_path / "bad.json").write_text("{")
     res = runner.invoke(app, ["report", str(tmp_path)])
-    assert res.exit_code == 2 and "bad.json" in said(res) and "not valid JSON" in said(res)
+    assert res.exit_code == 2 and "not valid JSON" in said(res)
+    assert "bad.json" in "".join(res.output.split())  # rich folds a long path inside a word
     assert not (tmp_path / "report.html").exists()

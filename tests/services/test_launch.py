@@ -36,6 +36,7 @@ def _environ(pid: int) -> dict[str, str]:
     return dict(e.decode(errors="replace").partition("=")[::2] for e in raw if b"=" in e)
 
 
+@pytest.mark.slow  # simulate and its services as processes, killed
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
 @pytest.mark.timeout(240)
 def test_sigkill_of_simulate_stops_its_services_and_leaves_no_secret(tmp_path):

@@ -139,6 +139,7 @@ def _dead_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow  # dprec simulate as a process, its retries
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("system", ["dplcf-sp", "fmf-ldp"])
 def test_simulate_against_a_dead_server_fails_at_once(tmp_path, system):

@@ -88,6 +88,7 @@ def test_simulate_reports_the_enforced_threshold_and_the_servers_batches(tmp_pat
     assert privacy["true"]["mechanism"] == "10 x ShuffledReportDpEvent(epsilon0=2.5, n=20)"
 
 
+@pytest.mark.slow  # a server and a proxy as processes
 def test_a_running_proxy_states_the_threshold_the_report_uses(running, capsys):
     from dprec.cli.serve import _enforced_threshold
 
@@ -171,6 +172,7 @@ def running(tmp_path_factory):
         yield lb, srv, prx
 
 
+@pytest.mark.slow  # a server and a proxy as processes
 @pytest.mark.parametrize("name", ["server", "proxy"])
 def test_the_committed_openapi_documents_are_the_running_apps(running, name):
     _, srv, prx = running
@@ -181,6 +183,7 @@ def test_the_committed_openapi_documents_are_the_running_apps(running, name):
                                f"(src/dprec/services/openapi/{name}.json is stale)")
 
 
+@pytest.mark.slow  # a server and a proxy as processes
 def test_the_proxy_keeps_no_token_or_client_id_in_its_store_or_logs(running):
     lb, srv, prx = running
     admin = keepalive_client(srv.url, headers={"Authorization": "Bearer " + lb.secret.decode()})

@@ -16,6 +16,7 @@ import sys
 from dataclasses import asdict
 
 import numpy as np
+import pytest
 from svc import OPERATOR, OPERATOR_AUTH, SECRET, TOKEN_KEY, Stack, fmf_info, headers
 
 from dprec.errors import DprecError
@@ -76,6 +77,7 @@ def test_a_corrupt_cells_key_is_refused_at_start_with_what_to_do(tmp_path):
     assert "fresh --state" in message
 
 
+@pytest.mark.slow  # dprec serve proxy as a process
 def test_a_corrupt_secure_sum_key_stops_dprec_serve_proxy_with_exit_2(tmp_path):
     with Stack(tmp_path, _dp_pop(), threshold=20, batch_senders=20) as s:
         s.start()

@@ -2,12 +2,14 @@
 on the objects themselves."""
 
 import ast
+import functools
 import importlib.util
 import sys
 from importlib.machinery import ModuleSpec
 from pathlib import Path
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 
 import dprec
@@ -108,18 +110,21 @@ def _roles(role: str, root: Path = ROOT) -> list[str]:
 
 
 def _role_of(module: str) -> set[str]:
-    return {r for r in ROLE_BASES if module in _ROLES[r]}
+    return {r for r in ROLE_BASES if module in _found_roles()[r]}
 
 
-_ROLES = {r: set(_roles(r)) for r in ROLE_BASES}
+@functools.cache
+def _found_roles() -> dict[str, set[str]]:
+    """Every role's modules, parsed once at first use (not while pytest collects)."""
+    return {r: set(_roles(r)) for r in ROLE_BASES}
 
 
 def test_roles_are_found_wherever_their_files_live():
     assert {"dprec.client.device", "dprec.client.http", "dprec.systems.fmf.client",
-            "dprec.protocol.poisoning"} <= _ROLES["client"]
+            "dprec.protocol.poisoning"} <= _found_roles()["client"]
     assert {"dprec.services.server", "dprec.services.roles", "dprec.systems.fmf.server",
-            "dprec.systems.privrec.server"} <= _ROLES["server"]
-    assert "dprec.services.proxy" in _ROLES["proxy"]
+            "dprec.systems.privrec.server"} <= _found_roles()["server"]
+    assert "dprec.services.proxy" in _found_roles()["proxy"]
     assert not any(_role_of(m) for m in DRIVERS)
 
 
@@ -133,11 +138,12 @@ def test_the_role_finder_sees_a_role_class_in_any_file(tmp_path):
     assert _roles("client", pkg) == ["probe.helpers"]
 
 
+@pytest.mark.slow  # the import graph of every role module
 def test_roles_do_not_import_each_other_even_transitively():
     """A client reaches no server, proxy, driver or service; a server no client, proxy or
     driver; the proxy (which sees opaque messages) no client, server or driver."""
-    assert all(_ROLES.values())
-    for role, members in _ROLES.items():
+    assert all(_found_roles().values())
+    for role, members in _found_roles().items():
         for m in members:
             reached = _closure(m) - {m}
             bad = {x for x in reached if _is_driver(x) and x != "dprec.protocol.engine"}

@@ -126,6 +126,7 @@ def test_user_solve_is_the_implicit_als_normal_equations() -> None:
         np.testing.assert_allclose(U[u], np.linalg.solve(A, V[S].sum(axis=0)), rtol=1e-9)
 
 
+@pytest.mark.slow  # a dpals fit per grouping
 def test_the_counter_based_draws_give_the_same_sums_for_any_grouping_of_users(monkeypatch
                                                                              ) -> None:
     train = _train()

@@ -111,6 +111,7 @@ def _round_trip(train, cfg, tmp_path):
     return a, relay, plan
 
 
+@pytest.mark.slow  # every round through the cryptographic relay
 @pytest.mark.parametrize("weighting", ["uniform", "tail"])
 def test_the_cryptographic_rounds_give_the_in_process_model_bit_for_bit(train, tmp_path,
                                                                         weighting):

@@ -29,6 +29,7 @@ def _fit(train, validity, poisoning=None):
     return model.fit(train, derive_generator(7, "system", "dpals"))
 
 
+@pytest.mark.slow  # two fits with and without proofs
 def test_the_check_leaves_honest_runs_unchanged(train):
     on, off = _fit(train, "prio3"), _fit(train, "none")
     np.testing.assert_array_equal(on.item_factors, off.item_factors)
@@ -55,6 +56,7 @@ def test_validity_takes_prio3_or_none():
             make_system(system, {"validity": "snip"})
 
 
+@pytest.mark.slow  # three fits with and without proofs
 def test_a_poisoned_blocks_total_is_the_sum_of_its_rows(train):
     """A k-hot attacker passes the check: the checked run sums the rows, the unchecked one
     the block's rewritten total, and they agree bit for bit."""
