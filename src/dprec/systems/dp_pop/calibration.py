@@ -27,7 +27,8 @@ from dprec.protocol.secure_sum.params import SecureSumParams, choose_params
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck, dp_pop_check
 from dprec.protocol.secure_sum.vdaf.noise_bounds import choose_truncation
 
-__all__ = ["VALIDITY", "RoundCalibration", "calibrate", "check_terms", "contribution_check"]
+__all__ = ["VALIDITY", "RoundCalibration", "calibrate", "check_terms", "contribution_check",
+           "round_check"]
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,15 @@ def contribution_check(config: Mapping[str, Any], n_items: int, n_clients: int
         raise DprecError(f"validity must be one of {VALIDITY}, got {validity!r}")
     if validity == "none":
         return None
-    cal = calibrate(config, n_items, n_clients)
+    return round_check(calibrate(config, n_items, n_clients), n_items)
+
+
+def round_check(cal: RoundCalibration, n_items: int) -> ContributionCheck:
+    """The Prio3 check of a calibrated round: k-hot plus a share of ``Sk(share mu)``
+    truncated at the ``T``, ``S`` of :func:`choose_truncation` (``2^-40`` over the n
+    clients) and the L2 bound (:func:`dp_pop_check`). In process the honest shares are NOT
+    truncated (the draws stay those of an unchecked run): the check refuses an honest vector
+    w.p. at most ``eta`` each (``n eta <= 2^-40``, plus ``2^-50`` each for the L2 bound)."""
     truncation = choose_truncation(cal.share.mu, int(n_items), cal.n_clients)
     return dp_pop_check(int(n_items), int(cal.l1), truncation)
 

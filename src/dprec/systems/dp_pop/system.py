@@ -43,14 +43,14 @@ from dprec.privacy.guarantee import Guarantee, PrivacyReport
 from dprec.privacy.skellam import calibrate_skellam_mu
 from dprec.protocol.engine import Clients, run_protocol
 from dprec.protocol.secure_sum.in_process import total_outcomes
-from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck, dp_pop_check
-from dprec.protocol.secure_sum.vdaf.noise_bounds import choose_truncation
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.systems.base import NotFittedError, Ranker, check_history
 from dprec.systems.dp_pop.calibration import (
     RoundCalibration,
     calibrate,
     check_terms,
     contribution_check,
+    round_check,
 )
 from dprec.systems.dp_pop.client import PopClients, Sampling, k_hot
 from dprec.systems.dp_pop.messages import PopularityModel
@@ -100,16 +100,6 @@ TRUSTED_THREAT_MODEL = (
 LDP_THREAT_MODEL = (
     "local: the untrusted server sees each user's one OUE report (padding-and-sampling)"
 )
-
-
-def validity_check(cal: RoundCalibration, n_items: int) -> ContributionCheck:
-    """The Prio3 check of this round's contributions (:func:`dp_pop_check`): k-hot plus a
-    share of ``Sk(share mu)`` truncated at the ``T``, ``S`` of :func:`choose_truncation`
-    (``2^-40`` over the n clients). In process the honest shares are NOT truncated (the
-    draws stay those of an unchecked run): the check refuses an honest vector w.p. at most
-    ``eta`` each (``n eta <= 2^-40``, plus ``2^-50`` each for the L2 bound)."""
-    truncation = choose_truncation(cal.share.mu, n_items, cal.n_clients)
-    return dp_pop_check(n_items, int(cal.l1), truncation)
 
 
 def validity_record(check: ContributionCheck | None) -> dict[str, object]:
@@ -280,7 +270,7 @@ class DpPop(_RankedList):
         check_shares("counts", cal.mu, cal.share.mu, cal.min_honest)
         self._round = cal
         server = PopularityServer(d, n, cal.min_honest, cal.params, cal.share)
-        check = validity_check(cal, d) if c.validity == "prio3" else None
+        check = round_check(cal, d) if c.validity == "prio3" else None
         proxy = ExactSumProxy(cal.min_honest, check)
         clients = PopClients(train, np.arange(n), c.k, c.sampling, cal.share,
                              cal.mechanism.dp_event(cal.l1, cal.l2, int(cal.l1)),
