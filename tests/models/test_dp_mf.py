@@ -21,7 +21,7 @@ from dprec.models.dp_mf import (
     cap_user_ratings,
 )
 from dprec.models.funk_svd import FunkSVD, FunkSVDConfig
-from dprec.privacy.accountant import BasicAccountant
+from dprec.privacy.basic_accountant import BasicAccountant
 from dprec.privacy.posterior import posterior_sample_epsilon
 
 

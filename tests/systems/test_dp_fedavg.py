@@ -14,15 +14,17 @@ from hypothesis import strategies as st
 from dprec.data.synthetic import synthetic
 from dprec.errors import DprecError
 from dprec.privacy.adjacency import Adjacency
+from dprec.privacy.sampled_skellam import (
+    SampledSkellamAccountant,
+    sampled_epsilon,
+    sampled_skellam_rdp,
+)
 from dprec.privacy.skellam import SkellamDpEvent, skellam_epsilon, skellam_rdp
 from dprec.protocol.secure_sum.client import quantise
 from dprec.systems.dp_fedavg.accounting import (
-    SampledSkellamAccountant,
     calibrate_mu,
     choose_gamma,
-    sampled_epsilon,
     sampled_event,
-    sampled_skellam_rdp,
     update_sensitivity,
 )
 from dprec.systems.dp_fedavg.client import clipped_weights

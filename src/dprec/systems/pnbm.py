@@ -33,10 +33,12 @@ from dprec.models.pnbm import (
     DPSGDPNBMConfig,
     PNBMConfig,
 )
-from dprec.privacy.accountant import BasicAccountant, PldAccountant, PrivacyLevels, account
 from dprec.privacy.adjacency import Adjacency
+from dprec.privacy.basic_accountant import BasicAccountant
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
+from dprec.privacy.levels import PrivacyLevels, account
+from dprec.privacy.pld_accountant import PldAccountant
 from dprec.privacy.posterior import posterior_sample_epsilon
 from dprec.systems.base import RatingPredictor
 from dprec.systems.rating_baselines import ModelPredictor

@@ -39,10 +39,11 @@ from dprec.models.side_net import (
     to_matrix,
     to_vector,
 )
-from dprec.privacy.accountant import Adjacency, RdpAccountant
+from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.events import EventLog
 from dprec.privacy.gaussian import pld_poisson_epsilon, privrec_noise_multipliers
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
+from dprec.privacy.rdp_accountant import RdpAccountant
 from dprec.protocol.engine import PassThrough, Transport, run_protocol
 from dprec.systems.base import NotFittedError, Ranker, UnknownUserError, check_history
 from dprec.systems.privrec.claim import paper_epsilon
