@@ -43,7 +43,7 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,7 @@ from dprec.evaluation.intervals import summarise
 from dprec.evaluation.metrics import FULL_LIST, HEADLINE
 from dprec.evaluation.plots import plot_metric_vs_eps
 from dprec.evaluation.runner import Experiment, RunResult
+from dprec.privacy.calibrate import Calibration, calibrate_to_target
 from dprec.privacy.events import strict_json
 from dprec.systems.registry import make_config, make_system, parse_label, read_config, spec
 
@@ -96,69 +97,12 @@ TOLERANCE = 0.02
 MAX_PROBES = 12
 
 
-@dataclass
-class Calibration:
-    """The mechanism ε chosen for a target per-user ε, and every probe (mechanism ε, user ε)."""
-
-    target: float
-    epsilon: float
-    user_epsilon: float
-    probes: list[tuple[float, float]] = field(default_factory=list)
-
-
 def calibrate(target: float, probe: Callable[[float], float], start: float | None = None,
               tol: float = TOLERANCE, max_probes: int = MAX_PROBES) -> Calibration:
-    """The mechanism ε whose per-user ε ``probe(ε)`` (increasing in ε) is in
-    [(1 - tol) target, target].
-
-    Secant steps on (log ε, log ε_user), starting at ``start`` (default: ``target``, right at
-    once for a system whose ε is the per-user ε) and kept inside the bracket found so far
-    (bisection in log ε otherwise). Without a hit after ``max_probes``, the largest probe
-    below the target is taken; none below is an error.
-    """
-    if not (target > 0 and math.isfinite(target)):
-        raise DprecError(f"the target per-user epsilon must be finite and > 0, got {target}")
-    aim = math.log(target * (1 - tol / 2))
-    probes: list[tuple[float, float]] = []
-    lo: tuple[float, float] | None = None  # (log eps, log user eps) below the target
-    hi: tuple[float, float] | None = None
-    first = float(start if start is not None else target)
-    x = math.log(first)
-    for i in range(max_probes):
-        eps = first if i == 0 else math.exp(x)  # the first probe exactly as given
-        user = probe(eps)
-        probes.append((eps, user))
-        if (1 - tol) * target <= user <= target:
-            return Calibration(target, eps, user, probes)
-        y = math.log(user) if user > 0 and math.isfinite(user) else math.inf
-        if user < target:
-            lo = (x, y) if lo is None or x > lo[0] else lo
-        else:
-            hi = (x, y) if hi is None or x < hi[0] else hi
-        x = _next_log_epsilon(lo, hi, aim, x, y)
-    below = [p for p in probes if p[1] <= target]
-    if not below:
-        raise DprecError(f"no mechanism epsilon found with a per-user epsilon <= {target} "
-                         f"after {max_probes} probes: {probes}")
-    eps, user = max(below, key=lambda p: p[1])
-    return Calibration(target, eps, user, probes)
-
-
-def _next_log_epsilon(lo: tuple[float, float] | None, hi: tuple[float, float] | None,
-                      aim: float, x: float, y: float) -> float:
-    """The next log ε: a secant through the bracket's ends (slope 1 from the last probe
-    while one side is missing), bisected when it leaves the bracket."""
-    if lo is None or hi is None:
-        if not math.isfinite(y):
-            return x - 2.0
-        step = aim - y  # at least 0.1% each way, so that every probe moves
-        return x + (max(step, 1e-3) if lo is not None else min(step, -1e-3))
-    if not math.isfinite(hi[1]) or hi[0] == lo[0]:
-        return (lo[0] + hi[0]) / 2
-    slope = (hi[1] - lo[1]) / (hi[0] - lo[0])
-    guess = lo[0] + (aim - lo[1]) / slope if slope > 0 else math.nan
-    inside = lo[0] + 0.05 * (hi[0] - lo[0]) <= guess <= hi[0] - 0.05 * (hi[0] - lo[0])
-    return guess if math.isfinite(guess) and inside else (lo[0] + hi[0]) / 2
+    """The mechanism ε whose per-user ε ``probe(ε)`` is in [(1 - tol) target, target]: the
+    secant search of :func:`dprec.privacy.calibrate.calibrate_to_target` at this
+    experiment's tolerance and probe budget."""
+    return calibrate_to_target(target, probe, start, tol, max_probes)
 
 
 def _slug(text: str) -> str:

@@ -26,14 +26,8 @@ from pathlib import Path
 
 import dprec
 from dprec.privacy.events import strict_json
-from dprec.privacy.gaussian import (
-    ADJACENCY,
-    PRIVREC_DELTAS,
-    PRIVREC_ROUNDS,
-    Sampling,
-    gaussian_rdp_epsilon,
-    pld_poisson_epsilon,
-)
+from dprec.privacy.gaussian import ADJACENCY, Sampling, gaussian_rdp_epsilon, pld_poisson_epsilon
+from dprec.systems.privrec.accounting import PRIVREC_DELTAS, PRIVREC_ROUNDS
 
 FRAPPE_USERS = 760
 """N: 80% of Frappe's 957 users (the paper's training users)."""

@@ -24,7 +24,7 @@ from dprec.privacy.events import (
 )
 from dprec.privacy.levels import account
 from dprec.privacy.pld_accountant import PldAccountant
-from dprec.privacy.shuffle import shuffled_guarantee
+from dprec.privacy.shuffle_guarantee import shuffled_guarantee
 
 
 class _Mystery(dp_accounting.DpEvent):

@@ -42,8 +42,8 @@ def smallest_noise(epsilon_of: Callable[[float], float], epsilon: float, *, rtol
     with ``epsilon_of(x) <= epsilon``, for ``epsilon_of`` non-increasing in ``x``.
 
     The returned ``x`` was evaluated and meets the target; ``x / (1 + rtol)`` may not.
-    Below ``lower`` the search stops at the last bracket end that met the target (a value
-    ``< 4 lower``); no ``x`` up to ``upper`` meeting the target is a
+    The search never goes below ``lower`` (``lower`` itself is returned when it meets the
+    target); no ``x`` up to ``upper`` meeting the target is a
     :class:`~dprec.errors.PrivacyParameterError` naming ``what``.
     """
     if not (epsilon > 0 and math.isfinite(epsilon)):
@@ -59,10 +59,12 @@ def smallest_noise(epsilon_of: Callable[[float], float], epsilon: float, *, rtol
                 f"no {what} up to {upper:g} reaches epsilon {epsilon}; raise epsilon or delta")
     if lo is None:
         lo = hi / BRACKET_GROWTH
-        while epsilon_of(lo) <= epsilon:
+        while lo > lower and epsilon_of(lo) <= epsilon:
             hi, lo = lo, lo / BRACKET_GROWTH
-            if lo < lower:
-                return hi
+        if lo <= lower:
+            lo = lower
+            if epsilon_of(lo) <= epsilon:
+                return lo
     while hi / lo > 1.0 + rtol:
         mid = math.sqrt(lo * hi)
         if epsilon_of(mid) <= epsilon:

@@ -25,14 +25,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from dprec.iteration import IterationHook
-from dprec.models.pnbm import (
-    DPPSPNBM,
-    DPSGDPNBM,
-    PNBM,
-    DPPSPNBMConfig,
-    DPSGDPNBMConfig,
-    PNBMConfig,
-)
+from dprec.models.pnbm import DPPSPNBM, DPSGDPNBM, PNBM
+from dprec.models.pnbm_config import DPPSPNBMConfig, DPSGDPNBMConfig, PNBMConfig
 from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.basic_accountant import BasicAccountant
 from dprec.privacy.events import EventLog
