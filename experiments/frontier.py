@@ -35,13 +35,9 @@ Usage: nice -n 10 .venv/bin/python experiments/frontier.py --dataset ml-100k --s
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import math
 import re
-import shlex
-import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -60,6 +56,7 @@ from dprec.evaluation.frontier_summary import targets as _targets
 from dprec.evaluation.intervals import summarise
 from dprec.evaluation.metrics import FULL_LIST, HEADLINE
 from dprec.evaluation.plots import plot_metric_vs_eps
+from dprec.evaluation.provenance import git_commit, run_command, utc_date
 from dprec.evaluation.runner import Experiment, RunResult
 from dprec.privacy.calibrate import Calibration, calibrate_to_target
 from dprec.privacy.events import strict_json
@@ -365,11 +362,8 @@ def run_frontier(frontier: Frontier, systems: Sequence[str], user_eps: Sequence[
 
 def build_document(result: dict[str, Any], args: argparse.Namespace, command: str,
                    provenance: str) -> dict[str, Any]:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, check=False).stdout.strip() or None
-    doc = {"dataset": args.dataset, "command": command,
-           "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-           "commit": commit, "seeds": args.seeds, "seeds_of": args.seeds_of, "delta": DELTA,
+    doc = {"dataset": args.dataset, "command": command, "date": utc_date(),
+           "commit": git_commit(), "seeds": args.seeds, "seeds_of": args.seeds_of, "delta": DELTA,
            "user_epsilons": [float(e) for e in args.user_eps], "metric": _METRIC,
            "provenance": provenance, "notes": list(args.note), **result}
     doc["targets"] = _targets(doc)
@@ -427,8 +421,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                     help="a line for the summary's head (repeatable)")
     ap.add_argument("--force", action="store_true", help="rerun and rewrite stored cells")
     args = ap.parse_args(argv)
-    command = shlex.join([".venv/bin/python", "experiments/frontier.py",
-                          *(sys.argv[1:] if argv is None else argv)])
+    command = run_command("experiments/frontier.py", argv)
     configs = args.configs if args.configs is not None else Path("configs") / args.dataset
     systems = [s.replace(";", ",") for s in _labels(args.systems)]
     references = _labels(args.references)

@@ -18,13 +18,11 @@ Usage: .venv/bin/python experiments/privrec_table4.py [--out results/privrec]
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import sys
-import time
 from pathlib import Path
 
 import dprec
+from dprec.evaluation.provenance import Provenance
 from dprec.privacy.events import strict_json
 from dprec.privacy.gaussian import ADJACENCY, Sampling, gaussian_rdp_epsilon, pld_poisson_epsilon
 from dprec.systems.privrec.accounting import PRIVREC_DELTAS, PRIVREC_ROUNDS
@@ -98,15 +96,13 @@ def main() -> None:
     ap.add_argument("--summary", type=Path,
                     default=Path("docs/results/002/privrec-table4/privrec_table4_frappe.md"))
     args = ap.parse_args()
-    start = time.perf_counter()
+    prov = Provenance.start()
     rows = table4()
     doc = {
-        "command": " ".join(["python", *sys.argv]),
-        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        **prov.to_json(),
         "dprec_version": dprec.__version__,
         "users": FRAPPE_USERS, "rounds": PRIVREC_ROUNDS, "noise_multiplier": 1.0,
         "rows": rows,
-        "wall_s": time.perf_counter() - start,
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "table4_frappe.json").write_text(
