@@ -82,28 +82,29 @@ def privrec_effective_noise(z: float = 1.0, h: float = 0.7,
     return privrec_noise_multipliers(z, h, 1.0, b_sensitivity_over_m)[2]
 
 
-def privrec_table() -> list[dict[str, Any]]:
-    """One row per (q, delta) of DP-PrivRec's Table 3: the paper's value, our reproduction of
-    its accounting (1000 x M compositions, classic conversion), the correct RDP value (1000
-    steps without replacement, improved conversion) and the PLD value under Poisson sampling;
-    ``adjacency`` names each figure's neighbouring relation (:data:`TABLE_ADJACENCY`)."""
+def privrec_table(paper_table: dict[int, tuple[float, float, float]] | None = None,
+                  users: int = PRIVREC_USERS) -> list[dict[str, Any]]:
+    """One row per (M, delta) of a DP-PrivRec eps table (default: Table 3, N = 4800; Table 4
+    is Frappe's, N = 760), ``q = M / users``, z = 1, 1000 rounds: the paper's value, our
+    reproduction of its accounting (1000 x M compositions, classic conversion), the correct
+    RDP value (1000 steps without replacement, improved conversion) and the PLD value under
+    Poisson sampling; ``adjacency`` names each figure's neighbouring relation
+    (:data:`TABLE_ADJACENCY`)."""
     rows = []
-    for batch, paper in PRIVREC_PAPER_TABLE.items():
-        q = batch / PRIVREC_USERS
+    for batch, paper in (PRIVREC_PAPER_TABLE if paper_table is None else paper_table).items():
+        q = batch / users
         for delta, value in zip(PRIVREC_DELTAS, paper, strict=True):
             rows.append({
+                "M": batch,
                 "q": q,
                 "delta": delta,
                 "paper": value,
                 "reproduced": gaussian_rdp_epsilon(
                     1.0, q, PRIVREC_ROUNDS * batch, delta, Sampling.FIXED_SIZE,
-                    dataset_size=PRIVREC_USERS, conversion="classic"),
+                    dataset_size=users, conversion="classic"),
                 "rdp_without_replacement": gaussian_rdp_epsilon(
-                    1.0, q, PRIVREC_ROUNDS, delta, Sampling.FIXED_SIZE,
-                    dataset_size=PRIVREC_USERS),
+                    1.0, q, PRIVREC_ROUNDS, delta, Sampling.FIXED_SIZE, dataset_size=users),
                 "pld_poisson": pld_poisson_epsilon(1.0, q, PRIVREC_ROUNDS, delta),
-                "adjacency": {k: TABLE_ADJACENCY[k].value for k in ("paper", "reproduced",
-                                                        "rdp_without_replacement",
-                                                        "pld_poisson")},
+                "adjacency": {k: v.value for k, v in TABLE_ADJACENCY.items()},
             })
     return rows
