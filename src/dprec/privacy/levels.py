@@ -215,8 +215,9 @@ def account(
     None when an event has no pure epsilon (e.g. Gaussian). ``event``: the same for one
     interaction (every ``unit="user"`` copy, one copy per ``unit="interaction"`` record).
     Users who never underwent an event have eps = 0. ``model``: "shuffled" if the log holds
-    shuffled reports, else "local", unless given. Raises :class:`UnsupportedEventError` for
-    events the accountant does not know.
+    shuffled reports, else "local", unless given. Raises
+    :class:`~dprec.privacy.accountant.UnsupportedEventError` for events the accountant does
+    not know.
     """
     if not 0 < delta < 1:
         raise DprecError(f"delta must be in (0, 1), got {delta}")

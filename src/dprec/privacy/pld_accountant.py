@@ -116,7 +116,7 @@ class PldAccountant(Accountant):
     randomized response, shuffled reports) compare one user's two inputs and are only
     accounted under replace-one; noise events (Skellam, Gaussian, Laplace) take their
     sensitivities under this relation (the same numbers under zero-out as under add/remove:
-    :class:`Accountant`).
+    :class:`~dprec.privacy.accountant.Accountant`).
 
     :class:`~dprec.privacy.skellam.SkellamDpEvent`: with ``unit_shifts`` (a k-hot
     contribution), its exact PLD (:func:`~dprec.privacy.skellam.skellam_pld`: the k-fold

@@ -25,8 +25,8 @@ class RdpAccountant(Accountant):
     :attr:`Adjacency.ADD_REMOVE_ONE` (Poisson sampling, ``PoissonSampledDpEvent``) or
     :attr:`Adjacency.ZERO_OUT` (Poisson sampling too: dp-accounting's ``REPLACE_SPECIAL``,
     the same curve as add/remove); a string is refused. An event that needs another relation
-    raises :class:`UnsupportedEventError`. Epsilon uses the improved conversion (dp-accounting's
-    default); all supported events are two-sided.
+    raises :class:`~dprec.privacy.accountant.UnsupportedEventError`. Epsilon uses the improved
+    conversion (dp-accounting's default); all supported events are two-sided.
 
     :class:`~dprec.privacy.skellam.SkellamDpEvent` (the Skellam mechanism, AKL21 Thm 3.5,
     sensitivities under this accountant's relation) is composed on the integer orders
