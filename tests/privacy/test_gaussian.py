@@ -64,7 +64,7 @@ def test_cli_table_json_and_gaussian():
     res = runner.invoke(app, ["privacy", "table", "privrec", "--json"])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
-    assert set(doc[0]) == {"q", "delta", "paper", "reproduced", "rdp_without_replacement",
+    assert set(doc[0]) == {"M", "q", "delta", "paper", "reproduced", "rdp_without_replacement",
                            "pld_poisson", "adjacency"}
     assert doc[0]["adjacency"] == {"paper": "replace_one", "reproduced": "replace_one",
                                    "rdp_without_replacement": "replace_one",

@@ -41,10 +41,11 @@ import dp_accounting
 
 from dprec.errors import DprecError
 from dprec.privacy.adjacency import Adjacency
-from dprec.privacy.events import BitFlipDpEvent
+from dprec.privacy.events import BitFlipDpEvent, LocalReportDpEvent, ShuffledReportDpEvent
 from dprec.privacy.guarantee import Sides
 
 __all__ = [
+    "LOCAL_REPORTS",
     "SIDE_RANK",
     "Accountant",
     "Composition",
@@ -62,6 +63,9 @@ DpEvent = dp_accounting.DpEvent
 Direction = Literal["two", "presence"]
 SIDE_RANK = {"two": 0, "one": 1, "none": 2}
 """Sides from strongest to weakest: a composition is as weak as its weakest event."""
+LOCAL_REPORTS = (BitFlipDpEvent | LocalReportDpEvent | ShuffledReportDpEvent
+                 | dp_accounting.RandomizedResponseDpEvent)
+"""Local reports: their dominating pairs compare two of one user's inputs (replace-one)."""
 
 
 class UnsupportedEventError(DprecError):

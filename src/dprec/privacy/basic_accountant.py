@@ -10,6 +10,7 @@ from typing import ClassVar
 import dp_accounting
 
 from dprec.privacy.accountant import (
+    LOCAL_REPORTS,
     Accountant,
     Composition,
     Direction,
@@ -32,16 +33,9 @@ class BasicAccountant(Accountant):
     name: ClassVar[str] = "basic"
 
     def _supports_leaf(self, event: DpEvent) -> bool:
-        return isinstance(
-            event,
-            BitFlipDpEvent
-            | LocalReportDpEvent
-            | ShuffledReportDpEvent
-            | dp_accounting.RandomizedResponseDpEvent
-            | dp_accounting.LaplaceDpEvent
-            | dp_accounting.NoOpDpEvent
-            | dp_accounting.NonPrivateDpEvent,
-        ) or (isinstance(event, dp_accounting.GaussianDpEvent) and is_non_private(event))
+        return isinstance(event, LOCAL_REPORTS | dp_accounting.LaplaceDpEvent
+                          | dp_accounting.NoOpDpEvent | dp_accounting.NonPrivateDpEvent) or (
+            isinstance(event, dp_accounting.GaussianDpEvent) and is_non_private(event))
 
     def epsilon_delta(self, event: DpEvent, direction: Direction = "two") -> tuple[float, float]:
         """One event's ``(eps, delta)``; ``direction="presence"`` uses a bit flip's

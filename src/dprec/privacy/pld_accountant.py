@@ -47,6 +47,7 @@ from scipy.special import expit
 
 from dprec.errors import DprecError, check_positive
 from dprec.privacy.accountant import (
+    LOCAL_REPORTS,
     Accountant,
     Composition,
     Direction,
@@ -139,19 +140,7 @@ class PldAccountant(Accountant):
                       | dp_accounting.LaplaceDpEvent | dp_accounting.NoOpDpEvent
                       | dp_accounting.NonPrivateDpEvent):
             return True
-        if self.adjacency is not Adjacency.REPLACE_ONE:
-            return False
-        return isinstance(
-            event,
-            BitFlipDpEvent
-            | LocalReportDpEvent
-            | ShuffledReportDpEvent
-            | dp_accounting.RandomizedResponseDpEvent
-            | dp_accounting.GaussianDpEvent
-            | dp_accounting.LaplaceDpEvent
-            | dp_accounting.NoOpDpEvent
-            | dp_accounting.NonPrivateDpEvent,
-        )
+        return self.adjacency is Adjacency.REPLACE_ONE and isinstance(event, LOCAL_REPORTS)
 
     # -- per-event dominating pairs ---------------------------------------------------------
 
