@@ -208,24 +208,16 @@ def _clone_pld_guarantee(
     logger.debug(
         "clone PLD: one shuffle eps=%.4g -> %d shuffles eps=%.4g", eps_one, count, eps_total
     )
-    return Guarantee(
-        epsilon=eps_total,
-        delta=delta,
-        level="user",
-        sides="two",
-        model="shuffled",
-        mechanism=f"{count} shuffles of {n_users} eps0={eps0:g}-LDP reports",
-        notes=(
-            f"per-shuffle: {bound}, built exactly (pessimistic rounding to {interval:g}); "
-            f"one shuffle alone: eps={eps_one:.4g} at delta={delta:.3g}",
-            f"composition: PLD (dp-accounting) of the clone pair self-composed {count} = "
-            f"k x epochs times (k={k}, epochs={epochs}) at delta={delta:.3g}; sound because "
-            "dominating pairs compose adaptively (Zhu, Dong, Wang 2022)",
-            "delta split: none, all of delta is used once, after composition",
-            "each report slot is treated as a separate shuffle of one report per user",
-            f"local guarantee for comparison: eps={local:.4g} (basic composition)",
-        ),
-    )
+    return _shuffled_user_level(eps_total, delta, count, n_users, eps0, (
+        f"per-shuffle: {bound}, built exactly (pessimistic rounding to {interval:g}); "
+        f"one shuffle alone: eps={eps_one:.4g} at delta={delta:.3g}",
+        f"composition: PLD (dp-accounting) of the clone pair self-composed {count} = "
+        f"k x epochs times (k={k}, epochs={epochs}) at delta={delta:.3g}; sound because "
+        "dominating pairs compose adaptively (Zhu, Dong, Wang 2022)",
+        "delta split: none, all of delta is used once, after composition",
+        "each report slot is treated as a separate shuffle of one report per user",
+        f"local guarantee for comparison: eps={local:.4g} (basic composition)",
+    ))
 
 
 def _per_shuffle_pairs_guarantee(
@@ -278,21 +270,21 @@ def _per_shuffle_pairs_guarantee(
             ),
         )
     logger.debug("shuffle eps_s=%.4g delta_s=%.3g -> composed eps=%.4g", eps_s, delta_s, eps_total)
-    return Guarantee(
-        epsilon=eps_total,
-        delta=delta,
-        level="user",
-        sides="two",
-        model="shuffled",
-        mechanism=f"{count} shuffles of {n_users} eps0={eps0_per_report:g}-LDP reports",
-        notes=(
-            f"per-shuffle bound: {bound}: eps_s={eps_s:.4g}, delta_s={delta_s:.3g}",
-            f"composition: PLD (dp-accounting) over {count} = k x epochs shuffles "
-            f"(k={k}, epochs={epochs}) at delta={delta:.3g} of the per-shuffle (eps_s, delta_s) "
-            "pairs (analysis 'per_shuffle_pairs')",
-            f"delta split: {shuffle_delta_fraction:g} of delta to the shuffles "
-            f"(delta_s = {shuffle_delta_fraction:g} delta / {count}), the rest to composition",
-            "each report slot is treated as a separate shuffle of one report per user",
-            f"local guarantee for comparison: eps={local:.4g} (basic composition)",
-        ),
-    )
+    return _shuffled_user_level(eps_total, delta, count, n_users, eps0_per_report, (
+        f"per-shuffle bound: {bound}: eps_s={eps_s:.4g}, delta_s={delta_s:.3g}",
+        f"composition: PLD (dp-accounting) over {count} = k x epochs shuffles "
+        f"(k={k}, epochs={epochs}) at delta={delta:.3g} of the per-shuffle (eps_s, delta_s) "
+        "pairs (analysis 'per_shuffle_pairs')",
+        f"delta split: {shuffle_delta_fraction:g} of delta to the shuffles "
+        f"(delta_s = {shuffle_delta_fraction:g} delta / {count}), the rest to composition",
+        "each report slot is treated as a separate shuffle of one report per user",
+        f"local guarantee for comparison: eps={local:.4g} (basic composition)",
+    ))
+
+
+def _shuffled_user_level(eps: float, delta: float, count: int, n_users: int, eps0: float,
+                         notes: tuple[str, ...]) -> Guarantee:
+    """The user-level guarantee of ``count`` shuffles of ``n_users`` ``eps0``-LDP reports."""
+    return Guarantee(epsilon=eps, delta=delta, level="user", sides="two", model="shuffled",
+                     mechanism=f"{count} shuffles of {n_users} eps0={eps0:g}-LDP reports",
+                     notes=notes)
