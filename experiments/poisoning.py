@@ -41,10 +41,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import shlex
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -56,6 +53,7 @@ import scipy.sparse as sp
 import dprec
 from dprec.data.registry import load_dataset
 from dprec.evaluation.plots import plot_metric_vs_eps
+from dprec.evaluation.provenance import run_command, utc_date
 from dprec.evaluation.runner import Experiment, RunResult
 from dprec.protocol.aggregation import AGGREGATORS, make_aggregator
 from dprec.protocol.bit_screens import BitLaw, ones_range, screen_threshold
@@ -394,7 +392,7 @@ def main() -> None:
                            xlabel="poisoned clients (%)", x="fraction")
     print_table(doc)
     if args.table is not None:
-        command = shlex.join([".venv/bin/python", "experiments/poisoning.py", *sys.argv[1:]])
+        command = run_command("experiments/poisoning.py")
         args.table.parent.mkdir(parents=True, exist_ok=True)
         args.table.write_text(secure_table_markdown(doc, command))
     print(f"saved {args.out} ({doc['wall_time_s']:.0f} s)")
@@ -403,7 +401,7 @@ def main() -> None:
 def secure_table_markdown(doc: dict[str, Any], command: str) -> str:
     """The secure-sum part of ``doc`` as Markdown: per system, HR@10 (sampled, full) and the
     targets' reach for every strategy and fraction, with the command and the date."""
-    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    date = utc_date()
     ds = doc["dataset"]
     lines = [f"# Malicious clients of the secure sum: {ds.get('name', '?')}, "
              f"{len(doc['seeds'])} seeds", "", f"Command: `{command}`  ", f"Date: {date}, "

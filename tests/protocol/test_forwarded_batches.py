@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from dprec.errors import DprecError
-from dprec.privacy.accountant import account
 from dprec.privacy.events import EventLog, LocalReportDpEvent, ShuffledReportDpEvent
+from dprec.privacy.levels import account
 from dprec.protocol.batches import ReportBatch
 from dprec.protocol.engine import (
     Clients,

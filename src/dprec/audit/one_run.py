@@ -43,8 +43,10 @@ from dprec.audit.bounds import eps_lower_one_run
 from dprec.audit.result import AuditResult
 from dprec.data.features import SideFeatures
 from dprec.errors import DprecError
-from dprec.privacy.accountant import Adjacency, RdpAccountant, account
+from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.events import EventLog
+from dprec.privacy.levels import account
+from dprec.privacy.rdp_accountant import RdpAccountant
 from dprec.protocol.engine import Clients, Sent, run_protocol
 from dprec.random import derive_generator
 from dprec.systems.privrec.claim import paper_epsilon

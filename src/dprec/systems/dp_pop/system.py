@@ -4,7 +4,7 @@ dp-pop (issue 23 §3): each user contributes a k-hot vector (:mod:`.client`); on
 summation with Skellam noise (:mod:`.server`) calibrated to the target per-user ``epsilon``
 at ``delta``, where a k-hot vector has L1 sensitivity ``k`` and L2 sensitivity ``sqrt(k)``
 and differs from the zero vector by +1 in k coordinates: accounted by
-:class:`~dprec.privacy.accountant.PldAccountant` from the run's event log (the exact PLD of k
+:class:`~dprec.privacy.pld_accountant.PldAccountant` from the run's event log (the exact PLD of k
 unit shifts of Skellam noise; AKL21's RDP bound where smaller). The neighbouring relation
 (:func:`adjacency_of`): ``secure``, zero-out (one user's vector replaced by zeros while their
 device still sends its noise share, so both sides carry the same noise; under add/remove the
@@ -36,10 +36,10 @@ from dprec.errors import DprecError
 from dprec.iteration import IterationHook
 from dprec.mechanisms.bitflip import BitFlip
 from dprec.mechanisms.skellam import SkellamMechanism
-from dprec.privacy.accountant import PldAccountant
 from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.events import EventLog, LocalReportDpEvent
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
+from dprec.privacy.pld_accountant import PldAccountant
 from dprec.privacy.skellam import calibrate_skellam_mu
 from dprec.protocol.engine import Clients, run_protocol
 from dprec.protocol.secure_sum.in_process import total_outcomes

@@ -24,7 +24,7 @@ from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.events import EventLog, ShuffledReportDpEvent
 from dprec.privacy.guarantee import Guarantee, PrivacyReport, reported_epsilon
 from dprec.privacy.ledger import PrivacyLedger
-from dprec.privacy.shuffle import attack_lower_bound
+from dprec.privacy.shuffle_attack import attack_lower_bound
 from dprec.protocol.aggregation import make_aggregator
 from dprec.protocol.engine import Clients, ShufflingProxy, Transport, run_protocol
 from dprec.protocol.messages import GradientReports, ItemMatrix, ValueReports
@@ -304,7 +304,7 @@ class FederatedMF(Ranker):
         """Add ``bounds.user`` = {lower, upper, ...}: the attack lower bound beside the
         accountant's upper bound (``levels.user`` and ``true``, unchanged).
 
-        Lower: :func:`~dprec.privacy.shuffle.attack_lower_bound` for the user who reported in
+        Lower: :func:`~dprec.privacy.shuffle_attack.attack_lower_bound` for the user who reported in
         the most rounds, hidden among the largest round's senders (more rounds or fewer
         senders could only raise it, so this pair is one the run really allows)."""
         c = self.config

@@ -21,10 +21,10 @@ import numpy as np
 
 from dprec.errors import DprecError
 from dprec.mechanisms.gaussian import Gaussian, joint_event
-from dprec.privacy.gaussian import privrec_noise_multipliers
 from dprec.protocol.deployed import generator_from_json, generator_to_json
 from dprec.protocol.engine import Server
 from dprec.random import is_secure, secure_generator
+from dprec.systems.privrec.accounting import privrec_noise_multipliers
 from dprec.systems.privrec.clipping import AdaptiveClip, clip_rows
 from dprec.systems.privrec.config import PrivRecConfig
 from dprec.systems.privrec.messages import ModelBroadcast, ModelUpdates, UpdateBatch
@@ -85,7 +85,7 @@ class ReptileServer(Server):
 
     def mechanisms(self, clip: float) -> tuple[Gaussian, Gaussian]:
         """DP-PrivRec's two Gaussian queries of a round at clip bound ``clip``, replace-one
-        sensitivities (:func:`~dprec.privacy.gaussian.privrec_noise_multipliers`): the update
+        sensitivities (:func:`~.accounting.privrec_noise_multipliers`): the update
         ``alpha3 sum(Delta)/M`` (``2 alpha3 S / M``, noise ``z_D``) and the clip count's mean
         ``sum(b)/M`` (``1/M``, noise ``z_b``)."""
         cfg, m = self.cfg, self.cfg.clients_per_round
