@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from dprec.protocol.aggregation import Aggregator
     from dprec.protocol.deployed import ProtocolInfo
     from dprec.protocol.engine import Server
+    from dprec.protocol.sharding import SystemAdapter
 
 __all__ = ["DEPLOYABLE", "Deployment", "DeviceReader", "ProxySecrets", "SecretNotReady", "Serving",
            "deployment_for", "deployments", "serving_of"]
@@ -278,8 +279,9 @@ class Serving(ABC):
 
     role_type: type
     """The class of its server role (what the sharded backend recognises a run by)."""
-    shard_adapter: str | None = None
-    """The name of its adapter in :mod:`dprec.distributed.shards` (None: no sharded run)."""
+    shard_adapter: type[SystemAdapter] | None = None
+    """Its sharded-run adapter (``systems/<name>/shard.py``, or the secure sums'
+    :class:`~dprec.protocol.sharding.IntegerSumAdapter`; None: no sharded run)."""
     trusted_aggregator: bool = False
     """True if its server role sees individual contributions in the clear (central DP with a
     trusted aggregator, or no DP); the role says so in its description too."""

@@ -13,6 +13,7 @@ from dprec.protocol.aggregation import Aggregator, make_aggregator
 from dprec.protocol.deployment import Serving
 from dprec.protocol.messages import ItemMatrix, ItemMatrix64
 from dprec.systems.fmf.server import FactorServer
+from dprec.systems.fmf.shard import FmfAdapter
 
 __all__ = ["SERVING", "FmfServing"]
 
@@ -21,7 +22,7 @@ class FmfServing(Serving):
     """The server half of FMF-LDP."""
 
     role_type = FactorServer
-    shard_adapter = "FmfAdapter"
+    shard_adapter = FmfAdapter
 
     def server_role(self, info: Any, aggregator: Aggregator) -> FactorServer:
         """As ``FederatedMF.fit`` builds it; the aggregator is ``--aggregator``'s, or the
