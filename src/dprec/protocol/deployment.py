@@ -259,6 +259,16 @@ class Deployment(ABC):
                     client_id: int, artefact: Callable[[], Any]) -> bytes:
         """One client's message of ``round`` (``artefact()`` fetches the device's one)."""
 
+    def needs_client_secret(self, terms: Any) -> bool:
+        """True: :meth:`client_step` needs what the proxy hands this client alone
+        (:meth:`ProxySecrets.client_secret`); the device fetches it before its step."""
+        return False
+
+    def with_client_secret(self, terms: Any, doc: Mapping[str, Any]) -> Any:
+        """``terms`` with the proxy's ``doc`` for this client, checked
+        (:class:`DprecError` on anything malformed)."""
+        raise DprecError("this protocol's proxy hands clients no secret")
+
     @abstractmethod
     def decode_artefact(self, terms: Any, body: bytes) -> Any:
         """The device's artefact, checked against its terms."""
