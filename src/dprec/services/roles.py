@@ -31,11 +31,6 @@ __all__ = ["check_role_memory", "decode_broadcast", "describe_role", "diagnostic
 
 _GIB = float(1 << 30)
 
-_PUBLIC = ("n_items", "factors", "lr", "reg", "steps", "clip", "init_scale", "estimator",
-           "neighbours", "include_full", "count_method", "n_users", "rating_scale",
-           "trusted_aggregator")
-
-
 def server_role(info: ProtocolInfo, aggregator: Aggregator) -> Server:
     """The server role of ``info``'s system (as the system's ``fit`` builds it)."""
     return info.deployment.serving().server_role(info, aggregator)
@@ -59,9 +54,10 @@ def check_role_memory(info: ProtocolInfo, available: int | None) -> None:
 
 def describe_role(role: Any) -> dict[str, Any]:
     """The public parameters of a server role (what must agree between simulation and
-    service)."""
+    service): its class, the attributes it names public (:attr:`Server.public`) and its
+    mechanism."""
     out: dict[str, Any] = {"role": type(role).__name__}
-    for name in _PUBLIC:
+    for name in getattr(role, "public", ()):
         if hasattr(role, name):
             value = getattr(role, name)
             out[name] = value.item() if isinstance(value, np.generic) else value

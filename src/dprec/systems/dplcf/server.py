@@ -289,6 +289,8 @@ class SimilarityServer(Server):
     batching of the uploads give the same estimate.
     """
 
+    public = ("n_items", "estimator", "neighbours", "include_full", "count_method")
+
     def __init__(self, n_items: int, mechanism: BitFlip | None, estimator: Estimator,
                  neighbours: int, include_full: bool,
                  aggregator: Aggregator | None = None,
