@@ -254,9 +254,11 @@ class DeviceClient:
                              "%.6g spent)", r, cost, self.ledger.spent, self.ledger.budget)
                     return False
                 body = self._message(h, r, terms)
-                if len(body) != terms.upload_bytes(r):
+                want = terms.upload_bytes(r)
+                if len(body) > want or (len(body) != want and self.info.deployment.exact_upload):
                     raise DprecError(f"built a {len(body)}-byte message, expected "
-                                     f"{terms.upload_bytes(r)}")
+                                     f"{'at most ' * (not self.info.deployment.exact_upload)}"
+                                     f"{want}")
                 self.sent.store(run, r, body)
             try:
                 self.ledger.charge(key, cost)  # False for a re-send: charged when first stored

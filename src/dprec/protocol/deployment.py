@@ -160,6 +160,9 @@ class Deployment(ABC):
     simulation's generator) and the simulated clients draw as devices, each from its own
     CSPRNG (:attr:`~dprec.services.transport.HttpTransport.device_clients`). False: the
     services replay the simulation's seeded stream, bit for bit."""
+    exact_upload: bool = True
+    """False: an upload's size depends on the client's data (the terms' ``message_bytes`` is
+    its largest)."""
     one_batch: bool = False
     """True: the proxy forwards ONE batch per round, at its close, and the server takes one
     (a secure sum: every batch the server can tell apart reveals its own sum)."""
