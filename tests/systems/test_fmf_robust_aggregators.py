@@ -18,6 +18,7 @@ from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.engine import Clients
 from dprec.protocol.poisoning import PoisonedClients, Poisoning, poison
 from dprec.random import derive_generator
+from dprec.systems.fmf.attacks import ReportAttack
 from dprec.systems.fmf.serve import SERVING
 from dprec.systems.fmf.server import FactorServer
 from dprec.systems.fmf.system import FMFConfig
@@ -125,7 +126,7 @@ def test_false_input_attackers_report_through_the_mechanism(false_inputs):
                           value_bound=c if false_inputs else None)
     inner = _Round()
     attackers = np.arange(0, 400, 2)
-    pc = PoisonedClients(inner, attackers, poisoning, np.random.default_rng(1))
+    pc = PoisonedClients(inner, attackers, poisoning, np.random.default_rng(1), ReportAttack())
     (out,) = list(pc.step(np.ones((30, 4)), 0, np.random.default_rng(2)))
     np.testing.assert_array_equal(out.items, inner.batch.items)
     bad = out.bits[attackers].astype(bool)

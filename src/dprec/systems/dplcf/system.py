@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -127,6 +127,12 @@ class LocalItemCF(Ranker):
         self.clients_hook: Callable[[Clients, int], Clients] | None = None
         """Wraps the simulated population (clients, n_users) before the run, e.g. with
         poisoned clients (:mod:`dprec.protocol.poisoning`); None: the clients as they are."""
+
+    def poisoning_attack(self, poisoning: Any) -> tuple[Any, Any]:
+        """The attack on this protocol's uploads (:mod:`dprec.systems.dplcf.attacks`) and
+        ``poisoning`` for it."""
+        from dprec.systems.dplcf.attacks import attack_for
+        return attack_for(poisoning)
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
             on_iteration: IterationHook | None = None) -> LocalItemCF:

@@ -12,7 +12,7 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -182,6 +182,12 @@ class FederatedMF(Ranker):
         self.clients_hook: Callable[[Clients, int], Clients] | None = None
         """Wraps the simulated population (clients, n_users) before the run, e.g. with
         poisoned clients (:mod:`dprec.protocol.poisoning`); None: the clients as they are."""
+
+    def poisoning_attack(self, poisoning: Any) -> tuple[Any, Any]:
+        """The attack on this protocol's reports (:mod:`dprec.systems.fmf.attacks`) and
+        ``poisoning`` completed from this config."""
+        from dprec.systems.fmf.attacks import attack_for
+        return attack_for(self.config, poisoning)
 
     def _mechanism(self) -> BinaryMechanism | PiecewiseMechanism | None:
         c = self.config
