@@ -295,6 +295,9 @@ class Serving(ABC):
     shard_adapter: type[SystemAdapter] | None = None
     """Its sharded-run adapter (``systems/<name>/shard.py``, or the secure sums'
     :class:`~dprec.protocol.sharding.IntegerSumAdapter`; None: no sharded run)."""
+    aggregators: Mapping[str, type[Aggregator]] | None = None
+    """The aggregators its server takes by name (``--aggregator``; its own defences among
+    them); None: the plain mean only."""
     trusted_aggregator: bool = False
     """True if its server role sees individual contributions in the clear (central DP with a
     trusted aggregator, or no DP); the role says so in its description too."""

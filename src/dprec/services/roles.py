@@ -20,16 +20,22 @@ from typing import Any
 import numpy as np
 
 from dprec.errors import DprecError
-from dprec.protocol.aggregation import Aggregator
+from dprec.protocol.aggregation import Aggregator, make_aggregator
 from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.engine import Server
 from dprec.protocol.messages import Message
 
-__all__ = ["check_role_memory", "decode_broadcast", "describe_role", "diagnostics",
+__all__ = ["aggregator", "check_role_memory", "decode_broadcast", "describe_role", "diagnostics",
            "encode_broadcast", "encode_state", "initial_state", "initialise",
            "published_artefacts", "restore", "role_memory", "server_role"]
 
 _GIB = float(1 << 30)
+
+def aggregator(info: ProtocolInfo) -> Aggregator:
+    """The aggregator ``info`` names, from its system's table (the server half's
+    ``aggregators``: its own defences, or the plain mean)."""
+    return make_aggregator(info.aggregator, info.deployment.serving().aggregators)
+
 
 def server_role(info: ProtocolInfo, aggregator: Aggregator) -> Server:
     """The server role of ``info``'s system (as the system's ``fit`` builds it)."""

@@ -21,7 +21,7 @@ client; a row's sender is its position in the round, the order the clients step 
   at 10%: sampled HR@10 0.06 with 1-10 fillers, 0.08 with 20, none lost with 200).
 - Adaptive shapes (issue 26: the attacker knows the defence). ``Poisoning.ones_range``
   = (low, high), the public validity range of ``dplcf-range``
-  (:func:`~dprec.protocol.bit_screens.ones_range`): every attacker adds uniformly random
+  (:func:`~dprec.systems.dplcf.bit_screens.ones_range`): every attacker adds uniformly random
   other items up to ``low`` ones (``promote``: about 320 noise ones beside its 20 at
   eps = 1 on ML-100K) or clears random ones down to ``high`` (``untargeted``: all-ones
   thinned to ``high`` ones), each with its own draws. (Putting the ``high`` ones on the

@@ -19,8 +19,8 @@ from dprec.mechanisms.bitflip import BitFlip
 from dprec.models.bitcount import BitGram, symmetrize_upper
 from dprec.models.itemknn import jaccard_from_counts, top_k_neighbours
 from dprec.protocol.aggregation import Aggregator, MeanAggregator
-from dprec.protocol.bit_screens import BitLaw
 from dprec.protocol.engine import Server
+from dprec.systems.dplcf.bit_screens import BitLaw
 from dprec.systems.dplcf.messages import NeighbourLists, ObfuscatedBits
 
 __all__ = [

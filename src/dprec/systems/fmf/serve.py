@@ -12,6 +12,7 @@ from dprec.errors import DprecError
 from dprec.protocol.aggregation import Aggregator, make_aggregator
 from dprec.protocol.deployment import Serving
 from dprec.protocol.messages import ItemMatrix, ItemMatrix64
+from dprec.systems.fmf.defences import FMF_AGGREGATORS
 from dprec.systems.fmf.server import FactorServer
 from dprec.systems.fmf.shard import FmfAdapter
 
@@ -22,6 +23,7 @@ class FmfServing(Serving):
     """The server half of FMF-LDP."""
 
     role_type = FactorServer
+    aggregators = FMF_AGGREGATORS
     shard_adapter = FmfAdapter
 
     def server_role(self, info: Any, aggregator: Aggregator) -> FactorServer:
@@ -31,8 +33,8 @@ class FmfServing(Serving):
         c = info.config
         wanted = str(c.get("aggregator", "mean"))
         if aggregator.spec == "mean":
-            aggregator = make_aggregator(wanted)
-        elif wanted != "mean" and make_aggregator(wanted).spec != aggregator.spec:
+            aggregator = make_aggregator(wanted, FMF_AGGREGATORS)
+        elif wanted != "mean" and make_aggregator(wanted, FMF_AGGREGATORS).spec != aggregator.spec:
             raise DprecError(f"--aggregator {aggregator.spec} and the config's aggregator "
                              f"{wanted} differ: set one")
         return FactorServer(info.n_items, int(c["factors"]), float(c["lr"]),
