@@ -31,7 +31,14 @@ from dprec.errors import DprecError
 from dprec.mechanisms.bitflip import BitFlip
 from dprec.mechanisms.laplace_rr import LaplaceRR
 from dprec.mechanisms.numeric import BinaryMechanism, LaplaceMechanism, PiecewiseMechanism
-from dprec.systems.audits import AuditRequest, AuditSubject, BitVector, CanaryRun, ShuffledSlot
+from dprec.systems.audits import (
+    AuditRequest,
+    AuditSubject,
+    BitVector,
+    CanaryRun,
+    ShuffledSlot,
+    setting_integer,
+)
 
 if TYPE_CHECKING:
     from dprec.systems.spec import SystemSpec
@@ -67,13 +74,7 @@ def _float(params: Params, key: str, default: float) -> float:
 
 
 def _int(params: Params, key: str, default: int) -> int:
-    raw = params.get(key)
-    if raw is None:
-        return default
-    try:
-        return int(str(raw).strip())
-    except ValueError:
-        raise DprecError(f"--param {key} must be an integer, got {raw!r}") from None
+    return setting_integer(params, key, default)
 
 
 def _eps(epsilon: float | None) -> float:

@@ -26,10 +26,22 @@ import numpy as np
 from dprec.errors import DprecError
 
 __all__ = ["DEFAULT_GUESSES", "AuditRequest", "AuditSubject", "BitVector", "CanaryRun",
-           "CanaryTraining", "LocalValue", "Noise", "RunNoise", "ShuffledSlot", "SystemAudit"]
+           "CanaryTraining", "LocalValue", "Noise", "RunNoise", "ShuffledSlot", "SystemAudit",
+           "setting_integer"]
 
 DEFAULT_GUESSES = (20, 50, 100, 200, 500)
 """The numbers of guesses a canary run tries by default (Bonferroni over them)."""
+
+
+def setting_integer(settings: Mapping[str, str], key: str, default: int) -> int:
+    """``--param KEY=VALUE``'s value, an integer (``default`` when not given)."""
+    raw = settings.get(key)
+    if raw is None:
+        return default
+    try:
+        return int(str(raw).strip())
+    except ValueError:
+        raise DprecError(f"--param {key} must be an integer, got {raw!r}") from None
 
 
 @dataclass(frozen=True)
@@ -50,13 +62,7 @@ class AuditRequest:
 
     def integer(self, key: str, default: int) -> int:
         """The audit setting ``key``, an integer (``default`` when not given)."""
-        raw = self.settings.get(key)
-        if raw is None:
-            return default
-        try:
-            return int(str(raw).strip())
-        except ValueError:
-            raise DprecError(f"--param {key} must be an integer, got {raw!r}") from None
+        return setting_integer(self.settings, key, default)
 
     def only_at(self, level: str, why: str) -> None:
         """:class:`DprecError` unless the level asked for is ``level`` (or none)."""
