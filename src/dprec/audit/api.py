@@ -228,7 +228,7 @@ _LOCAL_AUDITS: dict[type, Callable[[object, AuditSettings], AuditResult]] = {
     LaplaceRR: audit_laplace_rr, LaplaceMechanism: audit_laplace,  # type: ignore[dict-item]
     BinaryMechanism: audit_binary, PiecewiseMechanism: audit_piecewise,  # type: ignore
 }
-"""The event-level audit of each numeric local mechanism, by its type."""
+"""The event-level audit of each numeric local mechanism, by its type (or a base type)."""
 
 
 def run_subject(subject: AuditSubject, s: AuditSettings) -> AuditResult:
@@ -243,7 +243,7 @@ def run_subject(subject: AuditSubject, s: AuditSettings) -> AuditResult:
     mech = subject.mechanism
     if isinstance(mech, BitFlip):
         return audit_bitflip(mech, s, subject.claimed, subject.label)  # type: ignore[arg-type]
-    run = _LOCAL_AUDITS.get(type(mech))
+    run = next((_LOCAL_AUDITS[t] for t in type(mech).__mro__ if t in _LOCAL_AUDITS), None)
     if run is None:
         raise DprecError(f"no event-level audit of the {type(mech).__name__} mechanism")
     return run(mech, s)
