@@ -22,7 +22,8 @@ def test_the_hooks_name_the_same_systems_as_before():
 def test_a_hook_decides_the_level_and_its_settings():
     hook = SYSTEMS["dplcf-oue"].audit
     assert hook is not None and hook.settings == ("n_items",)
-    request = AuditRequest("dplcf-oue", None, 1.0, {}, lambda d: SYSTEMS["dplcf-oue"].default_config())
+    spec = SYSTEMS["dplcf-oue"]
+    request = AuditRequest("dplcf-oue", None, 1.0, {}, lambda d: spec.default_config())
     subject = hook.subject(request)
     assert isinstance(subject, LocalValue) and subject.label == "dplcf-oue"
     with pytest.raises(DprecError, match="--param n_items must be an integer"):
