@@ -62,7 +62,6 @@ from fastapi.responses import JSONResponse
 import dprec
 from dprec.data.synthetic import machine_memory
 from dprec.errors import DprecError
-from dprec.protocol.aggregation import make_aggregator
 from dprec.protocol.deployed import (
     ProtocolInfo,
     check_forwarded,
@@ -134,7 +133,7 @@ class _Server:
     def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
         self.info = settings.info
-        self.aggregator = make_aggregator(self.info.aggregator)
+        self.aggregator = roles.aggregator(self.info)
         self.store = ServerStore(settings.state_dir / "server.sqlite3", self.info.fingerprint(),
                                  settings.sync)
         self.description = {**self.info.to_json(),

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from dprec.systems.audits import SystemAudit
 from dprec.systems.base import Recommender, Task
 
 __all__ = ["NoConfig", "SystemSpec"]
@@ -44,6 +45,9 @@ class SystemSpec:
     """The evaluation protocol the system is built for: "default" (the task's own: leave-one-
     out ranking, k-fold rating) or "user-split" (PrivRec's: user split, fine-tune half on
     the device, every held-out positive against all never-interacted items)."""
+    audit: SystemAudit | None = None
+    """How ``dprec audit NAME`` audits the system (:mod:`dprec.systems.audits`); None: it
+    cannot be audited."""
 
     def settable(self) -> list[str]:
         return [f.name for f in fields(self.config) if f.name not in self.fixed]

@@ -11,6 +11,7 @@ from typing import Any
 from dprec.protocol.aggregation import Aggregator
 from dprec.protocol.deployment import Serving
 from dprec.protocol.secure_sum.proved import ProvedBatch
+from dprec.protocol.sharding import IntegerSumAdapter
 from dprec.systems.dp_pop.deploy import check_of, round_of
 from dprec.systems.dp_pop.messages import PopularityModel, PopularityState
 from dprec.systems.dp_pop.server import PopularityServer
@@ -22,7 +23,7 @@ class PopServing(Serving):
     """The server half of dp-pop (aggregation=secure)."""
 
     role_type = PopularityServer
-    shard_adapter = "IntegerSumAdapter"
+    shard_adapter = IntegerSumAdapter
     """A sharded run sums the clients' noisy vectors exactly (what the secure sum yields)."""
 
     def server_role(self, info: Any, aggregator: Aggregator) -> PopularityServer:

@@ -55,6 +55,8 @@ class PopularityServer(Server):
     simulation's exact sum, and publishes the noisy counts. It refuses a second batch and
     a sum of fewer than ``min_honest`` clients (less noise than the guarantee needs)."""
 
+    public = ("n_items",)
+
     def __init__(self, n_items: int, n_clients: int, min_honest: int, params: SecureSumParams,
                  mechanism: SkellamMechanism, check: ContributionCheck | None = None) -> None:
         self.n_items = int(n_items)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from dprec.protocol.messages import (
     ValueReports,
 )
 from dprec.protocol.shuffler import Shuffler
-from dprec.systems.fmf.cells import CELLS_TOKEN_BYTES
+from dprec.systems.fmf.cells import CELLS_TOKEN_BYTES, parse_token
 from dprec.systems.fmf.client import FederatedClients, check_item_matrix, user_vectors
 
 __all__ = ["DEPLOYMENT", "FmfDeployment"]
@@ -206,6 +207,15 @@ class FmfDeployment(Deployment):
         if isinstance(m, GradientReports):
             return GradientReports(client_id, m.items, m.factors, m.bits).to_bytes()
         return ValueReports(client_id, m.items, m.factors, m.values).to_bytes()
+
+    def needs_client_secret(self, terms: Any) -> bool:
+        """``cells=assigned``: the device's cells token, from the proxy."""
+        return bool(terms.cells == "assigned")
+
+    def with_client_secret(self, terms: Any, doc: Mapping[str, Any]) -> Any:
+        """The terms with the proxy's cells token (32 bytes in hex, else a
+        :class:`DprecError`)."""
+        return replace(terms, cells_token=parse_token(doc.get("cells_token")))
 
     def decode_artefact(self, terms: Any, body: bytes) -> np.ndarray:
         """V, float64 here (float32 on the wire; float64 with ``cells=assigned``, whose

@@ -12,7 +12,7 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -32,6 +32,7 @@ from dprec.protocol.shuffler import DEFAULT_MAX_REPORTS_PER_SENDER, DEFAULT_THRE
 from dprec.systems.base import NotFittedError, Ranker, check_history
 from dprec.systems.central import factor_scores
 from dprec.systems.fmf import cells, client, server
+from dprec.systems.fmf.defences import FMF_AGGREGATORS
 from dprec.systems.reporting import privacy_report_from_log
 
 __all__ = ["CELL_AGGREGATORS", "FMFConfig", "FederatedMF", "MAX_REPORT_SCALE", "Mechanism",
@@ -41,7 +42,7 @@ log = logging.getLogger(__name__)
 
 Mechanism = Literal["binary", "piecewise", "none"]
 CellRule = Literal["chosen", "assigned"]
-CELL_AGGREGATORS = ("mean", "trimmed", "median-of-means")
+CELL_AGGREGATORS = tuple(FMF_AGGREGATORS)
 """The server aggregators of FMF-LDP's cell reports (:mod:`dprec.protocol.aggregation`)."""
 
 THREAT_MODEL = (
@@ -121,7 +122,7 @@ class FMFConfig:
         if str(self.aggregator).partition(":")[0] not in CELL_AGGREGATORS:
             raise DprecError(f"aggregator must be one of {', '.join(CELL_AGGREGATORS)} (with "
                              f":ARG for the robust ones), got {self.aggregator!r}")
-        make_aggregator(self.aggregator)
+        make_aggregator(self.aggregator, FMF_AGGREGATORS)
         if self.cells not in ("chosen", "assigned"):
             raise DprecError(f"cells must be chosen or assigned, got {self.cells!r}")
         if self.mechanism not in ("binary", "piecewise", "none"):
@@ -183,6 +184,12 @@ class FederatedMF(Ranker):
         """Wraps the simulated population (clients, n_users) before the run, e.g. with
         poisoned clients (:mod:`dprec.protocol.poisoning`); None: the clients as they are."""
 
+    def poisoning_attack(self, poisoning: Any) -> tuple[Any, Any]:
+        """The attack on this protocol's reports (:mod:`dprec.systems.fmf.attacks`) and
+        ``poisoning`` completed from this config."""
+        from dprec.systems.fmf.attacks import attack_for
+        return attack_for(self.config, poisoning)
+
     def _mechanism(self) -> BinaryMechanism | PiecewiseMechanism | None:
         c = self.config
         if c.mechanism == "binary":
@@ -212,7 +219,8 @@ class FederatedMF(Ranker):
             exact=c.exact, mechanism=mech, ledger=ledger, batch_size=c.batch_size,
             cell_tokens=cells.client_tokens(key, np.arange(n_users)) if assigned else None)
         srv = server.FactorServer(n_items, c.factors, c.lr, c.regularization, c.server_steps,
-                                  c.clip, c.init_scale, mech, make_aggregator(c.aggregator))
+                                  c.clip, c.init_scale, mech,
+                                  make_aggregator(c.aggregator, FMF_AGGREGATORS))
         proxy: ShufflingProxy | None = None
         if assigned:
             proxy = cells.CellCheckingProxy(c.shuffle_threshold, key, lambda: srv.V, c.k,

@@ -48,6 +48,8 @@ class ReptileServer(Server):
     theta_0 and the enrolled clients from :meth:`initialise` before its start.
     """
 
+    public = ("n_items", "trusted_aggregator")
+
     trusted_aggregator = True
     """This role sees individual contributions (every selected client's update)."""
 
