@@ -40,8 +40,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("protocol/sum_poisoning.py", "random"): "an attack strategy named random, not the "
     "random baseline",
     ("cli/serve.py", "dplcf-sp"): "the services' self-check serves a fixed tiny protocol",
-    ("cli/privacy.py", "privrec"): "the published PrivRec accountant table's name (helper "
-    "calib moves the tables into systems/privrec)",
+    ("cli/privacy.py", "privrec"): "the published PrivRec accountant table's name",
+    ("cli/privacy.py", "dprec.systems.privrec"): "`dprec privacy table privrec` prints the "
+    "paper's tables, which live in systems/privrec/accounting.py",
     ("cli/compare.py", "privrec"): "the PrivRec evaluation protocol, a task name",
     ("cli/tune.py", "privrec"): "the PrivRec evaluation protocol, a task name",
 }
