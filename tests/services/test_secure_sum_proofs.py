@@ -264,3 +264,44 @@ def test_simulate_over_http_proves_every_upload_and_reports_the_truncation(tmp_p
     (run,) = docs["http"]["diagnostics"]
     assert run["upload_outcomes"] == {"summed": 300, "refused": 0, "below_threshold": 0,
                                       "lost": 0}
+
+
+def test_the_close_checks_in_chunks_and_releases_only_the_aggregate_and_the_ids(tmp_path,
+                                                                                monkeypatch):
+    """Bounded memory (issue 31 §4): the proxy checks the held uploads a chunk at a time
+    (here 3 uploads) and keeps no chunk's verify states after it; the server keeps its
+    output shares by id; the release is the proxy's aggregate share and the 11 ids (8 d +
+    16 bytes each), not the reports; the counts are still exactly the honest sum."""
+    from dprec.protocol.messages import HEADER
+    from dprec.protocol.secure_sum.proved import ProvedRelease
+
+    held_states: list[int] = []
+    fold = ProvedRelay.fold
+
+    def counting_fold(self, ids, round):
+        held_states.append(len(self._prepared.get(round, {})))
+        fold(self, ids, round)
+        assert round not in self._prepared
+
+    monkeypatch.setattr(ProvedRelay, "fold", counting_fold)
+    with Stack(tmp_path, proved_info(), threshold=10, batch_senders=10) as s:
+        r = ProvedRound(s)
+        bodies, total = r.honest(N_HONEST)
+        attack = r.forged(half_field(r.check))
+        for i, b in enumerate([*bodies, attack]):
+            assert s.submit(0, i, b).status_code == 202
+        s.proxy_app.state.service._check_chunk = 3 * ProvedUpload.size(r.check) - 1
+        seen = []
+        server = s.server_app.state.service
+        check_shares = server.check_shares
+        monkeypatch.setattr(server, "check_shares",
+                            lambda rnd, body: seen.append(len(body)) or check_shares(rnd, body))
+        out = s.close(0).json()
+        assert out["outcomes"] == {"summed": N_HONEST, "refused": 1, "below_threshold": 0,
+                                   "lost": 0}, out
+        np.testing.assert_array_equal(r.counts(), total)
+        (release,) = [bytes(b) for (b,) in server.store.db.execute("SELECT body FROM batches")]
+        kept = server.store.db.execute("SELECT COUNT(*) FROM kept").fetchone()[0]
+    assert held_states == [3, 3, 3, 3] and len(seen) == 4
+    assert len(release) == HEADER.size + ProvedRelease.size(r.check, N_HONEST)
+    assert kept == 0  # forgotten when the round closed

@@ -99,7 +99,7 @@ from dprec.errors import DprecError
 from dprec.protocol.deployed import ProtocolInfo, check_upload
 from dprec.protocol.deployment import ProxySecrets, SecretNotReady
 from dprec.protocol.messages import Message, MessageError
-from dprec.protocol.secure_sum.validity import ReleaseRule
+from dprec.protocol.secure_sum.validity import CHECK_CHUNK_BYTES, ReleaseRule
 from dprec.random import secure_generator
 from dprec.services.auth import bearer, client_token, same_secret
 from dprec.services.http import (
@@ -130,6 +130,11 @@ BINARY_BODY = {"requestBody": {"required": True, "content": {"application/octet-
     "schema": {"type": "string", "format": "binary"}}}}}
 _I64 = (-(1 << 63), (1 << 63) - 1)
 _REPORTS = re.compile(r"^/v1/rounds/[^/]+/reports$")
+RELEASE_CAP = 768 << 20
+"""Largest secure-sum release (bytes) this proxy queues: it is one SQLite row (SQLite's
+limit is 1e9 bytes) and one HTTP body. A round whose release of ``n_clients`` uploads would
+exceed it, or the server's batch limit, takes no upload at all (a proved release is 8 d +
+16 bytes per upload; a ring release holds every upload's share box)."""
 
 
 @dataclass
@@ -257,6 +262,8 @@ class _Proxy:
         """The release rule of an agreed (secure-sum) release; None for other protocols."""
         self.refused_start: str | None = None
         """Settings that can never release (refused at start)."""
+        self._check_chunk = CHECK_CHUNK_BYTES
+        """Bytes of held uploads checked with the server at once (half its batch limit)."""
 
     def check_state(self) -> None:
         """:class:`DprecError` now, at start, if the protocol's secret part cannot be read
@@ -352,6 +359,8 @@ class _Proxy:
         limit = (doc.get("limits") or {}).get("max_batch_bytes")
         if not isinstance(limit, int) or isinstance(limit, bool):
             return None  # a server that publishes no limit: learnt from its refusals
+        self._check_chunk = max(1, min(CHECK_CHUNK_BYTES, limit // 2))
+        limit = min(limit, RELEASE_CAP)
         s = self.settings
         senders = s.batch_senders + s.threshold - 1
         if info.deployment.one_batch:
@@ -360,10 +369,11 @@ class _Proxy:
             largest = batch_bytes(info, self.rule.most)  # a release sums <= n_clients
             if largest <= limit:
                 return None
-            return (f"the server takes batches of at most {limit} bytes, and this proxy's "
-                    f"release of up to n_clients = {self.rule.most} uploads has up to "
-                    f"{largest} bytes; raise the server's --max-batch-mb. No submission is "
-                    "taken")
+            return (f"the server takes batches of at most {limit} bytes (and a release "
+                    f"is at most {RELEASE_CAP} bytes here), and this proxy's release of up "
+                    f"to n_clients = {self.rule.most} uploads has up to {largest} bytes; "
+                    "raise the server's --max-batch-mb, or enrol fewer clients per round. "
+                    "No submission is taken")
         largest = batch_bytes(info, senders)
         if largest <= limit:
             return None
@@ -713,7 +723,7 @@ class _Proxy:
                 if self.secrets.needs_broadcast and self.store.uploads(round) is None:
                     await self._broadcast_for(round, info)
                 await settle_round(self.store, self.secrets, self.rule, round,
-                                   self._server_verdicts)
+                                   self._server_verdicts, self._check_chunk)
             elif held >= self.settings.threshold:
                 self.store.form_batch(round, None, self._shuffler(round))
             elif held:  # below the threshold (then nothing was forwarded before): refused

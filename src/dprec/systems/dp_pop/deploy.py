@@ -38,8 +38,14 @@ from dprec.protocol.secure_sum.device import DeviceRound, upload
 from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, Release, Upload, run_id
 from dprec.protocol.secure_sum.params import SecureSumParams
-from dprec.protocol.secure_sum.proved import ProvedBatch, ProvedUpload, prove_and_seal
+from dprec.protocol.secure_sum.proved import (
+    ProvedBatch,
+    ProvedRelease,
+    ProvedUpload,
+    prove_and_seal,
+)
 from dprec.protocol.secure_sum.sealed import OVERHEAD
+from dprec.protocol.secure_sum.validity import CHECK_CHUNK_BYTES
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.protocol.secure_sum.vdaf.noise_bounds import truncated_noise_share
 from dprec.systems.dp_pop.calibration import (
@@ -50,8 +56,8 @@ from dprec.systems.dp_pop.calibration import (
 )
 from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel, SumRelease, SumUpload
 
-__all__ = ["DEPLOYMENT", "PopDeployment", "SecureSumDeployment", "check_of", "proved_upload",
-           "round_of", "sealed_uploads"]
+__all__ = ["DEPLOYMENT", "PopDeployment", "SecureSumDeployment", "check_of", "own_items",
+           "proved_check_bytes", "proved_upload", "round_of", "sealed_uploads"]
 
 _RELEASE_HEAD = 48  # "DSR2", round u64, count u32, proxy key (32)
 
@@ -303,8 +309,8 @@ class PopDeployment(SecureSumDeployment):
         check = check_of(info)
         if check is None:
             return super().batch_bytes(info, senders)
-        return (HEADER.size + _RELEASE_HEAD + OVERHEAD + 32 + 8 * int(info.n_items)
-                + senders * sum(ProvedBatch.item_sizes(check)))
+        return HEADER.size + max(ProvedRelease.size(check, senders),
+                                 proved_check_bytes(check, senders))
 
     def check_upload(self, message: Message, info: Any) -> None:
         check = check_of(info)
@@ -322,7 +328,7 @@ class PopDeployment(SecureSumDeployment):
             return super().check_forwarded(message, info)
         assert isinstance(message, SumRelease)
         try:
-            ProvedBatch.from_bytes(message.data, check)
+            ProvedRelease.from_bytes(message.data, check)
         except SecureSumError as e:
             raise MessageError(str(e)) from None
 
@@ -426,6 +432,14 @@ def proved_upload(check: ContributionCheck, proxy_key: bytes, server_key: bytes,
     z = truncated_noise_share(check.truncation, rng, vector=v, l2_bound_sq=c.l2_bound_sq)
     return SumUpload(prove_and_seal(check, client, proxy_key, server_key, v + z,
                                     round_id)).to_bytes()
+
+
+def proved_check_bytes(check: ContributionCheck, senders: int) -> int:
+    """The largest share-check batch of a round of ``senders`` proved uploads: the proxy
+    checks them in chunks of about :data:`CHECK_CHUNK_BYTES` of uploads, plus one."""
+    per_chunk = CHECK_CHUNK_BYTES // ProvedUpload.size(check) + 1
+    return _RELEASE_HEAD + OVERHEAD + 32 + min(int(senders), per_chunk) * sum(
+        ProvedBatch.item_sizes(check))
 
 
 def _keys_checked(proxy_key: bytes, server_key: bytes) -> bytes:
