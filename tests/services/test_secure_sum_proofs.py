@@ -25,12 +25,12 @@ from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, run_id
 from dprec.protocol.secure_sum.proved import ProvedBatch, ProvedUpload, bound_data, server_verify
 from dprec.protocol.secure_sum.sealed import KeyPair, seal
-from dprec.protocol.secure_sum.vdaf.noise_bounds import truncated_noise_share
 from dprec.services import roles
 from dprec.services.auth import client_token
 from dprec.services.launch import Loopback
 from dprec.systems.dp_pop.calibration import check_terms
 from dprec.systems.dp_pop.deploy import check_of, proved_upload, round_of, sealed_uploads
+from dprec.systems.dp_pop.draws import device_vector
 from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel, SumUpload
 from dprec.systems.dp_pop.proved_relay import ProvedRelay
 from dprec.systems.dp_pop.system import DpPopConfig
@@ -84,18 +84,17 @@ class ProvedRound:
         self.run = run_id(self.proxy_key, self.server_key)
 
     def honest(self, n: int) -> tuple[list[bytes], np.ndarray]:
-        """``n`` honest devices' uploads and the plain sum of their ``y = v + z``."""
+        """``n`` honest devices' uploads and the plain sum of their ``y = v + z``, each
+        drawn as a device draws it (:func:`device_vector`, from a seeded generator here)."""
         rng = np.random.default_rng(7)
-        c = self.check.circuit
+        share = round_of(self.stack.info).share
         bodies, total = [], np.zeros(N_ITEMS, np.int64)
         for i in range(n):
-            v = np.zeros(N_ITEMS, np.int64)
-            v[rng.choice(N_ITEMS, K, replace=False)] = 1
-            bodies.append(proved_upload(self.check, self.proxy_key, self.server_key, v, 0,
-                                        np.random.default_rng([i, 1])))
-            z = truncated_noise_share(self.check.truncation, np.random.default_rng([i, 1]),
-                                      vector=v, l2_bound_sq=c.l2_bound_sq)
-            total += v + z
+            items = rng.choice(N_ITEMS, K, replace=False)
+            y = device_vector(items, N_ITEMS, K, "uniform", share,
+                              np.random.default_rng([i, 1]), self.check)
+            bodies.append(proved_upload(self.check, self.proxy_key, self.server_key, y, 0))
+            total += y
         return bodies, total
 
     def forged(self, meas: np.ndarray | None = None, tamper_proof: bool = False) -> bytes:
@@ -199,13 +198,11 @@ def test_device_processes_prove_and_a_malicious_upload_changes_no_count(tmp_path
     assert "invalid proof" in closed["uploads"][SumUpload.from_bytes(attack).message_id.hex()][
         "reason"]
     total = np.zeros(n_items, np.int64)
+    share = round_of(info).share
     for cid in range(n_devices):
-        v = np.zeros(n_items, np.int64)
-        v[histories[cid]] = 1
         gen = np.random.Generator(ChaCha(key=np.frombuffer(planted[cid], np.uint64).copy(),
                                          counter=0, rounds=20))
-        total += v + truncated_noise_share(check.truncation, gen, vector=v,
-                                           l2_bound_sq=check.circuit.l2_bound_sq)
+        total += device_vector(histories[cid], n_items, 3, "uniform", share, gen, check)
     assert model.contributors == n_devices
     np.testing.assert_array_equal(model.counts, total)
 
