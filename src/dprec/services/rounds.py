@@ -90,7 +90,7 @@ async def settle_round(store: ProxyStore, secrets: ProxySecrets, rule: ReleaseRu
     if store.uploads(round) is not None:
         return
     folds = callable(getattr(secrets, "fold", None))
-    if folds:
+    if callable(getattr(secrets, "begin_release", None)):
         secrets.begin_release(round)  # type: ignore[attr-defined]
     asks = store.held(round) >= rule.fewest  # too few to release: the server sees nothing
     valid: list[bytes] = []
