@@ -233,18 +233,14 @@ class ServerStore:
 
     def kept(self, round: int, ids: list[bytes]) -> list[bytes | None]:
         """What :meth:`keep` stored for each of ``ids`` in ``round`` (None: nothing)."""
-        out: list[bytes | None] = []
-        for mid in ids:
-            row = self.db.execute("SELECT body FROM kept WHERE round = ? AND id = ?",
-                                  (round, bytes(mid))).fetchone()
-            out.append(None if row is None else bytes(row[0]))
-        return out
+        rows = dict(self.db.execute(f"SELECT id, body FROM kept WHERE round = ? AND id IN "
+                                    f"({','.join('?' * len(ids))})", (round, *map(bytes, ids))))
+        return [None if rows.get(bytes(m)) is None else bytes(rows[bytes(m)]) for m in ids]
 
     # writes
     def keep(self, round: int, bodies: dict[bytes, bytes], rounds: int) -> None:
-        """Keep what the role computed per upload at the share check of the open ``round``
-        (a proved sum's output shares, by message id; a value kept before is kept as it
-        was), until the round closes."""
+        """Keep, until the open ``round`` closes, what the role computed per upload at the
+        share check (a proved sum's output shares, by message id; the first value stays)."""
         with _transaction(self.db):
             _check_open(self.db, round, rounds)
             self.db.executemany("INSERT OR IGNORE INTO kept VALUES(?, ?, ?)",
@@ -423,25 +419,17 @@ class ProxyStore:
     def held_chunks(self, round: int, chunk_bytes: int) -> Iterator[list[bytes]]:
         """The bodies of ``round``'s held submissions in key order, in lists of about
         ``chunk_bytes`` (at least one body each): never all of them at once."""
-        after = b""
-        while True:
+        after, rows = b"", [b""]
+        while rows:
             rows, size = [], 0
-            for key, body in self.db.execute(
-                    "SELECT key, body FROM held WHERE round = ? AND key > ? ORDER BY key",
-                    (round, after)):
+            for key, body in self.db.execute("SELECT key, body FROM held WHERE round = ? AND "
+                                             "key > ? ORDER BY key", (round, after)):
                 rows.append(bytes(body))
-                size += len(body)
-                after = bytes(key)
+                size, after = size + len(body), bytes(key)
                 if size >= chunk_bytes:
                     break
-            if not rows:
-                return
-            yield rows
-
-    def held_rows(self, round: int) -> list[tuple[bytes, bytes]]:
-        """(key, body) of every held submission of ``round``, in key order."""
-        return [(bytes(k), bytes(b)) for k, b in self.db.execute(
-            "SELECT key, body FROM held WHERE round = ? ORDER BY key", (round,))]
+            if rows:
+                yield rows
 
     def settle(self, round: int, release: bytes | None, released: list[str],
                refused: dict[str, str], below: list[str],
