@@ -277,6 +277,12 @@ class _Server:
         except DprecError as e:
             raise ApiError(422, f"share batch refused: {e}") from None
         shares = getattr(verdicts, "verifier_shares", None)
+        kept = getattr(verdicts, "outputs", None)
+        if kept:  # what the role sums at the release (a proved sum's output shares)
+            try:
+                self.store.keep(round, kept, self.info.rounds)
+            except StoreConflict as e:
+                raise ApiError(409, str(e)) from None
         log.info("round %d: checked %d shares, %d refused", round, len(verdicts),
                  sum(v is not None for v in verdicts.values()))
         out = {"round": round, "verdicts": {mid.hex(): why for mid, why in verdicts.items()}}
@@ -289,6 +295,8 @@ class _Server:
             role = self._started_role()
             latest = self.store.broadcast()
             roles.restore(self.info, role, None if latest is None else latest[0])
+            if hasattr(role, "kept_outputs"):  # what the share check kept, read by id
+                role.kept_outputs = lambda ids: self.store.kept(round, ids)
             batches = (roles.parse_forwarded(b) for b in self.store.batches(round))
             try:
                 new = role.aggregate(batches, round)
