@@ -22,16 +22,18 @@ from svc import Stack
 from svc import headers as device_headers
 
 from dprec.protocol.deployed import ProtocolInfo
+from dprec.protocol.secure_sum.deploy import proved_upload, sealed_uploads
 from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, run_id
 from dprec.protocol.secure_sum.proved import ProvedBatch, ProvedUpload, bound_data, server_verify
 from dprec.protocol.secure_sum.sealed import KeyPair, seal
 from dprec.protocol.secure_sum.vdaf.noise_bounds import truncated_noise_share
+from dprec.protocol.secure_sum.wire import SumUpload
 from dprec.services import roles
 from dprec.services.auth import client_token
 from dprec.services.launch import Loopback
 from dprec.systems.dp_pop.calibration import check_terms
-from dprec.systems.dp_pop.deploy import check_of, proved_upload, round_of, sealed_uploads
-from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel, SumUpload
+from dprec.systems.dp_pop.deploy import check_of, round_of
+from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel
 from dprec.systems.dp_pop.proved_relay import ProvedRelay
 from dprec.systems.dp_pop.system import DpPopConfig
 

@@ -13,12 +13,13 @@ from dprec.data.synthetic import synthetic
 from dprec.errors import DprecError
 from dprec.protocol.deployed import ProtocolInfo, check_upload
 from dprec.protocol.messages import MessageError
+from dprec.protocol.secure_sum.deploy import sealed_uploads
 from dprec.protocol.secure_sum.noise_shares import ShareNoise
-from dprec.systems.dp_pop.messages import SumRelease, SumUpload
+from dprec.protocol.secure_sum.wire import ClientBlock, ExactSum, SumRelease, SumUpload
 from dprec.systems.dp_pop.system import DpPopConfig
 from dprec.systems.dpals.clients import DpalsClients
-from dprec.systems.dpals.deploy import DEPLOYMENT, sealed_uploads
-from dprec.systems.dpals.messages import ClientBlock, DpalsModel, ExactSum
+from dprec.systems.dpals.deploy import DEPLOYMENT
+from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import plan_of, run_plan
 from dprec.systems.dpals.proxy import DpalsRelay
 from dprec.systems.dpals.serve import server_of

@@ -35,9 +35,10 @@ from dprec.protocol.engine import Clients, Sent, client_ids
 from dprec.protocol.secure_sum.client import quantise
 from dprec.protocol.secure_sum.noise_shares import ShareNoise, consecutive_runs
 from dprec.protocol.secure_sum.params import SecureSumParams
+from dprec.protocol.secure_sum.wire import ClientBlock
 from dprec.random import derive_generator, secure_generator
 from dprec.systems.dp_fedavg.device import client_update, clipped_weights
-from dprec.systems.dp_fedavg.messages import ClientBlock, FedAvgModel
+from dprec.systems.dp_fedavg.messages import FedAvgModel
 from dprec.systems.fmf.client import check_item_matrix, user_vectors
 
 __all__ = ["FedAvgClients", "check_model", "clipped_weights"]

@@ -1,13 +1,13 @@
 """dp-fedavg (aggregation=secure) as services, the device-safe half: every round is one
 cryptographic secure sum (:mod:`dprec.protocol.secure_sum`) through the shuffling proxy, as
-for dp-pop and dpals (:class:`~dprec.systems.dp_pop.deploy.SecureSumDeployment`):
+for dp-pop and dpals (the layer's :class:`~dprec.protocol.secure_sum.deploy.SecureSumDeployment`):
 
-- each client uploads ONE :class:`~dprec.systems.dp_pop.messages.SumUpload` per round: its
+- each client uploads ONE :class:`~dprec.protocol.secure_sum.wire.SumUpload` per round: its
   quantised clipped item gradient (zeros if its own coin did not sample it) plus its Skellam
   share, split into a mask seed sealed to the proxy and a share sealed to the server; the
   round id is bound into both boxes. Every client uploads every round, so the server cannot
   tell who was sampled;
-- the proxy (dp-pop's :class:`~dprec.systems.dp_pop.proxy.SecureSumRelay`: every round has
+- the proxy (the layer's :class:`~dprec.protocol.secure_sum.relay.SecureSumRelay`: every round has
   the same parameters, :mod:`.plan`) opens only the seeds and at the close releases ONE
   shuffled batch once ``min_honest`` distinct senders uploaded;
 - the server opens and sums it mod q, takes FCF's descent step (:mod:`.serve`) and
@@ -33,13 +33,14 @@ import scipy.sparse as sp
 from dprec.errors import DprecError
 from dprec.protocol.deployment import DeviceReader, ProxySecrets
 from dprec.protocol.messages import Message
+from dprec.protocol.secure_sum.deploy import SecureSumDeployment
 from dprec.protocol.secure_sum.device import DeviceRound
 from dprec.protocol.secure_sum.params import SecureSumParams
+from dprec.protocol.secure_sum.wire import ClientBlock
 from dprec.systems.dp_fedavg.client import check_model
 from dprec.systems.dp_fedavg.device import clipped_update
-from dprec.systems.dp_fedavg.messages import ClientBlock, FedAvgModel
+from dprec.systems.dp_fedavg.messages import FedAvgModel
 from dprec.systems.dp_fedavg.plan import plan_of
-from dprec.systems.dp_pop.deploy import SecureSumDeployment
 from dprec.systems.fmf.client import user_vectors
 
 __all__ = ["DEPLOYMENT", "FedAvgDeployment"]
@@ -84,12 +85,11 @@ class FedAvgDeployment(SecureSumDeployment):
         return [_params(info)]
 
     def proxy_secrets(self, info: Any, state_dir: Path) -> ProxySecrets:
-        from dprec.systems.dp_pop.proxy import SecureSumRelay  # the proxy's code, lazily
+        from dprec.protocol.secure_sum.relay import SecureSumRelay  # the proxy's code, lazily
 
         plan = plan_of(info.config, int(info.n_items), int(info.config["n_clients"]))
         assert plan.min_honest is not None
-        return SecureSumRelay(_params(info), state_dir, plan.min_honest, plan.n_clients,
-                              lambda body: FedAvgModel.from_bytes(body).server_key)
+        return SecureSumRelay(_params(info), state_dir, plan.min_honest, plan.n_clients)
 
     # -- the device: the clipped update of its own history, one segment Sk(mu / t) ---------
 

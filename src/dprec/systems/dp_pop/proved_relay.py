@@ -29,11 +29,11 @@ from dprec.protocol.secure_sum.proved import (
     seal_verify_key,
     verify_key,
 )
+from dprec.protocol.secure_sum.relay import SecureSumRelay
 from dprec.protocol.secure_sum.sealed import open_box
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
+from dprec.protocol.secure_sum.wire import SumRelease, SumUpload
 from dprec.systems.dp_pop.calibration import check_terms
-from dprec.systems.dp_pop.messages import SumRelease, SumUpload
-from dprec.systems.dp_pop.proxy import SecureSumRelay
 
 __all__ = ["ProvedRelay"]
 

@@ -29,6 +29,7 @@ from dprec.errors import DprecError
 from dprec.mechanisms.skellam import SkellamMechanism
 from dprec.protocol.engine import Clients, Sent
 from dprec.protocol.secure_sum.noise_shares import ShareNoise, consecutive_runs
+from dprec.protocol.secure_sum.wire import ClientBlock
 from dprec.random import secure_generator
 from dprec.systems.dpals.client import (
     clip_users,
@@ -38,7 +39,7 @@ from dprec.systems.dpals.client import (
     select_items,
     solve_users,
 )
-from dprec.systems.dpals.messages import ClientBlock, DpalsModel
+from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import RoundPlan, RunPlan, items_bound
 
 __all__ = ["BLOCK_CELLS", "DpalsClients", "RowVectors", "check_model"]

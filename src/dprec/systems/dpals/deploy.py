@@ -1,9 +1,10 @@
 """dpals (aggregation=secure) as services, the device-safe half: every round is one
 cryptographic secure sum (:mod:`dprec.protocol.secure_sum`) through the shuffling proxy,
-as for dp-pop (:mod:`dprec.systems.dp_pop.deploy`), over several rounds:
+deployed by the layer's :class:`~dprec.protocol.secure_sum.deploy.SecureSumDeployment`, over
+several rounds:
 
 - the optional DP count round, then one round per ALS step (:mod:`dprec.systems.dpals.plan`);
-  each client uploads ONE :class:`~dprec.systems.dp_pop.messages.SumUpload` per round: its
+  each client uploads ONE :class:`~dprec.protocol.secure_sum.wire.SumUpload` per round: its
   noisy integer vector of the round (count sample, or per-item statistics dense over all
   items and the global Gramian term), split into a mask seed sealed to the proxy and a
   share sealed to the server; the round id is bound into both boxes;
@@ -29,9 +30,10 @@ import scipy.sparse as sp
 from dprec.errors import DprecError
 from dprec.protocol.deployment import DeviceReader, ProxySecrets
 from dprec.protocol.messages import Message, MessageError
+from dprec.protocol.secure_sum.deploy import SecureSumDeployment
 from dprec.protocol.secure_sum.device import DeviceRound
 from dprec.protocol.secure_sum.params import SecureSumParams
-from dprec.systems.dp_pop.deploy import SecureSumDeployment, sealed_uploads
+from dprec.protocol.secure_sum.wire import ClientBlock
 from dprec.systems.dpals.client import (
     clip_users,
     count_sample,
@@ -41,10 +43,10 @@ from dprec.systems.dpals.client import (
     solve_users,
 )
 from dprec.systems.dpals.clients import check_model
-from dprec.systems.dpals.messages import ClientBlock, DpalsModel
+from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import RunPlan, items_bound, plan_of
 
-__all__ = ["DEPLOYMENT", "DpalsDeployment", "sealed_uploads"]
+__all__ = ["DEPLOYMENT", "DpalsDeployment"]
 
 _ROUND = slice(4, 12)  # the round id inside a secure-sum upload or release
 

@@ -12,40 +12,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
-from dprec.errors import DprecError
 from dprec.protocol.secure_sum.in_process import InProcessSumProxy
-from dprec.systems.dp_pop.proxy import SecureSumRelay
-from dprec.systems.dpals.messages import ClientBlock, DpalsModel, ExactSum
+from dprec.protocol.secure_sum.relay import SecureSumRelay
 from dprec.systems.dpals.plan import RunPlan
 
 __all__ = ["DpalsRelay", "ExactSumProxy"]
 
 
 class DpalsRelay(SecureSumRelay):
-    """dp-pop's :class:`SecureSumRelay` with each round's own secure-sum parameters
+    """The layer's :class:`SecureSumRelay` with each round's own secure-sum parameters
     (:meth:`RunPlan.round`): an upload must carry the round's length, and a round the plan
     does not have is refused."""
 
     def __init__(self, plan: RunPlan, state_dir: Path) -> None:
         self.plan = plan
         super().__init__(lambda round: plan.round(round).params, state_dir, plan.min_honest,
-                         plan.n_clients, lambda body: DpalsModel.from_bytes(body).server_key)
+                         plan.n_clients)
 
 
 class ExactSumProxy(InProcessSumProxy):
     """The in-process proxy (:class:`InProcessSumProxy`): forwards the exact integer sum of
-    the round's :class:`ClientBlock` totals as one :class:`ExactSum`, once at least
-    ``threshold`` clients contributed."""
+    the round's client blocks, once at least ``threshold`` clients contributed."""
 
-    system, accepts, accepts_plural = "dpals'", ClientBlock, "ClientBlocks"
-
-    def part(self, message: ClientBlock) -> np.ndarray:
-        if message.total is None:
-            raise DprecError("device clients form no total: their uploads go through the "
-                             "services' secure sum, not the in-process proxy")
-        return message.total
-
-    def batch(self, total: np.ndarray, senders: int) -> ExactSum:
-        return ExactSum(total, senders)
+    system = "dpals'"

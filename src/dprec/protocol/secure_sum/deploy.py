@@ -1,0 +1,264 @@
+"""What every system on the secure sum deploys the same way (dp-pop, dpals, dp-fedavg):
+the device-safe half of a secure-sum descriptor (:class:`SecureSumDeployment`), and the
+sealing of simulated clients' uploads (:func:`sealed_uploads`) and of a device's proved
+upload (:func:`proved_upload`).
+
+- The server publishes its X25519 public key in its broadcast (artefact ``model``); the
+  proxy publishes its own (``GET /v1/round``, ``published``). A client checks both (32
+  bytes, distinct, not a low-order point) and uploads ONE
+  :class:`~dprec.protocol.secure_sum.wire.SumUpload` per round: its mask seed sealed to the
+  proxy and its share ``v - r mod q`` sealed to the server.
+- The proxy (:class:`~dprec.protocol.secure_sum.relay.SecureSumRelay`) opens only the seeds,
+  holds the uploads on disk, and at the close releases ONE shuffled
+  :class:`~dprec.protocol.secure_sum.wire.SumRelease` once ``min_honest`` distinct senders
+  uploaded.
+- The server (:class:`~dprec.protocol.secure_sum.server_role.SecureSumRole`) opens that one
+  batch, sums mod q, lifts, and publishes what its system makes of the sum.
+
+Threat model: the server and the proxy do not collude; the guarantee holds while at least
+``min_honest`` contributing clients are honest (docs/secure_sum.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from dprec.errors import DprecError
+from dprec.protocol.deployment import Deployment, DeviceReader
+from dprec.protocol.messages import HEADER, Message, MessageError
+from dprec.protocol.secure_sum.client import SecureSumClient, check_public_key
+from dprec.protocol.secure_sum.device import DeviceRound, upload
+from dprec.protocol.secure_sum.errors import SecureSumError
+from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, Release, Upload, run_id
+from dprec.protocol.secure_sum.params import SecureSumParams
+from dprec.protocol.secure_sum.proved import prove_and_seal
+from dprec.protocol.secure_sum.sealed import OVERHEAD
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
+from dprec.protocol.secure_sum.vdaf.noise_bounds import truncated_noise_share
+from dprec.protocol.secure_sum.wire import SumRelease, SumUpload
+
+__all__ = ["SecureSumDeployment", "proved_upload", "sealed_uploads"]
+
+_RELEASE_HEAD = 48  # "DSR2", round u64, count u32, proxy key (32)
+
+
+class SecureSumDeployment(Deployment):
+    """What every system on the secure sum deploys the same way (dp-pop, dpals): one
+    :class:`SumUpload` per client per round, one :class:`SumRelease` per round made by the
+    proxy's secure-sum part, secure aggregation only. A subclass gives ``name``,
+    ``accepts``, ``mechanism``, the parameters of the round a record names
+    (:meth:`round_params`), all rounds' parameters (:meth:`all_params`), its proxy part, the
+    type of its simulated client blocks and, for the device, its rounds' parameters and
+    noise segments (:meth:`device_round`), its vector (:meth:`device_vector`), its model
+    (:meth:`model_type`, :meth:`check_model`, :meth:`largest_model`) and its scores; the
+    device's terms, step and artefact decoding are written here once."""
+
+    noisy = ("skellam",)
+    default_mechanisms = frozenset({"skellam"})
+    artefacts = ("model",)
+    broadcast_artefact = "model"
+    one_batch = True
+    device_randomness = True
+    label = "a secure-sum system"
+    """The system's name in messages."""
+    block_type: type = object
+    """The simulated clients' block (ids, vectors, round, keys, params)."""
+
+    def round_params(self, info: Any, data: bytes) -> SecureSumParams:
+        """The parameters of the round the secure-sum record ``data`` belongs to."""
+        raise NotImplementedError
+
+    def all_params(self, info: Any) -> list[SecureSumParams]:
+        """The parameters of every round of the run."""
+        raise NotImplementedError
+
+    def validate(self, config: Mapping[str, Any]) -> None:
+        if config.get("aggregation") != "secure":
+            raise DprecError(f"{self.label} runs as services with aggregation=secure only (a "
+                             "trusted curator is not the untrusted server)")
+        if config.get("n_clients") is None:
+            raise DprecError(f"a {self.label} server needs n_clients, the clients enrolled "
+                             "(they fix each noise share and the modulus q): "
+                             "--param n_clients=N")
+
+    def upload(self, config: Mapping[str, Any]) -> type[Message]:
+        return SumUpload
+
+    def forward(self, config: Mapping[str, Any]) -> type[Message]:
+        return SumRelease
+
+    def upload_size(self, info: Any) -> int:
+        """The largest round's upload: the proxy's body limit."""
+        return HEADER.size + max(Upload.size(p) for p in self.all_params(info))
+
+    def batch_bytes(self, info: Any, senders: int) -> int:
+        def size(p: SecureSumParams) -> int:
+            item = MESSAGE_ID_BYTES + p.share_bytes + OVERHEAD
+            return HEADER.size + _RELEASE_HEAD + 8 * p.dimension + senders * item
+        return max(size(p) for p in self.all_params(info))
+
+    def check_upload(self, message: Message, info: Any) -> None:
+        assert isinstance(message, SumUpload)
+        try:
+            Upload.from_bytes(message.data, self.round_params(info, message.data))
+        except SecureSumError as e:
+            raise MessageError(str(e)) from None
+
+    def check_forwarded(self, message: Message, info: Any) -> None:
+        assert isinstance(message, SumRelease)
+        try:
+            Release.from_bytes(message.data, self.round_params(info, message.data))
+        except SecureSumError as e:
+            raise MessageError(str(e)) from None
+
+    def shuffle(self, rows: list[bytes], info: Any, rng: np.random.Generator,
+                threshold: int) -> bytes:
+        raise DprecError(f"a {self.label} round is released by the proxy's secure-sum part "
+                         "(its key opens the mask seeds): proxy_secrets(...).release")
+
+    def unique_id(self, message: Message) -> bytes | None:
+        assert isinstance(message, SumUpload)
+        return message.message_id
+
+    def client_messages(self, message: Any, first_id: int) -> Iterator[tuple[int, bytes]]:
+        """Each simulated client's sealed upload of its noisy vector (its own id)."""
+        if not isinstance(message, self.block_type):
+            raise DprecError(f"{type(message).__name__} is not a block of {self.label} "
+                             "clients")
+        yield from sealed_uploads(message)
+
+    # -- the device (protocol/secure_sum/device.py; a subclass gives its vector) -----------
+
+    def device_round(self, settings: Mapping[str, Any], n_items: int, round: int
+                     ) -> DeviceRound:
+        """Round ``round``'s parameters and noise segments, from the checked config."""
+        raise NotImplementedError
+
+    def device_vector(self, terms: Any, history: sp.csr_matrix, round: int,
+                      rng: np.random.Generator, model: Any, client_id: int) -> np.ndarray:
+        """The client's vector of round ``round`` before clip, quantisation and noise."""
+        raise NotImplementedError
+
+    def model_type(self) -> type[Message]:
+        """The broadcast's message type (artefact ``model``)."""
+        raise NotImplementedError
+
+    def largest_model(self, settings: Mapping[str, Any], n_items: int) -> int:
+        """Bytes of the largest broadcast the run publishes."""
+        raise NotImplementedError
+
+    def check_model(self, terms: Any, model: Any) -> None:
+        """:class:`DprecError` for a broadcast a client of ``terms`` cannot use."""
+
+    def read_sizes(self, read: DeviceReader) -> None:
+        """Read the config's sizes the policy bounds (a subclass's factors)."""
+
+    def terms(self, read: DeviceReader, info: Any) -> dict[str, Any]:
+        """The device's terms: epsilon, delta, ``n_clients`` and ``min_honest`` within the
+        policy, and every round's parameters computed here from the config (never the
+        server's numbers)."""
+        epsilon = read.real("epsilon", positive=True)
+        delta = read.real("delta", positive=True)
+        n = read.integer("n_clients", "max_clients")
+        honest = n if info.config.get("min_honest") is None else read.integer(
+            "min_honest", "max_min_honest")
+        self.read_sizes(read)
+        out: dict[str, Any] = dict(
+            rounds=self.rounds(info.config), mechanism="skellam", epsilon=epsilon, count=1,
+            artefact="model", artefact_exact=False, secure_sum=True, delta=delta,
+            n_clients=n, min_honest=honest, settings=MappingProxyType(dict(info.config)),
+            artefact_what=f"{self.label}'s broadcast (its key, then the model)")
+        settings, d = out["settings"], int(info.n_items)
+        try:
+            sizes = tuple(HEADER.size + self.device_upload_bytes(settings, d, r)
+                          for r in range(out["rounds"]))
+            out["artefact_bytes"] = self.largest_model(settings, d)
+        except (DprecError, KeyError, TypeError, ValueError) as e:
+            raise DprecError(f"the protocol's config is not a usable {self.label} round: "
+                             f"{e}") from None
+        return {**out, "round_bytes": sizes, "message_bytes": max(sizes)}
+
+    def device_upload_bytes(self, settings: Mapping[str, Any], n_items: int, round: int
+                            ) -> int:
+        """Bytes of the device's upload of round ``round`` (without the message header)."""
+        return Upload.size(self.device_round(settings, n_items, round).params)
+
+    def build_mechanism(self, mechanism: str, epsilon: float | None) -> Any:
+        """A secure sum has no local mechanism of its own: each round's shares are
+        :meth:`device_round`'s (the policy charges the run's epsilon)."""
+        return None
+
+    def client_step(self, terms: Any, history: Any, round: int, rng: np.random.Generator,
+                    client_id: int, artefact: Callable[[], Any]) -> bytes:
+        """The device's upload of round ``round``: its vector (:meth:`device_vector`) on
+        its own data, clipped, quantised, noised from ``rng`` and sealed to the broadcast's
+        server key and the proxy's key (:func:`~dprec.protocol.secure_sum.device.upload`)."""
+        model = artefact()
+        x = self.device_vector(terms, sp.csr_matrix(history), round, rng, model, client_id)
+        body = upload(self.device_round(terms.settings, terms.n_items, round),
+                      terms.proxy_key, model.server_key, x, round, rng)
+        return SumUpload(body).to_bytes()
+
+    def decode_artefact(self, terms: Any, body: bytes) -> Any:
+        """The broadcast, parsed and checked (:meth:`check_model`); :class:`DprecError`
+        naming what is wrong (the device reports it as a bad reply)."""
+        try:
+            model = Message.from_bytes(body)
+            if not isinstance(model, self.model_type()):
+                raise DprecError(f"expected a {self.model_type().__name__}, got "
+                                 f"{type(model).__name__}")
+            self.check_model(terms, model)
+        except (DprecError, MessageError) as e:
+            raise DprecError(f"{self.label}'s model artefact: {e}") from None
+        return model
+
+    def scores(self, terms: Any, history: Any, artefact: Any) -> np.ndarray:
+        raise DprecError(f"{self.label} ranks on the device from its published model; "
+                         "this system has no on-device scores")
+
+
+
+def sealed_uploads(block: Any) -> Iterator[tuple[int, bytes]]:
+    """(client id, :class:`SumUpload` bytes) of every client of ``block`` (its ``vectors``:
+    an array, or a callable giving one), sealed to the block's proxy and server keys
+    (checked first: what a client receives is hostile)."""
+    if block.proxy_key is None:
+        raise DprecError("the proxy published no secure-sum key: a client has nothing to "
+                         "seal its mask seed to")
+    client = SecureSumClient(block.params, block.proxy_key, block.server_key)
+    vectors = block.vectors() if callable(block.vectors) else block.vectors
+    check = getattr(block, "check", None)
+    for uid, v in zip(block.ids, vectors, strict=True):
+        if check is None:
+            yield int(uid), SumUpload(client.seal(v, block.round)).to_bytes()
+        else:  # the noisy vector meets the check but w.p. eta (noise_bounds): else refused
+            yield int(uid), SumUpload(prove_and_seal(check, client.run, client.proxy_key,
+                                                     client.server_key, v,
+                                                     block.round)).to_bytes()
+
+
+def proved_upload(check: ContributionCheck, proxy_key: bytes, server_key: bytes,
+                  x: np.ndarray, round_id: int, rng: np.random.Generator) -> bytes:
+    """A device's proved :class:`SumUpload` of its k-hot row ``x`` (keys checked: 32 bytes,
+    not low-order, distinct), its truncated noise share drawn from ``rng``."""
+    client = _keys_checked(proxy_key, server_key)
+    v = np.asarray(x, dtype=np.int64)
+    c = check.circuit
+    z = truncated_noise_share(check.truncation, rng, vector=v, l2_bound_sq=c.l2_bound_sq)
+    return SumUpload(prove_and_seal(check, client, proxy_key, server_key, v + z,
+                                    round_id)).to_bytes()
+
+
+def _keys_checked(proxy_key: bytes, server_key: bytes) -> bytes:
+    """The run id of two checked keys (:func:`check_public_key`, distinct)."""
+    proxy_key = check_public_key(proxy_key, "proxy")
+    server_key = check_public_key(server_key, "server")
+    if proxy_key == server_key:
+        raise SecureSumError("the proxy and the server must hold different keys: with one "
+                             "key, one party could open both shares")
+    return run_id(proxy_key, server_key)
