@@ -21,7 +21,10 @@ Threat model: the server and the proxy do not collude; the guarantee holds while
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -29,22 +32,24 @@ import numpy as np
 import scipy.sparse as sp
 
 from dprec.errors import DprecError
-from dprec.protocol.deployment import Deployment, DeviceReader
+from dprec.protocol.deployment import Deployment, DeviceReader, ProxySecrets
 from dprec.protocol.messages import HEADER, Message, MessageError
-from dprec.protocol.secure_sum.client import SecureSumClient, check_public_key
-from dprec.protocol.secure_sum.device import DeviceRound, upload
+from dprec.protocol.secure_sum.checks import validity_terms
+from dprec.protocol.secure_sum.client import SecureSumClient, check_public_key, clip, quantise
+from dprec.protocol.secure_sum.device import DeviceRound, segment_noise, upload
 from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, Release, Upload, run_id
 from dprec.protocol.secure_sum.params import SecureSumParams
-from dprec.protocol.secure_sum.proved import prove_and_seal
+from dprec.protocol.secure_sum.proved import ProvedBatch, ProvedUpload, prove_and_seal
 from dprec.protocol.secure_sum.sealed import OVERHEAD
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.protocol.secure_sum.vdaf.noise_bounds import truncated_noise_share
 from dprec.protocol.secure_sum.wire import SumRelease, SumUpload
 
-__all__ = ["SecureSumDeployment", "proved_upload", "sealed_uploads"]
+__all__ = ["SecureSumDeployment", "proved_upload", "sealed_uploads", "truncated_share"]
 
 _RELEASE_HEAD = 48  # "DSR2", round u64, count u32, proxy key (32)
+_ROUND = slice(4, 12)  # the round id inside every secure-sum record (plain or proved)
 
 
 class SecureSumDeployment(Deployment):
@@ -94,9 +99,17 @@ class SecureSumDeployment(Deployment):
 
     def upload_size(self, info: Any) -> int:
         """The largest round's upload: the proxy's body limit."""
+        checks = self.checks(info.config, info.n_items)
+        if checks is not None:
+            return HEADER.size + max(ProvedUpload.size(c) for c in checks)
         return HEADER.size + max(Upload.size(p) for p in self.all_params(info))
 
     def batch_bytes(self, info: Any, senders: int) -> int:
+        checks = self.checks(info.config, info.n_items)
+        if checks is not None:  # + the sealed verify key and the aggregate share
+            return max(HEADER.size + _RELEASE_HEAD + OVERHEAD + 32 + 8 * c.circuit.dimension
+                       + senders * sum(ProvedBatch.item_sizes(c)) for c in checks)
+
         def size(p: SecureSumParams) -> int:
             item = MESSAGE_ID_BYTES + p.share_bytes + OVERHEAD
             return HEADER.size + _RELEASE_HEAD + 8 * p.dimension + senders * item
@@ -105,16 +118,67 @@ class SecureSumDeployment(Deployment):
     def check_upload(self, message: Message, info: Any) -> None:
         assert isinstance(message, SumUpload)
         try:
-            Upload.from_bytes(message.data, self.round_params(info, message.data))
+            check = self.record_check(info, message.data)
+            if check is None:
+                Upload.from_bytes(message.data, self.round_params(info, message.data))
+            else:
+                ProvedUpload.from_bytes(message.data, check)
         except SecureSumError as e:
             raise MessageError(str(e)) from None
 
     def check_forwarded(self, message: Message, info: Any) -> None:
         assert isinstance(message, SumRelease)
         try:
-            Release.from_bytes(message.data, self.round_params(info, message.data))
+            check = self.record_check(info, message.data)
+            if check is None:
+                Release.from_bytes(message.data, self.round_params(info, message.data))
+            else:
+                ProvedBatch.from_bytes(message.data, check)
         except SecureSumError as e:
             raise MessageError(str(e)) from None
+
+    # -- validity=prio3: every upload is proved (protocol/secure_sum/proved.py) ------------
+
+    def round_check(self, settings: Mapping[str, Any], n_items: int, round: int
+                    ) -> ContributionCheck | None:
+        """Round ``round``'s Prio3 check (:mod:`.vdaf.contribution`), computed from the
+        checked config alone; None: ``validity = none``."""
+        return None
+
+    def checks(self, settings: Mapping[str, Any], n_items: int
+               ) -> tuple[ContributionCheck, ...] | None:
+        """Every round's check (None: ``validity = none``), computed once per config."""
+        return _checks(self, json.dumps(dict(settings), sort_keys=True), int(n_items))
+
+    def record_check(self, info: Any, data: bytes) -> ContributionCheck | None:
+        """The check of the round the secure-sum record ``data`` names (None: no proofs);
+        :class:`MessageError` for a round the run does not have."""
+        checks = self.checks(info.config, info.n_items)
+        if checks is None:
+            return None
+        rid = int.from_bytes(bytes(data[_ROUND]), "big") if len(data) >= _ROUND.stop else -1
+        if not 0 <= rid < len(checks):
+            raise MessageError(f"the run has rounds 0..{len(checks) - 1}, the record names "
+                               f"round {rid}: refused")
+        return checks[rid]
+
+    def relay_terms(self, info: Any) -> tuple[Any, int, int]:
+        """(the parameters of every round, or the function ``round -> parameters``;
+        ``min_honest``; ``n_clients``) of the proxy's part."""
+        raise NotImplementedError
+
+    def proxy_secrets(self, info: Any, state_dir: Path) -> ProxySecrets:
+        """The proxy's part (its code, loaded lazily): the layer's
+        :class:`~dprec.protocol.secure_sum.relay.SecureSumRelay`, or with proofs one
+        :class:`~dprec.protocol.secure_sum.proved_relay.ProvedRelay` per distinct check."""
+        from dprec.protocol.secure_sum.relay import SecureSumRelay
+        from dprec.protocol.secure_sum.round_relays import proved_relay
+
+        params, honest, n = self.relay_terms(info)
+        checks = self.checks(info.config, info.n_items)
+        if checks is None:
+            return SecureSumRelay(params, state_dir, honest, n)
+        return proved_relay(checks, params, state_dir, honest, n)
 
     def shuffle(self, rows: list[bytes], info: Any, rng: np.random.Generator,
                 threshold: int) -> bytes:
@@ -186,6 +250,9 @@ class SecureSumDeployment(Deployment):
     def device_upload_bytes(self, settings: Mapping[str, Any], n_items: int, round: int
                             ) -> int:
         """Bytes of the device's upload of round ``round`` (without the message header)."""
+        check = self.round_check(settings, n_items, round)
+        if check is not None:
+            return ProvedUpload.size(check)
         return Upload.size(self.device_round(settings, n_items, round).params)
 
     def build_mechanism(self, mechanism: str, epsilon: float | None) -> Any:
@@ -197,12 +264,38 @@ class SecureSumDeployment(Deployment):
                     client_id: int, artefact: Callable[[], Any]) -> bytes:
         """The device's upload of round ``round``: its vector (:meth:`device_vector`) on
         its own data, clipped, quantised, noised from ``rng`` and sealed to the broadcast's
-        server key and the proxy's key (:func:`~dprec.protocol.secure_sum.device.upload`)."""
+        server key and the proxy's key (:func:`~dprec.protocol.secure_sum.device.upload`).
+        With ``validity = prio3`` the noise share is truncated and the upload proved
+        (:func:`proved_upload`), against the check computed here from the checked config
+        (never a server's), once the proxy publishes that same check."""
+        settings, d = terms.settings, int(terms.n_items)
+        check = self.round_check(settings, d, round)
+        if check is not None:
+            mine = validity_terms(self.checks(settings, d) or ())
+            theirs = dict(getattr(terms, "proxy_published", {}) or {}).get("validity")
+            if theirs != mine:
+                raise SecureSumError(f"the proxy publishes the validity check {theirs!r}, "
+                                     f"this device computes {mine!r} from the config: refused "
+                                     "(its upload would not verify, or the check is not the "
+                                     "config's)")
         model = artefact()
         x = self.device_vector(terms, sp.csr_matrix(history), round, rng, model, client_id)
-        body = upload(self.device_round(terms.settings, terms.n_items, round),
-                      terms.proxy_key, model.server_key, x, round, rng)
-        return SumUpload(body).to_bytes()
+        rd = self.device_round(settings, d, round)
+        if check is None:
+            return SumUpload(upload(rd, terms.proxy_key, model.server_key, x, round,
+                                    rng)).to_bytes()
+        v = self.device_measurement(rd, x, rng)
+        return proved_upload(check, terms.proxy_key, model.server_key, v, round, rng,
+                             rd.segments)
+
+    def device_measurement(self, round_: DeviceRound, x: np.ndarray,
+                           rng: np.random.Generator) -> np.ndarray:
+        """The integer vector ``v`` a proved upload adds its truncated share to: ``x``
+        clipped and quantised with the round's parameters, the rounding drawn from ``rng``
+        (:func:`~dprec.protocol.secure_sum.client.quantise`)."""
+        p = round_.params
+        return quantise(clip(np.asarray(x, dtype=np.float64), p.clip, p.norm), p.gamma,
+                        p.gamma * p.clip, rng)
 
     def decode_artefact(self, terms: Any, body: bytes) -> Any:
         """The broadcast, parsed and checked (:meth:`check_model`); :class:`DprecError`
@@ -243,15 +336,28 @@ def sealed_uploads(block: Any) -> Iterator[tuple[int, bytes]]:
 
 
 def proved_upload(check: ContributionCheck, proxy_key: bytes, server_key: bytes,
-                  x: np.ndarray, round_id: int, rng: np.random.Generator) -> bytes:
-    """A device's proved :class:`SumUpload` of its k-hot row ``x`` (keys checked: 32 bytes,
-    not low-order, distinct), its truncated noise share drawn from ``rng``."""
-    client = _keys_checked(proxy_key, server_key)
+                  x: np.ndarray, round_id: int, rng: np.random.Generator,
+                  segments: Sequence[tuple[int, float]] | None = None) -> bytes:
+    """A device's proved :class:`SumUpload` of its integer vector ``x`` (keys checked: 32
+    bytes, not low-order, distinct) plus its truncated noise share (:func:`truncated_share`)
+    drawn from ``rng``."""
+    run = _keys_checked(proxy_key, server_key)
     v = np.asarray(x, dtype=np.int64)
-    c = check.circuit
-    z = truncated_noise_share(check.truncation, rng, vector=v, l2_bound_sq=c.l2_bound_sq)
-    return SumUpload(prove_and_seal(check, client, proxy_key, server_key, v + z,
+    y = v + truncated_share(check, v, rng, segments)
+    return SumUpload(prove_and_seal(check, run, proxy_key, server_key, y,
                                     round_id)).to_bytes()
+
+
+def truncated_share(check: ContributionCheck, v: np.ndarray, rng: np.random.Generator,
+                    segments: Sequence[tuple[int, float]] | None = None) -> np.ndarray:
+    """An honest client's noise share for the vector ``v``, redrawn from ``rng`` until
+    ``v + z`` meets ``check``'s truncation (``|z_j| <= T``, ``|sum z| <= S``) and L2 bound
+    (:func:`~dprec.protocol.secure_sum.vdaf.noise_bounds.truncated_noise_share`): each
+    segment ``(dimension, mu_share)`` its own ``Sk(mu_share)`` (default: one segment at
+    the truncation's ``mu_share``, the same draws)."""
+    return truncated_noise_share(check.truncation, rng, vector=v,
+                                 l2_bound_sq=check.circuit.l2_bound_sq,
+                                 draw=None if segments is None else segment_noise(segments))
 
 
 def _keys_checked(proxy_key: bytes, server_key: bytes) -> bytes:
@@ -262,3 +368,13 @@ def _keys_checked(proxy_key: bytes, server_key: bytes) -> bytes:
         raise SecureSumError("the proxy and the server must hold different keys: with one "
                              "key, one party could open both shares")
     return run_id(proxy_key, server_key)
+
+
+@lru_cache(maxsize=32)
+def _checks(deployment: SecureSumDeployment, config: str, n_items: int
+            ) -> tuple[ContributionCheck, ...] | None:
+    cfg = json.loads(config)
+    if cfg.get("validity", "none") == "none":
+        return None
+    checks = tuple(deployment.round_check(cfg, n_items, r) for r in range(deployment.rounds(cfg)))
+    return None if any(c is None for c in checks) else checks  # type: ignore[return-value]

@@ -51,22 +51,10 @@ def key_field(name: str, value: object, empty: bool = False) -> bytes:
 
 
 @dataclass(frozen=True, eq=False)
-class SumUpload(Message):
-    """One client's secure-sum upload (:class:`dprec.protocol.secure_sum.messages.Upload`
-    bytes, or a proved upload; its length is checked against the round's parameters by the
-    deployment)."""
-
-    KIND: ClassVar[int] = 40
+class _Record(Message):
+    """A secure-sum record carried whole: ``data`` is its payload."""
 
     data: bytes
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "data", _raw("data", self.data))
-
-    @property
-    def message_id(self) -> bytes:
-        """The upload's 16-byte message id (what a replay repeats)."""
-        return self.data[_UPLOAD_ID]
 
     @property
     def nbytes(self) -> int:
@@ -76,19 +64,34 @@ class SumUpload(Message):
         return [self.data]
 
     @classmethod
-    def _parse(cls, payload: memoryview) -> SumUpload:
+    def _parse(cls, payload: memoryview) -> Any:
         return cls(bytes(payload))
 
 
 @dataclass(frozen=True, eq=False)
-class SumRelease(Message):
+class SumUpload(_Record):
+    """One client's secure-sum upload (:class:`dprec.protocol.secure_sum.messages.Upload`
+    bytes, or a proved upload; its length is checked against the round's parameters by the
+    deployment)."""
+
+    KIND: ClassVar[int] = 40
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "data", _raw("data", self.data))
+
+    @property
+    def message_id(self) -> bytes:
+        """The upload's 16-byte message id (what a replay repeats)."""
+        return self.data[_UPLOAD_ID]
+
+
+@dataclass(frozen=True, eq=False)
+class SumRelease(_Record):
     """The proxy's one batch of a round (:class:`dprec.protocol.secure_sum.messages.Release`
-    bytes: the shuffled server shares and the mask sum; checked against the round's
-    parameters by the deployment)."""
+    bytes: the shuffled server shares and the mask sum, or a proved batch; checked against
+    the round's parameters by the deployment)."""
 
     KIND: ClassVar[int] = 41
-
-    data: bytes
 
     def __post_init__(self) -> None:
         data = _raw("data", self.data)
@@ -101,17 +104,6 @@ class SumRelease(Message):
     def n_clients(self) -> int:
         """The shares it holds: one per contributing client."""
         return int(_RELEASE_HEAD.unpack_from(self.data)[2])
-
-    @property
-    def nbytes(self) -> int:
-        return HEADER.size + len(self.data)
-
-    def _parts(self) -> list[bytes | memoryview]:
-        return [self.data]
-
-    @classmethod
-    def _parse(cls, payload: memoryview) -> SumRelease:
-        return cls(bytes(payload))
 
 
 @dataclass(frozen=True, eq=False)

@@ -8,10 +8,6 @@ and the proxy forwards one :class:`~dprec.protocol.secure_sum.wire.SumRelease` (
 sum's wire records, shared by every secure-sum system). The server broadcasts a
 :class:`FedAvgModel` (its X25519 public key and the item factors) and keeps a
 :class:`FedAvgState` (the model and its private key; never published).
-
-In the simulation the clients hand the proxy the layer's
-:class:`~dprec.protocol.secure_sum.wire.ClientBlock` and the in-process proxy hands the
-server its :class:`~dprec.protocol.secure_sum.wire.ExactSum`.
 """
 
 from __future__ import annotations

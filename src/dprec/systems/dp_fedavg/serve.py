@@ -13,6 +13,7 @@ from typing import Any
 
 from dprec.protocol.aggregation import Aggregator
 from dprec.protocol.secure_sum.serving import SecureSumServing
+from dprec.systems.dp_fedavg.deploy import DEPLOYMENT
 from dprec.systems.dp_fedavg.messages import FedAvgModel, FedAvgState
 from dprec.systems.dp_fedavg.plan import plan_of
 from dprec.systems.dp_fedavg.server import FedAvgServer
@@ -27,9 +28,11 @@ def server_of(config: dict[str, Any], n_items: int, n_clients: int) -> FedAvgSer
                           if f.name in config})
     plan = plan_of(config, n_items, n_clients)
     secure = c.aggregation == "secure"
+    checks = DEPLOYMENT.checks({**config, "n_clients": n_clients}, n_items) if secure else None
     return FedAvgServer(n_items, c.factors, c.lr, c.reg, c.server_steps, c.init_scale,
                         plan.gamma, c.rate * n_clients, None if secure else plan.mu,
-                        plan.params, plan.min_honest or 1, n_clients)
+                        plan.params, plan.min_honest or 1, n_clients,
+                        None if checks is None else checks[0])
 
 
 class FedAvgServing(SecureSumServing):

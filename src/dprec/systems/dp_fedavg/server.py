@@ -22,6 +22,7 @@ from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.sealed import KeyPair
 from dprec.protocol.secure_sum.server_role import SecureSumRole
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.random import is_secure
 from dprec.systems.dp_fedavg.messages import FedAvgModel
 from dprec.systems.fmf.server import FactorServer
@@ -38,19 +39,24 @@ class FedAvgServer(SecureSumRole, FactorServer):
     shares are already in the sum; the server then has a key pair). ``params``: the secure
     sum's parameters (to open a service proxy's release); ``min_honest``: the fewest clients
     a round may sum; ``n_clients``: the clients enrolled (default: the expected
-    contributors, rounded)."""
+    contributors, rounded); ``check``: with ``validity=prio3``, every round's Prio3
+    check."""
 
     label = "dp-fedavg's"
 
     def __init__(self, n_items: int, factors: int, lr: float, reg: float, steps: int,
                  init_scale: float, gamma: float, expected_contributors: float,
                  curator_mu: float | None = None, params: SecureSumParams | None = None,
-                 min_honest: int = 1, n_clients: int | None = None) -> None:
+                 min_honest: int = 1, n_clients: int | None = None,
+                 check: ContributionCheck | None = None) -> None:
         super().__init__(n_items, factors, lr, reg, steps, 1.0, init_scale, None)
         self.gamma = gamma
         self.expected = expected_contributors
         self._curator = None if curator_mu is None else SkellamMechanism(curator_mu)
         self.params = params
+        self.check = check
+        """``validity=prio3``: the check every round's proofs are verified against (jointly
+        with the proxy; the server is Prio3's Leader); None: no proofs."""
         self.min_honest = int(min_honest)
         self.n_clients = int(round(expected_contributors) if n_clients is None else n_clients)
         self._rng: np.random.Generator | None = None
@@ -65,6 +71,9 @@ class FedAvgServer(SecureSumRole, FactorServer):
             raise SecureSumError("a dp-fedavg server without secure aggregation opens no "
                                  "secure sum")
         return self.params
+
+    def round_check(self, round: int) -> ContributionCheck | None:
+        return self.check
 
     def start(self, rng: np.random.Generator) -> FedAvgModel:
         """The initial item factors; with secure aggregation the key pair (OS CSPRNG, never

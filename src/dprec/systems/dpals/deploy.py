@@ -21,18 +21,18 @@ Threat model: the server and the proxy do not collude; the guarantee holds while
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from dprec.errors import DprecError
-from dprec.protocol.deployment import DeviceReader, ProxySecrets
+from dprec.protocol.deployment import DeviceReader
 from dprec.protocol.messages import Message, MessageError
 from dprec.protocol.secure_sum.deploy import SecureSumDeployment
 from dprec.protocol.secure_sum.device import DeviceRound
 from dprec.protocol.secure_sum.params import SecureSumParams
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.protocol.secure_sum.wire import ClientBlock
 from dprec.systems.dpals.client import (
     clip_users,
@@ -45,6 +45,7 @@ from dprec.systems.dpals.client import (
 from dprec.systems.dpals.clients import check_model
 from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import RunPlan, items_bound, plan_of
+from dprec.systems.dpals.plan import round_check as plan_check
 
 __all__ = ["DEPLOYMENT", "DpalsDeployment"]
 
@@ -98,10 +99,19 @@ class DpalsDeployment(SecureSumDeployment):
     def all_params(self, info: Any) -> list[SecureSumParams]:
         return [r.params for r in _plan(info).rounds]
 
-    def proxy_secrets(self, info: Any, state_dir: Path) -> ProxySecrets:
-        from dprec.systems.dpals.proxy import DpalsRelay  # the proxy's code, lazily
+    def relay_terms(self, info: Any) -> tuple[Any, int, int]:
+        """Each round's own parameters (an upload must carry its round's length)."""
+        plan = _plan(info)
+        return (lambda round: plan.round(round).params), plan.min_honest, plan.n_clients
 
-        return DpalsRelay(_plan(info), state_dir)
+    def round_check(self, settings: Mapping[str, Any], n_items: int, round: int
+                    ) -> ContributionCheck | None:
+        """``validity = prio3``: round ``round``'s vector proves each coordinate within
+        ``C + T`` and the round's L2 bound (:func:`~.plan.round_check`)."""
+        if settings.get("validity", "none") != "prio3":
+            return None
+        plan = plan_of(settings, int(n_items))
+        return plan_check(plan, plan.round(round))
 
     # -- the device: its count sample or its per-item statistics, one segment a release ---
 

@@ -8,10 +8,6 @@ contribution, split and sealed), the proxy forwards one
 by every secure-sum system). The server broadcasts a :class:`DpalsModel` (its X25519
 public key, the item factors and, after the count round, the DP item counts) and keeps a
 :class:`DpalsState` (the model and its private key; never published).
-
-In the simulation the clients hand the proxy the layer's
-:class:`~dprec.protocol.secure_sum.wire.ClientBlock` and the in-process proxy hands the
-server its :class:`~dprec.protocol.secure_sum.wire.ExactSum`.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ sums mod q), refuses a sum of fewer than ``min_honest`` clients, and publishes t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numba
@@ -31,6 +31,7 @@ from dprec.protocol.engine import Server
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.sealed import KeyPair
 from dprec.protocol.secure_sum.server_role import SecureSumRole
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import RunPlan
 from dprec.systems.dpals.statistics import stats_width, triangle_size, unpack_gram
@@ -79,8 +80,12 @@ class DpalsServer(SecureSumRole, Server):
     label = "dpals'"
 
     def __init__(self, plan: RunPlan, factors: int, reg: float, unobserved_weight: float,
-                 clip: float, rhs_weight: float, init_scale: float) -> None:
+                 clip: float, rhs_weight: float, init_scale: float,
+                 checks: Sequence[ContributionCheck] | None = None) -> None:
         self.plan = plan
+        self.checks = None if checks is None else tuple(checks)
+        """``validity=prio3``: each round's check, which every upload's proof is verified
+        against jointly with the proxy (the server is Prio3's Leader); None: no proofs."""
         self.n_items = plan.n_items
         self.n_clients = plan.n_clients
         self.min_honest = plan.min_honest
@@ -99,6 +104,13 @@ class DpalsServer(SecureSumRole, Server):
 
     def round_params(self, round: int) -> SecureSumParams:
         return self.plan.round(round).params
+
+    def round_check(self, round: int) -> ContributionCheck | None:
+        if self.checks is None:
+            return None
+        if not 0 <= round < len(self.checks):
+            raise DprecError(f"dpals has rounds 0..{len(self.checks) - 1}, got round {round}")
+        return self.checks[round]
 
     def start(self, rng: np.random.Generator) -> DpalsModel:
         """The key pair (OS CSPRNG) and ``V_0 = init_scale N(0, 1)`` from ``rng``."""

@@ -1,4 +1,4 @@
-"""dp-pop's proxy part when every upload carries a validity proof (``validity=prio3``):
+"""The secure sum's proxy part when every upload carries a validity proof (``validity=prio3``):
 the proxy is Prio3's Helper (:mod:`dprec.protocol.secure_sum.proved`).
 
 At the close (:func:`dprec.services.rounds.settle_round`): :meth:`ProvedRelay.verdicts`
@@ -18,6 +18,7 @@ from typing import Any
 
 from dprec.errors import DprecError
 from dprec.protocol.messages import Message, MessageError
+from dprec.protocol.secure_sum.checks import check_terms
 from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.proved import (
@@ -33,7 +34,6 @@ from dprec.protocol.secure_sum.relay import SecureSumRelay
 from dprec.protocol.secure_sum.sealed import open_box
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.protocol.secure_sum.wire import SumRelease, SumUpload
-from dprec.systems.dp_pop.calibration import check_terms
 
 __all__ = ["ProvedRelay"]
 
