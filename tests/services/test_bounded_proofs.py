@@ -7,13 +7,14 @@ the honest sum (the honest ``y``'s replayed from their seeded generators: a test
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import numpy as np
 import pytest
 from proofs import forge, half_field
 from svc import Stack
 
+from dprec.client.policy import DevicePolicy
 from dprec.errors import DprecError
 from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.secure_sum.checks import validity_terms
@@ -145,3 +146,28 @@ def test_the_proved_uploads_are_sized_by_the_rounds_check():
     sizes = [DPALS.device_upload_bytes(info.config, N_ITEMS, r) for r in range(len(checks))]
     assert sizes[0] < sizes[1]  # the count round's vector is the shorter
     assert DPALS.upload_size(info) > max(sizes)  # with the message header
+
+
+@pytest.mark.parametrize("system", ["dpals", "dp-fedavg"])
+def test_device_steps_prove_their_uploads_and_every_proof_verifies(tmp_path, system):
+    """The device's own step (the SDK's ``client_step``: its vector on its history, clipped,
+    quantised, its truncated share from its generator, proved against the check it computed
+    from the validated config) over the real apps: every device's upload verifies, the one
+    at half the field does not."""
+    info, model_type = (dpals_info(), DpalsModel) if system == "dpals" else \
+        (fedavg_info(), FedAvgModel)
+    rng = np.random.default_rng(3)
+    with Stack(tmp_path, info, threshold=MIN_HONEST, batch_senders=MIN_HONEST) as s:
+        r = Round0(s, info.deployment, model_type)
+        published = s.proxy.get("/v1/round").json()["published"]
+        terms = replace(DevicePolicy().read(info), proxy_key=r.proxy_key,
+                        proxy_published=published)
+        bodies = []
+        for cid in range(N_HONEST):
+            history = np.zeros((1, N_ITEMS))
+            history[0, rng.choice(N_ITEMS, 3, replace=False)] = 1.0
+            bodies.append(info.deployment.client_step(terms, history, 0, rng, cid,
+                                                      lambda: r.model))
+            assert len(bodies[-1]) == terms.upload_bytes(0)
+        r.run(bodies)
+        assert r.artefact().contributors == N_HONEST

@@ -117,23 +117,21 @@ class SecureSumDeployment(Deployment):
 
     def check_upload(self, message: Message, info: Any) -> None:
         assert isinstance(message, SumUpload)
-        try:
-            check = self.record_check(info, message.data)
-            if check is None:
-                Upload.from_bytes(message.data, self.round_params(info, message.data))
-            else:
-                ProvedUpload.from_bytes(message.data, check)
-        except SecureSumError as e:
-            raise MessageError(str(e)) from None
+        self._parse(info, message.data, Upload, ProvedUpload)
 
     def check_forwarded(self, message: Message, info: Any) -> None:
         assert isinstance(message, SumRelease)
+        self._parse(info, message.data, Release, ProvedBatch)
+
+    def _parse(self, info: Any, data: bytes, plain: Any, proved: Any) -> None:
+        """``data`` parsed as a record of its round: ``plain`` with the round's parameters,
+        or ``proved`` with its check (:class:`MessageError` saying what is wrong)."""
         try:
-            check = self.record_check(info, message.data)
+            check = self.record_check(info, data)
             if check is None:
-                Release.from_bytes(message.data, self.round_params(info, message.data))
+                plain.from_bytes(data, self.round_params(info, data))
             else:
-                ProvedBatch.from_bytes(message.data, check)
+                proved.from_bytes(data, check)
         except SecureSumError as e:
             raise MessageError(str(e)) from None
 
