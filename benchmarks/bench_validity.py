@@ -182,8 +182,9 @@ def markdown(rows: list[dict], command: str) -> str:
         f"Measured {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC on the shared "
         "2-core dev machine, one core (numba threads 1), medians; read as orders of "
         "magnitude.", "", "    " + command, "",
-        "| circuit | dimension | PROOFS | today upload (B) | with proof (B) | ratio | client today (ms) "
-        "| client shard+prove (ms) | proxy (ms) | server (ms) | proxy<->server (B) |",
+        "| circuit | dimension | PROOFS | today upload (B) | with proof (B) | ratio "
+        "| client today (ms) | client shard+prove (ms) | proxy (ms) | server (ms) "
+        "| proxy<->server (B) |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
