@@ -8,7 +8,8 @@ several rounds:
   noisy integer vector of the round (count sample, or per-item statistics dense over all
   items and the global Gramian term), split into a mask seed sealed to the proxy and a
   share sealed to the server; the round id is bound into both boxes;
-- the proxy (:class:`~dprec.systems.dpals.proxy.DpalsRelay`) opens only the seeds and at
+- the proxy (the layer's :class:`~dprec.protocol.secure_sum.relay.SecureSumRelay`, each
+  round with its own parameters) opens only the seeds and at
   the close releases ONE shuffled batch once ``min_honest`` distinct senders uploaded;
 - the server opens and sums it mod q, solves (:mod:`dprec.systems.dpals.serve`) and
   broadcasts the DP counts or the new item factors, which every client checks (shape,
