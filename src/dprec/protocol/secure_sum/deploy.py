@@ -148,6 +148,16 @@ class SecureSumDeployment(Deployment):
         """Every round's check (None: ``validity = none``), computed once per config."""
         return _checks(self, json.dumps(dict(settings), sort_keys=True), int(n_items))
 
+    def check_of_round(self, settings: Mapping[str, Any], n_items: int, round: int
+                       ) -> ContributionCheck | None:
+        """Round ``round``'s check from :meth:`checks` (None: no proofs)."""
+        checks = self.checks(settings, n_items)
+        if checks is None:
+            return None
+        if not 0 <= round < len(checks):
+            raise DprecError(f"{self.label} has rounds 0..{len(checks) - 1}, got round {round}")
+        return checks[round]
+
     def record_check(self, info: Any, data: bytes) -> ContributionCheck | None:
         """The check of the round the secure-sum record ``data`` names (None: no proofs);
         :class:`MessageError` for a round the run does not have."""
@@ -248,7 +258,7 @@ class SecureSumDeployment(Deployment):
     def device_upload_bytes(self, settings: Mapping[str, Any], n_items: int, round: int
                             ) -> int:
         """Bytes of the device's upload of round ``round`` (without the message header)."""
-        check = self.round_check(settings, n_items, round)
+        check = self.check_of_round(settings, n_items, round)
         if check is not None:
             return ProvedUpload.size(check)
         return Upload.size(self.device_round(settings, n_items, round).params)
@@ -267,7 +277,7 @@ class SecureSumDeployment(Deployment):
         (:func:`proved_upload`), against the check computed here from the checked config
         (never a server's), once the proxy publishes that same check."""
         settings, d = terms.settings, int(terms.n_items)
-        check = self.round_check(settings, d, round)
+        check = self.check_of_round(settings, d, round)
         if check is not None:
             mine = validity_terms(self.checks(settings, d) or ())
             theirs = dict(getattr(terms, "proxy_published", {}) or {}).get("validity")

@@ -35,6 +35,7 @@ from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel
 
 __all__ = ["DEPLOYMENT", "PopDeployment", "check_of", "round_of"]
 
+
 def round_of(info: Any) -> RoundCalibration:
     """The public numbers of ``info``'s round (its config, items and enrolled clients);
     computed once per description (the proxy asks for every upload)."""
