@@ -139,7 +139,7 @@ def main() -> None:
                                             "config": f"tuned ({path})", "target_eps": eps}
         print(f"eps {eps:g}: {fmt(cells[f'dpals tuned, ε {eps:g}']['summary'])}", flush=True)
     doc["wall_s"] = round(time.perf_counter() - start, 1)
-    command = "nice -n 19 .venv/bin/python " + shlex.join(sys.argv)
+    command = "python " + shlex.join(sys.argv)
     doc["command"], doc["date"] = command, datetime.datetime.now(datetime.UTC).isoformat()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, indent=2, default=str), encoding="utf-8")
