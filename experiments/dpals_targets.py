@@ -85,7 +85,7 @@ def table(doc: dict[str, Any]) -> str:
         if als is not None:
             r, lo, hi = ratio(c, als)
             shown = f"{r:.3f} ({lo:.3f}-{hi:.3f})"
-            if target is not None and "tuned" in c["config"]:
+            if target is not None and c["config"].startswith("tuned"):
                 met = "yes" if r >= target else "**no**"
         rows.append(f"| {label} | {'' if eps is None else f'{eps:g}'} | {c['config']} | "
                     f"{fmt(c['summary'])} | {shown} | "
