@@ -128,3 +128,12 @@ def test_the_round_engine_and_the_direct_loop_take_the_same_head() -> None:
 def test_bad_options_are_refused(bad: dict[str, float]) -> None:
     with pytest.raises(InvalidParameterError):
         DpalsConfig(**bad)
+
+
+@pytest.mark.parametrize("option", [{}, {"head_items": 30}, {"reg_exponent": -0.5},
+                                    {"weighting": "tail"}])
+def test_the_deployment_counts_the_rounds_the_plan_runs(option: dict[str, object]) -> None:
+    from dprec.systems.dpals.deploy import DEPLOYMENT
+
+    cfg = {**DpalsConfig(epsilon=2.0, steps=2, factors=3, k=5).__dict__, **option}
+    assert DEPLOYMENT.rounds(cfg) == len(run_plan(cfg, 80, 60).rounds)
