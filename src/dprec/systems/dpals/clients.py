@@ -9,7 +9,7 @@ services seal).
 - ALS round: it checks the broadcast item factors (shape, finite), solves and clips its own
   vector (never sent), and sends its quantised per-item statistics (dense over all items)
   and global Gramian term (:func:`~.client.item_statistics`, :func:`~.client.gram_statistics`),
-  with the items it selected once from the DP counts (:func:`~.client.select_items`).
+  with the items it selected once from the DP counts (:func:`~.frequency.contributions`).
 
 Each release gets the client's noise share (:class:`ShareNoise`). Every draw comes
 from generators keyed by the run's seed and the client's global id, so a block, a shard or
@@ -36,9 +36,9 @@ from dprec.systems.dpals.client import (
     count_sample,
     gram_statistics,
     item_statistics,
-    select_items,
     solve_users,
 )
+from dprec.systems.dpals.frequency import contributions, uses_counts
 from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import RoundPlan, RunPlan, items_bound, round_check
 
@@ -133,7 +133,7 @@ class DpalsClients(Clients):
         """Read round ``round``'s broadcast: check it, solve and clip the users' vectors."""
         plan, c = self.plan, self.cfg
         rp = plan.round(round)
-        needs_counts = rp.kind == "step" and c["weighting"] != "uniform"
+        needs_counts = rp.kind == "step" and uses_counts(c)
         model = check_model(broadcast, plan.n_items, int(c["factors"]), needs_counts)
         self._round, self._U = rp, None
         self._noise = self.round_noise(rp)
@@ -141,15 +141,14 @@ class DpalsClients(Clients):
             return
         if self.weights is None:
             counts = model.counts.astype(np.float64) if needs_counts else None
-            args = (c["weighting"], int(c["k"]))
-            rest = (counts, items_bound(c), float(c["exponent"]))
             if self._device_seeds is None or not self.ids.size:
-                self.weights = select_items(self.train, *args, self.seed, *rest, self.ids)
+                self.weights = contributions(self.train, c, self.seed, counts,
+                                             items_bound(c), self.ids)
             else:  # each device selects under its own seed
                 self.weights = sp.vstack([
-                    select_items(self.train[i:i + 1], *args, self._seed(i, i + 1), *rest,
-                                 self.ids[i:i + 1]) for i in range(self.ids.size)],
-                    format="csr")
+                    contributions(self.train[i:i + 1], c, self._seed(i, i + 1), counts,
+                                  items_bound(c), self.ids[i:i + 1])
+                    for i in range(self.ids.size)], format="csr")
         U = solve_users(model.factors_matrix, self.train, float(c["reg"]),
                         float(c["unobserved_weight"]))
         self.lengths[rp.round_id] = np.linalg.norm(U, axis=1)

@@ -40,10 +40,10 @@ from dprec.systems.dpals.client import (
     count_sample,
     gram_statistics,
     item_statistics,
-    select_items,
     solve_users,
 )
 from dprec.systems.dpals.clients import check_model
+from dprec.systems.dpals.frequency import contributions, uses_counts
 from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import RunPlan, items_bound, plan_of
 from dprec.systems.dpals.plan import round_check as plan_check
@@ -83,7 +83,7 @@ class DpalsDeployment(SecureSumDeployment):
         steps = config.get("steps")
         eps = float(config["epsilon"])
         n = int(steps) if steps is not None else 3 if eps <= 1 else 4 if eps <= 5 else 5
-        return n + (config["weighting"] != "uniform")
+        return n + uses_counts(config)
 
     def n_factors(self, config: Mapping[str, Any]) -> int | None:
         return int(config["factors"])
@@ -151,11 +151,10 @@ class DpalsDeployment(SecureSumDeployment):
         if rp.kind == "counts":
             kc = int(c["k"] if c.get("count_k") is None else c["count_k"])
             return count_sample(h, kc, seed, ids=ids).toarray().ravel()
-        needs_counts = c["weighting"] != "uniform"
+        needs_counts = uses_counts(c)
         check_model(model, n, int(c["factors"]), needs_counts)
         counts = model.counts.astype(np.float64) if needs_counts else None
-        weights = select_items(h, c["weighting"], int(c["k"]), seed, counts, items_bound(c),
-                               float(c["exponent"]), ids)
+        weights = contributions(h, c, seed, counts, items_bound(c), ids)
         V = model.factors_matrix
         U = clip_users(solve_users(V, h, float(c["reg"]), float(c["unobserved_weight"])),
                        float(c["clip"]))

@@ -6,7 +6,7 @@ the steps, the items bound and the releases of a config (:class:`~.system.DpalsC
 
 - The releases and their sensitivities (:mod:`.accounting`), the scale ``gamma`` and the
   common noise multiplier ``z`` that meets the target (epsilon, delta).
-- The rounds: the DP count round first (tail and adaptive weighting), then one round per ALS
+- The rounds: the DP count round first (:func:`~.frequency.uses_counts`), then one round per ALS
   step. A round is ONE secure sum of one vector per client, the concatenation of its
   releases (``item_statistics``: items x W, then ``global_gramian``: T; or ``item_counts``:
   items), each release with its own noise share ``Sk(mu_r / min_honest)``.
@@ -38,6 +38,7 @@ from dprec.systems.dpals.accounting import (
     gram_sensitivity,
     item_stats_sensitivity,
 )
+from dprec.systems.dpals.frequency import uses_counts
 from dprec.systems.dpals.statistics import stats_width, triangle_size
 
 __all__ = ["RoundPlan", "RunPlan", "Segment", "items_bound", "n_steps", "paper_steps",
@@ -86,6 +87,10 @@ class RunPlan:
     multiplier: float
     releases: tuple[Release, ...]
     rounds: tuple[RoundPlan, ...]
+    head_items: int | None = None
+    """The items of largest DP count the server solves (None: every item; :mod:`.frequency`)."""
+    reg_exponent: float = 0.0
+    """The frequency scaling of each item's regularisation (:mod:`.frequency`)."""
 
     @property
     def length(self) -> int:
@@ -122,7 +127,8 @@ def items_bound(cfg: Mapping[str, Any], n_items: int | None = None) -> int:
 
 def releases(cfg: Mapping[str, Any], n_items: int) -> tuple[float, list[Release]]:
     """(gamma, the releases of one run) for ``n_items`` items: sensitivities from
-    :mod:`.accounting`, statistics and Gramian per step, counts once (tail, adaptive)."""
+    :mod:`.accounting`, statistics and Gramian per step, counts once
+    (:func:`~.frequency.uses_counts`)."""
     k, f, beta, steps = cfg["k"], int(cfg["factors"]), float(cfg["rhs_weight"]), n_steps(cfg)
     m = items_bound(cfg, n_items)
     gamma = float(cfg["gamma"]) if cfg.get("gamma") is not None else choose_gamma(k, m, f, beta)
@@ -130,7 +136,7 @@ def releases(cfg: Mapping[str, Any], n_items: int) -> tuple[float, list[Release]
                    steps),
            Release("global_gramian", *gram_sensitivity(f, gamma),
                    float(cfg["gram_noise_ratio"]), steps)]
-    if cfg["weighting"] != "uniform":
+    if uses_counts(cfg):
         kc = min(int(k if cfg.get("count_k") is None else cfg["count_k"]), n_items)
         out.append(Release("item_counts", *count_sensitivity(kc),
                            float(cfg["count_noise_ratio"]), 1))
@@ -171,7 +177,9 @@ def run_plan(cfg: Mapping[str, Any], n_items: int, n_clients: int) -> RunPlan:
     rounds = [plan("counts", 0, ("item_counts",))] if "item_counts" in by_name else []
     rounds += [plan("step", s + 1, ("item_statistics", "global_gramian"))
                for s in range(n_steps(cfg))]
-    return RunPlan(d, n, t, gamma, z, tuple(rels), tuple(rounds))
+    head = cfg.get("head_items")
+    return RunPlan(d, n, t, gamma, z, tuple(rels), tuple(rounds),
+                   None if head is None else int(head), float(cfg.get("reg_exponent", 0.0)))
 
 
 def plan_of(config: Mapping[str, Any], n_items: int) -> RunPlan:

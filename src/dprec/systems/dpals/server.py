@@ -32,6 +32,7 @@ from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.sealed import KeyPair
 from dprec.protocol.secure_sum.server_role import SecureSumRole
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
+from dprec.systems.dpals.frequency import head_mask, item_regularisation
 from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import RunPlan
 from dprec.systems.dpals.statistics import stats_width, triangle_size, unpack_gram
@@ -58,19 +59,24 @@ def _project_rows(batch: np.ndarray, floor: float) -> np.ndarray:
     return out
 
 
-def solve_items(stats: np.ndarray, gram: np.ndarray, gamma: float, factors: int, reg: float,
-                unobserved_weight: float, clip: float = 1.0, rhs_weight: float = 1.0
-                ) -> np.ndarray:
+def solve_items(stats: np.ndarray, gram: np.ndarray, gamma: float, factors: int,
+                reg: float | np.ndarray, unobserved_weight: float, clip: float = 1.0,
+                rhs_weight: float = 1.0, head: np.ndarray | None = None) -> np.ndarray:
     """(items, F) item factors from the released sums: ``stats`` (items, T + F) and ``gram``
-    (T,), both at scale ``gamma`` in units of the clip (module docstring)."""
+    (T,), both at scale ``gamma`` in units of the clip (module docstring); ``reg`` one
+    number or one per item; ``head`` (a mask): the items solved, the others get zero factors
+    (:mod:`.frequency`)."""
     t = triangle_size(factors)
     stats = np.asarray(stats, dtype=np.float64)
     scale = clip * clip / gamma
     local = project_psd(unpack_gram(stats[:, :t] * scale, factors))
     glob = project_psd(unpack_gram(np.asarray(gram, dtype=np.float64) * scale, factors))
     rhs = stats[:, t:] * (clip / (gamma * rhs_weight))
-    lhs = local + unobserved_weight * glob + reg * np.eye(factors)
-    return np.linalg.solve(lhs, rhs[..., None])[..., 0]
+    lhs = local + unobserved_weight * glob + np.multiply.outer(reg, np.eye(factors))
+    V = np.linalg.solve(lhs, rhs[..., None])[..., 0]
+    if head is not None:
+        V[~head] = 0.0
+    return V
 
 
 class DpalsServer(SecureSumRole, Server):
@@ -144,7 +150,10 @@ class DpalsServer(SecureSumRole, Server):
             return self.model
         d, f = self.n_items, self.factors
         stats = total[:d * stats_width(f)].reshape(d, stats_width(f))
-        V = solve_items(stats, total[d * stats_width(f):], self.plan.gamma, f, self.reg,
-                        self.unobserved_weight, self.clip, self.rhs_weight)
+        counts = self.model.counts if self.model.counts.size else None
+        V = solve_items(stats, total[d * stats_width(f):], self.plan.gamma, f,
+                        item_regularisation(self.reg, counts, self.plan.reg_exponent),
+                        self.unobserved_weight, self.clip, self.rhs_weight,
+                        None if counts is None else head_mask(counts, self.plan.head_items))
         self.model = DpalsModel(self.keys.public, V, self.model.counts, contributors)
         return self.model

@@ -23,8 +23,9 @@ from dprec.iteration import IterationHook
 from dprec.privacy.events import EventLog
 from dprec.protocol.engine import Transport, run_protocol
 from dprec.protocol.secure_sum.in_process import total_outcomes
-from dprec.systems.dpals.client import select_items, solve_users
+from dprec.systems.dpals.client import solve_users
 from dprec.systems.dpals.clients import DpalsClients
+from dprec.systems.dpals.frequency import contributions, uses_counts
 from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import RunPlan, items_bound, round_check, run_plan
 from dprec.systems.dpals.proxy import ExactSumProxy
@@ -143,7 +144,5 @@ def _pairs(cfg: dict[str, Any], train: sp.csr_matrix, seed: int, final: DpalsMod
            plan: RunPlan) -> int:
     """The (user, item) pairs the clients contributed to (a sharded run's clients selected
     them in their shards): the same selection, made again."""
-    counts = final.counts.astype(np.float64) if cfg["weighting"] != "uniform" else None
-    return int(select_items(train, cfg["weighting"], int(cfg["k"]), seed, counts,
-                            items_bound(cfg),
-                            float(cfg["exponent"])).nnz)
+    counts = final.counts.astype(np.float64) if uses_counts(cfg) else None
+    return int(contributions(train, cfg, seed, counts, items_bound(cfg)).nnz)

@@ -48,8 +48,13 @@ from dprec.systems.dpals.client import (
     count_sample,
     gram_statistics,
     item_statistics,
-    select_items,
     solve_users,
+)
+from dprec.systems.dpals.frequency import (
+    contributions,
+    head_mask,
+    item_regularisation,
+    uses_counts,
 )
 from dprec.systems.dpals.plan import (
     RunPlan,
@@ -154,6 +159,14 @@ class DpalsConfig:
     the rounding term; None: every item (M = the number of items)."""
     count_k: int | None = None
     """Items per user in the DP count round (tail, adaptive); None: k."""
+    head_items: int | None = None
+    """Train on the ``head_items`` items of largest DP count only: clients select among their
+    head items, the tail gets zero factors (score 0; :mod:`.frequency`). None: every item.
+    Switches the count round on (uniform weighting too)."""
+    reg_exponent: float = 0.0
+    """Frequency-scaled regularisation: item j's reg is ``reg w_j``, ``w_j`` proportional to
+    ``(count_j + 1)^reg_exponent`` (:mod:`.frequency`); 0: one reg. Non-zero switches the
+    count round on."""
     count_noise_ratio: float = 1.0
     """Noise multiplier of the count round relative to the training releases'."""
     gram_noise_ratio: float = 1.0
@@ -188,13 +201,17 @@ class DpalsConfig:
                                         f"{self.weighting!r}")
         for name in ("k", "factors"):
             _positive_int(name, getattr(self, name))
-        for name in ("steps", "min_honest", "max_items", "count_k", "n_clients"):
+        for name in ("steps", "min_honest", "max_items", "count_k", "n_clients", "head_items"):
             _positive_int(name, getattr(self, name), allow_none=True)
         for name in ("reg", "unobserved_weight", "clip", "rhs_weight", "count_noise_ratio",
                      "gram_noise_ratio", "init_scale"):
             _positive(name, getattr(self, name))
         if self.gamma is not None:
             _positive("gamma", self.gamma)
+        if not (isinstance(self.reg_exponent, int | float)
+                and -2.0 <= self.reg_exponent <= 2.0):
+            raise InvalidParameterError(f"reg_exponent must be in [-2, 2], got "
+                                        f"{self.reg_exponent!r}")
         if not (self.exponent <= 0 and math.isfinite(self.exponent)):
             raise InvalidParameterError(f"exponent must be finite and <= 0, got {self.exponent}")
         if self.aggregation not in ("secure", "trusted"):
@@ -219,8 +236,8 @@ class DpalsConfig:
 
     @property
     def uses_counts(self) -> bool:
-        """Whether the run releases DP item counts first (tail and adaptive)."""
-        return self.weighting != "uniform"
+        """Whether the run releases DP item counts first (:func:`~.frequency.uses_counts`)."""
+        return uses_counts(asdict(self))
 
 
 class Dpals(Ranker):
@@ -274,7 +291,9 @@ class Dpals(Ranker):
             sample = count_sample(train, kc, seed)
             exact = np.asarray(sample.sum(axis=0), dtype=np.int64).ravel()
             counts = release("item_counts", exact, 0).astype(np.float64)
-        weights = select_items(train, c.weighting, c.k, seed, counts, c.items_bound, c.exponent)
+        weights = contributions(train, asdict(c), seed, counts, c.items_bound)
+        head = None if counts is None else head_mask(counts, c.head_items)
+        reg = item_regularisation(c.reg, counts, c.reg_exponent)
         self._V = c.init_scale * rng.standard_normal((d, c.factors))
         clipped, norms = [], []
         for step in range(c.n_steps):
@@ -287,8 +306,8 @@ class Dpals(Ranker):
                                                             c.rhs_weight),
                             step + 1)
             gram = release("global_gramian", gram_statistics(U, gamma, seed, step + 1), step + 1)
-            self._V = solve_items(stats, gram, gamma, c.factors, c.reg, c.unobserved_weight,
-                                  c.clip, c.rhs_weight)
+            self._V = solve_items(stats, gram, gamma, c.factors, reg, c.unobserved_weight,
+                                  c.clip, c.rhs_weight, head)
             if on_iteration is not None:
                 on_iteration(step, self)
         self._fit_info = {
@@ -404,6 +423,9 @@ class Dpals(Ranker):
                  f"dprec.systems.dpals.accounting (randomised rounding included)")
         if c.uses_counts:
             bound += f"; once: a k-hot count vector of {c.count_k or c.k} items"
+        if c.head_items is not None:
+            bound += (f"; contributions among the {c.head_items} items of largest DP count "
+                      f"only (post-processing of the counts)")
         details: dict[str, object] = {"noise_multiplier": info["noise_multiplier"],
                                       "steps": info["steps"]}
         proved = secure and c.validity == "prio3" and self._plan is not None
