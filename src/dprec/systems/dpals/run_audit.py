@@ -18,6 +18,7 @@ from dprec.errors import DprecError
 from dprec.protocol.secure_sum.noise_shares import ShareNoise
 from dprec.systems.audits import Noise
 from dprec.systems.dpals.clients import DpalsClients
+from dprec.systems.dpals.frequency import uses_counts
 from dprec.systems.dpals.plan import run_plan
 
 __all__ = ["run_noise"]
@@ -29,9 +30,10 @@ _SHARE_CELLS = 1 << 21
 def run_noise(params: Mapping[str, Any], n_items: int, n_clients: int,
                  min_honest: int) -> tuple[Noise, int, dict[str, object]]:
     cfg = {**params, "min_honest": min_honest}
-    if cfg.get("weighting") == "uniform":
-        raise DprecError("dpals with weighting=uniform has no k-hot count round; its "
-                         "releases (Gramians) are not audited here")
+    if not uses_counts({"weighting": "adaptive", **cfg}):
+        raise DprecError("dpals with weighting=uniform (and no head_items or reg_exponent) "
+                         "has no k-hot count round; its releases (Gramians) are not audited "
+                         "here")
     plan = run_plan(cfg, n_items, n_clients)
     counts = [rp for rp in plan.rounds if rp.kind == "counts"][0]
     clients = DpalsClients(sp.csr_matrix((n_clients, n_items)), np.arange(n_clients), cfg,
