@@ -19,10 +19,10 @@ from typer.testing import CliRunner
 from dprec.cli import app
 from dprec.client.http import ProxyAPI, ServerAPI, ServiceError
 from dprec.data.synthetic import synthetic
-from dprec.protocol.deployed import ProtocolInfo
 from dprec.services.auth import client_token
 from dprec.services.launch import Loopback
 from dprec.services.transport import HttpTransport
+from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dp_pop.client import noisy_vectors
 from dprec.systems.dp_pop.deploy import round_of, sealed_uploads
 from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel, SumRelease, SumUpload

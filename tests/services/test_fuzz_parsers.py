@@ -8,15 +8,15 @@ from hypothesis import strategies as st
 from svc import dplcf_info, fmf_info
 
 from dprec.errors import DprecError
-from dprec.protocol.deployed import (
+from dprec.protocol.messages import GradientReports, Message, MessageError, ShuffledReports
+from dprec.services.auth import bearer
+from dprec.systems.deployable import (
     ProtocolInfo,
     check_forwarded,
     check_upload,
     generator_from_json,
     generator_to_json,
 )
-from dprec.protocol.messages import GradientReports, Message, MessageError, ShuffledReports
-from dprec.services.auth import bearer
 from dprec.systems.dplcf.messages import ObfuscatedBits
 
 EXAMPLES = 150

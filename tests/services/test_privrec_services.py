@@ -16,8 +16,9 @@ from typer.testing import CliRunner
 
 from dprec.cli import app
 from dprec.errors import DprecError
-from dprec.protocol.deployed import ProtocolInfo, generator_to_json
+from dprec.protocol.deployment import generator_to_json
 from dprec.services.server import ServerSettings, create_server_app
+from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.privrec.config import PrivRecConfig
 from dprec.systems.privrec.messages import InitialModel, ModelBroadcast
 from dprec.systems.privrec.server import ReptileServer

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from dprec.cli import app
 from dprec.client.http import ProxyAPI, keepalive_client
 from dprec.data.synthetic import synthetic
-from dprec.protocol.deployed import generator_to_json
+from dprec.protocol.deployment import generator_to_json
 from dprec.protocol.engine import ShufflingProxy
 from dprec.protocol.messages import GradientReports
 from dprec.random import derive_generator

@@ -13,9 +13,9 @@ from starlette.testclient import TestClient
 from svc import AUTH, SECRET
 
 from dprec.errors import DprecError
-from dprec.protocol.deployed import ProtocolInfo
 from dprec.services.launch import Loopback
 from dprec.services.server import ServerSettings, create_server_app
+from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dp_pop.client import noisy_vectors
 from dprec.systems.dp_pop.deploy import round_of, sealed_uploads
 from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel, SumRelease

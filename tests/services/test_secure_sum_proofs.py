@@ -21,7 +21,6 @@ from randomgen import ChaCha
 from svc import Stack
 from svc import headers as device_headers
 
-from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, run_id
 from dprec.protocol.secure_sum.proved import ProvedBatch, ProvedUpload, bound_data, server_verify
 from dprec.protocol.secure_sum.sealed import KeyPair, seal
@@ -29,6 +28,7 @@ from dprec.protocol.secure_sum.vdaf.noise_bounds import truncated_noise_share
 from dprec.services import roles
 from dprec.services.auth import client_token
 from dprec.services.launch import Loopback
+from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dp_pop.calibration import check_terms
 from dprec.systems.dp_pop.deploy import check_of, proved_upload, round_of, sealed_uploads
 from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel, SumUpload

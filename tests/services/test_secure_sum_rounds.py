@@ -14,7 +14,6 @@ import pytest
 from svc import AUTH, OPERATOR_AUTH, Stack
 
 from dprec.errors import DprecError
-from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.secure_sum.messages import (
     MESSAGE_ID_BYTES,
     Upload,
@@ -23,6 +22,7 @@ from dprec.protocol.secure_sum.messages import (
 )
 from dprec.protocol.secure_sum.ring import SEED_BYTES, encode_elements
 from dprec.protocol.secure_sum.sealed import KeyPair, seal
+from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dp_pop.deploy import round_of, sealed_uploads
 from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel, SumUpload
 from dprec.systems.dp_pop.system import DpPopConfig

@@ -11,9 +11,9 @@ import pytest
 
 from dprec.data.synthetic import synthetic
 from dprec.errors import DprecError
-from dprec.protocol.deployed import ProtocolInfo, check_upload
 from dprec.protocol.messages import MessageError
 from dprec.protocol.secure_sum.noise_shares import ShareNoise
+from dprec.systems.deployable import ProtocolInfo, check_upload
 from dprec.systems.dp_pop.messages import SumRelease, SumUpload
 from dprec.systems.dp_pop.system import DpPopConfig
 from dprec.systems.dpals.clients import DpalsClients

@@ -23,10 +23,10 @@ from dprec.protocol.aggregation import (
     make_aggregator,
 )
 from dprec.protocol.bit_screens import ones_counts, ones_range, screen_threshold
-from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.poisoning import Poisoning, poison
 from dprec.random import derive_generator
 from dprec.services.roles import server_role
+from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dplcf.client import (
     cap_binds,
     cap_history,

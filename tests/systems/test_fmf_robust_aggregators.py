@@ -14,10 +14,10 @@ from dprec.mechanisms.numeric import BinaryMechanism
 from dprec.privacy.events import strict_json
 from dprec.protocol.aggregation import CellSums, MeanAggregator, make_aggregator
 from dprec.protocol.batches import ReportBatch
-from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.engine import Clients
 from dprec.protocol.poisoning import PoisonedClients, Poisoning, poison
 from dprec.random import derive_generator
+from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.fmf.serve import SERVING
 from dprec.systems.fmf.server import FactorServer
 from dprec.systems.fmf.system import FMFConfig

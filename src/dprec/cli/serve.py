@@ -55,31 +55,24 @@ DEPLOYABLE_HELP = "{deployable}"
 
 
 def deployable_systems() -> list[str]:
-    """The registered systems that run as services, in the registry's order: a descriptor of
-    :func:`~dprec.protocol.deployment.deployments` takes the default config (the sizes a
-    simulation states, None there, set) and the system runs over a transport. A system whose
-    optional extra is not installed (PrivRec without torch) is named with what it needs."""
-    from dprec.protocol.deployment import deployment_for
-    from dprec.systems.registry import SYSTEMS
+    """The registered systems that run as services, in the registry's order: those whose
+    spec names a deploy package (:func:`~dprec.systems.deployable.deployable_systems`) and
+    whose descriptor takes the default config (the sizes a simulation states, None there,
+    set). A system whose optional extra is not installed (PrivRec without torch) is named
+    with what it needs."""
+    from dprec.systems.deployable import deployable_systems as registered
+    from dprec.systems.deployable import deployment
+    from dprec.systems.registry import spec
 
     names = []
-    for name, spec in SYSTEMS.items():
-        config = asdict(spec.default_config())
+    for name in registered():
+        config = asdict(spec(name).default_config())
         try:
-            deployment_for(config).validate({k: 1 if v is None else v
-                                             for k, v in config.items()})
+            deployment(name).validate({k: 1 if v is None else v for k, v in config.items()})
         except DprecError:
             continue
-        try:
-            system = spec.build()
-        except ImportError as e:
-            names.append(f"{name} (needs {e.name or 'an optional extra'})")
-            continue
-        except DprecError as e:  # a system that names its missing extra itself
-            names.append(f"{name} (unavailable: {e})")
-            continue
-        if hasattr(system, "transport"):
-            names.append(name)
+        missing = spec(name).missing_extra()
+        names.append(name if missing is None else f"{name} (needs {missing})")
     return names
 
 
@@ -197,7 +190,7 @@ def _protocol_info(protocol: str, n_items: int | None, dataset: str | None,
                    data_dir: Path | None, epsilon: float | None, param: list[str] | None,
                    config: Path | None, aggregator: str) -> Any:
     from dprec.protocol.aggregation import make_aggregator
-    from dprec.protocol.deployed import ProtocolInfo
+    from dprec.systems.deployable import ProtocolInfo
     from dprec.systems.params import config_from_file, param_pairs, system_params
     from dprec.systems.registry import make_system
 
@@ -373,9 +366,9 @@ def openapi_documents() -> dict[str, dict[str, Any]]:
     """The two services' OpenAPI documents (they do not depend on the configuration)."""
     import tempfile
 
-    from dprec.protocol.deployed import ProtocolInfo
     from dprec.services.proxy import ProxySettings, create_proxy_app
     from dprec.services.server import ServerSettings, create_server_app
+    from dprec.systems.deployable import ProtocolInfo
     info = ProtocolInfo("dplcf-sp", 8, {"flip": "symmetric", "estimator": "unbiased",
                                         "epsilon": 1.0, "neighbours": 2,
                                         "neighbourhood": "item", "batch_size": 8})

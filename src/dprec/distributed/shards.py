@@ -43,8 +43,8 @@ from dprec.mechanisms.numeric import BinaryMechanism
 from dprec.models.bitcount import BitGram
 from dprec.protocol.aggregation import CellSums, MeanAggregator, planned_unit
 from dprec.protocol.batches import ReportBatch
-from dprec.protocol.deployment import serving_of
 from dprec.protocol.engine import Clients, PassThrough, Proxy, Sent, Server, ShufflingProxy
+from dprec.systems.deployable import serving_of
 from dprec.systems.dplcf.client import ObfuscatingClients
 from dprec.systems.dplcf.server import PairCounts, SimilarityServer
 from dprec.systems.fmf.client import FederatedClients, check_item_matrix

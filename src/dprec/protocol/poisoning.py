@@ -3,7 +3,7 @@
 Local DP bounds what a report reveals about its sender, not what it says. A client that
 skips its mechanism and writes any output the mechanism could have produced is, to the
 proxy and the server, an honest client with unlucky noise: the services' checks
-(:func:`~dprec.protocol.deployed.check_upload`, a bit is a bit, an index is in range, a
+(:func:`~dprec.systems.deployable.check_upload`, a bit is a bit, an index is in range, a
 value is in the mechanism's output range) accept it. This is the data-poisoning threat to
 LDP protocols of Cao, Jia & Gong ("Data Poisoning Attacks to Local Differential Privacy
 Protocols", USENIX Security 2021): fake users craft perturbed values directly. A robust
@@ -92,7 +92,7 @@ generator, after the attackers.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -100,7 +100,6 @@ import numpy as np
 from dprec.errors import DprecError
 from dprec.mechanisms.numeric import BinaryMechanism
 from dprec.protocol.batches import ReportBatch
-from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.engine import Clients, Sent
 
 __all__ = [
@@ -416,14 +415,14 @@ def poison(model: Any, poisoning: Poisoning, rng: np.random.Generator) -> Poison
     drawn from ``rng`` (from the population size), then the targets.
 
     For real-valued FMF-LDP reports the value bound comes from the system's own config
-    (:attr:`dprec.protocol.deployed.ProtocolInfo.value_bound`) unless ``poisoning`` has one.
+    (its ``value_bound()``, the services' check) unless ``poisoning`` has one.
     """
     if not hasattr(model, "clients_hook"):
         raise DprecError(f"{getattr(model, 'name', model)!r} does not simulate a wire protocol:"
                          " poisoning runs on the DPLCF family and fmf-ldp")
     if poisoning.value_bound is None and getattr(model.config, "mechanism", None) in (
             "piecewise", "none"):
-        bound = ProtocolInfo(model.name, 1, asdict(model.config)).value_bound
+        bound = model.value_bound()
         poisoning = replace(poisoning, value_bound=bound)
     if getattr(model.config, "cells", "chosen") == "assigned":
         poisoning = replace(poisoning, fixed_cells=True)

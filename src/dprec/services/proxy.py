@@ -96,7 +96,6 @@ from fastapi.responses import JSONResponse
 
 import dprec
 from dprec.errors import DprecError
-from dprec.protocol.deployed import ProtocolInfo, check_upload
 from dprec.protocol.deployment import ProxySecrets, SecretNotReady
 from dprec.protocol.messages import Message, MessageError
 from dprec.protocol.secure_sum.validity import ReleaseRule
@@ -120,6 +119,7 @@ from dprec.services.rounds import (
     verdicts_from_json,
 )
 from dprec.services.store import Duplicate, ProxyStore, Replayed, Sync
+from dprec.systems.deployable import ProtocolInfo, check_upload
 
 log = logging.getLogger(__name__)
 

@@ -19,10 +19,13 @@ def _ldp_pop(name: str, cfg: Any) -> Recommender:
     return LdpPop(name, cfg)
 
 
+_DEPLOY = "dprec.systems.dp_pop"
+"""This package runs as services (its deploy.py and serve.py)."""
+
 SPECS: list[SystemSpec] = [
     SystemSpec("dp-pop", DpPopConfig, _dp_pop, "ranking", True,
                "item popularity from k-hot vectors by a secure sum with distributed Skellam "
-               "noise (user-level central DP without a trusted server; issue 23)"),
+               "noise (user-level central DP without a trusted server; issue 23)", deploy=_DEPLOY),
     SystemSpec("ldp-pop", LdpPopConfig, _ldp_pop, "ranking", True,
                "item popularity from one padding-and-sampling OUE report per user (local DP)"),
 ]

@@ -15,10 +15,13 @@ def _dpals(name: str, cfg: Any) -> Recommender:
     return Dpals(name, cfg)
 
 
+_DEPLOY = "dprec.systems.dpals"
+"""This package runs as services (its deploy.py and serve.py)."""
+
 SPECS: list[SystemSpec] = [
     SystemSpec("dpals", DpalsConfig, _dpals, "ranking", True,
                "DPALS / AdaDPALS: item factors from noisy sums of per-item sufficient "
                "statistics by a secure sum with distributed Skellam noise (issue 24)",
-               paper={"delta": 8e-6, "k": 100, "factors": 64, "steps": None}),
+               paper={"delta": 8e-6, "k": 100, "factors": 64, "steps": None}, deploy=_DEPLOY),
 ]
 """The registry entries (listed in ``dprec.systems.registry.SPEC_MODULES``)."""

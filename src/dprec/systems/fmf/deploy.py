@@ -29,23 +29,28 @@ from dprec.protocol.shuffler import Shuffler
 from dprec.systems.fmf.cells import CELLS_TOKEN_BYTES
 from dprec.systems.fmf.client import FederatedClients, check_item_matrix, user_vectors
 
-__all__ = ["DEPLOYMENT", "FmfDeployment"]
+__all__ = ["report_bound", "DEPLOYMENT", "FmfDeployment"]
 
 _MAX_WIRE_FACTORS = 255
 
+
+
+def report_bound(mechanism: Any) -> float | None:
+    """The largest |value| of one real-valued report of ``mechanism``: the piecewise
+    mechanism's scale, 1 without noise (the clipped gradient entry scaled into [-1, 1]);
+    None for one-bit reports."""
+    if isinstance(mechanism, PiecewiseMechanism):
+        return mechanism.scale
+    return 1.0 if mechanism is None else None
 
 class FmfDeployment(Deployment):
     """FMF-LDP (FCF, ``exact=true``, sends whole gradients and runs in process only)."""
 
     name = "fmf"
-    package = "dprec.systems.fmf"
     noisy = ("binary", "piecewise")
     default_mechanisms = frozenset({"binary", "piecewise"})
     artefacts = ("item-matrix", "item-matrix-f64")
     broadcast_artefact = "item-matrix-f64"
-
-    def accepts(self, config: Mapping[str, Any]) -> bool:
-        return "k" in config and "mechanism" in config
 
     def validate(self, config: Mapping[str, Any]) -> None:
         if config.get("exact"):
@@ -79,12 +84,7 @@ class FmfDeployment(Deployment):
         return None
 
     def value_bound(self, config: Mapping[str, Any]) -> float | None:
-        mech = self.mechanism(config)
-        if isinstance(mech, PiecewiseMechanism):
-            return mech.scale
-        if mech is None:
-            return 1.0  # the clipped gradient entry scaled into [-1, 1]
-        return None
+        return report_bound(self.mechanism(config))
 
     def upload_size(self, info: Any) -> int:
         return int(info.upload.serialized_size(info.k))

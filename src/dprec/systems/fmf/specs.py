@@ -12,12 +12,16 @@ def _build(name: str, cfg: FMFConfig) -> FederatedMF:
     return FederatedMF(name, cfg)
 
 
+_DEPLOY = "dprec.systems.fmf"
+"""This package runs as services (its deploy.py and serve.py)."""
+
 SPECS: list[SystemSpec] = [
     SystemSpec("fcf", FMFConfig, _build, "ranking", False,
                "federated implicit MF, exact item gradients (non-private)",
-               {"exact": True}, {"lr": (0.03, 0.1, 0.3, 1.0), "factors": (10, 20, 40, 80)}),
+               {"exact": True}, {"lr": (0.03, 0.1, 0.3, 1.0), "factors": (10, 20, 40, 80)},
+               deploy=_DEPLOY),
     SystemSpec("fmf-ldp", FMFConfig, _build, "ranking", True,
                "FMF-LDP: k LDP gradient reports per client per epoch via a shuffler",
-               {"exact": False}),
+               {"exact": False}, deploy=_DEPLOY),
 ]
 """fcf and fmf-ldp."""

@@ -191,6 +191,12 @@ class FederatedMF(Ranker):
             return PiecewiseMechanism(c.epsilon)
         return None
 
+    def value_bound(self) -> float | None:
+        """The largest |value| of one real-valued report (what the services' check allows;
+        None for one-bit reports)."""
+        from dprec.systems.fmf.deploy import report_bound
+        return report_bound(self._mechanism())
+
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
             on_iteration: IterationHook | None = None) -> FederatedMF:
         c = self.config
