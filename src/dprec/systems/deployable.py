@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cache
 from typing import Any
 
@@ -31,7 +31,7 @@ from dprec.protocol.messages import MAX_ITEMS, Message, MessageError
 
 __all__ = ["ProtocolInfo", "check_forwarded", "check_upload", "deployable_packages",
            "deployable_systems", "deployment", "deployments", "family_deployment", "serving",
-           "serving_of"]
+           "serving_of", "sharded_systems"]
 
 
 def deployable_packages() -> tuple[str, ...]:
@@ -47,9 +47,28 @@ def deployable_packages() -> tuple[str, ...]:
 
 
 def deployable_systems() -> tuple[str, ...]:
-    """The names of the registered systems that run as services, in the registry's order."""
+    """The names of the registered systems that run as services, in the registry's order:
+    their spec names a deploy package whose descriptor takes the system's default config
+    (with the sizes a simulation states, None there, set to 1; FCF's exact gradients and
+    PrivRec's central training are refused)."""
     from dprec.systems.registry import SYSTEMS
-    return tuple(name for name, s in SYSTEMS.items() if s.deploy is not None)
+    out = []
+    for name, s in SYSTEMS.items():
+        if s.deploy is None:
+            continue
+        config = asdict(s.default_config())
+        try:
+            deployment(name).validate({k: 1 if v is None else v for k, v in config.items()})
+        except DprecError:
+            continue
+        out.append(name)
+    return tuple(out)
+
+
+def sharded_systems() -> tuple[str, ...]:
+    """The deployable systems whose server half names a shard adapter: those
+    ``dprec run --backend local|ray`` runs in shards (loads the server halves)."""
+    return tuple(n for n in deployable_systems() if serving(n).shard_adapter is not None)
 
 
 @cache

@@ -112,6 +112,8 @@ class LocalItemCF(Ranker):
     broadcast and the user's own history, so users unseen at training are scored too.
     """
 
+    networked = True
+
     def __init__(self, name: str, config: LocalItemCFConfig) -> None:
         self.name = name
         self.config = config

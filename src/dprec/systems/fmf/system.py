@@ -168,6 +168,8 @@ class FederatedMF(Ranker):
     unseen at training solves x_u from V and its own history, like every client does.
     """
 
+    networked = True
+
     def __init__(self, name: str, config: FMFConfig) -> None:
         self.name = name
         self.config = config

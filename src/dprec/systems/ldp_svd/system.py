@@ -224,6 +224,8 @@ class LocalRatingSVD(RatingPredictor):
     :meth:`set_rating_scale`); it is never read off the training ratings.
     """
 
+    networked = True
+
     uses_rating_scale = True
 
     def __init__(self, name: str, config: SVDConfig) -> None:
