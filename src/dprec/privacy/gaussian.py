@@ -1,7 +1,7 @@
 """Sampled Gaussian mechanism: eps by every accountant we support, its inverse, and DP-PrivRec's
 Table 3 (seed 002) reproduced, explained and corrected.
 
-DP-PrivRec (SYSTEMS.md §5) draws fixed-size batches of M of the N training users without
+DP-PrivRec (docs/architecture.md §5) draws fixed-size batches of M of the N training users without
 replacement (replace-one adjacency, sensitivity 2S/M) for 1000 rounds with noise multiplier z.
 Its Table 3 is reproduced cell by cell (relative error < 1e-4) only by composing the Gaussian
 step 1000 x M times with the classic RDP-to-DP conversion: the paper over-counts by a factor

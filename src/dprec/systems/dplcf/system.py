@@ -1,4 +1,4 @@
-"""DPLCF and its item-CF baselines as one simulated protocol (SYSTEMS.md §1).
+"""DPLCF and its item-CF baselines as one simulated protocol (docs/architecture.md §1).
 
 Clients obfuscate once (client.obfuscate), the server estimates similarities and publishes
 neighbour lists (server.*), clients score with their true history (client.local_scores).

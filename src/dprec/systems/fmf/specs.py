@@ -1,4 +1,4 @@
-"""Registry entries of FCF and FMF-LDP (federated implicit MF; SYSTEMS.md §2)."""
+"""Registry entries of FCF and FMF-LDP (federated implicit MF; docs/architecture.md §2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Registry entries of the local-DP rating systems (seed 001; SYSTEMS.md §3)."""
+"""Registry entries of the local-DP rating systems (seed 001; docs/architecture.md §3)."""
 
 from __future__ import annotations
 
