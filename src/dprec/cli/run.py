@@ -70,7 +70,7 @@ def run(
         strict_json_text,
         write_json,
     )
-    from dprec.evaluation.run_system import run_system
+    from dprec.evaluation.run_system import check_backend, run_system
     from dprec.evaluation.runner import check_seed_count
     from dprec.systems.params import config_from_file, param_pairs, system_params
     from dprec.systems.registry import check_model_memory, make_config, spec
@@ -91,6 +91,7 @@ def run(
         check_model_memory(system, make_config(system, params, base))
         if backend is not None:
             from dprec.distributed import make_backend
+            check_backend(system)
             runner = make_backend(backend, ray_address, shards, keep_warm=True)
             runner.prestart()  # Ray's workers boot while the data load; every seed reuses them
         elif ray_address is not None or shards is not None:

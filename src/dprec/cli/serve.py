@@ -455,7 +455,7 @@ def simulate(
             task = bar.add_task(f"{system} on {dataset} ({transport})", total=seeds)
             res = run_system(system, ds, params, start if transport == "http" else None,
                              base=base, seeds=seeds, split=split, negatives=negatives,
-                             one_run=True, on_seed=lambda _: bar.advance(task))
+                             simulation=True, on_seed=lambda _: bar.advance(task))
     except DprecError as e:
         fail(e)
     finally:
