@@ -101,23 +101,6 @@ def test_a_running_proxy_states_the_threshold_the_report_uses(running, capsys):
 
 
 @pytest.mark.slow
-def test_simulate_prints_the_same_result_over_both_transports(tmp_path):
-    args = ["simulate", "fmf-ldp", "--dataset", "synthetic-300x200", "--param", "epochs=2",
-            "--param", "k=10", "--param", "shuffle_threshold=50", "--seeds", "1", "--json",
-            "--out", str(tmp_path)]
-    docs = {}
-    for transport in ("inproc", "http"):
-        res = CliRunner().invoke(app, [*args, "--transport", transport])
-        assert res.exit_code == 0, res.output[-3000:]
-        docs[transport] = json.loads(res.stdout.strip().splitlines()[-1])
-    a, b = docs["inproc"], docs["http"]
-    assert (a["transport"], b["transport"]) == ("inproc", "http")
-    for key in ("metrics", "per_seed", "privacy", "parameters", "dataset", "protocol"):
-        assert a[key] == b[key], key
-    assert a["schema"] == b["schema"] == 1
-
-
-@pytest.mark.slow
 def test_sigkill_and_restart_mid_round_lose_nothing_and_count_nothing_twice(tmp_path,
                                                                             monkeypatch):
     system, params = "fmf-ldp", {"epochs": "3", "k": "10", "shuffle_threshold": "20"}
