@@ -23,7 +23,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -33,10 +33,40 @@ from dprec.protocol.messages import Message
 if TYPE_CHECKING:
     from dprec.protocol.aggregation import Aggregator
     from dprec.protocol.engine import Server
-    from dprec.systems.deployable import ProtocolInfo
 
-__all__ = ["Deployment", "DeviceReader", "ProxySecrets", "SecretNotReady", "Serving",
-           "generator_from_json", "generator_to_json"]
+__all__ = ["Deployment", "DeviceReader", "PublishedProtocol", "ProxySecrets", "SecretNotReady",
+           "Serving", "generator_from_json", "generator_to_json"]
+
+
+class PublishedProtocol(Protocol):
+    """What a descriptor reads of a published protocol (the concrete description, found by
+    the system's name in the registry, is :class:`dprec.systems.deployable.ProtocolInfo`)."""
+
+    system: str
+    n_items: int
+    config: dict[str, Any]
+    aggregator: str
+
+    @property
+    def k(self) -> int | None: ...
+
+    @property
+    def n_factors(self) -> int | None: ...
+
+    @property
+    def upload(self) -> type[Message]: ...
+
+    @property
+    def forward(self) -> type[Message]: ...
+
+    @property
+    def value_bound(self) -> float | None: ...
+
+    def mechanism(self) -> Any: ...
+
+    def upload_size(self) -> int: ...
+
+    def batch_bytes(self, senders: int) -> int: ...
 
 
 class DeviceReader(ABC):
@@ -191,25 +221,25 @@ class Deployment(ABC):
         return None
 
     @abstractmethod
-    def upload_size(self, info: ProtocolInfo) -> int:
+    def upload_size(self, info: PublishedProtocol) -> int:
         """Bytes of one client's message."""
 
     @abstractmethod
-    def batch_bytes(self, info: ProtocolInfo, senders: int) -> int:
+    def batch_bytes(self, info: PublishedProtocol, senders: int) -> int:
         """Bytes of a forwarded batch of ``senders`` whole submissions."""
 
     @abstractmethod
-    def check_upload(self, message: Message, info: ProtocolInfo) -> None:
+    def check_upload(self, message: Message, info: PublishedProtocol) -> None:
         """:class:`MessageError` for a client message this protocol's client cannot send
         (its type is already checked)."""
 
     @abstractmethod
-    def check_forwarded(self, message: Message, info: ProtocolInfo) -> None:
+    def check_forwarded(self, message: Message, info: PublishedProtocol) -> None:
         """:class:`MessageError` for a batch this protocol's proxy cannot send (its type is
         already checked)."""
 
     @abstractmethod
-    def shuffle(self, rows: list[bytes], info: ProtocolInfo, rng: np.random.Generator,
+    def shuffle(self, rows: list[bytes], info: PublishedProtocol, rng: np.random.Generator,
                 threshold: int) -> bytes:
         """One forwarded batch of the held submissions ``rows``, depending only on their
         multiset (canonical order, then a uniform permutation from ``rng``)."""
@@ -223,7 +253,7 @@ class Deployment(ABC):
         upload is refused); None: no such id."""
         return None
 
-    def proxy_secrets(self, info: ProtocolInfo, state_dir: Path) -> ProxySecrets | None:
+    def proxy_secrets(self, info: PublishedProtocol, state_dir: Path) -> ProxySecrets | None:
         """The proxy's secret part of the protocol, kept in ``state_dir`` (None: the proxy
         only relays and shuffles)."""
         return None
@@ -235,7 +265,7 @@ class Deployment(ABC):
     # -- the device -------------------------------------------------------------------------
 
     @abstractmethod
-    def terms(self, read: DeviceReader, info: ProtocolInfo) -> dict[str, Any]:
+    def terms(self, read: DeviceReader, info: PublishedProtocol) -> dict[str, Any]:
         """The device's terms of ``info`` (the fields of
         :class:`~dprec.client.policy.ProtocolTerms` but system, family and n_items)."""
 
@@ -269,22 +299,23 @@ class Serving(ABC):
     trusted aggregator, or no DP); the role says so in its description too."""
 
     @abstractmethod
-    def server_role(self, info: ProtocolInfo, aggregator: Aggregator) -> Server:
+    def server_role(self, info: PublishedProtocol, aggregator: Aggregator) -> Server:
         """The server role, constructed as the system constructs it in ``fit``."""
 
     @abstractmethod
-    def role_memory(self, info: ProtocolInfo) -> tuple[int, int, str]:
+    def role_memory(self, info: PublishedProtocol) -> tuple[int, int, str]:
         """(bytes of the state, bytes at the peak of a round, what the state is)."""
 
     @abstractmethod
-    def encode_broadcast(self, info: ProtocolInfo, broadcast: Any, version: int) -> bytes:
+    def encode_broadcast(self, info: PublishedProtocol, broadcast: Any, version: int) -> bytes:
         """The role's broadcast as the bytes the store keeps (lossless)."""
 
     @abstractmethod
-    def decode_broadcast(self, info: ProtocolInfo, body: bytes) -> Any:
+    def decode_broadcast(self, info: PublishedProtocol, body: bytes) -> Any:
         """Inverse of :meth:`encode_broadcast`."""
 
-    def encode_state(self, info: ProtocolInfo, role: Any, broadcast: Any, version: int) -> bytes:
+    def encode_state(self, info: PublishedProtocol, role: Any, broadcast: Any,
+                     version: int) -> bytes:
         """What the store keeps after the role published ``broadcast``: by default the
         broadcast itself; a role whose next rounds need more (its own generator) keeps that
         too, and :meth:`artefact_bytes` publishes only the broadcast of it."""
@@ -295,15 +326,15 @@ class Serving(ABC):
         not give (an initial model, the enrolled clients), sent with the start; None: none."""
         return None
 
-    def initialise(self, info: ProtocolInfo, role: Any, body: bytes) -> None:
+    def initialise(self, info: PublishedProtocol, role: Any, body: bytes) -> None:
         """Give a fresh role the :meth:`initial_state` ``body`` before its start."""
         raise DprecError(f"{info.system}'s server takes no initial state at its start")
 
-    def artefact_bytes(self, info: ProtocolInfo, name: str, body: bytes) -> bytes:
+    def artefact_bytes(self, info: PublishedProtocol, name: str, body: bytes) -> bytes:
         """Artefact ``name`` made from the stored broadcast ``body``."""
         return body
 
-    def restore(self, info: ProtocolInfo, role: Any, body: bytes | None) -> None:  # noqa: B027
+    def restore(self, info: PublishedProtocol, role: Any, body: bytes | None) -> None:  # noqa: B027
         """Give a fresh role the state it had after publishing ``body``."""
 
     def diagnostics(self, role: Any) -> dict[str, Any]:
