@@ -27,7 +27,7 @@ def test_run_with_the_local_backend_records_it_and_ignores_the_shard_count(tmp_p
 
 def test_backend_options_are_checked_before_work(tmp_path):
     for args, msg in ((["--shards", "2"], "need --backend"),
-                      (["--backend", "spark"], "backend must be one of local, ray"),
+                      (["--backend", "spark"], "backend must be local or ray"),
                       (["--backend", "local", "--ray-address", "auto"], "needs --backend ray")):
         res = runner.invoke(app, ["run", "fmf-ldp", "--dataset", DS, "--seeds", "1",
                                   "--out", str(tmp_path), *args])

@@ -39,4 +39,4 @@ def make_backend(name: str, address: str | None = None, shards: int | None = Non
     if name == "ray":
         from dprec.distributed.ray_backend import RayBackend
         return RayBackend(address=address, shards=shards, keep_warm=keep_warm)
-    raise DprecError(f"backend must be one of {', '.join(BACKENDS)}, got {name!r}")
+    raise DprecError(f"backend must be {' or '.join(BACKENDS)}, got {name!r}")
