@@ -29,12 +29,9 @@ Markdown summary (command, date, machine, ratios). Usage:
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import platform
-import shlex
-import sys
 import time
 from pathlib import Path
 
@@ -221,10 +218,11 @@ def main() -> None:
                       f"{row['implicit_s']:.2f}s (exact {row['implicit_exact_s']:.2f}s), "
                       f"ratio {row['ratio']:.2f} (to exact {row['ratio_exact']:.2f})",
                       flush=True)
+    from dprec.evaluation.provenance import git_commit, run_command, utc_date
+
     record = {
         "benchmark": "bench_dpals", "dataset": args.dataset, "shape": list(train.shape),
-        "nnz": int(train.nnz), "date": datetime.datetime.now(datetime.UTC).strftime(
-            "%Y-%m-%d %H:%M"),
+        "nnz": int(train.nnz), "date": utc_date(), "commit": git_commit(),
         "params": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "threads": args.threads, "repeats": args.repeats,
         "versions": {"numpy": np.__version__, "numba": numba.__version__,
@@ -241,7 +239,7 @@ def main() -> None:
     path.write_text(json.dumps(record, indent=2))
     print(f"wrote {path}")
     if args.summary is not None:
-        command = shlex.join([".venv/bin/python", "benchmarks/bench_dpals.py", *sys.argv[1:]])
+        command = run_command("benchmarks/bench_dpals.py")
         args.summary.parent.mkdir(parents=True, exist_ok=True)
         args.summary.write_text(summary(record, command))
         print(f"wrote {args.summary}")

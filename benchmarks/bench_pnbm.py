@@ -32,7 +32,8 @@ import scipy.sparse as sp
 from dprec.data.registry import load_dataset
 from dprec.data.synthetic import synthetic
 from dprec.models.funk_svd import FunkSVD, FunkSVDConfig
-from dprec.models.pnbm import DPSGDPNBM, PNBM, DPSGDPNBMConfig, PNBMConfig
+from dprec.models.pnbm import DPSGDPNBM, PNBM
+from dprec.models.pnbm_config import DPSGDPNBMConfig, PNBMConfig
 
 
 def epoch_times(model: PNBM | DPSGDPNBM, R: sp.csr_matrix) -> dict[str, float]:

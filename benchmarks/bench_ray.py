@@ -33,18 +33,21 @@ import statistics
 import sys
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from dprec.distributed import LocalBackend
 from dprec.distributed.ray_backend import RayBackend
-from dprec.distributed.synthetic import dplcf_population, fmf_population
+from dprec.distributed.synthetic import SyntheticPopulation
 from dprec.mechanisms.bitflip import BitFlip
 from dprec.mechanisms.numeric import BinaryMechanism
 from dprec.privacy.events import EventLog
 from dprec.protocol.engine import ShufflingProxy
+from dprec.systems.dplcf.client import ObfuscatingClients
 from dprec.systems.dplcf.server import SimilarityServer
+from dprec.systems.fmf.client import FederatedClients
 from dprec.systems.fmf.server import FactorServer
 
 OUT = Path(__file__).parent / "results"
@@ -175,7 +178,9 @@ def scale(args: argparse.Namespace, system: str) -> dict:
         mech = BitFlip.symmetric(1.0)
 
         def make(n: int):
-            return dplcf_population(n, args.items, args.activity, 7, mech, bs)
+            return SyntheticPopulation(n, args.items, args.activity, 7,
+                                       partial(ObfuscatingClients, mechanism=mech,
+                                               batch_size=bs), bs)
 
         def server_fn(pop):
             return SimilarityServer(args.items, mech, "unbiased", 20, False), None
@@ -186,7 +191,9 @@ def scale(args: argparse.Namespace, system: str) -> dict:
                "exact": False, "mechanism": mech}
 
         def make(n: int):
-            return fmf_population(n, args.items, args.activity, 7, bs, **fmf)
+            return SyntheticPopulation(n, args.items, args.activity, 7,
+                                       partial(FederatedClients, ledger=None, batch_size=bs,
+                                               **fmf), bs, k=100)
 
         def server_fn(pop):
             return (FactorServer(args.items, 5, 1e-3, 1e-6, 20, 1.0, 0.1, mech),

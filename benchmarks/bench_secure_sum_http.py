@@ -22,12 +22,15 @@ one FMF-LDP epoch with k reports per client (k item-factor ids and bits, what a 
 report of k item ids costs on the wire, 4 bytes per id), through the same proxy and server.
 
     .venv/bin/python benchmarks/bench_secure_sum_http.py            # N = 1,000
-    .venv/bin/python benchmarks/bench_secure_sum_http.py --large    # N = 10,000
-    .venv/bin/python benchmarks/bench_secure_sum_http.py --validity prio3 --no-plain
+    .venv/bin/python benchmarks/bench_secure_sum_http.py --large --no-plain  # N = 10,000
+    .venv/bin/python benchmarks/bench_secure_sum_http.py --validity none
 
-``--validity prio3``: every upload carries its Prio3 proof (k-hot plus truncated noise),
-verified jointly by the proxy and the server at the close (issue 31 §1); the peak resident
-memory (VmHWM) of the proxy and the server processes is reported with it.
+``--validity prio3`` (dp-pop's default): every upload carries its Prio3 proof (k-hot plus
+truncated noise), verified jointly by the proxy and the server at the close (issue 31 §1),
+a chunk at a time. Reported with it: the peak resident memory (VmHWM) of the proxy and the
+server processes, and the round's phases: ``upload_s`` (the clients drawing, proving,
+sealing and uploading; the requests overlap the proving) and ``close_s`` (the operator's
+close: the proxy and the server checking every upload, the release, the server's sum).
 
 Prints strict JSON (and writes it to ``--out``). Wall-clock numbers on a shared 2-core
 machine: the load average is printed with them.
@@ -45,13 +48,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 
 from dprec.data.registry import load_dataset
 from dprec.privacy.events import strict_json
 from dprec.protocol.messages import HEADER
 from dprec.protocol.secure_sum.client import SecureSumClient
-from dprec.protocol.secure_sum.messages import Upload
+from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, Upload
 from dprec.protocol.secure_sum.params import choose_params
 from dprec.protocol.secure_sum.proved import ProvedBatch, ProvedUpload
 from dprec.protocol.secure_sum.sealed import OVERHEAD, KeyPair
@@ -102,17 +106,39 @@ def run_http(system: str, params: dict[str, str], server_params: dict[str, str],
         pids = {"server": srv.process.pid, "proxy": prx.process.pid}  # type: ignore[union-attr]
         before = {k: cpu_seconds(p) for k, p in pids.items()} | {"simulation": cpu_seconds()}
         t = time.perf_counter()
+        closes: list[tuple[float, float, dict[str, float]]] = []
+        post = httpx.Client.post
+
+        def timed_post(client: httpx.Client, url: Any, *a: Any, **k: Any) -> Any:
+            if not str(url).endswith("/close"):
+                return post(client, url, *a, **k)
+            start, cpu = time.perf_counter(), {n: cpu_seconds(p) for n, p in pids.items()}
+            try:
+                return post(client, url, *a, **k)
+            finally:
+                closes.append((start, time.perf_counter(), {
+                    n: cpu_seconds(p) - cpu[n] for n, p in pids.items()}))
+
+        httpx.Client.post = timed_post  # type: ignore[method-assign]
         try:
             model = fit(system, params, train, net)
         finally:
+            httpx.Client.post = post  # type: ignore[method-assign]
             net.close()
         wall = time.perf_counter() - t
         after = {k: cpu_seconds(p) for k, p in pids.items()} | {"simulation": cpu_seconds()}
         peak = {k: peak_rss_mb(p) for k, p in pids.items()}
         assert net.remote is not None
         requests = int(net.remote[1].requests)
+    phases: dict[str, Any] = {}
+    if closes:
+        first, last = closes[0], closes[-1]
+        phases = {"upload_s": first[0] - t, "close_s": last[1] - first[0],
+                  "close_cpu_s": {n: sum(c[2][n] for c in closes) for n in pids},
+                  "closes": len(closes)}
     return {"model": model, "wall_s": wall, "startup_s": startup, "requests": requests,
-            "cpu_s": {k: after[k] - before[k] for k in before}, "peak_rss_mb": peak}
+            "cpu_s": {k: after[k] - before[k] for k in before}, "peak_rss_mb": peak,
+            "phases": phases}
 
 
 def encryption_cpu(params: Any, n: int, rng: np.random.Generator) -> dict[str, float]:
@@ -135,8 +161,8 @@ def main() -> None:
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--no-plain", action="store_true", help="skip the plain-report round")
-    ap.add_argument("--validity", choices=("none", "prio3"), default="none",
-                    help="prio3: every upload carries its validity proof")
+    ap.add_argument("--validity", choices=("none", "prio3"), default="prio3",
+                    help="prio3 (the default): every upload carries its validity proof")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     n = 10_000 if args.large else int(args.clients)
@@ -159,10 +185,11 @@ def main() -> None:
     close = bool(np.abs(here.noisy_counts - secure["model"].noisy_counts).max() <= spread)
     p = cal.params
     upload_bytes = HEADER.size + Upload.size(p)
-    release_per_client = 16 + p.share_bytes + OVERHEAD
+    release_per_client = check_per_client = 16 + p.share_bytes + OVERHEAD
     if check is not None:
         upload_bytes = HEADER.size + ProvedUpload.size(check)
-        release_per_client = sum(ProvedBatch.item_sizes(check))
+        release_per_client = MESSAGE_ID_BYTES  # plus 8 d for the aggregate share
+        check_per_client = sum(ProvedBatch.item_sizes(check))
     enc = encryption_cpu(p, min(n, 2_000), np.random.default_rng(1))
     wall = secure["wall_s"]
     out: dict[str, Any] = {
@@ -178,11 +205,13 @@ def main() -> None:
             "requests": secure["requests"],
             "uploads_per_second": n / wall,
             "bytes_per_client": {"upload": upload_bytes,
+                                 "share_check_per_client": check_per_client,
                                  "release_share_per_client": release_per_client,
                                  "plain_k_hot_report": HEADER.size + 4 * args.k},
             "cpu_s": secure["cpu_s"],
             "cpu_ms_per_client": {k: 1e3 * v / n for k, v in secure["cpu_s"].items()},
             "peak_rss_mb": secure["peak_rss_mb"],
+            "phases": secure["phases"],
             "validity": args.validity,
             "client_encryption": enc,
         },

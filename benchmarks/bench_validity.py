@@ -26,7 +26,6 @@ import os
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
-import datetime  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import statistics  # noqa: E402
@@ -34,6 +33,7 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from dprec.evaluation.provenance import utc_date  # noqa: E402
 from dprec.privacy.events import strict_json  # noqa: E402
 from dprec.protocol.secure_sum import choose_params  # noqa: E402
 from dprec.protocol.secure_sum.client import SecureSumClient  # noqa: E402
@@ -152,7 +152,7 @@ def measure(name: str, d: int, reps: int, seed: int = 0) -> dict[str, object]:
 def markdown(rows: list[dict], command: str) -> str:
     lines = [
         "# Cost of the validity proofs (issue 31 §1)", "",
-        f"Measured {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC on the shared "
+        f"Measured {utc_date()} on the shared "
         "2-core dev machine, one core (numba threads 1), medians; read as orders of "
         "magnitude.", "", "    " + command, "",
         "| circuit | d | PROOFS | today upload (B) | with proof (B) | ratio | client today (ms) "

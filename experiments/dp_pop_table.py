@@ -12,14 +12,12 @@ Usage: .venv/bin/python experiments/dp_pop_table.py [--seeds 3] [--k 50] [--data
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 from dprec.data.registry import load_dataset
+from dprec.evaluation.provenance import Provenance
 from dprec.evaluation.runner import Experiment
 from dprec.privacy.events import strict_json
 from dprec.systems.registry import make_system
@@ -38,10 +36,8 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=50)
     ap.add_argument("--out", type=Path, default=Path("docs/results"))
     args = ap.parse_args()
-    command = " ".join([".venv/bin/python", *sys.argv])
-    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, check=False).stdout.strip() or None
+    prov = Provenance.start()
+    command, date, commit = prov.command, prov.date, prov.commit
     exp = Experiment(load_dataset(args.dataset), range(args.seeds))
     table: dict[str, dict[str, dict[str, object]]] = {}
     for label, system, params in ROWS:

@@ -17,15 +17,14 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import sys
 import time
 from pathlib import Path
 
 import dprec
 from dprec.data.registry import load_dataset
 from dprec.evaluation.compare import run_systems
+from dprec.evaluation.provenance import git_commit, run_command, utc_date
 from dprec.evaluation.runner import Experiment
 from dprec.privacy.events import strict_json
 from dprec.systems.registry import make_config
@@ -113,8 +112,7 @@ def main() -> None:
                         for m in ("NDCG@5", "NDCG@10"))
             for n in args.neighbours} if "dplcf-sp" in table else {}
     doc = {
-        "command": " ".join(["python", *sys.argv]),
-        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": run_command(), "date": utc_date(), "commit": git_commit(),
         "dprec_version": dprec.__version__,
         "dataset": ds.name,
         "epsilon": args.epsilon,

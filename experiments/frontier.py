@@ -35,15 +35,11 @@ Usage: nice -n 10 .venv/bin/python experiments/frontier.py --dataset ml-100k --s
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import math
 import re
-import shlex
-import subprocess
-import sys
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +56,9 @@ from dprec.evaluation.frontier_summary import targets as _targets
 from dprec.evaluation.intervals import summarise
 from dprec.evaluation.metrics import FULL_LIST, HEADLINE
 from dprec.evaluation.plots import plot_metric_vs_eps
+from dprec.evaluation.provenance import git_commit, run_command, utc_date
 from dprec.evaluation.runner import Experiment, RunResult
+from dprec.privacy.calibrate import Calibration, calibrate_to_target
 from dprec.privacy.events import strict_json
 from dprec.systems.registry import make_config, make_system, parse_label, read_config, spec
 
@@ -96,69 +94,12 @@ TOLERANCE = 0.02
 MAX_PROBES = 12
 
 
-@dataclass
-class Calibration:
-    """The mechanism ε chosen for a target per-user ε, and every probe (mechanism ε, user ε)."""
-
-    target: float
-    epsilon: float
-    user_epsilon: float
-    probes: list[tuple[float, float]] = field(default_factory=list)
-
-
 def calibrate(target: float, probe: Callable[[float], float], start: float | None = None,
               tol: float = TOLERANCE, max_probes: int = MAX_PROBES) -> Calibration:
-    """The mechanism ε whose per-user ε ``probe(ε)`` (increasing in ε) is in
-    [(1 - tol) target, target].
-
-    Secant steps on (log ε, log ε_user), starting at ``start`` (default: ``target``, right at
-    once for a system whose ε is the per-user ε) and kept inside the bracket found so far
-    (bisection in log ε otherwise). Without a hit after ``max_probes``, the largest probe
-    below the target is taken; none below is an error.
-    """
-    if not (target > 0 and math.isfinite(target)):
-        raise DprecError(f"the target per-user epsilon must be finite and > 0, got {target}")
-    aim = math.log(target * (1 - tol / 2))
-    probes: list[tuple[float, float]] = []
-    lo: tuple[float, float] | None = None  # (log eps, log user eps) below the target
-    hi: tuple[float, float] | None = None
-    first = float(start if start is not None else target)
-    x = math.log(first)
-    for i in range(max_probes):
-        eps = first if i == 0 else math.exp(x)  # the first probe exactly as given
-        user = probe(eps)
-        probes.append((eps, user))
-        if (1 - tol) * target <= user <= target:
-            return Calibration(target, eps, user, probes)
-        y = math.log(user) if user > 0 and math.isfinite(user) else math.inf
-        if user < target:
-            lo = (x, y) if lo is None or x > lo[0] else lo
-        else:
-            hi = (x, y) if hi is None or x < hi[0] else hi
-        x = _next_log_epsilon(lo, hi, aim, x, y)
-    below = [p for p in probes if p[1] <= target]
-    if not below:
-        raise DprecError(f"no mechanism epsilon found with a per-user epsilon <= {target} "
-                         f"after {max_probes} probes: {probes}")
-    eps, user = max(below, key=lambda p: p[1])
-    return Calibration(target, eps, user, probes)
-
-
-def _next_log_epsilon(lo: tuple[float, float] | None, hi: tuple[float, float] | None,
-                      aim: float, x: float, y: float) -> float:
-    """The next log ε: a secant through the bracket's ends (slope 1 from the last probe
-    while one side is missing), bisected when it leaves the bracket."""
-    if lo is None or hi is None:
-        if not math.isfinite(y):
-            return x - 2.0
-        step = aim - y  # at least 0.1% each way, so that every probe moves
-        return x + (max(step, 1e-3) if lo is not None else min(step, -1e-3))
-    if not math.isfinite(hi[1]) or hi[0] == lo[0]:
-        return (lo[0] + hi[0]) / 2
-    slope = (hi[1] - lo[1]) / (hi[0] - lo[0])
-    guess = lo[0] + (aim - lo[1]) / slope if slope > 0 else math.nan
-    inside = lo[0] + 0.05 * (hi[0] - lo[0]) <= guess <= hi[0] - 0.05 * (hi[0] - lo[0])
-    return guess if math.isfinite(guess) and inside else (lo[0] + hi[0]) / 2
+    """The mechanism ε whose per-user ε ``probe(ε)`` is in [(1 - tol) target, target]: the
+    secant search of :func:`dprec.privacy.calibrate.calibrate_to_target` at this
+    experiment's tolerance and probe budget."""
+    return calibrate_to_target(target, probe, start, tol, max_probes)
 
 
 def _slug(text: str) -> str:
@@ -421,11 +362,8 @@ def run_frontier(frontier: Frontier, systems: Sequence[str], user_eps: Sequence[
 
 def build_document(result: dict[str, Any], args: argparse.Namespace, command: str,
                    provenance: str) -> dict[str, Any]:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, check=False).stdout.strip() or None
-    doc = {"dataset": args.dataset, "command": command,
-           "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-           "commit": commit, "seeds": args.seeds, "seeds_of": args.seeds_of, "delta": DELTA,
+    doc = {"dataset": args.dataset, "command": command, "date": utc_date(),
+           "commit": git_commit(), "seeds": args.seeds, "seeds_of": args.seeds_of, "delta": DELTA,
            "user_epsilons": [float(e) for e in args.user_eps], "metric": _METRIC,
            "provenance": provenance, "notes": list(args.note), **result}
     doc["targets"] = _targets(doc)
@@ -483,8 +421,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                     help="a line for the summary's head (repeatable)")
     ap.add_argument("--force", action="store_true", help="rerun and rewrite stored cells")
     args = ap.parse_args(argv)
-    command = shlex.join([".venv/bin/python", "experiments/frontier.py",
-                          *(sys.argv[1:] if argv is None else argv)])
+    command = run_command("experiments/frontier.py", argv)
     configs = args.configs if args.configs is not None else Path("configs") / args.dataset
     systems = [s.replace(";", ",") for s in _labels(args.systems)]
     references = _labels(args.references)

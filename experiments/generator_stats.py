@@ -14,10 +14,8 @@ Usage: .venv/bin/python experiments/generator_stats.py [--datasets ml-100k synth
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import resource
-import shlex
 import subprocess
 import sys
 import time
@@ -25,6 +23,7 @@ from pathlib import Path
 
 from dprec.data.registry import load_dataset
 from dprec.data.stats import DRIFT_WINDOW, dataset_stats
+from dprec.evaluation.provenance import Provenance
 
 DATASETS = ("ml-100k", "synthetic-943x1682", "synth-943x1682", "synthetic-10000x2000",
             "synth-10000x2000", "synthetic-75000x10000", "synth-75000x10000",
@@ -80,10 +79,8 @@ def main() -> None:
     ap.add_argument("--note", action="append", default=[], help="a line under the header")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    command = shlex.join([".venv/bin/python", *sys.argv])
-    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, check=False).stdout.strip() or None
+    prov = Provenance.start()
+    command, date, commit = prov.command, prov.date, prov.commit
     if args.one:
         print(json.dumps(_describe(args.one)))
         return

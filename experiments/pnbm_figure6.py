@@ -29,9 +29,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -42,6 +40,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 import dprec  # noqa: E402
 from dprec.data.registry import load_dataset  # noqa: E402
+from dprec.evaluation.provenance import git_commit, run_command, utc_date  # noqa: E402
 from dprec.evaluation.rating import RatingEvaluator  # noqa: E402
 from dprec.evaluation.runner import Experiment  # noqa: E402
 from dprec.evaluation.split import KFoldSplit  # noqa: E402
@@ -144,8 +143,7 @@ def main() -> None:
                   f"{p['epsilon_proved']} ({p['level_proved']}), {p['wall_s']:.0f}s",
                   flush=True)
     doc = {
-        "command": " ".join(["python", *sys.argv]),
-        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": run_command(), "date": utc_date(), "commit": git_commit(),
         "dprec_version": dprec.__version__, "dataset": ds.name, "folds": args.folds,
         "tau": tau, "points": points, "wall_s": time.perf_counter() - start,
     }

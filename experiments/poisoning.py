@@ -41,10 +41,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import shlex
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -56,16 +53,22 @@ import scipy.sparse as sp
 import dprec
 from dprec.data.registry import load_dataset
 from dprec.evaluation.plots import plot_metric_vs_eps
+from dprec.evaluation.provenance import run_command, utc_date
 from dprec.evaluation.runner import Experiment, RunResult
-from dprec.protocol.aggregation import AGGREGATORS, make_aggregator
-from dprec.protocol.bit_screens import BitLaw, ones_range, screen_threshold
+from dprec.protocol.aggregation import make_aggregator
 from dprec.protocol.poisoning import STRATEGIES, Poisoning, poison
 from dprec.protocol.sum_poisoning import SUM_STRATEGIES, SumPoisoning, poison_sum
 from dprec.random import derive_generator
 from dprec.selection import top_k
+from dprec.systems.dplcf.bit_screens import BitLaw, ones_range, screen_threshold
+from dprec.systems.dplcf.defences import DPLCF_AGGREGATORS
+from dprec.systems.fmf.defences import FMF_AGGREGATORS
 from dprec.systems.registry import make_config, make_system, read_config
 
 RANDOM_HR10 = 0.10
+
+AGGREGATORS = {**DPLCF_AGGREGATORS, **FMF_AGGREGATORS}
+"""The aggregators of the attacked systems, by name (each system's own table)."""
 
 
 def configs_for(systems: list[str], folder: Path) -> dict[str, dict[str, Any]]:
@@ -119,7 +122,7 @@ def dplcf_adaptive(config: Any, n_users: int, n_items: int) -> dict[str, Any] | 
     spec = str(getattr(config, "aggregator", "mean"))
     if not hasattr(config, "flip") or not spec.startswith("dplcf-"):
         return None
-    agg = make_aggregator(spec)
+    agg = make_aggregator(spec, AGGREGATORS)
     mech = config.mechanism()
     p, q = (1.0, 0.0) if mech is None else (mech.p, mech.q)
     cap = n_items if config.history_cap is None else min(config.history_cap, n_items)
@@ -394,7 +397,7 @@ def main() -> None:
                            xlabel="poisoned clients (%)", x="fraction")
     print_table(doc)
     if args.table is not None:
-        command = shlex.join([".venv/bin/python", "experiments/poisoning.py", *sys.argv[1:]])
+        command = run_command("experiments/poisoning.py")
         args.table.parent.mkdir(parents=True, exist_ok=True)
         args.table.write_text(secure_table_markdown(doc, command))
     print(f"saved {args.out} ({doc['wall_time_s']:.0f} s)")
@@ -403,7 +406,7 @@ def main() -> None:
 def secure_table_markdown(doc: dict[str, Any], command: str) -> str:
     """The secure-sum part of ``doc`` as Markdown: per system, HR@10 (sampled, full) and the
     targets' reach for every strategy and fraction, with the command and the date."""
-    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    date = utc_date()
     ds = doc["dataset"]
     lines = [f"# Malicious clients of the secure sum: {ds.get('name', '?')}, "
              f"{len(doc['seeds'])} seeds", "", f"Command: `{command}`  ", f"Date: {date}, "

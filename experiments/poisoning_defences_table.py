@@ -18,7 +18,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+from dprec.evaluation.provenance import utc_date
 
 
 def _defence(name: str, entry: dict[str, Any]) -> str:
@@ -45,7 +46,7 @@ def _removed(p: dict[str, Any]) -> str:
 
 def table(doc: dict[str, Any], command: str) -> str:
     """The Markdown document (see the module docstring)."""
-    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    date = utc_date()
     fr = doc["fractions"]
     heads = [f"{100 * f:g}%" for f in fr]
     entries = list(doc["systems"].items())

@@ -20,9 +20,7 @@ attacker.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -32,6 +30,7 @@ import numpy as np
 
 import dprec
 from dprec.data.registry import load_dataset
+from dprec.evaluation.provenance import PYTHON, run_command, utc_date
 from dprec.evaluation.runner import Experiment
 from dprec.protocol.sum_poisoning import SUM_STRATEGIES, SumPoisoning, poison_sum
 from dprec.random import derive_generator
@@ -132,15 +131,14 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "prio3_target.json").write_text(json.dumps(doc, indent=2, default=float))
     if args.table is not None:
-        command = shlex.join(["nice", ".venv/bin/python", "experiments/prio3_target.py",
-                              *sys.argv[1:]])
+        command = run_command("experiments/prio3_target.py", prefix=("nice", PYTHON))
         args.table.write_text(markdown(doc, command))
     print(f"saved {args.out} ({doc['wall_time_s']:.0f} s)")
 
 
 def markdown(doc: dict[str, Any], command: str) -> str:
     """The measurement as Markdown, with the command and the date."""
-    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    date = utc_date()
     ds = doc["dataset"]
     on, off = doc["arms"]["prio3"], doc["arms"]["none"]
     v = on["validity"]

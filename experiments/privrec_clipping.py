@@ -21,15 +21,14 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import sys
 import time
 from pathlib import Path
 
 import dprec
 from dprec.data.registry import load_dataset
 from dprec.errors import DprecError
+from dprec.evaluation.provenance import Provenance
 from dprec.evaluation.runner import Experiment
 from dprec.evaluation.split import UserSplit
 from dprec.evaluation.user_ranking import UserRankingEvaluator
@@ -105,7 +104,7 @@ def main() -> None:
     ap.add_argument("--summary", type=Path,
                     default=Path("docs/results/002/privrec-clipping/privrec_clipping.md"))
     args = ap.parse_args()
-    start = time.perf_counter()
+    prov = Provenance.start()
     base = _base(args.config)
     ds = load_dataset(args.dataset, data_dir=args.data_dir)
     exp = Experiment(ds, range(args.seeds), UserSplit(0.2), UserRankingEvaluator())
@@ -137,15 +136,13 @@ def main() -> None:
             print(f"gamma={g} S={c}: Hits@20 {rows[-1]['hits20']:.4f}, final S "
                   f"{rows[-1]['clip_bound_last']} ({time.perf_counter() - t:.0f}s)", flush=True)
     doc = {
-        "command": " ".join(["python", *sys.argv]),
-        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        **prov.to_json(),
         "dprec_version": dprec.__version__,
         "dataset": ds.name, "seeds": args.seeds, "rounds": args.rounds,
         "config": str(args.config), "base": base,
         "gammas": args.gammas, "clips": args.clips,
         "privrec_hits20": privrec20, "epsilon": epsilon, "delta": delta,
         "rows": rows,
-        "wall_s": time.perf_counter() - start,
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "clipping.json").write_text(

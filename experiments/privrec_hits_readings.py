@@ -19,14 +19,13 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import sys
 import time
 from pathlib import Path
 
 import dprec
 from dprec.data.registry import load_dataset
+from dprec.evaluation.provenance import run_command, utc_date
 from dprec.evaluation.runner import Experiment
 from dprec.evaluation.split import UserSplit
 from dprec.evaluation.user_ranking import HITS_READINGS, UserRankingEvaluator
@@ -61,7 +60,7 @@ def _params(config_dir: Path | None, system: str) -> dict[str, object]:
 
 
 def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return utc_date()
 
 
 def _kept_rows(path: Path, dataset: str, seeds: int, negatives: int,
@@ -164,7 +163,7 @@ def main() -> None:
     ap.add_argument("--summary", type=Path,
                     default=Path("docs/results/002/hits-readings/privrec_hits_readings.md"))
     args = ap.parse_args()
-    command = " ".join(["python", *sys.argv])
+    command = run_command()
     ds = load_dataset(args.dataset, data_dir=args.data_dir)
     ev = UserRankingEvaluator(KS, readings=tuple(HITS_READINGS), n_negatives=args.negatives)
     exp = Experiment(ds, range(args.seeds), UserSplit(0.2), ev)

@@ -42,7 +42,7 @@ from dprec.errors import DprecError  # noqa: E402
 from dprec.evaluation.runner import Experiment  # noqa: E402
 from dprec.evaluation.split import UserSplit  # noqa: E402
 from dprec.evaluation.user_ranking import UserRankingEvaluator  # noqa: E402
-from dprec.privacy.gaussian import PRIVREC_DELTAS, privrec_table  # noqa: E402
+from dprec.systems.privrec.accounting import PRIVREC_DELTAS, privrec_table  # noqa: E402
 from dprec.systems.registry import make_system, read_config  # noqa: E402
 
 KS = (5, 10, 20, 30)

@@ -18,22 +18,13 @@ Usage: .venv/bin/python experiments/privrec_table4.py [--out results/privrec]
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import sys
-import time
 from pathlib import Path
 
 import dprec
+from dprec.evaluation.provenance import Provenance
 from dprec.privacy.events import strict_json
-from dprec.privacy.gaussian import (
-    ADJACENCY,
-    PRIVREC_DELTAS,
-    PRIVREC_ROUNDS,
-    Sampling,
-    gaussian_rdp_epsilon,
-    pld_poisson_epsilon,
-)
+from dprec.systems.privrec.accounting import PRIVREC_ROUNDS, privrec_table
 
 FRAPPE_USERS = 760
 """N: 80% of Frappe's 957 users (the paper's training users)."""
@@ -46,29 +37,12 @@ PAPER_TABLE4: dict[int, tuple[float, float, float]] = {
     15: (50.1537, 45.5485, 40.9433),
 }
 """DP-PrivRec Table 4: eps at delta = 1e-8 / 1e-6 / 1e-4 for q = M / 760, z = 1, 1000 rounds."""
-COLUMNS = ("paper", "reproduced", "rdp_without_replacement", "pld_poisson")
 
 
 def table4(batches: tuple[int, ...] = tuple(PAPER_TABLE4)) -> list[dict[str, object]]:
     """One row per (M, delta) of Table 4, M in ``batches``, with the four accountings (see
     the module doc)."""
-    rows: list[dict[str, object]] = []
-    for batch in batches:
-        paper = PAPER_TABLE4[batch]
-        q = batch / FRAPPE_USERS
-        for delta, value in zip(PRIVREC_DELTAS, paper, strict=True):
-            rows.append({
-                "M": batch, "q": q, "delta": delta, "paper": value,
-                "reproduced": gaussian_rdp_epsilon(
-                    1.0, q, PRIVREC_ROUNDS * batch, delta, Sampling.FIXED_SIZE,
-                    dataset_size=FRAPPE_USERS, conversion="classic"),
-                "rdp_without_replacement": gaussian_rdp_epsilon(
-                    1.0, q, PRIVREC_ROUNDS, delta, Sampling.FIXED_SIZE,
-                    dataset_size=FRAPPE_USERS),
-                "pld_poisson": pld_poisson_epsilon(1.0, q, PRIVREC_ROUNDS, delta),
-                "adjacency": {k: ADJACENCY[k].value for k in COLUMNS},
-            })
-    return rows
+    return privrec_table({b: PAPER_TABLE4[b] for b in batches}, FRAPPE_USERS)
 
 
 def _markdown(doc: dict[str, object]) -> str:
@@ -104,15 +78,13 @@ def main() -> None:
     ap.add_argument("--summary", type=Path,
                     default=Path("docs/results/002/privrec-table4/privrec_table4_frappe.md"))
     args = ap.parse_args()
-    start = time.perf_counter()
+    prov = Provenance.start()
     rows = table4()
     doc = {
-        "command": " ".join(["python", *sys.argv]),
-        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        **prov.to_json(),
         "dprec_version": dprec.__version__,
         "users": FRAPPE_USERS, "rounds": PRIVREC_ROUNDS, "noise_multiplier": 1.0,
         "rows": rows,
-        "wall_s": time.perf_counter() - start,
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "table4_frappe.json").write_text(

@@ -22,6 +22,7 @@ import numpy as np
 
 from dprec.mechanisms.numeric import BinaryMechanism
 from dprec.protocol.aggregation import make_aggregator
+from dprec.systems.fmf.defences import FMF_AGGREGATORS
 
 AGGREGATORS = ("mean", "trimmed:0.1", "trimmed:0.2", "median-of-means:3",
                "median-of-means:5")
@@ -60,7 +61,7 @@ def main() -> None:
         clean = cells_of(x, args.lam, args.cells, 0.0, mech, rng)
         hit = cells_of(x, args.lam, args.cells, args.attack, mech, rng)
         for name in AGGREGATORS:
-            agg = make_aggregator(name)
+            agg = make_aggregator(name, FMF_AGGREGATORS)
             est = []
             for cells, values, counts in (clean, hit):
                 total = agg.cell_totals(cells, values, args.cells)

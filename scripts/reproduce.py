@@ -36,6 +36,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from dprec.evaluation.provenance import git_commit
+
 __all__ = ["MAX_FILE_BYTES", "STEPS", "Step", "StepResult", "expand", "main", "run_step",
            "run_steps", "shown", "shrink", "write_summary"]
 
@@ -177,13 +179,11 @@ class StepResult:
 
 
 def _commit() -> str:
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
+    head = git_commit(ROOT)
+    if head is None:
         return "unknown"
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                           cwd=ROOT, capture_output=True, text=True).stdout.strip()
     return head + (" (plus uncommitted changes)" if dirty else "")
 
 

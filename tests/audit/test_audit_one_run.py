@@ -7,14 +7,22 @@ import functools
 import numpy as np
 import pytest
 
-from dprec.audit.one_run import audit_privrec_one_run, canary_directions
+from dprec.audit.one_run import audit_one_run, canary_directions
 from dprec.data.features import side_features
 from dprec.data.synthetic import synthetic
 from dprec.errors import DprecError
+from dprec.systems.audits import CanaryRun
+from dprec.systems.privrec.canaries import PrivRecCanaries
 from dprec.systems.registry import make_config
 
 TINY = {"rounds": 12, "clients_per_round": 40, "local_epochs": 1, "embedding_dim": 8,
         "hidden_width": 16, "hidden_layers": 2}
+
+
+def audit_privrec_one_run(cfg, train, features, canaries=1000, alpha=0.05,
+                          guesses=(20, 50, 100, 200, 500), support=64):
+    run = CanaryRun(PrivRecCanaries(cfg, train, features), canaries, guesses, support)
+    return audit_one_run(run, alpha=alpha)
 
 
 @functools.cache

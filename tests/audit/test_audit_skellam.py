@@ -15,8 +15,8 @@ from dprec.audit import AuditSettings, audit
 from dprec.audit.mechanisms import audit_skellam
 from dprec.cli import app
 from dprec.errors import DprecError
-from dprec.privacy.accountant import PldAccountant
 from dprec.privacy.adjacency import Adjacency
+from dprec.privacy.pld_accountant import PldAccountant
 from dprec.privacy.skellam import (
     SkellamDpEvent,
     calibrate_skellam_mu,

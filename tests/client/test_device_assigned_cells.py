@@ -34,7 +34,7 @@ class LyingProxy(ProxyAPI):
         super().__init__("http://proxy", client=client)
         self.doc = doc
 
-    def cells_token(self, client_id, token):
+    def client_secret(self, client_id, token):
         return self.doc
 
 

@@ -33,7 +33,10 @@ D = 16
 
 
 def _pop(**kw):
-    cfg = {"epsilon": 1.0, "k": 3, "n_clients": 40, "min_honest": 20, **kw}
+    """A ring round (``validity=none``) unless ``kw`` says otherwise: these tests open the
+    ring shares (the proved device: tests/services/test_secure_sum_proofs.py)."""
+    cfg = {"epsilon": 1.0, "k": 3, "n_clients": 40, "min_honest": 20, "validity": "none",
+           **kw}
     return ProtocolInfo("dp-pop", D, asdict(DpPopConfig(**cfg)))
 
 
@@ -135,6 +138,21 @@ def test_the_policy_refuses_an_epsilon_or_delta_beyond_it():
         policy.cost(policy.read(_pop(epsilon=1.01)))
     with pytest.raises(PolicyViolation, match="delta"):
         DevicePolicy().cost(DevicePolicy().read(_pop(delta=1e-3)))
+
+
+def test_the_policy_bounds_the_whole_delta_the_truncation_included():
+    """With validity=prio3 the run holds at delta + (1 + e^eps) n (eta + eta_2): a policy
+    whose max_delta is the config's delta exactly refuses it (before, it accepted it)."""
+    from dprec.systems.dp_pop.deploy import check_of
+
+    info = _pop(delta=1e-6, validity="prio3")
+    terms = DevicePolicy().read(info)
+    cost = check_of(info).delta_cost(1.0)
+    assert cost > 0 and terms.delta == pytest.approx(1e-6 + cost, rel=1e-12)
+    with pytest.raises(PolicyViolation, match="delta"):
+        DevicePolicy(max_delta=1e-6).cost(DevicePolicy(max_delta=1e-6).read(info))
+    plain = _pop(delta=1e-6)
+    assert DevicePolicy(max_delta=1e-6).cost(DevicePolicy(max_delta=1e-6).read(plain)) == 1.0
 
 
 @pytest.mark.parametrize("bad", ["low-order", "equal", "short"])

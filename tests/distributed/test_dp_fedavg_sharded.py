@@ -12,7 +12,8 @@ import scipy.sparse as sp
 
 from dprec.data.synthetic import synthetic
 from dprec.distributed import LocalBackend
-from dprec.distributed.shards import IntegerSumAdapter, adapter_for
+from dprec.distributed.shards import adapter_for
+from dprec.protocol.sharding import IntegerSumAdapter
 from dprec.systems.dp_fedavg.proxy import FedAvgSumProxy
 from dprec.systems.dp_fedavg.server import FedAvgServer
 from dprec.systems.registry import make_system

@@ -13,11 +13,11 @@ from typer.testing import CliRunner
 from dprec.cli import app
 from dprec.data.synthetic import synthetic
 from dprec.distributed import LocalBackend
-from dprec.distributed.partials import RoundPartial
-from dprec.distributed.shards import ADAPTERS, IntegerSumAdapter, adapter_for
+from dprec.distributed.shards import adapter_for
 from dprec.errors import DprecError
 from dprec.protocol.aggregation import make_aggregator
 from dprec.protocol.engine import ShufflingProxy
+from dprec.protocol.sharding import IntegerSumAdapter, RoundPartial
 from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dp_pop import system as dp_pop_system
 from dprec.systems.dp_pop.proxy import ExactSumProxy
@@ -88,7 +88,7 @@ def test_the_descriptor_names_the_integer_sum_adapter():
     serving = info.serving()
     role = serving.server_role(info, make_aggregator("mean"))
     adapter = adapter_for(role, 60, ExactSumProxy(60))
-    assert type(adapter) is ADAPTERS[serving.shard_adapter] is IntegerSumAdapter
+    assert type(adapter) is serving.shard_adapter is IntegerSumAdapter
     with pytest.raises(DprecError, match="summing proxy"):
         adapter_for(role, 60, ShufflingProxy(2))
 

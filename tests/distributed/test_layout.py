@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
-from dprec.distributed.layout import BlockLayout, block_generator, block_hash
+from dprec.distributed.layout import BlockLayout, block_hash
 from dprec.errors import DprecError
+from dprec.protocol.sharding import block_generator
 
 
 def test_blocks_cover_every_client_once_for_any_shard_count():

@@ -1,9 +1,10 @@
 import numpy as np
 import pytest
 
-from dprec.distributed.partials import Pieces, tree_sum
+from dprec.distributed.partials import tree_sum
 from dprec.errors import DprecError
 from dprec.protocol.aggregation import FIXED_POINT_UNIT, CellSums, planned_unit, sum_unit
+from dprec.protocol.sharding import Pieces
 
 
 def test_planned_unit_bounds_every_grouping_and_matches_the_in_process_unit():

@@ -2,6 +2,7 @@
 (:func:`dprec.protocol.engine.run_rounds`) and own no loop, no event log and no hook."""
 
 import ast
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -9,11 +10,12 @@ from sharded import fmf_round_parts
 
 import dprec.distributed
 from dprec.distributed import LocalBackend
-from dprec.distributed.synthetic import fmf_population
+from dprec.distributed.synthetic import SyntheticPopulation
 from dprec.mechanisms.numeric import BinaryMechanism
 from dprec.privacy.events import EventLog
 from dprec.protocol import engine
 from dprec.protocol.engine import RoundExecutor, ShufflingProxy, run_protocol
+from dprec.systems.fmf.client import FederatedClients
 from dprec.systems.fmf.server import FactorServer
 
 LOOP_WORK = {"record", "start", "RoundRecord", "ProtocolRun"}
@@ -61,8 +63,9 @@ def test_a_sharded_run_goes_through_the_engines_loop(small_train, monkeypatch):
 
 def test_a_population_run_calls_the_hook_once_per_updated_round():
     mech = BinaryMechanism(2.5)
-    pop = fmf_population(1200, 40, 8.0, 7, 512, factors=3, alpha=1.0, reg=1e-6, k=3,
-                         clip=1.0, exact=False, mechanism=mech)
+    pop = SyntheticPopulation(1200, 40, 8.0, 7, partial(
+        FederatedClients, ledger=None, batch_size=512, factors=3, alpha=1.0, reg=1e-6, k=3,
+        clip=1.0, exact=False, mechanism=mech), 512, k=3)
     seen = []
     log = EventLog(1200)
     run = LocalBackend(2, block_size=512).run_population(

@@ -2,7 +2,7 @@
 
 from dataclasses import asdict
 
-from dprec.distributed.shards import ADAPTERS, adapter_for
+from dprec.distributed.shards import adapter_for
 from dprec.protocol.aggregation import make_aggregator
 from dprec.protocol.engine import PassThrough, ShufflingProxy
 from dprec.systems.deployable import ProtocolInfo
@@ -20,4 +20,4 @@ def test_each_server_half_names_the_adapter_the_backend_builds():
         role = serving.server_role(info, make_aggregator("mean"))
         assert isinstance(role, serving.role_type)
         adapter = adapter_for(role, 50, proxy, k)
-        assert type(adapter) is ADAPTERS[serving.shard_adapter]
+        assert type(adapter) is serving.shard_adapter

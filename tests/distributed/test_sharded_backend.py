@@ -95,12 +95,12 @@ def test_what_cannot_be_sharded_is_refused_before_work(small_train):
 def test_a_shards_sums_give_the_step_the_in_process_server_takes(mechanism, small_train):
     """The same reports, summed by a shard or sent through the shuffler's wire format
     (float32 values) to FactorServer.aggregate, move V to the same bits."""
-    from dprec.distributed.layout import block_generator
-    from dprec.distributed.shards import FmfAdapter
     from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism
     from dprec.protocol.messages import ShuffledReports, ShuffledValues
+    from dprec.protocol.sharding import block_generator
     from dprec.systems.fmf.client import FederatedClients
     from dprec.systems.fmf.server import FactorServer
+    from dprec.systems.fmf.shard import FmfAdapter
 
     mech = BinaryMechanism(2.0) if mechanism == "binary" else PiecewiseMechanism(2.0)
     n_users, n_items = small_train.shape
@@ -138,10 +138,10 @@ def test_a_shards_sums_give_the_step_the_in_process_server_takes(mechanism, smal
 def test_a_shard_refuses_report_values_beyond_the_mechanisms_bound(small_train):
     """The shards' integer grid is planned from the mechanism's bound C: a report past it
     (a poisoned client, say) is refused, never summed into a possibly overflowing int64."""
-    from dprec.distributed.shards import FmfAdapter
     from dprec.mechanisms.numeric import PiecewiseMechanism
     from dprec.protocol.batches import ReportBatch
     from dprec.systems.fmf.client import FederatedClients
+    from dprec.systems.fmf.shard import FmfAdapter
 
     mech = PiecewiseMechanism(2.0)
 

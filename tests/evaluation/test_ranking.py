@@ -40,15 +40,29 @@ def test_negatives_are_never_interacted_and_distinct(split):
         assert split.test_items[u] not in row
 
 
-def test_constant_scorer_gets_hr10_about_one_tenth(split):
+def test_random_scorer_gets_hr10_about_k_over_candidates(split):
     neg = sample_negatives(split, 99, np.random.default_rng(0))
-    hr = []
+    hr, full = [], []
     for seed in range(5):
-        m = evaluate_ranking(RandomScorer().fit(split.train, None), split, neg,
-                             np.random.default_rng(seed))
+        m = evaluate_ranking(RandomScorer().fit(split.train, np.random.default_rng(seed)), split,
+                             neg, np.random.default_rng(seed))
         hr.append(m["sampled"]["HR@10"])
-    # 5 x 600 users: standard error of the mean ~ 0.0055
+        full.append(m["full"]["HR@10"])
+    # 5 x 600 users: standard error of the mean ~ 0.0055 (sampled), ~0.0025 (full)
     assert abs(np.mean(hr) - 0.10) < 0.02
+    unseen = split.train.shape[1] - np.diff(split.train.indptr).mean()
+    assert abs(np.mean(full) - 10 / unseen) < 0.012
+
+
+def test_random_scorer_is_a_function_of_seed_user_and_item(split):
+    a = RandomScorer().fit(split.train, np.random.default_rng(3))
+    b = RandomScorer().fit(split.train, np.random.default_rng(3))
+    c = RandomScorer().fit(split.train, np.random.default_rng(4))
+    rows = split.train[:20]
+    assert np.array_equal(a.score(rows), b.score(rows))
+    assert not np.array_equal(a.score(rows), c.score(rows))
+    assert np.array_equal(a.score(rows)[5:9], a.score(split.train[5:9]))  # batch-free
+    assert len(np.unique(a.score(rows))) == a.score(rows).size  # no ties to break
 
 
 def test_oracle_is_perfect_and_popularity_beats_random(split):
@@ -64,7 +78,7 @@ def test_oracle_is_perfect_and_popularity_beats_random(split):
 def test_k_larger_than_candidate_list_is_refused(split):
     neg = sample_negatives(split, 9, np.random.default_rng(0))
     with pytest.raises(DprecError, match="larger than the sampled candidate list"):
-        evaluate_ranking(RandomScorer().fit(split.train, None), split, neg,
+        evaluate_ranking(RandomScorer().fit(split.train, np.random.default_rng(7)), split, neg,
                          np.random.default_rng(0), ks=(10, 20))
 
 

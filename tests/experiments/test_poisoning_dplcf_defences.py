@@ -9,7 +9,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from dprec.protocol.bit_screens import BitLaw, ones_range, screen_threshold
+from dprec.systems.dplcf.bit_screens import BitLaw, ones_range, screen_threshold
 from dprec.systems.registry import make_config
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,8 @@ from dprec.mechanisms import BitFlip, Mechanism, event_guarantee
 from dprec.mechanisms.gaussian import Gaussian
 from dprec.mechanisms.laplace_rr import LaplaceRR
 from dprec.mechanisms.numeric import BinaryMechanism, LaplaceMechanism, PiecewiseMechanism
-from dprec.privacy.accountant import PldAccountant, UnsupportedEventError
+from dprec.privacy.accountant import UnsupportedEventError
+from dprec.privacy.pld_accountant import PldAccountant
 
 # (mechanism, an input, its pure epsilon per use, sides)
 CASES = [

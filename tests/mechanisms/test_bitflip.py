@@ -21,8 +21,9 @@ from scipy import stats
 from dprec.errors import DprecError, PrivacyParameterError
 from dprec.mechanisms import BitFlip, Mechanism, event_guarantee
 from dprec.mechanisms.bitflip import MAX_EPSILON, SYMMETRIC_MAX_EPSILON
-from dprec.privacy.accountant import PldAccountant, event_sides
+from dprec.privacy.accountant import event_sides
 from dprec.privacy.events import BitFlipDpEvent
+from dprec.privacy.pld_accountant import PldAccountant
 
 EPSILONS = (0.5, 1.0, 3.0)
 CONSTRUCTORS = ("symmetric", "asymmetric", "oue")

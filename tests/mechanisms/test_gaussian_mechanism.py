@@ -6,7 +6,7 @@ import pytest
 
 from dprec.errors import DprecError
 from dprec.mechanisms.gaussian import Gaussian, joint_event
-from dprec.privacy.gaussian import privrec_noise_multipliers
+from dprec.systems.privrec.accounting import privrec_noise_multipliers
 from dprec.systems.privrec.config import PrivRecConfig
 from dprec.systems.privrec.server import ReptileServer
 

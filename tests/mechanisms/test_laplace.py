@@ -11,9 +11,11 @@ from scipy import stats
 from dprec.errors import DprecError
 from dprec.mechanisms.base import Mechanism, event_guarantee
 from dprec.mechanisms.numeric import LaplaceMechanism
-from dprec.privacy.accountant import BasicAccountant, PldAccountant, account
+from dprec.privacy.basic_accountant import BasicAccountant
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import Guarantee
+from dprec.privacy.levels import account
+from dprec.privacy.pld_accountant import PldAccountant
 
 N = 200_000
 P_FLOOR = 1e-4

@@ -7,9 +7,9 @@ from scipy import integrate, optimize, stats
 from dprec.errors import DprecError
 from dprec.mechanisms.base import Mechanism, event_guarantee
 from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism, variance_crossover
-from dprec.privacy.accountant import PldAccountant
 from dprec.privacy.events import LocalReportDpEvent
 from dprec.privacy.guarantee import Guarantee
+from dprec.privacy.pld_accountant import PldAccountant
 
 XS = (-1.0, -0.3, 0.0, 0.7, 1.0)
 N = 200_000

@@ -12,16 +12,10 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from dprec.errors import DprecError
-from dprec.models.dp_mf import (
-    DPPSMF,
-    DPSGDMF,
-    DPPSMFConfig,
-    DPSGDMFConfig,
-    ErrorPerturbation,
-    cap_user_ratings,
-)
+from dprec.models.dp_mf import DPPSMF, DPSGDMF, ErrorPerturbation, cap_user_ratings
+from dprec.models.dp_mf_config import DPPSMFConfig, DPSGDMFConfig
 from dprec.models.funk_svd import FunkSVD, FunkSVDConfig
-from dprec.privacy.accountant import BasicAccountant
+from dprec.privacy.basic_accountant import BasicAccountant
 from dprec.privacy.posterior import posterior_sample_epsilon
 
 

@@ -14,22 +14,15 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from dprec.errors import DprecError
-from dprec.models.pnbm import (
-    DPPSPNBM,
-    DPSGDPNBM,
-    PNBM,
-    DPPSPNBMConfig,
-    DPSGDPNBMConfig,
-    GradientLaplace,
-    PNBMConfig,
-    _Data,
+from dprec.mechanisms.gradient_laplace import GradientLaplace, error_bound, gradient_sensitivity
+from dprec.models.pnbm import DPPSPNBM, DPSGDPNBM, PNBM, pair_inclusion_probability
+from dprec.models.pnbm_config import DPPSPNBMConfig, DPSGDPNBMConfig, PNBMConfig
+from dprec.models.pnbm_kernels import (
+    Data,
     batch_gradient,
     cap_user_ratings,
     corated_neighbours,
-    error_bound,
-    gradient_sensitivity,
     item_means,
-    pair_inclusion_probability,
 )
 from dprec.privacy.posterior import posterior_sample_epsilon
 
@@ -111,7 +104,7 @@ def test_prediction_matches_dense_reference_and_falls_back():
 
 
 def _loss(R, nbr, W, batch, C):
-    data = _Data.of(R, item_means(R))
+    data = Data.of(R, item_means(R))
     m = PNBM.from_weights(R, nbr, W, PNBMConfig(min_norm=C))
     pred = m.predict(data.rows[batch], data.indices[batch])
     return 0.5 * float(np.sum((pred - data.r[batch]) ** 2)), pred - data.r[batch]
@@ -124,7 +117,7 @@ def test_gradient_matches_finite_differences(C):
     nbr = full_neighbours(8)
     W = rng.uniform(0.2, 1.0, nbr.shape) * rng.choice([-1, 1], nbr.shape)
     batch = np.arange(R.nnz)
-    G, sq = batch_gradient(_Data.of(R, item_means(R)), batch, nbr, W, item_means(R), C)
+    G, sq = batch_gradient(Data.of(R, item_means(R)), batch, nbr, W, item_means(R), C)
     f0, e = _loss(R, nbr, W, batch, C)
     assert sq == pytest.approx(float(np.sum(e**2)), rel=1e-12)
     num = np.zeros_like(W)
@@ -139,7 +132,7 @@ def test_gradient_matches_finite_differences(C):
 
 def _one_rating_gradient(R, nbr, W, pos):
     """e (x_uj - p sgn s_ij) / den for one rating, unclamped, from the dense formulas."""
-    data = _Data.of(R, item_means(R))
+    data = Data.of(R, item_means(R))
     u, i = data.rows[pos], data.indices[pos]
     x = dict(zip(data.indices[data.indptr[u]:data.indptr[u + 1]],
                  data.x[data.indptr[u]:data.indptr[u + 1]], strict=True))
@@ -156,7 +149,7 @@ def test_error_clamp_is_applied():
     R = random_ratings(5, 10, 6, 0.8)
     nbr = full_neighbours(6)
     W = np.random.default_rng(6).uniform(0.5, 1.5, nbr.shape)
-    data, means = _Data.of(R, item_means(R)), item_means(R)
+    data, means = Data.of(R, item_means(R)), item_means(R)
     pos = next(q for q in range(R.nnz) if abs(_one_rating_gradient(R, nbr, W, q)[0]) > 0.3)
     e, df, i = _one_rating_gradient(R, nbr, W, pos)
     for e_max in (0.1, 0.25):
@@ -171,7 +164,7 @@ def test_factor_clamp_is_applied():
     R = random_ratings(7, 10, 6, 0.8)
     nbr = full_neighbours(6)
     W = np.random.default_rng(8).uniform(0.5, 1.5, nbr.shape)
-    data, means = _Data.of(R, item_means(R)), item_means(R)
+    data, means = Data.of(R, item_means(R)), item_means(R)
     e, df, i = _one_rating_gradient(R, nbr, W, 0)
     den = sum(abs(W[i, c]) for c, j in enumerate(nbr[i])
               if j in set(data.indices[data.indptr[0]:data.indptr[1]]))
@@ -190,7 +183,7 @@ def test_one_rating_moves_each_entry_by_at_most_half_the_sensitivity(seed, t, C,
     rng = np.random.default_rng(seed)
     nbr = full_neighbours(7)
     W = scale * rng.normal(size=nbr.shape)
-    data, means = _Data.of(R, item_means(R)), item_means(R)
+    data, means = Data.of(R, item_means(R)), item_means(R)
     pos = int(rng.integers(R.nnz))
     G, _ = batch_gradient(data, np.array([pos]), nbr, W, means, C, e_max=error_bound(t, 4.0),
                           f_max=4.0)

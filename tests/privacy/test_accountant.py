@@ -14,20 +14,17 @@ from scipy.optimize import brentq
 
 from dprec.errors import DprecError
 from dprec.mechanisms.bitflip import BitFlip
-from dprec.privacy.accountant import (
-    BasicAccountant,
-    PldAccountant,
-    UnsupportedEventError,
-    account,
-    event_sides,
-)
+from dprec.privacy.accountant import UnsupportedEventError, event_sides
+from dprec.privacy.basic_accountant import BasicAccountant
 from dprec.privacy.events import (
     BitFlipDpEvent,
     EventLog,
     LocalReportDpEvent,
     ShuffledReportDpEvent,
 )
-from dprec.privacy.shuffle import shuffled_guarantee
+from dprec.privacy.levels import account
+from dprec.privacy.pld_accountant import PldAccountant
+from dprec.privacy.shuffle_guarantee import shuffled_guarantee
 
 
 class _Mystery(dp_accounting.DpEvent):
@@ -353,8 +350,8 @@ def test_large_eps_laplace_events_compose_as_pure_and_quickly():
     """A Laplace event with eps 1e5 would need 2e9 PLD bins; it is composed as pure eps."""
     import dp_accounting as dpa
 
-    from dprec.privacy.accountant import account
     from dprec.privacy.events import EventLog
+    from dprec.privacy.levels import account
     log = EventLog(3)
     log.record(0, dpa.LaplaceDpEvent(1e-5), np.arange(3), count=10, unit="interaction")
     levels = account(log, 1e-6)

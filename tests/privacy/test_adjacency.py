@@ -4,13 +4,11 @@ import dp_accounting
 import pytest
 
 from dprec.errors import DprecError
-from dprec.privacy.accountant import (
-    Adjacency,
-    BasicAccountant,
-    PldAccountant,
-    RdpAccountant,
-)
+from dprec.privacy.adjacency import Adjacency
+from dprec.privacy.basic_accountant import BasicAccountant
 from dprec.privacy.events import EventLog, LocalReportDpEvent
+from dprec.privacy.pld_accountant import PldAccountant
+from dprec.privacy.rdp_accountant import RdpAccountant
 from dprec.systems.reporting import privacy_report_from_log
 
 

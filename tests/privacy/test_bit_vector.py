@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from dprec.errors import DprecError
-from dprec.privacy.accountant import PldAccountant, account
 from dprec.privacy.bit_vector import bit_vector_delta, bit_vector_epsilon
 from dprec.privacy.events import BitFlipDpEvent, EventLog
+from dprec.privacy.levels import account
+from dprec.privacy.pld_accountant import PldAccountant
 
 
 def _brute_delta(eps, p, q, bits):

@@ -11,12 +11,11 @@ from dprec.errors import DprecError
 from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.gaussian import (
     ADJACENCY,
-    PRIVREC_PAPER_TABLE,
     gaussian_epsilons,
     noise_multiplier_for,
     pld_poisson_epsilon,
-    privrec_table,
 )
+from dprec.systems.privrec.accounting import PRIVREC_PAPER_TABLE, privrec_table
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +64,7 @@ def test_cli_table_json_and_gaussian():
     res = runner.invoke(app, ["privacy", "table", "privrec", "--json"])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
-    assert set(doc[0]) == {"q", "delta", "paper", "reproduced", "rdp_without_replacement",
+    assert set(doc[0]) == {"M", "q", "delta", "paper", "reproduced", "rdp_without_replacement",
                            "pld_poisson", "adjacency"}
     assert doc[0]["adjacency"] == {"paper": "replace_one", "reproduced": "replace_one",
                                    "rdp_without_replacement": "replace_one",
@@ -84,7 +83,7 @@ def test_cli_table_json_and_gaussian():
 
 
 def test_privrec_two_queries():
-    from dprec.privacy.gaussian import privrec_effective_noise
+    from dprec.systems.privrec.accounting import privrec_effective_noise
     assert privrec_effective_noise(1.0, 0.7, b_sensitivity_over_m=2.0) == pytest.approx(1.0)
     z = privrec_effective_noise(1.0, 0.7)
     assert z == pytest.approx(1 / np.sqrt(0.3 + 0.7 / 4))

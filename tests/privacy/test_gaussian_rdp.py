@@ -9,13 +9,8 @@ import pytest
 
 from dprec.errors import DprecError
 from dprec.privacy.adjacency import Adjacency
-from dprec.privacy.gaussian import (
-    ADJACENCY,
-    PRIVREC_PAPER_TABLE,
-    Sampling,
-    gaussian_epsilons,
-    gaussian_rdp_epsilon,
-)
+from dprec.privacy.gaussian import ADJACENCY, Sampling, gaussian_epsilons, gaussian_rdp_epsilon
+from dprec.systems.privrec.accounting import PRIVREC_PAPER_TABLE
 
 # DP-PrivRec, Table 3 (docs/architecture.md §5): z = 1, E1 = 1000 rounds, N = 4,800,
 # eps at delta = 1e-8 / 1e-6 / 1e-4 for batch size M (the published values, kept once).

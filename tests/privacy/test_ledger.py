@@ -10,9 +10,11 @@ from hypothesis import strategies as st
 
 from dprec.errors import DprecError
 from dprec.mechanisms.bitflip import BitFlip
-from dprec.privacy.accountant import BasicAccountant, UnsupportedEventError, account
+from dprec.privacy.accountant import UnsupportedEventError
+from dprec.privacy.basic_accountant import BasicAccountant
 from dprec.privacy.events import EventLog, LocalReportDpEvent, ShuffledReportDpEvent
 from dprec.privacy.ledger import BudgetExceededError, PrivacyLedger
+from dprec.privacy.levels import account
 
 
 def test_spend_and_can_spend_vectorised():

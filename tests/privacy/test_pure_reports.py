@@ -3,13 +3,13 @@
 import dp_accounting
 import pytest
 
-from dprec.privacy.accountant import account
 from dprec.privacy.events import (
     BitFlipDpEvent,
     EventLog,
     LocalReportDpEvent,
     ShuffledReportDpEvent,
 )
+from dprec.privacy.levels import account
 
 
 @pytest.mark.parametrize(

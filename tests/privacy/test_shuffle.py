@@ -11,7 +11,6 @@ from scipy import stats
 from dprec.errors import DprecError
 from dprec.privacy.shuffle import (
     MAX_CLONE_EPS0,
-    attack_lower_bound,
     clone_pair_pld,
     closed_form_epsilon,
     condition_holds,
@@ -19,6 +18,7 @@ from dprec.privacy.shuffle import (
     numerical_epsilon,
     shuffled_epsilon,
 )
+from dprec.privacy.shuffle_attack import attack_lower_bound
 
 # Golden values: README of the authors' code, github.com/apple/ml-shuffling-amplification
 # (example.py: n = 1e5, eps0 = 4, delta = 1e-6, 10 bisection steps, step = 100).

@@ -9,12 +9,8 @@ from scipy import stats
 from scipy.optimize import brentq
 
 from dprec.errors import DprecError
-from dprec.privacy.shuffle import (
-    compose_pld,
-    local_guarantee,
-    numerical_epsilon,
-    shuffled_guarantee,
-)
+from dprec.privacy.shuffle import numerical_epsilon
+from dprec.privacy.shuffle_guarantee import compose_pld, local_guarantee, shuffled_guarantee
 
 
 def _optimal_pure_composition(eps: float, k: int, delta: float) -> float:

@@ -13,14 +13,12 @@ from dp_accounting.pld import privacy_loss_distribution as pld
 from scipy import stats
 
 from dprec.errors import DprecError
-from dprec.privacy.accountant import (
-    PldAccountant,
-    RdpAccountant,
-    UnsupportedEventError,
-    account,
-)
+from dprec.privacy.accountant import UnsupportedEventError
 from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.events import BitFlipDpEvent, EventLog
+from dprec.privacy.levels import account
+from dprec.privacy.pld_accountant import PldAccountant
+from dprec.privacy.rdp_accountant import RdpAccountant
 from dprec.privacy.skellam import (
     SkellamDpEvent,
     calibrate_skellam_mu,

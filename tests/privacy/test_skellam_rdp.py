@@ -13,15 +13,13 @@ from scipy import stats
 from scipy.special import logsumexp
 
 from dprec.errors import DprecError
-from dprec.privacy.accountant import (
-    BasicAccountant,
-    PldAccountant,
-    RdpAccountant,
-    UnsupportedEventError,
-    account,
-)
+from dprec.privacy.accountant import UnsupportedEventError
 from dprec.privacy.adjacency import Adjacency
+from dprec.privacy.basic_accountant import BasicAccountant
 from dprec.privacy.events import EventLog
+from dprec.privacy.levels import account
+from dprec.privacy.pld_accountant import PldAccountant
+from dprec.privacy.rdp_accountant import RdpAccountant
 from dprec.privacy.skellam import (
     SkellamDpEvent,
     calibrate_skellam_mu,

@@ -9,19 +9,17 @@ import math
 import dp_accounting
 import pytest
 
-from dprec.privacy.accountant import (
-    Adjacency,
-    PldAccountant,
-    RdpAccountant,
-    UnsupportedEventError,
-    account,
-)
+from dprec.privacy.accountant import UnsupportedEventError
+from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.events import (
     BitFlipDpEvent,
     EventLog,
     LocalReportDpEvent,
     ShuffledReportDpEvent,
 )
+from dprec.privacy.levels import account
+from dprec.privacy.pld_accountant import PldAccountant
+from dprec.privacy.rdp_accountant import RdpAccountant
 from dprec.privacy.skellam import SkellamDpEvent
 
 ZERO, ADD = Adjacency.ZERO_OUT, Adjacency.ADD_REMOVE_ONE

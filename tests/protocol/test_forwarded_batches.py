@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from dprec.errors import DprecError
-from dprec.privacy.accountant import account
 from dprec.privacy.events import EventLog, LocalReportDpEvent, ShuffledReportDpEvent
+from dprec.privacy.levels import account
 from dprec.protocol.batches import ReportBatch
 from dprec.protocol.engine import (
     Clients,
@@ -20,7 +20,7 @@ from dprec.protocol.engine import (
 
 
 def _online(senders: int, threshold: int, batch_senders: int) -> list[int]:
-    """The services' proxy, one submission at a time (services/proxy.py ``submit`` and
+    """The services' proxy, one submission at a time (services/proxy/state.py ``submit`` and
     ``close``): a batch of ``batch_senders`` whenever ``batch_senders + threshold`` are
     held, the rest at close if ``threshold`` or more."""
     held, out = 0, []

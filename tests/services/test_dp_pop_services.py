@@ -92,9 +92,10 @@ def _release(info, server_key, relay, round=0, n=None):
 
 @pytest.mark.slow
 def test_a_killed_server_applies_its_acknowledged_release_once(tmp_path):
-    config = {"k": "3", "epsilon": "2", "n_clients": "30", "min_honest": "20"}
+    config = {"k": "3", "epsilon": "2", "n_clients": "30", "min_honest": "20",
+              "validity": "none"}  # a ring release, made by hand below
     info = ProtocolInfo("dp-pop", 20, asdict(DpPopConfig(epsilon=2.0, k=3, n_clients=30,
-                                                         min_honest=20)))
+                                                         min_honest=20, validity="none")))
     with Loopback(tmp_path) as lb:
         srv = lb.server("dp-pop", 20, config)
         admin = httpx.Client(base_url=srv.url, headers={"Authorization": "Bearer "
@@ -129,8 +130,8 @@ def test_a_killed_server_applies_its_acknowledged_release_once(tmp_path):
 @pytest.fixture(scope="module")
 def running(tmp_path_factory):
     with Loopback(tmp_path_factory.mktemp("dp-pop")) as lb:
-        srv = lb.server("dp-pop", 16, {"k": "3", "n_clients": "6", "min_honest": "3"},
-                        wait=False)
+        srv = lb.server("dp-pop", 16, {"k": "3", "n_clients": "6", "min_honest": "3",
+                                       "validity": "none"}, wait=False)  # ring uploads
         prx = lb.proxy(srv.url, 3, 3, wait=False)
         srv.wait_ready()
         prx.wait_ready()

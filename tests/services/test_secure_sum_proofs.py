@@ -24,13 +24,13 @@ from svc import headers as device_headers
 from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, run_id
 from dprec.protocol.secure_sum.proved import ProvedBatch, ProvedUpload, bound_data, server_verify
 from dprec.protocol.secure_sum.sealed import KeyPair, seal
-from dprec.protocol.secure_sum.vdaf.noise_bounds import truncated_noise_share
 from dprec.services import roles
 from dprec.services.auth import client_token
 from dprec.services.launch import Loopback
 from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dp_pop.calibration import check_terms
 from dprec.systems.dp_pop.deploy import check_of, proved_upload, round_of, sealed_uploads
+from dprec.systems.dp_pop.draws import device_vector
 from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel, SumUpload
 from dprec.systems.dp_pop.proved_relay import ProvedRelay
 from dprec.systems.dp_pop.system import DpPopConfig
@@ -84,18 +84,17 @@ class ProvedRound:
         self.run = run_id(self.proxy_key, self.server_key)
 
     def honest(self, n: int) -> tuple[list[bytes], np.ndarray]:
-        """``n`` honest devices' uploads and the plain sum of their ``y = v + z``."""
+        """``n`` honest devices' uploads and the plain sum of their ``y = v + z``, each
+        drawn as a device draws it (:func:`device_vector`, from a seeded generator here)."""
         rng = np.random.default_rng(7)
-        c = self.check.circuit
+        share = round_of(self.stack.info).share
         bodies, total = [], np.zeros(N_ITEMS, np.int64)
         for i in range(n):
-            v = np.zeros(N_ITEMS, np.int64)
-            v[rng.choice(N_ITEMS, K, replace=False)] = 1
-            bodies.append(proved_upload(self.check, self.proxy_key, self.server_key, v, 0,
-                                        np.random.default_rng([i, 1])))
-            z = truncated_noise_share(self.check.truncation, np.random.default_rng([i, 1]),
-                                      vector=v, l2_bound_sq=c.l2_bound_sq)
-            total += v + z
+            items = rng.choice(N_ITEMS, K, replace=False)
+            y = device_vector(items, N_ITEMS, K, "uniform", share,
+                              np.random.default_rng([i, 1]), self.check)
+            bodies.append(proved_upload(self.check, self.proxy_key, self.server_key, y, 0))
+            total += y
         return bodies, total
 
     def forged(self, meas: np.ndarray | None = None, tamper_proof: bool = False) -> bytes:
@@ -199,13 +198,11 @@ def test_device_processes_prove_and_a_malicious_upload_changes_no_count(tmp_path
     assert "invalid proof" in closed["uploads"][SumUpload.from_bytes(attack).message_id.hex()][
         "reason"]
     total = np.zeros(n_items, np.int64)
+    share = round_of(info).share
     for cid in range(n_devices):
-        v = np.zeros(n_items, np.int64)
-        v[histories[cid]] = 1
         gen = np.random.Generator(ChaCha(key=np.frombuffer(planted[cid], np.uint64).copy(),
                                          counter=0, rounds=20))
-        total += v + truncated_noise_share(check.truncation, gen, vector=v,
-                                           l2_bound_sq=check.circuit.l2_bound_sq)
+        total += device_vector(histories[cid], n_items, 3, "uniform", share, gen, check)
     assert model.contributors == n_devices
     np.testing.assert_array_equal(model.counts, total)
 
@@ -264,3 +261,44 @@ def test_simulate_over_http_proves_every_upload_and_reports_the_truncation(tmp_p
     (run,) = docs["http"]["diagnostics"]
     assert run["upload_outcomes"] == {"summed": 300, "refused": 0, "below_threshold": 0,
                                       "lost": 0}
+
+
+def test_the_close_checks_in_chunks_and_releases_only_the_aggregate_and_the_ids(tmp_path,
+                                                                                monkeypatch):
+    """Bounded memory (issue 31 §4): the proxy checks the held uploads a chunk at a time
+    (here 3 uploads) and keeps no chunk's verify states after it; the server keeps its
+    output shares by id; the release is the proxy's aggregate share and the 11 ids (8 d +
+    16 bytes each), not the reports; the counts are still exactly the honest sum."""
+    from dprec.protocol.messages import HEADER
+    from dprec.protocol.secure_sum.proved import ProvedRelease
+
+    held_states: list[int] = []
+    fold = ProvedRelay.fold
+
+    def counting_fold(self, ids, round):
+        held_states.append(len(self._prepared.get(round, {})))
+        fold(self, ids, round)
+        assert round not in self._prepared
+
+    monkeypatch.setattr(ProvedRelay, "fold", counting_fold)
+    with Stack(tmp_path, proved_info(), threshold=10, batch_senders=10) as s:
+        r = ProvedRound(s)
+        bodies, total = r.honest(N_HONEST)
+        attack = r.forged(half_field(r.check))
+        for i, b in enumerate([*bodies, attack]):
+            assert s.submit(0, i, b).status_code == 202
+        s.proxy_app.state.service._check_chunk = 3 * ProvedUpload.size(r.check) - 1
+        seen = []
+        server = s.server_app.state.service
+        check_shares = server.check_shares
+        monkeypatch.setattr(server, "check_shares",
+                            lambda rnd, body: seen.append(len(body)) or check_shares(rnd, body))
+        out = s.close(0).json()
+        assert out["outcomes"] == {"summed": N_HONEST, "refused": 1, "below_threshold": 0,
+                                   "lost": 0}, out
+        np.testing.assert_array_equal(r.counts(), total)
+        (release,) = [bytes(b) for (b,) in server.store.db.execute("SELECT body FROM batches")]
+        kept = server.store.db.execute("SELECT COUNT(*) FROM kept").fetchone()[0]
+    assert held_states == [3, 3, 3, 3] and len(seen) == 4
+    assert len(release) == HEADER.size + ProvedRelease.size(r.check, N_HONEST)
+    assert kept == 0  # forgotten when the round closed

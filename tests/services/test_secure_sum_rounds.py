@@ -31,8 +31,9 @@ N_ITEMS = 16
 
 
 def pop_info(n_clients: int, min_honest: int) -> ProtocolInfo:
+    """A ring round (``validity=none``): these tests craft ring shares by hand."""
     return ProtocolInfo("dp-pop", N_ITEMS, asdict(DpPopConfig(
-        epsilon=2.0, k=3, n_clients=n_clients, min_honest=min_honest)))
+        epsilon=2.0, k=3, n_clients=n_clients, min_honest=min_honest, validity="none")))
 
 
 class PopRound:
@@ -255,6 +256,47 @@ def test_a_settled_round_is_never_released_over_another_set(tmp_path):
     asyncio.run(settle_round(store, relay, rule, 0, ask))
     assert len(asked) == 1 and store.outbox() == first and len(first) == 1
     assert first[0][2] == 12 and len(store.uploads(0)["released"]) == 12
+    store.close_db()
+
+
+def test_a_ring_close_opens_each_seed_box_once_checking_in_chunks(tmp_path, monkeypatch):
+    """The close checks the held uploads in chunks (here 5 uploads) and the relay opens each
+    seed box once per close (before: three times, for the verdicts, the share batch and the
+    release); the release still sums all 12."""
+    import asyncio
+
+    import dprec.protocol.secure_sum.proxy as aggregator
+    from dprec.protocol.secure_sum.messages import Release
+    from dprec.protocol.secure_sum.validity import ReleaseRule
+    from dprec.services.rounds import settle_round
+    from dprec.services.store import ProxyStore
+    from dprec.systems.dp_pop.messages import SumRelease
+    from dprec.systems.dp_pop.proxy import SecureSumRelay
+
+    with Stack(tmp_path, pop_info(30, 10), threshold=10, batch_senders=10) as s:
+        r = PopRound(s)
+        ups = r.uploads(range(1, 13), honest(12))
+    store = ProxyStore(tmp_path / "settle.sqlite3")
+    relay = SecureSumRelay(r.cal.params, tmp_path / "relay", 10, 30)
+    relay.server_key = r.server_key
+    relay.keys = type(relay.keys).from_raw(
+        (tmp_path / "proxy" / "secure_sum_proxy.key").read_bytes())
+    for i, (_, body) in enumerate(ups):
+        store.hold(0, bytes([i]) * 16, body, SumUpload.from_bytes(body).message_id)
+    opened, asked = [], []
+    real_open = aggregator.open_box
+    monkeypatch.setattr(aggregator, "open_box",
+                        lambda *a: opened.append(1) or real_open(*a))
+
+    async def ask(round, batch):
+        asked.append(batch)
+        return {relay.message_id(b): None for _, b in ups}
+
+    asyncio.run(settle_round(store, relay, ReleaseRule(10, 10, 30), 0, ask,
+                             chunk_bytes=5 * len(ups[0][1])))
+    (_, _, senders, body), = store.outbox()
+    release = Release.from_bytes(SumRelease.from_bytes(body).data, r.cal.params)
+    assert len(opened) == 12 and len(asked) == 3 and senders == len(release.shares) == 12
     store.close_db()
 
 

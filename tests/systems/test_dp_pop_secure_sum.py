@@ -76,7 +76,8 @@ def test_the_cryptographic_round_equals_the_exact_sum_bit_for_bit(tmp_path, monk
 
 def _info(cal):
     from dprec.systems.deployable import ProtocolInfo
-    return ProtocolInfo("dp-pop", D, asdict(DpPopConfig(epsilon=2.0, k=K, n_clients=N)))
+    return ProtocolInfo("dp-pop", D, asdict(DpPopConfig(epsilon=2.0, k=K, n_clients=N,
+                                                        validity="none")))  # ring uploads
 
 
 def test_the_relay_refuses_what_it_cannot_open(tmp_path):

@@ -17,8 +17,8 @@ from dprec.errors import DprecError
 from dprec.evaluation.ranking import RankingEvaluator
 from dprec.evaluation.runner import Experiment
 from dprec.evaluation.split import LeaveOneOutSplit
-from dprec.privacy.accountant import RdpAccountant
 from dprec.privacy.adjacency import Adjacency
+from dprec.privacy.rdp_accountant import RdpAccountant
 from dprec.protocol.secure_sum.noise_shares import noise_share
 from dprec.systems.dpals import client
 from dprec.systems.dpals.accounting import (

@@ -16,28 +16,34 @@ from dprec.errors import DprecError
 from dprec.mechanisms.bitflip import BitFlip
 from dprec.privacy.events import BitFlipDpEvent, EventLog
 from dprec.privacy.guarantee import reported_epsilon
-from dprec.protocol.aggregation import (
-    BitRangeAggregator,
-    BitScreenAggregator,
-    RangeScreenAggregator,
-    make_aggregator,
-)
-from dprec.protocol.bit_screens import ones_counts, ones_range, screen_threshold
+from dprec.protocol import aggregation
 from dprec.protocol.poisoning import Poisoning, poison
 from dprec.random import derive_generator
 from dprec.services.roles import server_role
 from dprec.systems.deployable import ProtocolInfo
+from dprec.systems.dplcf.bit_screens import ones_counts, ones_range, screen_threshold
 from dprec.systems.dplcf.client import (
     cap_binds,
     cap_history,
     displaced_bit_event,
     upload_events,
 )
+from dprec.systems.dplcf.defences import (
+    DPLCF_AGGREGATORS,
+    BitRangeAggregator,
+    BitScreenAggregator,
+    RangeScreenAggregator,
+)
 from dprec.systems.dplcf.server import SimilarityServer
+from dprec.systems.fmf.defences import FMF_AGGREGATORS
 from dprec.systems.registry import make_system
 
 N_USERS, N_ITEMS = 400, 300
 DEFENCES = ("dplcf-range", "dplcf-screen", "dplcf-range+screen")
+
+
+def make_aggregator(name, table=DPLCF_AGGREGATORS):
+    return aggregation.make_aggregator(name, table)
 
 
 @pytest.fixture(scope="module")
@@ -264,4 +270,4 @@ def test_a_dplcf_server_refuses_fmf_cell_estimates_at_start(cell_estimate):
     cfg = asdict(make_system("dplcf-sp").config)
     with pytest.raises(DprecError, match="per-cell means"):
         server_role(ProtocolInfo("dplcf-sp", 50, cfg, cell_estimate),
-                    make_aggregator(cell_estimate))
+                    make_aggregator(cell_estimate, FMF_AGGREGATORS))

@@ -6,7 +6,7 @@ from dprec.errors import DprecError
 from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism
 from dprec.models.als import implicit_mf_loss
 from dprec.privacy.guarantee import reported_epsilon
-from dprec.privacy.shuffle import attack_lower_bound
+from dprec.privacy.shuffle_attack import attack_lower_bound
 from dprec.systems.fmf import client, server
 from dprec.systems.fmf.system import FederatedMF, FMFConfig
 

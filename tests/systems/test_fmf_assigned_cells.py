@@ -13,6 +13,7 @@ from dprec.privacy.events import strict_json
 from dprec.protocol.batches import ReportBatch
 from dprec.protocol.poisoning import PoisonHook, Poisoning, poison
 from dprec.random import derive_generator
+from dprec.systems.fmf.attacks import ReportAttack
 from dprec.systems.fmf.cells import (
     CellCheckingProxy,
     assigned_cells,
@@ -105,7 +106,7 @@ def test_the_proxy_ignores_a_sender_with_other_cells():
 
 def test_a_promote_attack_that_picks_its_cells_is_refused(train):
     """The chosen-cells attack (all reports on the targets) never reaches the server."""
-    hook = PoisonHook(Poisoning(0.1, "promote"), derive_generator(3, "poison"))
+    hook = PoisonHook(Poisoning(0.1, "promote"), derive_generator(3, "poison"), ReportAttack())
     model, hook = _fit(train, "assigned", hook=hook)
     assert model.diagnostics()["messages_refused_by_cell_check"] == 20 * PARAMS["epochs"]
 

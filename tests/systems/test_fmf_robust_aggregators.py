@@ -12,12 +12,15 @@ from dprec.data.synthetic import synthetic
 from dprec.errors import DprecError
 from dprec.mechanisms.numeric import BinaryMechanism
 from dprec.privacy.events import strict_json
-from dprec.protocol.aggregation import CellSums, MeanAggregator, make_aggregator
+from dprec.protocol import aggregation
+from dprec.protocol.aggregation import CellSums, MeanAggregator
 from dprec.protocol.batches import ReportBatch
 from dprec.protocol.engine import Clients
 from dprec.protocol.poisoning import PoisonedClients, Poisoning, poison
 from dprec.random import derive_generator
 from dprec.systems.deployable import ProtocolInfo
+from dprec.systems.fmf.attacks import ReportAttack
+from dprec.systems.fmf.defences import FMF_AGGREGATORS
 from dprec.systems.fmf.serve import SERVING
 from dprec.systems.fmf.server import FactorServer
 from dprec.systems.fmf.system import FMFConfig
@@ -25,6 +28,10 @@ from dprec.systems.params import param_pairs, system_params
 from dprec.systems.registry import make_system
 
 PARAMS = {"epochs": 3, "k": 20, "lr": 0.01, "shuffle_threshold": 50}
+
+
+def make_aggregator(name):
+    return aggregation.make_aggregator(name, FMF_AGGREGATORS)
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +132,7 @@ def test_false_input_attackers_report_through_the_mechanism(false_inputs):
                           value_bound=c if false_inputs else None)
     inner = _Round()
     attackers = np.arange(0, 400, 2)
-    pc = PoisonedClients(inner, attackers, poisoning, np.random.default_rng(1))
+    pc = PoisonedClients(inner, attackers, poisoning, np.random.default_rng(1), ReportAttack())
     (out,) = list(pc.step(np.ones((30, 4)), 0, np.random.default_rng(2)))
     np.testing.assert_array_equal(out.items, inner.batch.items)
     bad = out.bits[attackers].astype(bool)

@@ -18,11 +18,13 @@ from dprec.errors import DprecError
 from dprec.evaluation.runner import Experiment
 from dprec.evaluation.split import UserSplit
 from dprec.evaluation.user_ranking import UserRankingEvaluator
-from dprec.privacy.accountant import Adjacency, RdpAccountant
-from dprec.privacy.gaussian import Sampling, gaussian_rdp_epsilon, privrec_effective_noise
+from dprec.privacy.adjacency import Adjacency
+from dprec.privacy.gaussian import Sampling, gaussian_rdp_epsilon
 from dprec.privacy.guarantee import reported_epsilon
+from dprec.privacy.rdp_accountant import RdpAccountant
 from dprec.protocol.messages import Message, MessageError
 from dprec.systems.base import NotFittedError, UnknownUserError
+from dprec.systems.privrec.accounting import privrec_effective_noise
 from dprec.systems.privrec.clipping import AdaptiveClip, clip_rows
 from dprec.systems.privrec.config import PrivRecConfig
 from dprec.systems.privrec.messages import ModelBroadcast, ModelUpdates

@@ -9,7 +9,10 @@ import pytest
 import scipy.sparse as sp
 
 from dprec.data.synthetic import synthetic
-from dprec.privacy.accountant import Adjacency, PldAccountant, RdpAccountant, account
+from dprec.privacy.adjacency import Adjacency
+from dprec.privacy.levels import account
+from dprec.privacy.pld_accountant import PldAccountant
+from dprec.privacy.rdp_accountant import RdpAccountant
 from dprec.systems.dp_pop.system import adjacency_of as dp_pop_adjacency
 from dprec.systems.dpals.accounting import adjacency_of as dpals_adjacency
 from dprec.systems.dpals.accounting import calibrate

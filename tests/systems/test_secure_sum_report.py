@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from dprec.errors import DprecError
-from dprec.privacy.accountant import RdpAccountant
 from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.events import EventLog
+from dprec.privacy.rdp_accountant import RdpAccountant
 from dprec.systems.reporting import secure_sum_report
 
 

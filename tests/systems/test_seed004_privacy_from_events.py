@@ -11,9 +11,10 @@ import pytest
 import scipy.sparse as sp
 
 import dprec
-from dprec.privacy.accountant import BasicAccountant, account
 from dprec.privacy.adjacency import Adjacency
+from dprec.privacy.basic_accountant import BasicAccountant
 from dprec.privacy.events import LocalReportDpEvent
+from dprec.privacy.levels import account
 from dprec.systems.registry import make_system
 
 SMALL = {"dpsgd-mf": {"epochs": 3}, "dpps-mf": {"epochs": 2},

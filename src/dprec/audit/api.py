@@ -1,10 +1,10 @@
-"""``audit(NAME, ...)``: NAME is a mechanism or protocol of :data:`TARGETS`, or a system.
+"""``audit(NAME, ...)``: NAME is a mechanism or protocol of :func:`targets`, or a system.
 
-A system audits its local mechanism at the given level: the DPLCF family its bit flip (event:
-one bit; user: the whole N-bit vector), FMF-LDP its shuffled report slot (event), the rating
-systems their per-rating mechanism (event), dp-privrec its training run at user level (the
-one-run canary audit). Audit settings the system config does not have are taken from
-``params`` first (:data:`AUDIT_PARAMS`); the rest go to the system's config.
+A system is audited through the hook on its spec (:class:`~dprec.systems.audits.SystemAudit`):
+the hook names the subject (one value of its local mechanism, a whole bit vector, a shuffled
+report slot, a training run with canaries) and this module runs it; it knows no system. The
+audit settings the hook declares are taken from ``params`` first; the rest go to the
+system's config.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dprec.audit.mechanisms import (
     AuditSettings,
@@ -30,8 +31,19 @@ from dprec.errors import DprecError
 from dprec.mechanisms.bitflip import BitFlip
 from dprec.mechanisms.laplace_rr import LaplaceRR
 from dprec.mechanisms.numeric import BinaryMechanism, LaplaceMechanism, PiecewiseMechanism
+from dprec.systems.audits import (
+    AuditRequest,
+    AuditSubject,
+    BitVector,
+    CanaryRun,
+    ShuffledSlot,
+    setting_integer,
+)
 
-__all__ = ["AUDIT_PARAMS", "TARGETS", "Target", "audit", "auditable_systems"]
+if TYPE_CHECKING:
+    from dprec.systems.spec import SystemSpec
+
+__all__ = ["TARGETS", "Target", "audit", "auditable_systems", "run_subject", "targets"]
 
 Params = Mapping[str, str]
 
@@ -62,13 +74,7 @@ def _float(params: Params, key: str, default: float) -> float:
 
 
 def _int(params: Params, key: str, default: int) -> int:
-    raw = params.get(key)
-    if raw is None:
-        return default
-    try:
-        return int(str(raw).strip())
-    except ValueError:
-        raise DprecError(f"--param {key} must be an integer, got {raw!r}") from None
+    return setting_integer(params, key, default)
 
 
 def _eps(epsilon: float | None) -> float:
@@ -128,10 +134,6 @@ def _secure_sum_run(eps: float | None, p: Params, s: AuditSettings) -> AuditResu
     return audit_secure_sum_run(load_run(p["run"]), s)
 
 
-def _privrec(eps: float | None, p: Params, s: AuditSettings) -> AuditResult:
-    return _run_privrec("dp-privrec", p, s, eps)
-
-
 TARGETS: dict[str, Target] = {t.name: t for t in [
     Target("bitflip-sp", "mechanism", "event", "DPLCF symmetric flip, one bit", (),
            lambda e, p, s: audit_bitflip(BitFlip.symmetric(_eps(e)), s, _eps(e), "bitflip-sp")),
@@ -165,98 +167,86 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
     Target("dplcf-user", "protocol", "user",
            "DPLCF: a user's whole obfuscated N-bit vector, all ones vs all zeros",
            ("n_items", "flip"), _dplcf_user),
-    Target("dp-privrec-canaries", "protocol", "user",
-           "DP-PrivRec: one training run with canary clients (Steinke et al. 2023)",
-           ("canaries", "guesses", "support", "dataset", "+ dp-privrec config keys"),
-           _privrec),
 ]}
+"""The mechanisms and protocols of no system (:func:`targets` adds the systems' own)."""
 
-AUDIT_PARAMS = ("n_items", "n_users", "canaries", "guesses", "support", "dataset")
-"""Audit settings accepted with a system NAME (not fields of the system's config)."""
 
-_FLIP_SYSTEMS = ("dplcf-sp", "dplcf-ap", "dplcf-oue", "dplcf-eb", "lcf-sp", "lcf-ap")
-_RATING_SYSTEMS = ("laplace-svd", "laplace-rr-svd", "ldp-svd")
+def _spec(name: str) -> SystemSpec:
+    from dprec.systems.registry import spec
+    return spec(name)
+
+
+def _audited_specs() -> list[SystemSpec]:
+    from dprec.systems.registry import SYSTEMS
+    return [s for s in SYSTEMS.values() if s.audit is not None and s.audit.subject is not None]
 
 
 def auditable_systems() -> tuple[str, ...]:
-    return (*_FLIP_SYSTEMS, "fmf-ldp", *_RATING_SYSTEMS, "dp-privrec")
+    """The registered systems with an audit hook, in the registry's order."""
+    return tuple(s.name for s in _audited_specs())
 
 
-def _split(params: Params) -> tuple[dict[str, str], dict[str, str]]:
-    own = {k: v for k, v in params.items() if k in AUDIT_PARAMS}
-    rest = {k: v for k, v in params.items() if k not in AUDIT_PARAMS}
-    return own, rest
+def targets() -> dict[str, Target]:
+    """:data:`TARGETS` and the protocol targets the systems' audit hooks name."""
+    out = dict(TARGETS)
+    for sp_ in _audited_specs():
+        hook = sp_.audit
+        assert hook is not None
+        if hook.target is not None:
+            out[hook.target] = Target(
+                hook.target, "protocol", hook.default_level, hook.summary,  # type: ignore
+                (*hook.settings, f"+ {sp_.name} config keys"),
+                lambda e, p, s, name=sp_.name: _run_system(name, e, p, None, s))
+    return out
 
 
 def _system_config(name: str, epsilon: float | None, params: Params) -> object:
-    from dprec.systems.registry import make_config, spec
+    from dprec.systems.registry import make_config
     values: dict[str, object] = dict(params)
     if epsilon is not None:
-        if "epsilon" not in spec(name).settable():
+        if "epsilon" not in _spec(name).settable():
             raise DprecError(f"{name} has no epsilon; set its budgets with --param")
         values["epsilon"] = epsilon
     return make_config(name, values)
 
 
-def _run_system(name: str, epsilon: float | None, params: Params, level: Level,
+def _run_system(name: str, epsilon: float | None, params: Params, level: Level | None,
                 s: AuditSettings) -> AuditResult:
-    own, rest = _split(params)
-    if name == "dp-privrec":
-        if level != "user":
-            raise DprecError("dp-privrec is audited at user level (central DP over a whole "
-                             "user's update): use --level user")
-        return _run_privrec(name, params, s, epsilon)
-    cfg = _system_config(name, epsilon, rest)
-    if name in _FLIP_SYSTEMS:
-        mech = cfg.mechanism()  # type: ignore[attr-defined]
-        eps = cfg.epsilon  # type: ignore[attr-defined]
-        if level == "user":
-            return audit_dplcf_user(mech, _int(own, "n_items", 1682), s)
-        return audit_bitflip(mech, s, eps, name)
-    if name == "fmf-ldp":
-        if level != "event":
-            raise DprecError("fmf-ldp is audited per report slot (--level event); its user "
-                             "level composes k x epochs shuffles and is not audited")
-        if cfg.mechanism != "binary":  # type: ignore[attr-defined]
-            raise DprecError("the shuffled-slot audit counts +1 reports: it needs "
-                             "mechanism=binary")
-        return audit_shuffled_slot(BinaryMechanism(cfg.epsilon),  # type: ignore[attr-defined]
-                                   _int(own, "n_users", 943), cfg.delta, s)  # type: ignore
-    if name in _RATING_SYSTEMS:
-        if level != "event":
-            raise DprecError(f"{name} is audited per rating (--level event)")
-        mech = cfg.build_mechanism()  # type: ignore[attr-defined]
-        if isinstance(mech, LaplaceRR):
-            return audit_laplace_rr(mech, s)
-        if isinstance(mech, LaplaceMechanism):
-            return audit_laplace(mech, s)
-        if isinstance(mech, BinaryMechanism):
-            return audit_binary(mech, s)
-        return audit_piecewise(mech, s)
-    raise DprecError(f"{name} cannot be audited; auditable systems: "
-                     f"{', '.join(auditable_systems())}; mechanisms and protocols: "
-                     f"{', '.join(TARGETS)} (dprec audit --list)")
+    hook = _spec(name).audit
+    if hook is None or hook.subject is None:
+        raise DprecError(f"{name} cannot be audited; auditable systems: "
+                         f"{', '.join(auditable_systems())}; mechanisms and protocols: "
+                         f"{', '.join(targets())} (dprec audit --list)")
+    own = {k: v for k, v in params.items() if k in hook.settings}
+    rest = {k: v for k, v in params.items() if k not in hook.settings}
+    request = AuditRequest(name, level, epsilon, own,
+                           lambda defaults: _system_config(name, epsilon, {**defaults, **rest}))
+    return run_subject(hook.subject(request), s)
 
 
-def _run_privrec(name: str, params: Params, s: AuditSettings,
-                 epsilon: float | None) -> AuditResult:
-    from dprec.audit.one_run import DEFAULT_GUESSES, audit_privrec_one_run
-    from dprec.data.features import side_features
-    from dprec.data.registry import load_dataset
-    if epsilon is not None:
-        raise DprecError("dp-privrec has no epsilon setting: its eps follows from "
-                         "--param noise_multiplier, clients_per_round and rounds")
-    own, rest = _split(params)
-    rest = {"rounds": "100", "clients_per_round": "100", **rest}
-    cfg = _system_config("dp-privrec", None, rest)
-    dataset = own.get("dataset", "ml-100k")
-    ds = load_dataset(dataset)
-    guesses = (tuple(int(g) for g in own["guesses"].split("/")) if "guesses" in own
-               else DEFAULT_GUESSES)
-    return audit_privrec_one_run(
-        cfg, ds.matrix, side_features(ds),  # type: ignore[arg-type]
-        canaries=_int(own, "canaries", 1000), alpha=s.alpha, seed=s.seed, guesses=guesses,
-        support=_int(own, "support", 64), dataset=dataset)
+_LOCAL_AUDITS: dict[type, Callable[[object, AuditSettings], AuditResult]] = {
+    LaplaceRR: audit_laplace_rr, LaplaceMechanism: audit_laplace,  # type: ignore[dict-item]
+    BinaryMechanism: audit_binary, PiecewiseMechanism: audit_piecewise,  # type: ignore
+}
+"""The event-level audit of each numeric local mechanism, by its type (or a base type)."""
+
+
+def run_subject(subject: AuditSubject, s: AuditSettings) -> AuditResult:
+    """Run the audit a system's hook names (:mod:`dprec.systems.audits`)."""
+    if isinstance(subject, BitVector):
+        return audit_dplcf_user(subject.mechanism, subject.n_items, s)
+    if isinstance(subject, ShuffledSlot):
+        return audit_shuffled_slot(subject.mechanism, subject.n_users, subject.delta, s)
+    if isinstance(subject, CanaryRun):
+        from dprec.audit.one_run import audit_one_run
+        return audit_one_run(subject, alpha=s.alpha, seed=s.seed)
+    mech = subject.mechanism
+    if isinstance(mech, BitFlip):
+        return audit_bitflip(mech, s, subject.claimed, subject.label)  # type: ignore[arg-type]
+    run = next((_LOCAL_AUDITS[t] for t in type(mech).__mro__ if t in _LOCAL_AUDITS), None)
+    if run is None:
+        raise DprecError(f"no event-level audit of the {type(mech).__name__} mechanism")
+    return run(mech, s)
 
 
 def audit(name: str, *, epsilon: float | None = None, params: Params | None = None,
@@ -272,15 +262,20 @@ def audit(name: str, *, epsilon: float | None = None, params: Params | None = No
         t = TARGETS[name]
         if level is not None and level != t.level:
             raise DprecError(f"{name} is a {t.level}-level audit, got --level {level}")
-        if t.name != "dp-privrec-canaries":
-            unknown = sorted(set(p) - set(t.params))
-            if unknown:
-                raise DprecError(f"{name} has no option {', '.join(unknown)}; its options: "
-                                 f"{', '.join(t.params) or 'none'}")
+        unknown = sorted(set(p) - set(t.params))
+        if unknown:
+            raise DprecError(f"{name} has no option {', '.join(unknown)}; its options: "
+                             f"{', '.join(t.params) or 'none'}")
+        return t.run(epsilon, p, s)
+    system_targets = targets()
+    if name in system_targets:
+        t = system_targets[name]
+        if level is not None and level != t.level:
+            raise DprecError(f"{name} is a {t.level}-level audit, got --level {level}")
         return t.run(epsilon, p, s)
     from dprec.systems.registry import SYSTEMS
     if name not in SYSTEMS:
         raise DprecError(f"unknown audit target {name!r}; mechanisms and protocols: "
-                         f"{', '.join(TARGETS)}; systems: {', '.join(auditable_systems())}")
-    default_level: Level = "user" if name == "dp-privrec" else "event"
-    return _run_system(name, epsilon, p, level or default_level, s)
+                         f"{', '.join(system_targets)}; systems: "
+                         f"{', '.join(auditable_systems())}")
+    return _run_system(name, epsilon, p, level, s)

@@ -42,8 +42,8 @@ from dprec.mechanisms.bitflip import BitFlip
 from dprec.mechanisms.laplace_rr import LaplaceRR
 from dprec.mechanisms.numeric import BinaryMechanism, LaplaceMechanism, PiecewiseMechanism
 from dprec.mechanisms.skellam import SkellamMechanism
-from dprec.privacy.accountant import PldAccountant
 from dprec.privacy.adjacency import Adjacency
+from dprec.privacy.pld_accountant import PldAccountant
 from dprec.privacy.skellam import SkellamDpEvent, skellam_epsilon, skellam_exact_epsilon
 
 __all__ = [

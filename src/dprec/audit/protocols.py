@@ -8,8 +8,8 @@ input is 1 or -1; the audited user's report comes from :meth:`BinaryMechanism.sa
 the others' count is drawn as Bin(n - 1, P(+1 | -1)) (the same law as their ``n - 1``
 reports, without materialising them). The count's likelihood ratio increases with the count.
 True eps: the tight shuffled accountant (FMT21 clone pair PLD,
-:func:`~dprec.privacy.shuffle.shuffled_guarantee`) at the same n, eps0 and delta; the exact
-eps of this particular pair of count laws is reported beside it, which splits the gap into
+:func:`~dprec.privacy.shuffle_guarantee.shuffled_guarantee`) at the same n, eps0 and delta;
+the exact eps of this particular pair of count laws is reported beside it, which splits the gap into
 the accountant's slack (worst case over all randomizers and inputs) and the audit's.
 
 DPLCF at user level (docs/architecture.md §1): the server sees each user's whole obfuscated N-bit
@@ -36,7 +36,7 @@ from dprec.errors import DprecError
 from dprec.mechanisms.base import event_guarantee
 from dprec.mechanisms.bitflip import BitFlip
 from dprec.mechanisms.numeric import BinaryMechanism
-from dprec.privacy.shuffle import shuffled_guarantee
+from dprec.privacy.shuffle_guarantee import shuffled_guarantee
 
 __all__ = ["audit_dplcf_user", "audit_shuffled_slot", "pair_epsilon"]
 

@@ -66,9 +66,9 @@ def register(app: typer.Typer) -> None:
         """Audit a mechanism, protocol or system: a lower bound on eps from its outputs."""
         from dprec.systems.params import param_pairs
         try:
-            from dprec.audit import TARGETS, AuditSettings, audit, auditable_systems
+            from dprec.audit import AuditSettings, audit, auditable_systems, targets
             if list_:
-                for t in TARGETS.values():
+                for t in targets().values():
                     opts = f" [--param {', '.join(t.params)}]" if t.params else ""
                     out.print(f"{t.name:22s} {t.kind:9s} {t.level:5s} {t.summary}{opts}")
                 out.print("systems: " + ", ".join(auditable_systems()))

@@ -25,7 +25,7 @@ def privacy_table(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON list on stdout.")] = False,
 ) -> None:
     """A published accountant table beside our reproduction and the correct accounting."""
-    from dprec.privacy.gaussian import privrec_table
+    from dprec.systems.privrec.accounting import privrec_table
     if name != "privrec":
         fail(DprecError(f"unknown table {name!r}; known: privrec"))
     rows = privrec_table()
@@ -45,7 +45,8 @@ def privacy_table(
     out.print(t)
     out.print("The paper composes the Gaussian step 1000 x M times (over-counting by M); "
               "Algorithm 2 runs 1000 fixed-size batches drawn without replacement.")
-    from dprec.privacy.gaussian import Sampling, gaussian_rdp_epsilon, privrec_effective_noise
+    from dprec.privacy.gaussian import Sampling, gaussian_rdp_epsilon
+    from dprec.systems.privrec.accounting import privrec_effective_noise
     z_eff = privrec_effective_noise(1.0, 0.7)
     eps = [gaussian_rdp_epsilon(z_eff, m / 4800, 1000, 1e-6, Sampling.FIXED_SIZE,
                                 dataset_size=4800) for m in (5, 30)]

@@ -181,12 +181,11 @@ def _remove_launch_folder(root: Path, state: Path | None) -> None:
 def _protocol_info(protocol: str, n_items: int | None, dataset: str | None,
                    data_dir: Path | None, epsilon: float | None, param: list[str] | None,
                    config: Path | None, aggregator: str) -> Any:
-    from dprec.protocol.aggregation import make_aggregator
+    from dprec.services.roles import aggregator as aggregator_of
     from dprec.systems.deployable import ProtocolInfo
     from dprec.systems.params import config_from_file, param_pairs, system_params
     from dprec.systems.registry import make_system
 
-    make_aggregator(aggregator)
     base, _ = config_from_file(config, protocol)
     cfg = make_system(protocol, system_params(protocol, epsilon, param_pairs(param)), base).config
     if (n_items is None) == (dataset is None):
@@ -194,7 +193,9 @@ def _protocol_info(protocol: str, n_items: int | None, dataset: str | None,
                          "shape only)")
     if n_items is None:
         n_items = load_dataset(dataset, data_dir).n_items
-    return ProtocolInfo(protocol, int(n_items), asdict(cfg), aggregator)  # type: ignore[call-overload]
+    info = ProtocolInfo(protocol, int(n_items), asdict(cfg), aggregator)  # type: ignore[call-overload]
+    aggregator_of(info)  # the name must be one of the system's aggregators
+    return info
 
 
 @serve_app.command("server", cls=_ListsDeployable)

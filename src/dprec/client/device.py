@@ -31,17 +31,18 @@ seals it through :class:`~dprec.protocol.secure_sum.client.SecureSumClient` with
 shares drawn from the device's CSPRNG. The run's epsilon is charged once per run, at its
 first upload; later rounds of the run are charged 0 under their own keys.
 
-FMF-LDP ``cells=assigned`` (issue 26 §1): the device downloads the float64 broadcast
-(``item-matrix-f64``, whose bytes the round seed hashes) and, in step 3, its own cells token
-from the proxy (:meth:`DeviceClient.cells_token`); the cells are then
-:func:`~dprec.systems.fmf.cells.assigned_cells`, the simulation's and the proxy's function.
-The cost is unchanged (k x eps): the cells depend on V and the token only, never on the
-history, whatever token a hostile proxy sends.
+A protocol whose client step needs the device's own secret from the proxy (its descriptor's
+:meth:`~dprec.protocol.deployment.Deployment.needs_client_secret`, e.g. FMF-LDP's
+``cells=assigned`` token) gets it in step 3 (:meth:`DeviceClient.client_secret`, fetched
+once, authenticated with the client's token), and the descriptor checks it into the terms
+(:meth:`~dprec.protocol.deployment.Deployment.with_client_secret`). This module knows no
+system: what a system's device does is its descriptor's.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -61,8 +62,6 @@ from dprec.protocol.secure_sum.device import proxy_key_of
 from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.selection import top_k_row
 from dprec.systems.deployable import ProtocolInfo
-from dprec.systems.dplcf.messages import NeighbourLists
-from dprec.systems.fmf.cells import parse_token
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +90,7 @@ class DeviceClient:
         self.source = source or SecureSource()
         self._info: ProtocolInfo | None = None
         self._terms: ProtocolTerms | None = None
-        self._cells_token: bytes | None = None
+        self._client_secret: Mapping[str, Any] | None = None
 
     def describe(self) -> ProtocolTerms:
         """Fetch the server's description and read it under the policy (refreshing
@@ -137,9 +136,9 @@ class DeviceClient:
                                     expected_what=t.artefact_what).data
 
     def artefact(self) -> object:
-        """The device's artefact of the protocol (FMF-LDP's V as float64, DPLCF's neighbour
-        lists), decoded and checked by the system's descriptor; refetched only when
-        changed."""
+        """The device's artefact of the protocol (e.g. FMF-LDP's V as float64, DPLCF's
+        neighbour lists), decoded and checked by the system's descriptor; refetched only
+        when changed."""
         t = self.terms
         body = self._artefact(t.artefact)
         if not t.secure_sum:
@@ -148,19 +147,6 @@ class DeviceClient:
             return self.info.deployment.decode_artefact(t, body)
         except DprecError as e:
             raise BadReply(f"GET /v1/artefacts/{t.artefact}: {e}") from None
-
-    def item_matrix(self) -> np.ndarray:
-        """FMF-LDP's V (float32 on the wire, float64 with ``cells=assigned``; float64 here),
-        refetched only when changed."""
-        t = self.terms
-        if t.artefact not in ("item-matrix", "item-matrix-f64"):
-            raise DprecError(f"{t.system} publishes {t.artefact}, not an item matrix")
-        return self.info.deployment.decode_artefact(t, self._artefact(t.artefact))  # type: ignore[no-any-return]
-
-    def neighbours(self) -> NeighbourLists:
-        """DPLCF's neighbour lists, refetched only when changed."""
-        t = self.terms
-        return self.info.deployment.decode_artefact(t, self._artefact("neighbours"))  # type: ignore[no-any-return]
 
     # -- reporting ----------------------------------------------------------------------------
 
@@ -185,19 +171,19 @@ class DeviceClient:
                            f"for {terms.system}, got {r!r}")
         return r
 
-    def cells_token(self) -> bytes:
-        """FMF-LDP ``cells=assigned``: this client's cells token, from the proxy (``GET
-        /v1/cells/token``, authenticated with its token), checked (:class:`BadReply` unless
-        32 bytes in hex) and kept for this object's life. Any token leaves the report law's
-        privacy intact (the cells depend on the token and V only, never on the history); a
-        wrong one only gets the report refused (422)."""
-        if self._cells_token is None:
-            doc = self.proxy.cells_token(self.client_id, self.token)
-            try:
-                self._cells_token = parse_token(doc.get("cells_token"))
-            except DprecError as e:
-                raise BadReply(f"GET /v1/cells/token: {e}") from None
-        return self._cells_token
+    def client_secret(self) -> Mapping[str, Any]:
+        """What the proxy hands this client alone (e.g. FMF-LDP's cells token), fetched once
+        with its token and kept for this object's life (the descriptor checks it when it
+        enters the terms). Any secret leaves the report law's privacy intact (a system's
+        client step may use it only where the history does not enter); a wrong one only gets
+        the report refused."""
+        if self._client_secret is None:
+            doc = self.proxy.client_secret(self.client_id, self.token)
+            if not isinstance(doc, dict):
+                raise BadReply(f"the proxy's client secret must be a JSON object, got "
+                               f"{type(doc).__name__}")
+            self._client_secret = doc
+        return self._client_secret
 
     def proxy_key(self) -> bytes:
         """A secure sum's proxy key, as the proxy publishes it (``GET /v1/round``); the
@@ -214,8 +200,12 @@ class DeviceClient:
 
     def _message(self, history: sp.csr_matrix, round: int, terms: ProtocolTerms) -> bytes:
         """The system's client step (its descriptor's), on a fresh secure generator."""
-        if terms.cells == "assigned":
-            terms = replace(terms, cells_token=self.cells_token())
+        deployment = self.info.deployment
+        if deployment.needs_client_secret(terms):
+            try:
+                terms = deployment.with_client_secret(terms, self.client_secret())
+            except DprecError as e:
+                raise BadReply(f"the proxy's client secret: {e}") from None
         if terms.secure_sum:
             key, published = self._proxy_published()
             terms = replace(terms, proxy_key=key, proxy_published=published)
@@ -264,9 +254,11 @@ class DeviceClient:
                              "%.6g spent)", r, cost, self.ledger.spent, self.ledger.budget)
                     return False
                 body = self._message(h, r, terms)
-                if len(body) != terms.upload_bytes(r):
+                want = terms.upload_bytes(r)
+                if len(body) > want or (len(body) != want and self.info.deployment.exact_upload):
                     raise DprecError(f"built a {len(body)}-byte message, expected "
-                                     f"{terms.upload_bytes(r)}")
+                                     f"{'at most ' * (not self.info.deployment.exact_upload)}"
+                                     f"{want}")
                 self.sent.store(run, r, body)
             try:
                 self.ledger.charge(key, cost)  # False for a re-send: charged when first stored

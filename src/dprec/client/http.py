@@ -390,9 +390,11 @@ class ProxyAPI:
         return _fetch(self.client, "GET", "/v1/round", limit=MAX_JSON_BYTES,
                       deadline=self.deadline).json()
 
-    def cells_token(self, client_id: int, token: str) -> dict[str, Any]:
-        """``GET /v1/cells/token``: the client's own FMF-LDP cells token (``cells=assigned``),
-        as the proxy sends it (the caller checks it); :class:`ServiceError` on a refusal."""
+    def client_secret(self, client_id: int, token: str) -> dict[str, Any]:
+        """What the proxy hands the authenticated client alone (its protocol's
+        :meth:`~dprec.protocol.deployment.ProxySecrets.client_secret`), as the proxy sends
+        it (the caller's descriptor checks it); :class:`ServiceError` on a refusal. The
+        route keeps its first name, ``/v1/cells/token``, until the proxy service renames it."""
         headers = {"Authorization": f"Bearer {token}", "X-Dprec-Client": str(int(client_id))}
         return _fetch(self.client, "GET", "/v1/cells/token", limit=MAX_JSON_BYTES,
                       headers=headers, deadline=self.deadline).json()

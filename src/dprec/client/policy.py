@@ -211,7 +211,9 @@ class DevicePolicy:
     """Largest ``min_honest`` of a secure sum: each client adds ``Sk(mu / min_honest)``, so
     the guarantee needs that many honest clients; a server claiming more is refused."""
     max_delta: float = 1e-5
-    """Largest delta of a secure sum's (epsilon, delta) guarantee."""
+    """Largest delta of a secure sum's (epsilon, delta) guarantee: the whole delta the run
+    holds at, a truncated noise share's cost included (dp-pop with ``validity=prio3``:
+    ``delta + (1 + e^epsilon) n (eta + eta_2)``, computed by the device from the config)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.mechanisms, Mapping):

@@ -3,9 +3,10 @@
 - :mod:`~dprec.distributed.layout`: fixed blocks of consecutive client ids, the shard of a
   block (a hash of its id), and each block's random stream (key, round, block).
 - :mod:`~dprec.distributed.partials`: the server's sums as integer / fixed-point partial
-  sums (DPLCF pair counts, FMF-LDP per-cell sums and report counts), reduced in a tree.
+  sums, reduced in a tree.
 - :mod:`~dprec.distributed.shards`: one shard runs the clients of its blocks in sequence
-  and folds their messages into a partial; the DPLCF and FMF-LDP adapters.
+  and folds their messages into a partial with its system's adapter
+  (:class:`~dprec.protocol.sharding.SystemAdapter`, in ``systems/<name>/shard.py``).
 - :mod:`~dprec.distributed.backend`: the executor of the engine's rounds over shards
   (:class:`ShardedBackend`; the loop is :func:`~dprec.protocol.engine.run_rounds`) and
   :class:`LocalBackend` (every shard in this process); :mod:`~dprec.distributed.ray_backend`:

@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from dprec.distributed.layout import BLOCK_SIZE, BlockLayout
-from dprec.distributed.partials import RoundPartial, tree_sum
-from dprec.distributed.shards import ClientsSource, Shard, SystemAdapter, adapter_for
+from dprec.distributed.partials import tree_sum
+from dprec.distributed.shards import ClientsSource, Shard, adapter_for
 from dprec.errors import DprecError
 from dprec.iteration import IterationHook
 from dprec.privacy.events import EventLog
@@ -52,6 +52,7 @@ from dprec.protocol.engine import (
     forwarded_batch_sizes,
     run_rounds,
 )
+from dprec.protocol.sharding import RoundPartial, SystemAdapter
 
 log = logging.getLogger(__name__)
 

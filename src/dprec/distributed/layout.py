@@ -6,7 +6,8 @@ client ids (4,096 by default): client ``u`` is in block ``b = u // block_size``;
 goes to shard ``hash(b) mod n_shards`` (:func:`block_hash`, SplitMix64's finaliser), so a
 client's shard is a hash of its id (through ``u // block_size``); and every random draw of
 the block's clients in round ``r`` comes from ``derive_generator(key_r, "client-block", r,
-b)`` (:func:`block_generator`), vectorised over the block's clients. ``key_r`` is drawn by
+b)`` (:func:`~dprec.protocol.sharding.block_generator`), vectorised over the block's
+clients. ``key_r`` is drawn by
 the driver from the run's seeded generator, once per round, so the streams are a function
 of (seed, round, block) and of nothing else: not of the number of shards, not of which
 shard or process runs the block, not of the order the blocks run in. One generator per
@@ -21,9 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dprec.errors import DprecError
-from dprec.random import derive_generator
 
-__all__ = ["BLOCK_SIZE", "BlockLayout", "block_generator", "block_hash"]
+__all__ = ["BLOCK_SIZE", "BlockLayout", "block_hash"]
 
 BLOCK_SIZE = 4096
 """Clients per block (DPLCF's default batch): the unit of sharding and of randomness."""
@@ -35,12 +35,6 @@ def block_hash(blocks: np.ndarray) -> np.ndarray:
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return z ^ (z >> np.uint64(31))
-
-
-def block_generator(key: int, round: int, block: int) -> np.random.Generator:
-    """The random stream of block ``block``'s clients in round ``round`` of a run whose
-    driver drew ``key`` for that round."""
-    return derive_generator(int(key), "client-block", int(round), int(block))
 
 
 @dataclass(frozen=True)

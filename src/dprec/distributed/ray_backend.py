@@ -31,9 +31,10 @@ from typing import Any
 import numpy as np
 
 from dprec.distributed.backend import Pool, ShardedBackend
-from dprec.distributed.partials import RoundPartial, add_pieces
-from dprec.distributed.shards import ClientsSource, Shard, SystemAdapter
+from dprec.distributed.partials import add_pieces
+from dprec.distributed.shards import ClientsSource, Shard
 from dprec.errors import DprecError
+from dprec.protocol.sharding import RoundPartial, SystemAdapter
 
 __all__ = ["CONNECT_TIMEOUT_S", "RayBackend", "probe_address"]
 

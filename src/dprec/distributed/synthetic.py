@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
@@ -84,22 +83,3 @@ class SyntheticPopulation(Population):
 
     def source(self, users: np.ndarray) -> ClientsSource:
         return _Build(self, np.asarray(users, np.int64))
-
-
-def dplcf_population(n_users: int, n_items: int, mean_activity: float, seed: int,
-                     mechanism: object, block_size: int) -> SyntheticPopulation:
-    """DPLCF clients (:class:`~dprec.systems.dplcf.client.ObfuscatingClients`)."""
-    from dprec.systems.dplcf.client import ObfuscatingClients
-    return SyntheticPopulation(n_users, n_items, mean_activity, seed,
-                               partial(ObfuscatingClients, mechanism=mechanism,
-                                       batch_size=block_size), block_size)
-
-
-def fmf_population(n_users: int, n_items: int, mean_activity: float, seed: int,
-                   block_size: int, **params: object) -> SyntheticPopulation:
-    """FMF-LDP clients (:class:`~dprec.systems.fmf.client.FederatedClients`); ``params``
-    are its keyword arguments (factors, alpha, reg, k, clip, exact, mechanism)."""
-    from dprec.systems.fmf.client import FederatedClients
-    return SyntheticPopulation(n_users, n_items, mean_activity, seed,
-                               partial(FederatedClients, ledger=None, batch_size=block_size,
-                                       **params), block_size, k=int(params["k"]))  # type: ignore[call-overload]

@@ -17,7 +17,8 @@ import dp_accounting
 import numpy as np
 
 from dprec.errors import DprecError
-from dprec.privacy.accountant import BasicAccountant, event_sides
+from dprec.privacy.accountant import event_sides
+from dprec.privacy.basic_accountant import BasicAccountant
 from dprec.privacy.events import describe_event
 from dprec.privacy.guarantee import Guarantee, Level, Model
 
@@ -50,7 +51,7 @@ def event_guarantee(event: dp_accounting.DpEvent | Mechanism, count: int = 1,
 
     One copy of a pure local event is exactly its own guarantee; for many copies this is
     basic composition (an upper bound; a run's report composes its logged events with the
-    PLD accountant, :func:`~dprec.privacy.accountant.account`).
+    PLD accountant, :func:`~dprec.privacy.levels.account`).
     """
     if isinstance(count, bool) or int(count) != count or count < 1:
         raise DprecError(f"count must be an integer >= 1, got {count!r}")

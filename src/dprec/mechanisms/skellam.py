@@ -8,7 +8,7 @@ sum carrying exactly ``Sk(mu)``: the noise a trusted curator would add once. Whe
 :meth:`SkellamMechanism.share` calibrates for that.
 
 The guarantee is accounted from :meth:`SkellamMechanism.dp_event` (or
-:meth:`SkellamMechanism.k_hot_event`) by :class:`dprec.privacy.accountant.PldAccountant`:
+:meth:`SkellamMechanism.k_hot_event`) by :class:`dprec.privacy.pld_accountant.PldAccountant`:
 the exact PLD when neighbouring vectors differ by +-1 in at most k coordinates, else the RDP
 bound (AKL21 Thm 3.5; :mod:`dprec.privacy.skellam`). Sampling
 uses the explicit ``numpy.random.Generator`` it is given; seeded generators are for

@@ -17,7 +17,7 @@ absence bits reported 0, the loss is ``L_m = (j + l)(a + b) - m b - (N - m) a``,
 convolution, evaluated exactly for every ``m``. Each binomial's tails beyond a mass
 ``tail`` are cut and their mass added to delta in full, so the result is an upper bound
 (tight to ``tail``). The per-bit symmetrised pair that a generic PLD composes
-(:class:`~dprec.privacy.accountant.PldAccountant`) dominates every ``m`` at once, so it can
+(:class:`~dprec.privacy.pld_accountant.PldAccountant`) dominates every ``m`` at once, so it can
 only be larger.
 """
 

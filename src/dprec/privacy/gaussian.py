@@ -1,20 +1,12 @@
-"""Sampled Gaussian mechanism: eps by every accountant we support, its inverse, and DP-PrivRec's
-Table 3 (seed 002) reproduced, explained and corrected.
-
-DP-PrivRec (docs/architecture.md §5) draws fixed-size batches of M of the N training users without
-replacement (replace-one adjacency, sensitivity 2S/M) for 1000 rounds with noise multiplier z.
-Its Table 3 is reproduced cell by cell (relative error < 1e-4) only by composing the Gaussian
-step 1000 x M times with the classic RDP-to-DP conversion: the paper over-counts by a factor
-M. The correct accounting of what Algorithm 2 does composes 1000 steps of the
-sampled-without-replacement Gaussian (dp-accounting's RDP accountant, improved conversion);
-the PLD accountant under Poisson sampling is shown beside it, labelled as a different sampling
-scheme.
+"""Sampled Gaussian mechanism: eps by every accountant we support, and its inverse.
 
 :func:`gaussian_rdp_epsilon` is dp-accounting's RDP accountant for the subsampled Gaussian
 mechanism under a :class:`Sampling` scheme, each tied to its neighbouring relation: Poisson
 sampling (add/remove-one, Mironov, Talwar, Zhang 2019) or fixed-size batches without
-replacement (replace-one, Wang, Balle, Kasiviswanathan 2019).
-"""
+replacement (replace-one, Wang, Balle, Kasiviswanathan 2019); :func:`pld_poisson_epsilon` is
+dp-accounting's PLD accountant under Poisson sampling; :func:`noise_multiplier_for` inverts
+them (:func:`dprec.privacy.calibrate.smallest_noise`). DP-PrivRec's Table 3, reproduced with
+them, is :mod:`dprec.systems.privrec.accounting`."""
 
 from __future__ import annotations
 
@@ -23,7 +15,6 @@ import functools
 import math
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any
 
 import dp_accounting
 import numpy as np
@@ -32,35 +23,17 @@ from dp_accounting.rdp import rdp_privacy_accountant
 
 from dprec.errors import DprecError, check_positive
 from dprec.privacy.adjacency import Adjacency
+from dprec.privacy.calibrate import smallest_noise
 
 __all__ = [
     "ADJACENCY",
     "PLD_INTERVAL",
-    "PRIVREC_DELTAS",
-    "PRIVREC_PAPER_TABLE",
     "Sampling",
     "gaussian_epsilons",
     "gaussian_rdp_epsilon",
     "noise_multiplier_for",
     "pld_poisson_epsilon",
-    "privrec_effective_noise",
-    "privrec_noise_multipliers",
-    "privrec_table",
 ]
-
-PRIVREC_USERS = 4800
-PRIVREC_ROUNDS = 1000
-PRIVREC_DELTAS = (1e-8, 1e-6, 1e-4)
-PRIVREC_PAPER_TABLE: dict[int, tuple[float, float, float]] = {
-    5: (1.7439, 1.3602, 0.9764),
-    10: (3.2117, 2.7511, 2.2535),
-    15: (5.9705, 5.2030, 4.3074),
-    20: (9.4736, 8.3223, 6.9235),
-    25: (13.7047, 12.1696, 10.2052),
-    30: (18.9107, 16.6081, 14.3056),
-}
-"""DP-PrivRec Table 3: eps at delta = 1e-8 / 1e-6 / 1e-4 for q = M / 4800, z = 1, 1000 rounds."""
-
 
 def _check(noise_multiplier: float, sampling_rate: float, steps: int, delta: float) -> None:
     check_positive("noise multiplier", noise_multiplier)
@@ -77,8 +50,6 @@ PLD_INTERVAL = 1e-4
 q = 5/4800, 1000 steps, delta = 1e-4); 1e-4 is within 0.05% of a 2e-5 grid."""
 
 ADJACENCY: dict[str, Adjacency] = {
-    "paper": Adjacency.REPLACE_ONE,
-    "reproduced": Adjacency.REPLACE_ONE,
     "rdp_without_replacement": Adjacency.REPLACE_ONE,
     "rdp_poisson": Adjacency.ADD_REMOVE_ONE,
     "pld_poisson": Adjacency.ADD_REMOVE_ONE,
@@ -244,8 +215,10 @@ def gaussian_epsilons(noise_multiplier: float, sampling_rate: float, steps: int,
 
 def noise_multiplier_for(target_epsilon: float, sampling_rate: float, steps: int,
                          delta: float, accountant: str = "rdp_poisson",
-                         tol: float = 1e-4) -> float:
-    """The smallest noise multiplier (to ``tol``, rounded up) whose eps is <= the target."""
+                         rtol: float = 1e-6) -> float:
+    """The smallest noise multiplier (to relative tolerance ``rtol``, rounded up) whose eps by
+    ``accountant`` (a key of :data:`ADJACENCY`) is <= the target
+    (:func:`dprec.privacy.calibrate.smallest_noise`)."""
     check_positive("target epsilon", target_epsilon)
     _check(1.0, sampling_rate, steps, delta)
 
@@ -256,73 +229,7 @@ def noise_multiplier_for(target_epsilon: float, sampling_rate: float, steps: int
             return gaussian_rdp_epsilon(z, sampling_rate, steps, delta)
         return gaussian_rdp_epsilon(z, sampling_rate, steps, delta, Sampling.FIXED_SIZE)
 
-    if accountant not in ("rdp_poisson", "pld_poisson", "rdp_without_replacement"):
-        raise DprecError(f"accountant must be rdp_poisson, pld_poisson or "
-                         f"rdp_without_replacement, got {accountant!r}")
-    lo, hi = 1e-2, 1.0
-    while eps(hi) > target_epsilon:
-        lo, hi = hi, hi * 2
-        if hi > 1e4:
-            raise DprecError(f"no noise multiplier up to 1e4 reaches eps {target_epsilon}")
-    while hi - lo > tol:
-        mid = 0.5 * (lo + hi)
-        if eps(mid) <= target_epsilon:
-            hi = mid
-        else:
-            lo = mid
-    return hi
-
-
-def privrec_noise_multipliers(z: float = 1.0, h: float = 0.7, server_lr: float = 1.0,
-                              b_sensitivity_over_m: float = 1.0) -> tuple[float, float, float]:
-    """(z_D, z_b, z_eff) of one DP-PrivRec round as implemented: two Gaussian queries.
-
-    The update query alpha3 sum(Delta)/M has replace-one sensitivity 2 alpha3 S / M and noise
-    sigma_D = (2 S z / M) sqrt(1/(1 - h)) added after the alpha3 scaling (Algorithm 2 line 9):
-    z_D = z / (alpha3 sqrt(1 - h)). The clip indicator's mean has sensitivity
-    ``b_sensitivity_over_m`` / M (1/M replace-one; the paper's sigma_b formula assumes 2/M) and
-    noise sigma_b = (2 z / M) sqrt(1/h): z_b = 2 z / (b_sensitivity_over_m sqrt(h)). Both read
-    the same batch, so they are one Gaussian query with 1/z_eff^2 = 1/z_D^2 + 1/z_b^2; with the
-    paper's 2/M and alpha3 = 1 this is exactly z.
-    """
-    check_positive("z", z)
-    if not 0 < h < 1:
-        raise DprecError(f"h must be in (0, 1), got {h}")
-    check_positive("server learning rate", server_lr)
-    check_positive("b sensitivity", b_sensitivity_over_m)
-    z_d = z / (server_lr * math.sqrt(1.0 - h))
-    z_b = 2.0 * z / (b_sensitivity_over_m * math.sqrt(h))
-    return z_d, z_b, 1.0 / math.sqrt(z_d**-2 + z_b**-2)
-
-
-def privrec_effective_noise(z: float = 1.0, h: float = 0.7,
-                            b_sensitivity_over_m: float = 1.0) -> float:
-    """z_eff of :func:`privrec_noise_multipliers` with alpha3 = 1 (the Table 3 setting)."""
-    return privrec_noise_multipliers(z, h, 1.0, b_sensitivity_over_m)[2]
-
-
-def privrec_table() -> list[dict[str, Any]]:
-    """One row per (q, delta) of DP-PrivRec's Table 3: the paper's value, our reproduction of
-    its accounting (1000 x M compositions, classic conversion), the correct RDP value (1000
-    steps without replacement, improved conversion) and the PLD value under Poisson sampling;
-    ``adjacency`` names each figure's neighbouring relation (:data:`ADJACENCY`)."""
-    rows = []
-    for batch, paper in PRIVREC_PAPER_TABLE.items():
-        q = batch / PRIVREC_USERS
-        for delta, value in zip(PRIVREC_DELTAS, paper, strict=True):
-            rows.append({
-                "q": q,
-                "delta": delta,
-                "paper": value,
-                "reproduced": gaussian_rdp_epsilon(
-                    1.0, q, PRIVREC_ROUNDS * batch, delta, Sampling.FIXED_SIZE,
-                    dataset_size=PRIVREC_USERS, conversion="classic"),
-                "rdp_without_replacement": gaussian_rdp_epsilon(
-                    1.0, q, PRIVREC_ROUNDS, delta, Sampling.FIXED_SIZE,
-                    dataset_size=PRIVREC_USERS),
-                "pld_poisson": pld_poisson_epsilon(1.0, q, PRIVREC_ROUNDS, delta),
-                "adjacency": {k: ADJACENCY[k].value for k in ("paper", "reproduced",
-                                                        "rdp_without_replacement",
-                                                        "pld_poisson")},
-            })
-    return rows
+    if accountant not in ADJACENCY:
+        raise DprecError(f"accountant must be one of {', '.join(ADJACENCY)}, got {accountant!r}")
+    return smallest_noise(eps, target_epsilon, rtol=rtol, lower=1e-2, upper=1e4,
+                          what="noise multiplier")

@@ -8,7 +8,7 @@ The ledger reads the same events as the accountant: :meth:`PrivacyLedger.spend_e
 charges ``count`` copies of a DpEvent at its pure epsilon, and
 :meth:`PrivacyLedger.from_log` rebuilds the spent epsilon of every user from an
 :class:`~dprec.privacy.events.EventLog`, equal to the accountant's basic-composition user
-level (:class:`~dprec.privacy.accountant.BasicAccountant`) user by user.
+level (:class:`~dprec.privacy.basic_accountant.BasicAccountant`) user by user.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import dp_accounting
 import numpy as np
 
 from dprec.errors import DprecError, check_positive
-from dprec.privacy.accountant import BasicAccountant, Direction
+from dprec.privacy.accountant import Direction
+from dprec.privacy.basic_accountant import BasicAccountant
 from dprec.privacy.events import EventLog
 
 __all__ = ["BudgetExceededError", "PrivacyLedger"]
@@ -132,7 +133,7 @@ class PrivacyLedger:
 
         ``spent[u] = sum_j count_j(u) eps_j`` over the log's (event, unit) pairs, with the
         presence-side epsilon of bit flips when any event is one-sided, exactly as
-        :func:`~dprec.privacy.accountant.account` computes ``user_basic``. What happened is
+        :func:`~dprec.privacy.levels.account` computes ``user_basic``. What happened is
         recorded even past ``budget_eps`` (check :meth:`remaining`).
         """
         ledger = cls(budget_eps, log.n_users)

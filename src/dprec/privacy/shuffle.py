@@ -28,16 +28,10 @@ Two bounds are implemented:
 
 - :func:`clone_pair_pld`: the privacy loss distribution (PLD, dp-accounting) of the clone pair
   ``(P, Q)`` itself, so that many shuffles compose tightly (used by
-  :func:`shuffled_guarantee` and the accountant).
+  :func:`~dprec.privacy.shuffle_guarantee.shuffled_guarantee` and the accountant).
 
-- :func:`shuffled_guarantee`: FMF-LDP's per-user guarantee after the shuffling proxy, by
-  default the PLD of the clone pair composed over all shuffles; :func:`local_guarantee`, the
-  basic composition it falls back to, and :func:`compose_pld`, the PLD composition of
-  ``(eps, delta)`` pairs its ``per_shuffle_pairs`` analysis uses.
-
-- :func:`attack_lower_bound`: a lower bound on the true ``eps`` of FMF-LDP's shuffled
-  binary reports: the exact PLD of one concrete pair of neighbouring inputs, composed over
-  the rounds. Between it and the clone bound lies what no analysis here decides.
+FMF-LDP's per-user guarantee from these is :mod:`dprec.privacy.shuffle_guarantee`; a lower
+bound on its true ``eps`` by one concrete pair, :mod:`dprec.privacy.shuffle_attack`.
 
 The reports must be the only thing a user contributes to the shuffle and must come from
 the same randomizer for every user (a report must not carry the sender's identity).
@@ -48,32 +42,26 @@ from __future__ import annotations
 import functools
 import logging
 import math
-from typing import Literal
 
 import numpy as np
-from dp_accounting.pld import common as pld_common
 from dp_accounting.pld import pld_pmf
 from dp_accounting.pld import privacy_loss_distribution as pld
 from scipy import special, stats
 from scipy.special import expit
 
 from dprec.errors import DprecError, check_positive
-from dprec.privacy.guarantee import Guarantee
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "MAX_CLONE_EPS0",
-    "attack_lower_bound",
+    "check_shuffle_args",
     "clone_pair_pld",
-    "condition_holds",
     "closed_form_epsilon",
-    "compose_pld",
-    "local_guarantee",
+    "condition_holds",
     "numerical_delta",
     "numerical_epsilon",
     "shuffled_epsilon",
-    "shuffled_guarantee",
 ]
 
 
@@ -85,7 +73,9 @@ _MAX_LOSS_BINS = 10_000_000  # loss grid of one clone PLD: [-eps0, eps0] / discr
 _MAX_CELLS_PER_CHUNK = 4_000_000
 
 
-def _check_args(eps0: float, n: int, delta: float | None = None) -> None:
+def check_shuffle_args(eps0: float, n: int, delta: float | None = None) -> None:
+    """Refuse an ``eps0`` that is not finite and > 0, an ``n`` that is not an integer >= 1,
+    and a ``delta`` (when given) outside (0, 1)."""
     check_positive("eps0", eps0)
     if not math.isfinite(eps0):
         raise DprecError(f"eps0 must be finite, got {eps0}")
@@ -100,7 +90,7 @@ def condition_holds(eps0: float, n: int, delta: float) -> bool:
 
     (The authors' reference code checks the slightly stricter ``log(4/delta)`` variant.)
     """
-    _check_args(eps0, n, delta)
+    check_shuffle_args(eps0, n, delta)
     return eps0 <= math.log(n / (16.0 * math.log(2.0 / delta)))
 
 
@@ -178,7 +168,7 @@ def numerical_delta(eps: float, eps0: float, n: int, tail: float = 1e-15) -> flo
     (at most ``2 tail``). The two directions of the divergence are equal here: reflecting the
     first count ``a -> c + 1 - a`` maps P onto Q.
     """
-    _check_args(eps0, n)
+    check_shuffle_args(eps0, n)
     if eps < 0:
         raise DprecError(f"eps must be >= 0, got {eps}")
     c = _clone_range(eps0, n, tail)
@@ -196,7 +186,7 @@ def numerical_epsilon(
     the hockey-stick divergence in ``eps``. ``tail`` is the mass of the clone count left out
     on each side (default ``delta * 1e-6``); it is added to ``delta`` in full.
     """
-    _check_args(eps0, n, delta)
+    check_shuffle_args(eps0, n, delta)
     check_positive("tol", tol)
     if eps0 >= MAX_CLONE_EPS0:
         return eps0  # e^-eps0 (n - 1) is negligible: no clone, no amplification
@@ -234,6 +224,60 @@ def shuffled_epsilon(eps0: float, n: int, delta: float, method: str = "numerical
     raise DprecError(f"method must be 'numerical' or 'closed_form', got {method!r}")
 
 
+def _clone_windows(eps0: float, n: int, tail: float, alpha: float, beta: float
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
+    """The clone counts ``c`` kept, their weights ``Pr[C = c]``, the window ``[a_lo, a_hi]``
+    of first counts kept for each, and the P-mass outside (clone counts and first counts
+    beyond the ``tail`` quantiles), which :func:`clone_pair_pld` counts as infinite loss."""
+    p_clone = math.exp(-eps0)
+    c = _clone_range(eps0, n, tail)
+    w = stats.binom.pmf(c, n - 1, p_clone)
+    c_missing = 0.0
+    if n > 1:
+        c_missing = float(
+            stats.binom.cdf(c[0] - 1, n - 1, p_clone) + stats.binom.sf(c[-1], n - 1, p_clone)
+        )
+    # window of first counts a = A + {0, 1} kept for each c
+    a_lo = np.maximum(np.nan_to_num(stats.binom.ppf(tail, c, 0.5)), 0).astype(np.int64)
+    a_hi = np.minimum(np.nan_to_num(stats.binom.isf(tail, c, 0.5)).astype(np.int64) + 1, c + 1)
+    # P-mass outside the window: A + 1 (prob alpha) or A (prob 1 - alpha) falls outside
+    out_shift = stats.binom.cdf(a_lo - 2, c, 0.5) + stats.binom.sf(a_hi - 1, c, 0.5)
+    out_same = stats.binom.cdf(a_lo - 1, c, 0.5) + stats.binom.sf(a_hi, c, 0.5)
+    infinity_mass = c_missing + float(w @ (alpha * out_shift + beta * out_same))
+    return c, w, a_lo, a_hi, infinity_mass
+
+
+def _clone_losses(c: np.ndarray, w: np.ndarray, a_lo: np.ndarray, a_hi: np.ndarray,
+                  alpha: float, beta: float, interval: float, half: int) -> np.ndarray:
+    """P's mass on the loss grid ``(-half .. half) x interval`` (losses rounded up), summed
+    over the clone counts ``c`` and their windows of first counts, in chunks of clone
+    counts vectorised inside."""
+    width = int((a_hi - a_lo).max()) + 1
+    offsets = np.arange(width, dtype=np.int64)
+    acc = np.zeros(2 * half + 1)
+    log_fact = special.gammaln(np.arange(int(c[-1]) + 3) + 1.0)  # log k!, k <= c + 2
+    step = max(1, _MAX_CELLS_PER_CHUNK // width)
+    for s in range(0, c.size, step):  # chunks of clone counts, vectorised inside
+        cc = c[s : s + step, None]
+        a = a_lo[s : s + step, None] + offsets
+        keep = a <= a_hi[s : s + step, None]
+        a = np.where(keep, a, 0)
+        b = cc + 1 - a
+        # Bin(a; c, 1/2) and Bin(a - 1; c, 1/2) from the log-factorial table (0 off support)
+        log_half = log_fact[cc] - cc * math.log(2.0)
+        pmf_a = np.where(
+            a <= cc, np.exp(log_half - log_fact[a] - log_fact[np.maximum(cc - a, 0)]), 0.0
+        )
+        pmf_prev = np.where(
+            a >= 1, np.exp(log_half - log_fact[np.maximum(a - 1, 0)] - log_fact[b]), 0.0
+        )
+        prob = w[s : s + step, None] * (alpha * pmf_prev + beta * pmf_a)
+        loss = np.log(alpha * a + beta * b) - np.log(beta * a + alpha * b)
+        idx = np.ceil(loss / interval).astype(np.int64) + half
+        acc += np.bincount(idx[keep], weights=prob[keep], minlength=acc.size)
+    return acc
+
+
 @functools.lru_cache(maxsize=32)
 def clone_pair_pld(
     eps0: float,
@@ -267,7 +311,7 @@ def clone_pair_pld(
     losses are rounded up to multiples of ``value_discretization_interval`` (dp-accounting's
     privacy-bucket estimate). Cached on all four arguments; treat the result as read-only.
     """
-    _check_args(eps0, n)
+    check_shuffle_args(eps0, n)
     check_positive("value_discretization_interval", value_discretization_interval)
     if not 0 < tail_mass < 1e-3:
         raise DprecError(f"tail_mass must be in (0, 1e-3), got {tail_mass}")
@@ -284,45 +328,8 @@ def clone_pair_pld(
         )
     n = int(n)
     alpha, beta = float(expit(eps0)), float(expit(-eps0))
-    p_clone = math.exp(-eps0)
-    tail = tail_mass / 4.0
-    c = _clone_range(eps0, n, tail)
-    w = stats.binom.pmf(c, n - 1, p_clone)
-    c_missing = 0.0
-    if n > 1:
-        c_missing = float(
-            stats.binom.cdf(c[0] - 1, n - 1, p_clone) + stats.binom.sf(c[-1], n - 1, p_clone)
-        )
-    # window of first counts a = A + {0, 1} kept for each c
-    a_lo = np.maximum(np.nan_to_num(stats.binom.ppf(tail, c, 0.5)), 0).astype(np.int64)
-    a_hi = np.minimum(np.nan_to_num(stats.binom.isf(tail, c, 0.5)).astype(np.int64) + 1, c + 1)
-    # P-mass outside the window: A + 1 (prob alpha) or A (prob 1 - alpha) falls outside
-    out_shift = stats.binom.cdf(a_lo - 2, c, 0.5) + stats.binom.sf(a_hi - 1, c, 0.5)
-    out_same = stats.binom.cdf(a_lo - 1, c, 0.5) + stats.binom.sf(a_hi, c, 0.5)
-    infinity_mass = c_missing + float(w @ (alpha * out_shift + beta * out_same))
-    width = int((a_hi - a_lo).max()) + 1
-    offsets = np.arange(width, dtype=np.int64)
-    acc = np.zeros(2 * half + 1)
-    log_fact = special.gammaln(np.arange(int(c[-1]) + 3) + 1.0)  # log k!, k <= c + 2
-    step = max(1, _MAX_CELLS_PER_CHUNK // width)
-    for s in range(0, c.size, step):  # chunks of clone counts, vectorised inside
-        cc = c[s : s + step, None]
-        a = a_lo[s : s + step, None] + offsets
-        keep = a <= a_hi[s : s + step, None]
-        a = np.where(keep, a, 0)
-        b = cc + 1 - a
-        # Bin(a; c, 1/2) and Bin(a - 1; c, 1/2) from the log-factorial table (0 off support)
-        log_half = log_fact[cc] - cc * math.log(2.0)
-        pmf_a = np.where(
-            a <= cc, np.exp(log_half - log_fact[a] - log_fact[np.maximum(cc - a, 0)]), 0.0
-        )
-        pmf_prev = np.where(
-            a >= 1, np.exp(log_half - log_fact[np.maximum(a - 1, 0)] - log_fact[b]), 0.0
-        )
-        prob = w[s : s + step, None] * (alpha * pmf_prev + beta * pmf_a)
-        loss = np.log(alpha * a + beta * b) - np.log(beta * a + alpha * b)
-        idx = np.ceil(loss / value_discretization_interval).astype(np.int64) + half
-        acc += np.bincount(idx[keep], weights=prob[keep], minlength=acc.size)
+    c, w, a_lo, a_hi, infinity_mass = _clone_windows(eps0, n, tail_mass / 4.0, alpha, beta)
+    acc = _clone_losses(c, w, a_lo, a_hi, alpha, beta, value_discretization_interval, half)
     nonzero = np.flatnonzero(acc)
     probs = acc[nonzero[0] : nonzero[-1] + 1].copy()
     probs.setflags(write=False)
@@ -331,332 +338,3 @@ def clone_pair_pld(
         value_discretization_interval, int(nonzero[0] - half), probs, infinity_mass, True
     )
     return pld.PrivacyLossDistribution(pmf)
-
-
-def _count_laws(eps0: float, k: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Laws of the number of +1 reports in one round of ``n`` senders x ``k`` binary reports:
-    the target's inputs all +1 (first) or all -1 (second), every other input -1."""
-    plus, minus = float(expit(eps0)), float(expit(-eps0))  # P(+1 | x = 1), P(+1 | x = -1)
-    others = stats.binom.pmf(np.arange((n - 1) * k + 1), (n - 1) * k, minus)
-    own = np.arange(k + 1)
-    return (np.convolve(stats.binom.pmf(own, k, plus), others),
-            np.convolve(stats.binom.pmf(own, k, minus), others))
-
-
-def _optimistic_pld(upper: np.ndarray, lower: np.ndarray, interval: float,
-                    drop: float) -> pld.PrivacyLossDistribution:
-    """PLD of (upper, lower) on counts 0, 1, ... with every loss rounded down and the counts
-    in either tail of ``upper`` (mass <= ``drop`` each) dropped: its hockey-stick divergences
-    are at most the true ones."""
-    cdf, sf = np.cumsum(upper), np.cumsum(upper[::-1])[::-1]
-    keep = (cdf > drop) & (sf > drop) & (upper > 0) & (lower > 0)
-    loss = np.log(upper[keep]) - np.log(lower[keep])
-    index = np.floor(loss / interval + 1e-9).astype(np.int64)
-    uniq, inv = np.unique(index, return_inverse=True)
-    probs = np.bincount(inv, weights=upper[keep])
-    return pld.PrivacyLossDistribution.create_from_rounded_probability(
-        dict(zip(uniq.tolist(), probs.tolist(), strict=True)), 0.0, interval,
-        pessimistic_estimate=False)
-
-
-def attack_lower_bound(eps0: float, k: int, n: int, rounds: int, delta: float,
-                       value_discretization_interval: float = 1e-4) -> float:
-    """A lower bound on the shuffled ``eps`` at ``delta`` of ``rounds`` rounds in each of
-    which ``n`` users send ``k`` binary ``eps0``-LDP reports (FMF-LDP, Algorithm 1) that one
-    proxy shuffles together.
-
-    The concrete neighbouring pair: every other user's clipped gradient entries are -1, the
-    target's all +1 or all -1, in every round. The report indices are then independent of the
-    data and the number of +1 reports of a round is sufficient: ``Bin(k, P(+1 | x)) +
-    Bin((n - 1) k, P(+1 | -1))``. The rounds are independent given the pair, so the exact
-    ``eps`` of the pair is that of the ``rounds``-fold product, both directions (the larger
-    is returned). Losses are rounded down and counts in the tails (mass ``1e-9 delta``)
-    dropped, so the result
-    is at most the pair's exact ``eps``, which is at most the protocol's. It bounds the
-    mechanism whose inputs are worst-case clipped gradients (what the upper bound assumes);
-    a real data set need not realise these gradients. Keeping each round's ``k`` report
-    slots apart (one shuffle per slot) gives the same figure to ~1e-2.
-    """
-    _check_args(eps0, n, delta)
-    for name, value in (("k", k), ("rounds", rounds)):
-        if isinstance(value, bool) or int(value) != value or value < 1:
-            raise DprecError(f"{name} must be an integer >= 1, got {value!r}")
-    check_positive("value_discretization_interval", value_discretization_interval)
-    plus, minus = _count_laws(float(eps0), int(k), int(n))
-    out = 0.0
-    for upper, lower in ((plus, minus), (minus, plus)):
-        one = _optimistic_pld(upper, lower, float(value_discretization_interval),
-                              delta * 1e-9)
-        many = one.self_compose(int(rounds)) if rounds > 1 else one
-        out = max(out, float(many.get_epsilon_for_delta(delta)))
-    return max(0.0, out)
-
-
-def _check_count(count: int) -> int:
-    if int(count) != count or count < 0:
-        raise DprecError(f"count must be an integer >= 0, got {count}")
-    return int(count)
-
-
-def _check_eps_delta(eps: float, delta: float) -> None:
-    if not eps >= 0:
-        raise DprecError(f"eps must be >= 0, got {eps}")
-    if not 0 <= delta <= 1:
-        raise DprecError(f"delta must be in [0, 1], got {delta}")
-
-
-def compose_pld(
-    per_round_eps: float,
-    per_round_delta: float,
-    count: int,
-    target_delta: float,
-    value_discretization_interval: float = 1e-4,
-) -> float:
-    """``eps`` at ``target_delta`` after ``count`` uses of an ``(eps, delta)``-DP mechanism.
-
-    Uses dp-accounting's pessimistic PLD of an ``(eps, delta)``-DP mechanism
-    (``from_privacy_parameters``) self-composed ``count`` times. The ``+inf`` loss mass
-    ``1 - (1 - per_round_delta)^count`` must be below ``target_delta``; otherwise the result
-    is ``inf``. Rounding is pessimistic, so the answer is an upper bound.
-    """
-    _check_eps_delta(per_round_eps, per_round_delta)
-    count = _check_count(count)
-    if not 0 < target_delta < 1:
-        raise DprecError(f"target_delta must be in (0, 1), got {target_delta}")
-    check_positive("value_discretization_interval", value_discretization_interval)
-    if count == 0 or (per_round_eps == 0 and per_round_delta == 0):
-        return 0.0
-    infinite_mass = -math.expm1(count * math.log1p(-per_round_delta))
-    if infinite_mass >= target_delta:
-        return math.inf
-    if per_round_eps == 0:
-        return 0.0
-    params = pld_common.DifferentialPrivacyParameters(per_round_eps, per_round_delta)
-    one = pld.from_privacy_parameters(params, value_discretization_interval)
-    eps = one.self_compose(count).get_epsilon_for_delta(target_delta)
-    return max(0.0, float(eps))
-
-
-def local_guarantee(eps0_per_report: float, k: int, epochs: int, note: str = "") -> Guarantee:
-    """Per-user local guarantee of ``k`` ``eps0``-LDP reports per epoch over ``epochs``.
-
-    Basic composition: ``epochs * k * eps0`` (the FMF-LDP paper states ``k eps0``).
-    """
-    check_positive("eps0_per_report", eps0_per_report)
-    count = _check_count(k) * _check_count(epochs)
-    notes = (f"basic composition of {count} = k x epochs reports of eps0={eps0_per_report:g}",)
-    if note:
-        notes = notes + (note,)
-    return Guarantee(
-        epsilon=count * eps0_per_report,
-        delta=0.0,
-        level="user",
-        sides="two",
-        model="local",
-        mechanism=f"{count} eps0-LDP reports",
-        notes=notes,
-    )
-
-
-def shuffled_guarantee(
-    eps0_per_report: float,
-    n_users: int,
-    k: int,
-    epochs: int,
-    delta: float,
-    method: str = "numerical",
-    shuffle_delta_fraction: float = 0.5,
-    value_discretization_interval: float = 1e-4,
-    analysis: Literal["clone_pld", "per_shuffle_pairs"] = "clone_pld",
-) -> Guarantee:
-    """Per-user central guarantee of FMF-LDP behind the shuffling proxy.
-
-    Model: in every epoch each of the ``k`` report slots is its own shuffle of ``n_users``
-    single reports, one per user, each ``eps0``-LDP (a proxy that shuffles all
-    ``n_users * k`` reports together releases a post-processing of this view, so the bound
-    carries over). ``count = k * epochs`` shuffles in all.
-
-    ``analysis``:
-
-    - ``"clone_pld"`` (default, tightest): FMT21 Thm 3.2 makes each shuffle a
-      post-processing of the clone pair ``(P, Q)``, a dominating pair; dominating pairs
-      compose adaptively (Zhu, Dong, Wang, AISTATS 2022), so the PLD of ``(P, Q)``
-      (:func:`~dprec.privacy.shuffle.clone_pair_pld`) self-composed ``count`` times gives
-      ``eps`` at the whole ``delta``. ``method`` must be ``"numerical"``.
-    - ``"per_shuffle_pairs"``: each shuffle is first reduced to an ``(eps_s, delta_s)`` pair
-      by FMT21 (``method``: ``"numerical"``, valid for every ``eps0``, or
-      ``"closed_form"``, Theorem 3.1, which needs ``eps0 <= log(n / (16 log(2/delta_s)))``),
-      and the worst-case PLD of those pairs is composed (:func:`compose_pld`). Sound but
-      looser: the pair forgets the shape of the shuffle's privacy loss. Delta split:
-      ``delta_s = shuffle_delta_fraction * delta / count`` per shuffle, the rest of
-      ``delta`` to the composition. ``method="closed_form"`` always uses this analysis (the
-      closed form only bounds a pair).
-
-    Returns the local guarantee (:func:`local_guarantee`) with a note when the closed-form
-    condition fails, when the shuffle gives no amplification (a single shuffle's bound is
-    ``eps0``; always so for ``eps0 >= 700``, where no clone can appear), or when the composed
-    bound is not below the local one.
-    """
-    check_positive("eps0_per_report", eps0_per_report)
-    if not math.isfinite(eps0_per_report):
-        raise DprecError(f"eps0_per_report must be finite, got {eps0_per_report}")
-    if int(n_users) != n_users or n_users < 1:
-        raise DprecError(f"n_users must be an integer >= 1, got {n_users}")
-    count = _check_count(k) * _check_count(epochs)
-    if count == 0:
-        raise DprecError(f"k * epochs must be >= 1, got k={k}, epochs={epochs}")
-    if not 0 < delta < 1:
-        raise DprecError(f"delta must be in (0, 1), got {delta}")
-    if not 0 < shuffle_delta_fraction < 1:
-        raise DprecError(f"shuffle_delta_fraction must be in (0, 1), got {shuffle_delta_fraction}")
-    if method not in ("numerical", "closed_form"):
-        raise DprecError(f"method must be 'numerical' or 'closed_form', got {method!r}")
-    if analysis not in ("clone_pld", "per_shuffle_pairs"):
-        raise DprecError(f"analysis must be 'clone_pld' or 'per_shuffle_pairs', got {analysis!r}")
-    check_positive("value_discretization_interval", value_discretization_interval)
-    if eps0_per_report >= MAX_CLONE_EPS0:
-        return local_guarantee(
-            eps0_per_report,
-            k,
-            epochs,
-            note=(
-                f"no shuffling amplification: eps0={eps0_per_report:g} >= {MAX_CLONE_EPS0:g}, "
-                "so e^-eps0 underflows and no clone can appear (FMT21)"
-            ),
-        )
-    if method == "numerical" and analysis == "clone_pld":
-        return _clone_pld_guarantee(
-            eps0_per_report, int(n_users), k, epochs, delta, value_discretization_interval
-        )
-    return _per_shuffle_pairs_guarantee(
-        eps0_per_report,
-        int(n_users),
-        k,
-        epochs,
-        delta,
-        method,
-        shuffle_delta_fraction,
-        value_discretization_interval,
-    )
-
-
-def _clone_pld_guarantee(
-    eps0: float, n_users: int, k: int, epochs: int, delta: float, interval: float
-) -> Guarantee:
-    count = k * epochs
-    if numerical_epsilon(eps0, n_users, delta, tol=1e-6) >= eps0 - 1e-5:
-        return local_guarantee(
-            eps0,
-            k,
-            epochs,
-            note=(
-                "no shuffling amplification: FMT21 numerical clone analysis (Sec. 4) gives "
-                f"eps = eps0 (to 1e-5) for one shuffle of n={n_users} at delta={delta:.3g}"
-            ),
-        )
-    one = clone_pair_pld(float(eps0), n_users, float(interval))
-    eps_one = float(one.get_epsilon_for_delta(delta))
-    eps_total = max(0.0, float(one.self_compose(count).get_epsilon_for_delta(delta)))
-    local = count * eps0
-    bound = "FMT21 numerical clone analysis (Thm 3.2): the PLD of the clone pair (P, Q)"
-    if not eps_total < local:
-        return local_guarantee(
-            eps0,
-            k,
-            epochs,
-            note=(
-                f"no shuffling amplification: the shuffling bound ({bound}, composed: "
-                f"eps={eps_total:.4g}) is not below the local bound for n={n_users}"
-            ),
-        )
-    logger.debug(
-        "clone PLD: one shuffle eps=%.4g -> %d shuffles eps=%.4g", eps_one, count, eps_total
-    )
-    return Guarantee(
-        epsilon=eps_total,
-        delta=delta,
-        level="user",
-        sides="two",
-        model="shuffled",
-        mechanism=f"{count} shuffles of {n_users} eps0={eps0:g}-LDP reports",
-        notes=(
-            f"per-shuffle: {bound}, built exactly (pessimistic rounding to {interval:g}); "
-            f"one shuffle alone: eps={eps_one:.4g} at delta={delta:.3g}",
-            f"composition: PLD (dp-accounting) of the clone pair self-composed {count} = "
-            f"k x epochs times (k={k}, epochs={epochs}) at delta={delta:.3g}; sound because "
-            "dominating pairs compose adaptively (Zhu, Dong, Wang 2022)",
-            "delta split: none, all of delta is used once, after composition",
-            "each report slot is treated as a separate shuffle of one report per user",
-            f"local guarantee for comparison: eps={local:.4g} (basic composition)",
-        ),
-    )
-
-
-def _per_shuffle_pairs_guarantee(
-    eps0_per_report: float,
-    n_users: int,
-    k: int,
-    epochs: int,
-    delta: float,
-    method: str,
-    shuffle_delta_fraction: float,
-    value_discretization_interval: float,
-) -> Guarantee:
-    count = k * epochs
-    delta_s = shuffle_delta_fraction * delta / count
-    if method == "closed_form":
-        if not condition_holds(eps0_per_report, n_users, delta_s):
-            limit = math.log(n_users / (16.0 * math.log(2.0 / delta_s)))
-            return local_guarantee(
-                eps0_per_report,
-                k,
-                epochs,
-                note=(
-                    "no shuffling amplification claimed: FMT21 Thm 3.1 needs "
-                    f"eps0 <= log(n/(16 log(2/delta_s))) = {limit:.4g} for n={n_users}, "
-                    f"delta_s={delta_s:.3g}; got eps0={eps0_per_report:g}"
-                ),
-            )
-        eps_s = closed_form_epsilon(eps0_per_report, n_users, delta_s)
-        bound = "FMT21 closed form (Thm 3.1)"
-    else:
-        eps_s = numerical_epsilon(eps0_per_report, n_users, delta_s)
-        bound = "FMT21 numerical clone analysis (Sec. 4)"
-    if eps_s >= eps0_per_report:
-        return local_guarantee(
-            eps0_per_report,
-            k,
-            epochs,
-            note=f"no shuffling amplification: {bound} gives eps_s = eps0 for n={n_users}",
-        )
-    eps_total = compose_pld(eps_s, delta_s, count, delta, value_discretization_interval)
-    local = count * eps0_per_report
-    if not eps_total < local:
-        return local_guarantee(
-            eps0_per_report,
-            k,
-            epochs,
-            note=(
-                f"shuffling bound ({bound}, composed: eps={eps_total:.4g}) is not below the "
-                f"local bound for n={n_users}"
-            ),
-        )
-    logger.debug("shuffle eps_s=%.4g delta_s=%.3g -> composed eps=%.4g", eps_s, delta_s, eps_total)
-    return Guarantee(
-        epsilon=eps_total,
-        delta=delta,
-        level="user",
-        sides="two",
-        model="shuffled",
-        mechanism=f"{count} shuffles of {n_users} eps0={eps0_per_report:g}-LDP reports",
-        notes=(
-            f"per-shuffle bound: {bound}: eps_s={eps_s:.4g}, delta_s={delta_s:.3g}",
-            f"composition: PLD (dp-accounting) over {count} = k x epochs shuffles "
-            f"(k={k}, epochs={epochs}) at delta={delta:.3g} of the per-shuffle (eps_s, delta_s) "
-            "pairs (analysis 'per_shuffle_pairs')",
-            f"delta split: {shuffle_delta_fraction:g} of delta to the shuffles "
-            f"(delta_s = {shuffle_delta_fraction:g} delta / {count}), the rest to composition",
-            "each report slot is treated as a separate shuffle of one report per user",
-            f"local guarantee for comparison: eps={local:.4g} (basic composition)",
-        ),
-    )

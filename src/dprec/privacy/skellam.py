@@ -58,6 +58,7 @@ from dp_accounting.rdp import rdp_privacy_accountant
 from scipy.special import ive
 
 from dprec.errors import DprecError
+from dprec.privacy.calibrate import smallest_noise
 
 __all__ = [
     "SKELLAM_ORDERS",
@@ -251,12 +252,11 @@ def calibrate_skellam_mu(epsilon: float, delta: float, l1_sensitivity: float,
     the accountant's, or RDP where smaller) when ``unit_shifts`` is given (then
     ``l1 = unit_shifts``, ``l2 = sqrt(unit_shifts)``), else by :func:`skellam_epsilon`.
 
-    Bisection on ``log mu`` (the bounds decrease in ``mu``); the returned ``mu`` always
-    meets the target, and ``mu / (1 + rtol)`` may not.
+    :func:`dprec.privacy.calibrate.smallest_noise` (the bounds decrease in ``mu``): the
+    returned ``mu`` always meets the target, and ``mu / (1 + rtol)`` may not. The search
+    stops below ``mu = 1e-3``, where the pmf of the PLD analysis underflows.
     """
-    target = _check_finite_positive("epsilon", epsilon)
-    if not 0 < rtol < 1:
-        raise DprecError(f"rtol must be in (0, 1), got {rtol}")
+    _check_finite_positive("epsilon", epsilon)
 
     def eps_of(mu: float) -> float:
         event = SkellamDpEvent(mu, l1_sensitivity, l2_sensitivity, unit_shifts)
@@ -264,21 +264,7 @@ def calibrate_skellam_mu(epsilon: float, delta: float, l1_sensitivity: float,
             return skellam_epsilon(event, delta, count)
         return skellam_tight_epsilon(event, delta, count, value_discretization_interval)[0]
 
-    lo, hi = 1e-3, 1.0
-    while eps_of(hi) > target:
-        lo, hi = hi, hi * 4.0
-        if hi > 1e15:
-            raise DprecError(f"no mu up to 1e15 reaches epsilon {target} at delta {delta}; "
-                             "raise epsilon or delta")
-    if eps_of(lo) <= target:
-        return lo
-    while hi / lo > 1.0 + rtol:
-        mid = math.sqrt(lo * hi)
-        if eps_of(mid) <= target:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return smallest_noise(eps_of, epsilon, rtol=rtol, lower=1e-3, upper=1e15, what="mu")
 
 
 def skellam_exact_epsilon(mu: float, delta: float, shift: int = 1, tol: float = 1e-9) -> float:

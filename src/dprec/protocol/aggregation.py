@@ -5,8 +5,10 @@ Both servers hand what reached them to an :class:`Aggregator`. FMF-LDP's
 (item, factor) reports (:meth:`Aggregator.cell_totals`), DPLCF's
 :class:`~dprec.systems.dplcf.server.SimilarityServer` for the uploads that count
 (:meth:`Aggregator.uploads`). The first aggregator is the plain mean
-(:class:`MeanAggregator`); robust ones (trimmed or median-of-means totals, screening of
-uploads) plug in here, and the services choose one by name (:data:`AGGREGATORS`).
+(:class:`MeanAggregator`); robust ones plug in here, each owned by its system (FMF-LDP's
+trimmed and median-of-means totals in :mod:`dprec.systems.fmf.defences`, DPLCF's screening
+of uploads in :mod:`dprec.systems.dplcf.defences`), and the services choose one by name
+from the system's table (its Serving's ``aggregators``).
 
 Order invariance. A shuffling proxy forwards reports in an order drawn from its own
 generator: seeded in the simulation, a CSPRNG in a deployment. The same client randomness
@@ -25,23 +27,17 @@ DPLCF's pair counts are sums of 0/1 products, exact in any order and any batchin
 
 from __future__ import annotations
 
-import hashlib
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
 
 import numba
 import numpy as np
 
 from dprec.errors import DprecError
-from dprec.protocol.bit_screens import (
-    BitLaw,
-    flagged_uploads,
-    ones_range,
-    screen_threshold,
-)
 from dprec.protocol.messages import Message
 
 __all__ = [
@@ -49,13 +45,9 @@ __all__ = [
     "FIXED_POINT_BITS",
     "FIXED_POINT_UNIT",
     "Aggregator",
-    "BitRangeAggregator",
-    "BitScreenAggregator",
     "CellSums",
     "MeanAggregator",
-    "MedianOfMeansAggregator",
-    "RangeScreenAggregator",
-    "TrimmedMeanAggregator",
+    "aggregator_argument",
     "make_aggregator",
     "planned_unit",
     "sum_unit",
@@ -275,13 +267,14 @@ class Aggregator(ABC):
         """
 
     def uploads(self, batches: Iterable[_Upload]) -> Iterator[_Upload]:
-        """The uploaded vectors that count (all of them for the plain mean); for DPLCF the
-        batches are :class:`~dprec.systems.dplcf.messages.ObfuscatedBits`."""
+        """The uploaded vectors that count (all of them for the plain mean; e.g. DPLCF's
+        :class:`~dprec.systems.dplcf.messages.ObfuscatedBits`)."""
         yield from batches
 
-    def for_uploads(self, law: BitLaw) -> Aggregator:
-        """This aggregator for bit uploads of the public law ``law`` (DPLCF's server calls
-        it once); the aggregators that do not look at uploads return themselves."""
+    def for_uploads(self, law: Any) -> Aggregator:
+        """This aggregator for uploads of the public law ``law`` (e.g. DPLCF's server calls
+        it once with its :class:`~dprec.systems.dplcf.bit_screens.BitLaw`); the aggregators
+        that do not look at uploads return themselves."""
         return self
 
 
@@ -295,319 +288,28 @@ class MeanAggregator(Aggregator):
         return CellSums.of(cells, values, n_cells).totals()
 
 
-class _CellEstimateAggregator(Aggregator):
-    """A robust per-cell estimate of real-valued reports (FMF-LDP's cells): it has nothing to
-    say about DPLCF's bit uploads, so a DPLCF server refuses it instead of running the plain
-    mean under its name."""
-
-    def for_uploads(self, law: BitLaw) -> Aggregator:
-        raise DprecError(f"the {self.name} aggregator estimates per-cell means of real-valued "
-                         "reports (fmf-ldp); DPLCF's bit uploads take mean, dplcf-range, "
-                         "dplcf-screen or dplcf-range+screen")
-
-
-def _sorted_reports(cells: np.ndarray, values: np.ndarray, n_cells: int
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The reports checked and sorted by (cell, value): (cells, values, counts, rank).
-
-    Reports equal in cell and value are interchangeable, so the sorted arrays are a function
-    of the multiset of reports alone (the tie rule: equal keys are equal reports). ``counts``
-    int64 ``(n_cells,)``: reports per cell; ``rank[r]``: report r's position in its cell.
-    """
-    cells_a = np.asarray(cells)
-    vals = np.ascontiguousarray(values, np.float64)
-    if cells_a.ndim != 1 or vals.shape != cells_a.shape:
-        raise DprecError(f"cells and values must be 1-D of equal length, got shapes "
-                         f"{cells_a.shape} and {vals.shape}")
-    if cells_a.size and not np.issubdtype(cells_a.dtype, np.integer):
-        raise DprecError(f"cells must be integers, got dtype {cells_a.dtype}")
-    if cells_a.size and (cells_a.min() < 0 or cells_a.max() >= n_cells):
-        raise DprecError(f"cells must be in [0, {n_cells}), got {cells_a.min()} .. "
-                         f"{cells_a.max()}")
-    if not np.isfinite(vals).all():
-        raise DprecError("report values must be finite")
-    vals = vals + 0.0  # -0.0 becomes 0.0: equal keys are then equal bits
-    order = np.lexsort((vals, cells_a))
-    c = cells_a[order].astype(np.int64)
-    v = vals[order]
-    counts = np.bincount(c, minlength=n_cells).astype(np.int64)
-    starts = np.cumsum(counts) - counts
-    return c, v, counts, np.arange(c.size, dtype=np.int64) - starts[c]
-
-
-class TrimmedMeanAggregator(_CellEstimateAggregator):
-    """Per-cell trimmed mean (issue 26 §3): in a cell of n_c reports the t_c = floor(trim n_c)
-    lowest and t_c highest values are dropped and the rest averaged; the cell's total is
-    n_c times that mean, so the server's Eq. 9 (divide by the round's n) is unchanged.
-
-    ``trim`` in [0, 0.5): trim = 0 is :class:`MeanAggregator` bit for bit. Order-free: the
-    values are sorted per cell (:func:`_sorted_reports`) and the kept ones summed exactly
-    (:class:`CellSums`). A cell's total then moves by at most n_c C / (n_c - 2 t_c) per
-    attacker report beyond t_c on one side; with t_c or fewer attacker reports in a cell
-    (values in [-C, C]) it stays within the range of the honest values' kept order
-    statistics. Biased on skewed honest data (measured, docs/results/poisoning_defences_fmf.md):
-    for the binary mechanism (values +-C) the kept mean is C (n+ - n-) / (n_c - 2 t_c) while
-    both signs keep >= t_c reports (the mean scaled by n_c / (n_c - 2 t_c)), and the cell's
-    sum is clamped to +-C (n_c - 2 t_c) otherwise.
-
-    Privacy: a function of the reports the server already holds (post-processing), so every
-    guarantee of the plain mean holds unchanged.
-    """
-
-    name: ClassVar[str] = "trimmed"
-
-    def __init__(self, trim: float = 0.1) -> None:
-        if isinstance(trim, bool) or not (isinstance(trim, (int, float))
-                                          and 0.0 <= trim < 0.5):
-            raise DprecError(f"trim must be a fraction in [0, 0.5), got {trim!r}")
-        self.trim = float(trim)
-
-    @classmethod
-    def from_argument(cls, argument: str | None) -> TrimmedMeanAggregator:
-        """``trimmed`` (trim 0.1) or ``trimmed:FRACTION``."""
-        return cls() if argument is None else cls(_number(argument, cls.name, float))
-
-    @property
-    def spec(self) -> str:
-        return f"{self.name}:{self.trim!r}"
-
-    def cell_totals(self, cells: np.ndarray, values: np.ndarray, n_cells: int) -> np.ndarray:
-        c, v, counts, rank = _sorted_reports(cells, values, n_cells)
-        cut = np.floor(self.trim * counts).astype(np.int64)
-        keep = (rank >= cut[c]) & (rank < (counts - cut)[c])
-        kept = CellSums.of(c[keep], v[keep], n_cells).totals()
-        left = counts - 2 * cut
-        scale = np.divide(counts, left, out=np.ones(n_cells), where=left > 0)
-        return kept * scale
-
-
-class MedianOfMeansAggregator(_CellEstimateAggregator):
-    """Per-cell median of means (issue 26 §3): a cell's n_c reports are split into
-    min(groups, n_c) random groups of near-equal size (ranks dealt round-robin over a random
-    order), each group averaged, and the cell's total is n_c times the median of the group
-    means (the mean of the two middle ones for an even count).
-
-    The random order is drawn, per round, from a generator seeded with SHA-256 of ``key``
-    and the reports sorted by (cell, value) (:func:`_sorted_reports`), so the estimate is a
-    function of the multiset of reports and ``key``: in-process and HTTP runs agree bit for
-    bit. ``key`` is public (empty) in the simulation; a deployed server should hold a secret
-    one (from its CSPRNG), or an attacker who knows every report could grind its values for a
-    favourable grouping. With at most (groups - 1) / 2 groups of a cell holding attacker
-    reports the median lies between two honest-only group means. Biased where group means
-    are skewed (measured, docs/results/poisoning_defences_fmf.md).
-
-    Privacy: post-processing of the reports the server holds; guarantees unchanged.
-    """
-
-    name: ClassVar[str] = "median-of-means"
-
-    def __init__(self, groups: int = 5, key: bytes = b"") -> None:
-        if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
-            raise DprecError(f"groups must be an integer >= 1, got {groups!r}")
-        self.groups = int(groups)
-        self.key = bytes(key)
-
-    @classmethod
-    def from_argument(cls, argument: str | None) -> MedianOfMeansAggregator:
-        """``median-of-means`` (5 groups) or ``median-of-means:GROUPS``."""
-        return cls() if argument is None else cls(_number(argument, cls.name, int))
-
-    @property
-    def spec(self) -> str:
-        return f"{self.name}:{self.groups}"
-
-    def cell_totals(self, cells: np.ndarray, values: np.ndarray, n_cells: int) -> np.ndarray:
-        c, v, counts, _ = _sorted_reports(cells, values, n_cells)
-        g = self.groups
-        digest = hashlib.sha256(b"dprec/median-of-means/v1" + self.key + c.tobytes()
-                                + v.tobytes()).digest()
-        rng = np.random.default_rng(np.frombuffer(digest, np.uint32))
-        order = np.lexsort((rng.random(c.size), c))
-        starts = np.cumsum(counts) - counts
-        rank = np.arange(c.size, dtype=np.int64) - starts[c[order]]
-        slot = c[order] * g + rank % g
-        sums = np.bincount(slot, weights=v[order], minlength=n_cells * g).reshape(n_cells, g)
-        sizes = np.bincount(slot, minlength=n_cells * g).reshape(n_cells, g)
-        means = np.where(sizes > 0, sums / np.maximum(sizes, 1), np.inf)
-        means.sort(axis=1)
-        used = np.minimum(counts, g)
-        lo = np.maximum(used - 1, 0) // 2
-        hi = used // 2
-        rows = np.arange(n_cells)
-        median = 0.5 * (means[rows, lo] + means[rows, np.minimum(hi, g - 1)])
-        median[counts == 0] = 0.0
-        return counts * median
-
-
-class _BitUploadAggregator(Aggregator):
-    """An aggregator that screens DPLCF's bit uploads; FMF-LDP's cells are not for it."""
-
-    rate: float
-    law: BitLaw | None
-    refused: int
-
-    def cell_totals(self, cells: np.ndarray, values: np.ndarray, n_cells: int) -> np.ndarray:
-        raise DprecError(f"the {self.name} aggregator screens DPLCF's bit uploads; for "
-                         f"FMF-LDP's cell reports use mean, trimmed or median-of-means")
-
-    def _law(self) -> BitLaw:
-        if self.law is None:
-            raise DprecError(f"the {self.name} aggregator needs the uploads' public law "
-                             f"(DPLCF's SimilarityServer gives it through for_uploads)")
-        return self.law
-
-
-class BitRangeAggregator(_BitUploadAggregator):
-    """Refuse DPLCF uploads whose number of ones no honest client would send at the stated
-    rate (issue 26 §2; :func:`~dprec.protocol.bit_screens.ones_range`): an honest upload of
-    a history of at most L items is refused with probability <= ``rate`` (default 1e-9).
-    Uploads inside the range pass untouched, so a round with no refusal counts exactly the
-    uploads of :class:`MeanAggregator` (the same pair counts, bit for bit).
-
-    Privacy: the range depends on public parameters only (N, p, q, L) and the decision on
-    the upload alone: post-processing, every guarantee unchanged.
-    """
-
-    name: ClassVar[str] = "dplcf-range"
-
-    def __init__(self, rate: float = 1e-9, law: BitLaw | None = None) -> None:
-        if isinstance(rate, bool) or not (isinstance(rate, (int, float)) and 0 < rate < 1):
-            raise DprecError(f"{self.name}: the false-refusal rate must be in (0, 1), got "
-                             f"{rate!r}")
-        self.rate = float(rate)
-        self.law = law
-        self.refused = 0
-        """Uploads refused so far."""
-
-    @classmethod
-    def from_argument(cls, argument: str | None) -> BitRangeAggregator:
-        """``dplcf-range`` (rate 1e-9) or ``dplcf-range:RATE``."""
-        return cls() if argument is None else cls(_number(argument, cls.name, float))
-
-    @property
-    def spec(self) -> str:
-        return f"{self.name}:{self.rate!r}"
-
-    def for_uploads(self, law: BitLaw) -> BitRangeAggregator:
-        return type(self)(self.rate, law)
-
-    def uploads(self, batches: Iterable[_Upload]) -> Iterator[_Upload]:
-        bounds = ones_range(self._law(), self.rate)
-        for m in batches:
-            keep = bounds.admits(m.packed)  # type: ignore[attr-defined]
-            if keep.all():
-                yield m
-                continue
-            self.refused += int((~keep).sum())
-            if keep.any():
-                yield replace(m, packed=m.packed[keep])  # type: ignore[attr-defined, type-var]
-
-
-class BitScreenAggregator(_BitUploadAggregator):
-    """Frequent-itemset screening of DPLCF uploads (issue 26 §4; Cao, Jia & Gong, USENIX
-    Security 2021, Sec. 6): every upload containing a set of ``z`` items held by more
-    uploads than honest flips make plausible at ``rate``
-    (:func:`~dprec.protocol.bit_screens.screen_threshold`) is dropped. With no attacker,
-    P(any upload dropped) <= rate; with no upload flagged, the batches pass untouched (the
-    mean's counts, bit for bit). Holds the whole round's uploads (n x N bits, unpacked to one
-    byte each) before the first is counted.
-
-    Privacy: a function of the uploads the server holds and of public parameters
-    (post-processing): every guarantee unchanged.
-    """
-
-    name: ClassVar[str] = "dplcf-screen"
-    range_first: ClassVar[bool] = False
-
-    def __init__(self, z: int = 20, rate: float = 1e-9, law: BitLaw | None = None,
-                 seeds: int = 200) -> None:
-        if isinstance(z, bool) or int(z) != z or z < 2:
-            raise DprecError(f"{self.name}: the itemset size z must be an integer >= 2, got "
-                             f"{z!r}")
-        if isinstance(rate, bool) or not (isinstance(rate, (int, float)) and 0 < rate < 1):
-            raise DprecError(f"{self.name}: the false-drop rate must be in (0, 1), got "
-                             f"{rate!r}")
-        self.z = int(z)
-        self.rate = float(rate)
-        self.law = law
-        self.seeds = int(seeds)
-        self.refused = 0
-        """Uploads refused by the validity range (``dplcf-range+screen``)."""
-        self.dropped = 0
-        """Uploads dropped by the screen."""
-        self.itemsets: list[np.ndarray] = []
-        """The flagged z-itemsets of the last round."""
-
-    @classmethod
-    def from_argument(cls, argument: str | None) -> BitScreenAggregator:
-        """``NAME`` (z = 20) or ``NAME:Z``."""
-        return cls() if argument is None else cls(_number(argument, cls.name, int))
-
-    @property
-    def spec(self) -> str:
-        return f"{self.name}:{self.z}"
-
-    def for_uploads(self, law: BitLaw) -> BitScreenAggregator:
-        return type(self)(self.z, self.rate, law, self.seeds)
-
-    def uploads(self, batches: Iterable[_Upload]) -> Iterator[_Upload]:
-        law = self._law()
-        held = list(batches)
-        if not held:
-            return
-        packed = np.concatenate([m.packed for m in held])  # type: ignore[attr-defined]
-        keep = np.ones(len(packed), bool)
-        if self.range_first:
-            keep = ones_range(law, self.rate).admits(packed)
-            self.refused += int((~keep).sum())
-        threshold = screen_threshold(int(keep.sum()), law.n_items, law.p, self.z, self.rate)
-        bits = np.unpackbits(packed[keep], axis=1, count=law.n_items).astype(bool)
-        flagged, self.itemsets = flagged_uploads(bits, self.z, threshold, self.seeds)
-        self.dropped += int(flagged.sum())
-        keep[np.flatnonzero(keep)[flagged]] = False
-        if keep.all():
-            yield from held
-            return
-        start = 0
-        for m in held:
-            rows = keep[start:start + len(m.packed)]  # type: ignore[attr-defined]
-            start += len(m.packed)  # type: ignore[attr-defined]
-            if rows.all():
-                yield m
-            elif rows.any():
-                yield replace(m, packed=m.packed[rows])  # type: ignore[attr-defined, type-var]
-
-
-class RangeScreenAggregator(BitScreenAggregator):
-    """:class:`BitRangeAggregator`'s refusal, then :class:`BitScreenAggregator`'s screen
-    on the uploads left (each at ``rate``: an honest upload is lost with probability
-    <= 2 rate)."""
-
-    name: ClassVar[str] = "dplcf-range+screen"
-    range_first: ClassVar[bool] = True
-
-
-def _number(argument: str, name: str, kind: type) -> Any:
+def aggregator_argument(argument: str, name: str, kind: type) -> Any:
+    """``NAME:ARG``'s ARG as ``kind`` (a clear error names the aggregator)."""
     try:
         return kind(argument)
     except ValueError:
         raise DprecError(f"{name}:ARG needs a {kind.__name__}, got {argument!r}") from None
 
 
-AGGREGATORS: dict[str, type[Aggregator]] = {
-    "mean": MeanAggregator, "trimmed": TrimmedMeanAggregator,
-    "median-of-means": MedianOfMeansAggregator, "dplcf-range": BitRangeAggregator,
-    "dplcf-screen": BitScreenAggregator, "dplcf-range+screen": RangeScreenAggregator}
-"""Aggregators by the name the services' ``--aggregator`` option takes."""
+AGGREGATORS: Mapping[str, type[Aggregator]] = MappingProxyType({"mean": MeanAggregator})
+"""The aggregators of every system; a system's robust ones are its own (its Serving's
+``aggregators``: DPLCF's upload screens, FMF-LDP's per-cell estimates)."""
 
 
-def make_aggregator(name: str) -> Aggregator:
-    """The aggregator ``name`` or ``name:ARG`` (``trimmed:0.1``, ``median-of-means:5``);
-    a clear error lists the known names."""
+def make_aggregator(name: str, known: Mapping[str, type[Aggregator]] | None = None
+                    ) -> Aggregator:
+    """The aggregator ``name`` or ``name:ARG`` (``trimmed:0.1``) among ``known`` (a system's
+    table; None: :data:`AGGREGATORS`); a clear error lists the known names."""
+    table = AGGREGATORS if known is None else known
     base, _, argument = str(name).partition(":")
     try:
-        cls = AGGREGATORS[base]
+        cls = table[base]
     except KeyError:
-        raise DprecError(f"aggregator must be one of {sorted(AGGREGATORS)} (with :ARG for "
-                         f"trimmed and median-of-means), got {name!r}") from None
+        raise DprecError(f"aggregator must be one of {sorted(table)} (with :ARG for the "
+                         f"robust ones), got {name!r}") from None
     return cls.from_argument(argument if ":" in str(name) else None)

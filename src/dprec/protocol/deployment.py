@@ -33,6 +33,7 @@ from dprec.protocol.messages import Message
 if TYPE_CHECKING:
     from dprec.protocol.aggregation import Aggregator
     from dprec.protocol.engine import Server
+    from dprec.protocol.sharding import SystemAdapter
 
 __all__ = ["Deployment", "DeviceReader", "PublishedProtocol", "ProxySecrets", "SecretNotReady",
            "Serving", "generator_from_json", "generator_to_json"]
@@ -183,6 +184,9 @@ class Deployment(ABC):
     simulation's generator) and the simulated clients draw as devices, each from its own
     CSPRNG (:attr:`~dprec.services.transport.HttpTransport.device_clients`). False: the
     services replay the simulation's seeded stream, bit for bit."""
+    exact_upload: bool = True
+    """False: an upload's size depends on the client's data (the terms' ``message_bytes`` is
+    its largest)."""
     one_batch: bool = False
     """True: the proxy forwards ONE batch per round, at its close, and the server takes one
     (a secure sum: every batch the server can tell apart reveals its own sum)."""
@@ -278,6 +282,16 @@ class Deployment(ABC):
                     client_id: int, artefact: Callable[[], Any]) -> bytes:
         """One client's message of ``round`` (``artefact()`` fetches the device's one)."""
 
+    def needs_client_secret(self, terms: Any) -> bool:
+        """True: :meth:`client_step` needs what the proxy hands this client alone
+        (:meth:`ProxySecrets.client_secret`); the device fetches it before its step."""
+        return False
+
+    def with_client_secret(self, terms: Any, doc: Mapping[str, Any]) -> Any:
+        """``terms`` with the proxy's ``doc`` for this client, checked
+        (:class:`DprecError` on anything malformed)."""
+        raise DprecError("this protocol's proxy hands clients no secret")
+
     @abstractmethod
     def decode_artefact(self, terms: Any, body: bytes) -> Any:
         """The device's artefact, checked against its terms."""
@@ -292,8 +306,12 @@ class Serving(ABC):
 
     role_type: type
     """The class of its server role (what the sharded backend recognises a run by)."""
-    shard_adapter: str | None = None
-    """The name of its adapter in :mod:`dprec.distributed.shards` (None: no sharded run)."""
+    shard_adapter: type[SystemAdapter] | None = None
+    """Its sharded-run adapter (``systems/<name>/shard.py``, or the secure sums'
+    :class:`~dprec.protocol.sharding.IntegerSumAdapter`; None: no sharded run)."""
+    aggregators: Mapping[str, type[Aggregator]] | None = None
+    """The aggregators its server takes by name (``--aggregator``; its own defences among
+    them); None: the plain mean only."""
     trusted_aggregator: bool = False
     """True if its server role sees individual contributions in the clear (central DP with a
     trusted aggregator, or no DP); the role says so in its description too."""

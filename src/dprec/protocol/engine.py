@@ -102,6 +102,11 @@ def client_ids(ids: np.ndarray | None, n_rows: int) -> np.ndarray:
 class Server(ABC):
     """The untrusted aggregator: sees only forwarded batches, publishes broadcasts."""
 
+    public: tuple[str, ...] = ()
+    """The role's attributes that are public parameters of its protocol: what must agree
+    between a simulation's role and a service's
+    (:func:`~dprec.services.roles.describe_role`)."""
+
     @abstractmethod
     def start(self, rng: np.random.Generator) -> Any:
         """The first broadcast (None when the protocol starts with the clients)."""

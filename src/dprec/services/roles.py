@@ -20,20 +20,21 @@ from typing import Any
 import numpy as np
 
 from dprec.errors import DprecError
-from dprec.protocol.aggregation import Aggregator
+from dprec.protocol.aggregation import Aggregator, make_aggregator
 from dprec.protocol.engine import Server
 from dprec.protocol.messages import Message
 from dprec.systems.deployable import ProtocolInfo
 
-__all__ = ["check_role_memory", "decode_broadcast", "describe_role", "diagnostics",
+__all__ = ["aggregator", "check_role_memory", "decode_broadcast", "describe_role", "diagnostics",
            "encode_broadcast", "encode_state", "initial_state", "initialise",
            "published_artefacts", "restore", "role_memory", "server_role"]
 
 _GIB = float(1 << 30)
 
-_PUBLIC = ("n_items", "factors", "lr", "reg", "steps", "clip", "init_scale", "estimator",
-           "neighbours", "include_full", "count_method", "n_users", "rating_scale",
-           "trusted_aggregator")
+def aggregator(info: ProtocolInfo) -> Aggregator:
+    """The aggregator ``info`` names, from its system's table (the server half's
+    ``aggregators``: its own defences, or the plain mean)."""
+    return make_aggregator(info.aggregator, info.serving().aggregators)
 
 
 def server_role(info: ProtocolInfo, aggregator: Aggregator) -> Server:
@@ -59,9 +60,10 @@ def check_role_memory(info: ProtocolInfo, available: int | None) -> None:
 
 def describe_role(role: Any) -> dict[str, Any]:
     """The public parameters of a server role (what must agree between simulation and
-    service)."""
+    service): its class, the attributes it names public (:attr:`Server.public`) and its
+    mechanism."""
     out: dict[str, Any] = {"role": type(role).__name__}
-    for name in _PUBLIC:
+    for name in getattr(role, "public", ()):
         if hasattr(role, name):
             value = getattr(role, name)
             out[name] = value.item() if isinstance(value, np.generic) else value

@@ -4,14 +4,24 @@
 At the close of a round of a protocol whose secret part agrees its release with the server
 (:attr:`~dprec.protocol.deployment.ProxySecrets.agrees_release`):
 
-1. the proxy takes its own verdict on every held upload (its seed box opens);
-2. it sends the server the share boxes of the uploads it found valid, without a mask sum
-   (``POST /v1/rounds/{round}/shares``), and gets the server's verdict on each;
-3. it keeps the uploads both found valid, applies the :class:`ReleaseRule` (at least
-   ``max(threshold, min_honest)``, at most ``n_clients``), and in ONE transaction queues
-   the release over exactly that set, forgets the held uploads and records every upload's
-   verdict (:meth:`~dprec.services.store.ProxyStore.settle`). A retry or a restart re-sends
-   that queued release under the same idempotency key; no second set is ever released.
+1. chunk by chunk (:data:`~dprec.protocol.secure_sum.validity.CHECK_CHUNK_BYTES` of held
+   uploads at a time), the proxy takes its own verdict on each held upload (its seed box
+   opens, or its proof's Helper share prepares);
+2. it sends the server the chunk's shares of the uploads it found valid, without a mask
+   sum (``POST /v1/rounds/{round}/shares``), and gets the server's verdict on each; a
+   secret part that folds (:meth:`~dprec.systems.dp_pop.proved_relay.ProvedRelay.fold`,
+   the proved sum) adds the chunk's agreed uploads to its running aggregate share and
+   forgets the chunk. No chunk takes more uploads than the release rule's most minus those
+   already agreed, so the agreed set never exceeds ``n_clients`` (uploads past it are
+   refused; the held rows' order is random, so those kept are a uniform draw);
+3. it applies the :class:`ReleaseRule` (at least ``max(threshold, min_honest)``), and in
+   ONE transaction queues the release over exactly that set, forgets the held uploads and
+   records every upload's verdict (:meth:`~dprec.services.store.ProxyStore.settle`). A
+   retry or a restart re-sends that queued release under the same idempotency key; no
+   second set is ever released.
+
+A round with fewer held uploads than the rule's least is settled without asking the
+server anything.
 
 Every acknowledged upload then ends in exactly one outcome (:func:`upload_outcomes`):
 ``summed`` (in the release the server took and summed), ``refused`` (with the reason: the
@@ -32,7 +42,7 @@ from typing import Any
 
 from dprec.errors import DprecError
 from dprec.protocol.deployment import ProxySecrets
-from dprec.protocol.secure_sum.validity import ReleaseRule, agree
+from dprec.protocol.secure_sum.validity import CHECK_CHUNK_BYTES, ReleaseRule, agree
 from dprec.random import secure_generator
 from dprec.services.store import ProxyStore
 
@@ -73,29 +83,50 @@ def bounds_problem(secrets: ProxySecrets, store: ProxyStore, min_honest: int | N
 
 
 async def settle_round(store: ProxyStore, secrets: ProxySecrets, rule: ReleaseRule,
-                       round: int, ask: ServerVerdicts) -> None:
+                       round: int, ask: ServerVerdicts, chunk_bytes: int = CHECK_CHUNK_BYTES
+                       ) -> None:
     """Agree the round's valid set with the server and queue the one release (module
     docstring); nothing if the round is already settled."""
     if store.uploads(round) is not None:
         return
-    rows = [body for _, body in store.held_rows(round)]
-    ids = [secrets.message_id(body) for body in rows]
-    mine = secrets.verdicts(rows, round)
-    fine = [body for body, mid in zip(rows, ids, strict=True) if mine.get(mid) is None]
-    if len(fine) >= rule.fewest:
-        theirs = await ask(round, secrets.share_batch(fine, round))
-    else:  # too few to release whatever the server says: it sees nothing
-        theirs = {secrets.message_id(body): None for body in fine}
-    valid, refused = agree({mid: mine.get(mid, "it does not parse") for mid in ids}, theirs)
+    folds = callable(getattr(secrets, "fold", None))
+    if callable(getattr(secrets, "begin_release", None)):
+        secrets.begin_release(round)  # type: ignore[attr-defined]
+    asks = store.held(round) >= rule.fewest  # too few to release: the server sees nothing
+    valid: list[bytes] = []
+    refused: dict[bytes, str] = {}
+    for rows in store.held_chunks(round, chunk_bytes):
+        ids = [secrets.message_id(body) for body in rows]
+        mine = secrets.verdicts(rows, round)
+        fine = [(b, m) for b, m in zip(rows, ids, strict=True) if mine.get(m) is None]
+        room = max(0, rule.most - len(valid))
+        for _, mid in fine[room:]:
+            refused[mid] = (f"the round held more valid uploads than n_clients = {rule.most} "
+                            "(the ring q covers at most that many); this one was not drawn")
+        fine = fine[:room]
+        if asks and fine:
+            theirs = await ask(round, secrets.share_batch([b for b, _ in fine], round))
+        else:
+            theirs = {m: None for _, m in fine}
+        mine = {m: mine.get(m, "it does not parse") for m in ids if m not in refused}
+        ok, no = agree(mine, theirs)
+        refused.update(no)
+        valid.extend(ok)
+        if folds:
+            secrets.fold(ok, round)  # type: ignore[attr-defined]
     released, extra, below = rule.choose(valid, secure_generator())
     refused.update(extra)
-    chosen = set(released)
     body = None
-    if released:
-        body = secrets.release([b for b, mid in zip(rows, ids, strict=True) if mid in chosen],
+    if released and folds:
+        body = secrets.folded_release(sorted(released), round)  # type: ignore[attr-defined]
+    elif released:
+        chosen = set(released)
+        body = secrets.release([b for rows in store.held_chunks(round, chunk_bytes)
+                                for b in rows if secrets.message_id(b) in chosen],
                                round, rule.fewest)
     store.settle(round, body, [m.hex() for m in released],
-                 {m.hex(): why for m, why in refused.items()}, [m.hex() for m in below])
+                 {m.hex(): why for m, why in refused.items()},
+                 sorted(m.hex() for m in below))
 
 
 def lose_held(store: ProxyStore, secrets: ProxySecrets, round: int, why: str) -> None:
@@ -103,7 +134,8 @@ def lose_held(store: ProxyStore, secrets: ProxySecrets, round: int, why: str) ->
     server closed the round before the proxy released it)."""
     if store.uploads(round) is not None:
         return
-    lost = {secrets.message_id(body).hex(): why for _, body in store.held_rows(round)}
+    lost = {secrets.message_id(body).hex(): why
+            for rows in store.held_chunks(round, CHECK_CHUNK_BYTES) for body in rows}
     store.settle(round, None, [], {}, [], lost)
 
 

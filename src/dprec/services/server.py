@@ -62,7 +62,6 @@ from fastapi.responses import JSONResponse
 import dprec
 from dprec.data.synthetic import machine_memory
 from dprec.errors import DprecError
-from dprec.protocol.aggregation import make_aggregator
 from dprec.protocol.deployment import generator_from_json, generator_to_json
 from dprec.protocol.messages import Message, MessageError
 from dprec.services import roles
@@ -130,7 +129,7 @@ class _Server:
     def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
         self.info = settings.info
-        self.aggregator = make_aggregator(self.info.aggregator)
+        self.aggregator = roles.aggregator(self.info)
         self.store = ServerStore(settings.state_dir / "server.sqlite3", self.info.fingerprint(),
                                  settings.sync)
         self.description = {**self.info.to_json(),
@@ -274,6 +273,12 @@ class _Server:
         except DprecError as e:
             raise ApiError(422, f"share batch refused: {e}") from None
         shares = getattr(verdicts, "verifier_shares", None)
+        kept = getattr(verdicts, "outputs", None)
+        if kept:  # what the role sums at the release (a proved sum's output shares)
+            try:
+                self.store.keep(round, kept, self.info.rounds)
+            except StoreConflict as e:
+                raise ApiError(409, str(e)) from None
         log.info("round %d: checked %d shares, %d refused", round, len(verdicts),
                  sum(v is not None for v in verdicts.values()))
         out = {"round": round, "verdicts": {mid.hex(): why for mid, why in verdicts.items()}}
@@ -286,6 +291,8 @@ class _Server:
             role = self._started_role()
             latest = self.store.broadcast()
             roles.restore(self.info, role, None if latest is None else latest[0])
+            if hasattr(role, "kept_outputs"):  # what the share check kept, read by id
+                role.kept_outputs = lambda ids: self.store.kept(round, ids)
             batches = (roles.parse_forwarded(b) for b in self.store.batches(round))
             try:
                 new = role.aggregate(batches, round)

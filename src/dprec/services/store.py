@@ -155,6 +155,8 @@ CREATE TABLE IF NOT EXISTS batches(key TEXT PRIMARY KEY, round INTEGER NOT NULL,
                                    digest TEXT NOT NULL, reports INTEGER NOT NULL,
                                    body BLOB NOT NULL);
 CREATE INDEX IF NOT EXISTS batches_round ON batches(round);
+CREATE TABLE IF NOT EXISTS kept(round INTEGER NOT NULL, id BLOB NOT NULL, body BLOB NOT NULL,
+                                PRIMARY KEY(round, id)) WITHOUT ROWID;
 """
 
 
@@ -229,7 +231,21 @@ class ServerStore:
                               "WHERE round = ?", (round,)).fetchone()
         return int(row[0]), int(row[1])
 
+    def kept(self, round: int, ids: list[bytes]) -> list[bytes | None]:
+        """What :meth:`keep` stored for each of ``ids`` in ``round`` (None: nothing)."""
+        rows = dict(self.db.execute(f"SELECT id, body FROM kept WHERE round = ? AND id IN "
+                                    f"({','.join('?' * len(ids))})", (round, *map(bytes, ids))))
+        return [None if rows.get(bytes(m)) is None else bytes(rows[bytes(m)]) for m in ids]
+
     # writes
+    def keep(self, round: int, bodies: dict[bytes, bytes], rounds: int) -> None:
+        """Keep, until the open ``round`` closes, what the role computed per upload at the
+        share check (a proved sum's output shares, by message id; the first value stays)."""
+        with _transaction(self.db):
+            _check_open(self.db, round, rounds)
+            self.db.executemany("INSERT OR IGNORE INTO kept VALUES(?, ?, ?)",
+                                [(round, bytes(k), bytes(v)) for k, v in bodies.items()])
+
     def start(self, record: dict[str, Any], body: bytes | None, digest: str | None) -> None:
         """Persist the start (and the first broadcast) in one transaction."""
         with _transaction(self.db):
@@ -293,6 +309,7 @@ class ServerStore:
                                    tuple(senders_of(r) for r in self.batch_reports(round)))
             self.db.execute("INSERT INTO rounds VALUES(?, ?)",
                             (round, json.dumps(outcome.to_json())))
+            self.db.execute("DELETE FROM kept WHERE round <= ?", (round,))
             _set_meta(self.db, "round", round + 1)
         return outcome
 
@@ -399,10 +416,20 @@ class ProxyStore:
             del rows
         return moved
 
-    def held_rows(self, round: int) -> list[tuple[bytes, bytes]]:
-        """(key, body) of every held submission of ``round``, in key order."""
-        return [(bytes(k), bytes(b)) for k, b in self.db.execute(
-            "SELECT key, body FROM held WHERE round = ? ORDER BY key", (round,))]
+    def held_chunks(self, round: int, chunk_bytes: int) -> Iterator[list[bytes]]:
+        """The bodies of ``round``'s held submissions in key order, in lists of about
+        ``chunk_bytes`` (at least one body each): never all of them at once."""
+        after, rows = b"", [b""]
+        while rows:
+            rows, size = [], 0
+            for key, body in self.db.execute("SELECT key, body FROM held WHERE round = ? AND "
+                                             "key > ? ORDER BY key", (round, after)):
+                rows.append(bytes(body))
+                size, after = size + len(body), bytes(key)
+                if size >= chunk_bytes:
+                    break
+            if rows:
+                yield rows
 
     def settle(self, round: int, release: bytes | None, released: list[str],
                refused: dict[str, str], below: list[str],

@@ -305,11 +305,13 @@ class RemoteProxy(Proxy):
                         raise DprecError("the proxy's stub needs the server's description "
                                          "to submit a message")
                     deployment = self.server.info.deployment
-                sent = list(deployment.client_messages(m, next_id))
-                for f in [pool.submit(self._submit, r, client_id, body)
-                          for client_id, body in sent]:
+                # each upload is sent as soon as it is made, so making the next ones
+                # (sealing, proving) overlaps the requests in flight
+                pending = [pool.submit(self._submit, r, client_id, body)
+                           for client_id, body in deployment.client_messages(m, next_id)]
+                for f in pending:
                     f.result()
-                next_id += len(sent)
+                next_id += len(pending)
         outcome = retrying(lambda: _call(lambda: self.admin.post(
             f"/v1/rounds/{r}/close")).json(), self.retry_for)
         self._enforced(outcome.get("threshold"))

@@ -15,9 +15,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from dprec.iteration import IterationHook
-from dprec.models.dp_mf import DPPSMF, DPSGDMF, DPPSMFConfig, DPSGDMFConfig
-from dprec.privacy.accountant import BasicAccountant, account
+from dprec.models.dp_mf import DPPSMF, DPSGDMF
+from dprec.models.dp_mf_config import DPPSMFConfig, DPSGDMFConfig
+from dprec.privacy.basic_accountant import BasicAccountant
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
+from dprec.privacy.levels import account
 from dprec.systems.base import Recommender
 from dprec.systems.rating_baselines import ModelPredictor
 from dprec.systems.reporting import privacy_report_from_log

@@ -25,18 +25,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from dprec.iteration import IterationHook
-from dprec.models.pnbm import (
-    DPPSPNBM,
-    DPSGDPNBM,
-    PNBM,
-    DPPSPNBMConfig,
-    DPSGDPNBMConfig,
-    PNBMConfig,
-)
-from dprec.privacy.accountant import BasicAccountant, PldAccountant, PrivacyLevels, account
+from dprec.models.pnbm import DPPSPNBM, DPSGDPNBM, PNBM
+from dprec.models.pnbm_config import DPPSPNBMConfig, DPSGDPNBMConfig, PNBMConfig
 from dprec.privacy.adjacency import Adjacency
+from dprec.privacy.basic_accountant import BasicAccountant
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
+from dprec.privacy.levels import PrivacyLevels, account
+from dprec.privacy.pld_accountant import PldAccountant
 from dprec.privacy.posterior import posterior_sample_epsilon
 from dprec.systems.base import RatingPredictor
 from dprec.systems.rating_baselines import ModelPredictor

@@ -6,9 +6,11 @@ from collections.abc import Callable, Mapping
 from typing import Literal
 
 from dprec.errors import DprecError, PrivacyParameterError
-from dprec.privacy.accountant import Accountant, PldAccountant, account
+from dprec.privacy.accountant import Accountant
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import Guarantee, Model, PrivacyReport
+from dprec.privacy.levels import account
+from dprec.privacy.pld_accountant import PldAccountant
 
 __all__ = ["SIMULATION_ONLY", "SIMULATION_ONLY_NOTE", "check_shares", "privacy_report_from_log",
            "secure_sum_report", "share_record", "simulation_only"]

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from dprec.systems.audits import SystemAudit
 from dprec.systems.base import Recommender, Task
 
 __all__ = ["NoConfig", "SystemSpec"]
@@ -53,6 +54,9 @@ class SystemSpec:
     extras: tuple[str, ...] = ()
     """Optional packages the system needs to be built (``torch``): what
     :meth:`missing_extra` checks without importing them."""
+    audit: SystemAudit | None = None
+    """How ``dprec audit NAME`` audits the system (:mod:`dprec.systems.audits`); None: it
+    cannot be audited."""
 
     def settable(self) -> list[str]:
         return [f.name for f in fields(self.config) if f.name not in self.fixed]

@@ -1,7 +1,7 @@
 """The proved secure sum's messages and roles (protocol/secure_sum/proved.py), in process:
 the honest sum is exact; an invalid report is refused by the server AND by the proxy's own
-joint check (a server that calls it valid is refuted); a release holding an invalid report
-is refused whole; a box bound to another public share does not open."""
+joint check (a server that calls it valid is refuted); a release naming a report the server
+did not accept is refused whole; a box bound to another public share does not open."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.protocol.secure_sum.messages import run_id
 from dprec.protocol.secure_sum.proved import (
     ProvedBatch,
+    ProvedRelease,
     ProvedUpload,
     bound_data,
     prove_and_seal,
@@ -67,37 +68,48 @@ def _round(check, bad: bool = False):
     return proxy, server, run, ups, prepared, box, items, ys
 
 
+def _release(check, proxy, ups, prepared, ids=None) -> ProvedRelease:
+    ids = [u.message_id for u in ups] if ids is None else ids
+    agg = check.aggregate([state.out_share for state, _ in prepared])
+    return ProvedRelease.from_bytes(ProvedRelease(0, proxy.public, agg, tuple(ids)).to_bytes(),
+                                    check)
+
+
 def test_the_honest_reports_verify_and_sum_exactly(check):
     proxy, server, run, ups, prepared, box, items, ys = _round(check)
     batch = ProvedBatch.from_bytes(ProvedBatch(0, proxy.public, box, items).to_bytes(), check)
-    verdicts, shares = server_verify(check, server, run, batch, 0)
-    assert set(verdicts.values()) == {None}
+    outputs: dict[bytes, bytes] = {}
+    verdicts, shares = server_verify(check, server, run, batch, 0, outputs)
+    assert set(verdicts.values()) == {None} and set(outputs) == set(verdicts)
     for u, (state, vs) in zip(ups, prepared, strict=True):
         assert proxy_confirm(check, state, vs, shares[u.message_id]) is None
-    agg = check.aggregate([state.out_share for state, _ in prepared])
-    release = ProvedBatch.from_bytes(ProvedBatch(0, proxy.public, box, items, agg).to_bytes(),
-                                     check)
-    total, count = server_sum(check, server, run, release, 0, 2, N)
+    release = _release(check, proxy, ups, prepared)
+    kept = lambda ids: [outputs.get(m) for m in ids]  # noqa: E731
+    total, count = server_sum(check, release, 0, 2, N, kept)
     np.testing.assert_array_equal(total, np.sum(ys, axis=0))
     assert count == N
-    with pytest.raises(SecureSumError, match="outside"):  # before anything is opened
-        server_sum(check, server, run, release, 0, N + 1, 2 * N)
+    with pytest.raises(SecureSumError, match="outside"):  # before anything is read
+        server_sum(check, release, 0, N + 1, 2 * N, lambda ids: pytest.fail("read"))
+    with pytest.raises(SecureSumError, match="repeats"):
+        server_sum(check, _release(check, proxy, ups, prepared, [ups[0].message_id] * 2), 0,
+                   2, N, kept)
 
 
-def test_an_invalid_report_is_refused_by_both_and_a_release_holding_it_whole(check):
+def test_an_invalid_report_is_refused_by_both_and_a_release_naming_it_whole(check):
     proxy, server, run, ups, prepared, box, items, _ = _round(check, bad=True)
+    outputs: dict[bytes, bytes] = {}
     verdicts, shares = server_verify(check, server, run, ProvedBatch(0, proxy.public, box,
-                                                                     items), 0)
+                                                                     items), 0, outputs)
     bad = ups[-1].message_id
-    assert "invalid proof" in verdicts[bad]
+    assert "invalid proof" in verdicts[bad] and bad not in outputs
     assert [verdicts[u.message_id] for u in ups[:-1]] == [None] * (N - 1)
     # a server that calls it valid is refuted by the proxy's own joint check
     state, vs = prepared[-1]
     assert "InvalidProofError" in proxy_confirm(check, state, vs, shares[bad])
     assert proxy_confirm(check, state, vs, None) is not None
-    agg = check.aggregate([s.out_share for s, _ in prepared])
-    with pytest.raises(SecureSumError):
-        server_sum(check, server, run, ProvedBatch(0, proxy.public, box, items, agg), 0, 2, N)
+    with pytest.raises(SecureSumError, match="did not accept"):
+        server_sum(check, _release(check, proxy, ups, prepared), 0, 2, N,
+                   lambda ids: [outputs.get(m) for m in ids])
 
 
 def test_a_box_moved_to_another_public_share_does_not_open(check):

@@ -11,19 +11,25 @@ share; the proxy is Prio3's Helper, the server its Leader.
     server:  (at POST /shares) opens the leader box; vs_l; verdict = the joint decision of
              (vs_l, vs_h), or the reason; answers vs_l too, so the proxy decides itself
     proxy:   keeps the reports both accept (a server lying about a verdict only removes
-             reports, which the release rule bounds), releases ONCE its aggregate share
-             over that set, with the reports' leader boxes, public shares and vs_h
-    server:  re-verifies every report of the release (it keeps no state between the two
-             steps), refuses the whole release if one fails, and unshards the sum.
+             reports, which the release rule bounds) and folds their output shares into a
+             running aggregate share; the server keeps its output share of every report it
+             accepted (by message id, on disk). Both run chunk by chunk, so neither holds
+             more than one chunk of reports at once.
+    proxy:   releases ONCE its aggregate share with the message ids of the agreed set
+    server:  counts the ids against [min_honest, n_clients] before anything else, sums its
+             own kept output shares of exactly those ids (refusing the whole release if one
+             is not a report it accepted), and unshards the sum.
 
 The verify key (32 bytes, draft §7.2): the proxy derives it per run and round from its own
 private key by HKDF-SHA256 (:func:`verify_key`; the same after a restart, unknown to
 clients) and seals it to the server in every batch.
 
-Batch (proxy -> server; "DSC3") and release ("DSR3"):
+Batch (proxy -> server, "DSC3"):
     label | round (u64 BE) | count (u32 BE) | proxy key (32) | verify key box (32 + 56)
-    | [release: the proxy's aggregate share, OUTPUT_LEN x 8]
     | count x (message id (16) | public share | leader box | helper verifier share)
+Release ("DSR4"): 8 d + 16 bytes per report, never the reports themselves:
+    label | round (u64 BE) | count (u32 BE) | proxy key (32)
+    | the proxy's aggregate share (OUTPUT_LEN x 8) | count x message id (16)
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import struct
+from collections.abc import Callable
 
 import numpy as np
 from cryptography.hazmat.primitives import hashes
@@ -46,10 +53,11 @@ from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, associated_data
 from dprec.protocol.secure_sum.sealed import KEY_BYTES, OVERHEAD, KeyPair, open_box, seal
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 
-__all__ = ["ProvedBatch", "ProvedUpload", "bound_data", "prove_and_seal", "proxy_confirm",
-           "proxy_prepare", "seal_verify_key", "server_sum", "server_verify", "verify_key"]
+__all__ = ["KeptOutputs", "ProvedBatch", "ProvedRelease", "ProvedUpload", "bound_data",
+           "fold_outputs", "prove_and_seal", "proxy_confirm", "proxy_prepare", "seal_verify_key",
+           "server_sum", "server_verify", "verify_key"]
 
-_UPLOAD, _BATCH, _RELEASE = b"DSU3", b"DSC3", b"DSR3"
+_UPLOAD, _BATCH, _RELEASE = b"DSU3", b"DSC3", b"DSR4"
 _HEAD = struct.Struct(">4sQ16s")
 _BATCH_HEAD = struct.Struct(f">4sQI{KEY_BYTES}s")
 VERIFY_KEY_BYTES = 32
@@ -142,8 +150,7 @@ def proxy_confirm(check: ContributionCheck, state: object, helper_vs: bytes,
 
 @dataclasses.dataclass(frozen=True)
 class ProvedBatch:
-    """What the proxy sends the server: the reports to check (``aggregate`` None) or the one
-    release over the agreed set (``aggregate``: the proxy's encoded aggregate share)."""
+    """What the proxy sends the server to check (one chunk of the round's reports)."""
 
     round_id: int
     proxy_key: bytes
@@ -151,13 +158,10 @@ class ProvedBatch:
     """The verify key sealed to the server."""
     items: tuple[tuple[bytes, bytes, bytes, bytes], ...]
     """``(message id, public share, leader box, helper verifier share)``."""
-    aggregate: bytes | None = None
 
     def to_bytes(self) -> bytes:
-        label = _BATCH if self.aggregate is None else _RELEASE
-        head = _BATCH_HEAD.pack(label, self.round_id, len(self.items), self.proxy_key)
-        return head + self.key_box + (self.aggregate or b"") + b"".join(
-            b"".join(item) for item in self.items)
+        head = _BATCH_HEAD.pack(_BATCH, self.round_id, len(self.items), self.proxy_key)
+        return head + self.key_box + b"".join(b"".join(item) for item in self.items)
 
     @staticmethod
     def item_sizes(check: ContributionCheck) -> tuple[int, int, int, int]:
@@ -167,18 +171,13 @@ class ProvedBatch:
 
     @classmethod
     def from_bytes(cls, data: bytes, check: ContributionCheck) -> ProvedBatch:
-        """Parse a batch or a release, checking the length the count and ``check`` fix."""
-        if len(data) < _BATCH_HEAD.size or data[:4] not in (_BATCH, _RELEASE):
-            raise MalformedUploadError("not a proved secure-sum batch or release")
-        label, round_id, count, proxy_key = _BATCH_HEAD.unpack_from(data)
-        agg_bytes = 8 * check.vdaf.flp.OUTPUT_LEN if label == _RELEASE else 0
+        """Parse a batch, checking the length the count and ``check`` fix."""
+        if len(data) < _BATCH_HEAD.size or data[:4] != _BATCH:
+            raise MalformedUploadError("not a proved secure-sum batch")
+        _, round_id, count, proxy_key = _BATCH_HEAD.unpack_from(data)
         sizes = cls.item_sizes(check)
-        start = _BATCH_HEAD.size + _KEY_BOX + agg_bytes
-        expected = start + count * sum(sizes)
-        if len(data) != expected:
-            error = OversizedUploadError if len(data) > expected else MalformedUploadError
-            raise error(f"a proved batch of {count} reports has {expected} bytes, got "
-                        f"{len(data)}")
+        start = _BATCH_HEAD.size + _KEY_BOX
+        _check_length(data, start + count * sum(sizes), f"a proved batch of {count} reports")
         items, o = [], start
         for _ in range(count):
             parts = []
@@ -186,9 +185,46 @@ class ProvedBatch:
                 parts.append(data[o:o + size])
                 o += size
             items.append(tuple(parts))
-        key_box = data[_BATCH_HEAD.size:_BATCH_HEAD.size + _KEY_BOX]
-        agg = data[_BATCH_HEAD.size + _KEY_BOX:start] if agg_bytes else None
-        return cls(round_id, proxy_key, key_box, tuple(items), agg)  # type: ignore[arg-type]
+        key_box = data[_BATCH_HEAD.size:start]
+        return cls(round_id, proxy_key, key_box, tuple(items))  # type: ignore[arg-type]
+
+
+@dataclasses.dataclass(frozen=True)
+class ProvedRelease:
+    """The proxy's one release of a round: its aggregate share over exactly the reports
+    ``ids`` (their message ids); the server adds its own kept output shares of them."""
+
+    round_id: int
+    proxy_key: bytes
+    aggregate: bytes
+    """The proxy's encoded aggregate share (``OUTPUT_LEN`` field elements)."""
+    ids: tuple[bytes, ...]
+
+    def to_bytes(self) -> bytes:
+        head = _BATCH_HEAD.pack(_RELEASE, self.round_id, len(self.ids), self.proxy_key)
+        return head + self.aggregate + b"".join(self.ids)
+
+    @staticmethod
+    def size(check: ContributionCheck, count: int) -> int:
+        """Bytes of a release of ``count`` reports."""
+        return _BATCH_HEAD.size + 8 * check.vdaf.flp.OUTPUT_LEN + count * MESSAGE_ID_BYTES
+
+    @classmethod
+    def from_bytes(cls, data: bytes, check: ContributionCheck) -> ProvedRelease:
+        if len(data) < _BATCH_HEAD.size or data[:4] != _RELEASE:
+            raise MalformedUploadError("not a proved secure-sum release")
+        _, round_id, count, proxy_key = _BATCH_HEAD.unpack_from(data)
+        _check_length(data, cls.size(check, count), f"a proved release of {count} reports")
+        start = _BATCH_HEAD.size + 8 * check.vdaf.flp.OUTPUT_LEN
+        ids = tuple(data[o:o + MESSAGE_ID_BYTES]
+                    for o in range(start, len(data), MESSAGE_ID_BYTES))
+        return cls(round_id, proxy_key, data[_BATCH_HEAD.size:start], ids)
+
+
+def _check_length(data: bytes, expected: int, what: str) -> None:
+    if len(data) != expected:
+        error = OversizedUploadError if len(data) > expected else MalformedUploadError
+        raise error(f"{what} has {expected} bytes, got {len(data)}")
 
 
 def seal_verify_key(server_key: bytes, run: bytes, round_id: int, key: bytes) -> bytes:
@@ -214,9 +250,12 @@ def _leader_verify(check: ContributionCheck, keys: KeyPair, run: bytes, round_id
 
 
 def server_verify(check: ContributionCheck, keys: KeyPair, run: bytes, batch: ProvedBatch,
-                  round_id: int) -> tuple[dict[bytes, str | None], dict[bytes, bytes]]:
+                  round_id: int, outputs: dict[bytes, bytes] | None = None
+                  ) -> tuple[dict[bytes, str | None], dict[bytes, bytes]]:
     """The server's verdict on each report of ``batch`` (None: the proofs pass) and its
-    verifier share of each report it could prepare (what the proxy decides with)."""
+    verifier share of each report it could prepare (what the proxy decides with); with
+    ``outputs``, the encoded output share of every report that passes is put there (what
+    the server keeps until the release)."""
     if batch.round_id != round_id:
         raise SecureSumError(f"the batch is for round {batch.round_id}, not {round_id}")
     key = _open_verify_key(keys, run, batch)
@@ -226,10 +265,14 @@ def server_verify(check: ContributionCheck, keys: KeyPair, run: bytes, batch: Pr
         mid = item[0]
         if mid in verdicts:
             verdicts[mid] = "its message id is repeated in the round"
+            if outputs is not None:
+                outputs.pop(mid, None)
             continue
         try:
-            _, shares[mid] = _leader_verify(check, keys, run, round_id, key, item)
+            out, shares[mid] = _leader_verify(check, keys, run, round_id, key, item)
             verdicts[mid] = None
+            if outputs is not None:
+                outputs[mid] = check.vdaf.field.encode(out)
         except InvalidProofError as e:
             verdicts[mid] = f"invalid proof: {e}"
             _, pub, box, _ = item
@@ -243,21 +286,43 @@ def server_verify(check: ContributionCheck, keys: KeyPair, run: bytes, batch: Pr
     return verdicts, shares
 
 
-def server_sum(check: ContributionCheck, keys: KeyPair, run: bytes, release: ProvedBatch,
-               round_id: int, min_senders: int, max_senders: int) -> tuple[np.ndarray, int]:
+KeptOutputs = Callable[[list[bytes]], list[bytes | None]]
+"""``message ids -> the server's kept encoded output share of each`` (None: none kept)."""
+
+SUM_CHUNK = 1024
+"""Output shares read and added at once."""
+
+
+def fold_outputs(check: ContributionCheck, aggregate: np.ndarray | None,
+                 outs: list[np.ndarray]) -> np.ndarray:
+    """``aggregate + sum(outs)`` in the field (None: start from zero)."""
+    return check.vdaf.aggregate(outs if aggregate is None else [aggregate, *outs])
+
+
+def server_sum(check: ContributionCheck, release: ProvedRelease, round_id: int,
+               min_senders: int, max_senders: int, kept: KeptOutputs
+               ) -> tuple[np.ndarray, int]:
     """``(integer sum, count)`` of the proxy's release: its size is checked against
-    ``[min_senders, max_senders]`` before anything is opened, then every report is verified
-    again and the whole release refused if one fails (the proxy's aggregate covers all)."""
-    count = len(release.items)
-    if release.round_id != round_id or release.aggregate is None:
+    ``[min_senders, max_senders]`` and its ids for repeats before anything else, then the
+    server's own kept output shares of exactly those ids are added (``kept``, in chunks of
+    :data:`SUM_CHUNK`), the whole release refused if one id is not a report it accepted."""
+    count = len(release.ids)
+    if release.round_id != round_id:
         raise MalformedUploadError(f"not a proved release of round {round_id}")
     if not min_senders <= count <= max_senders:
         raise SecureSumError(f"the release sums {count} reports, outside [{min_senders}, "
                              f"{max_senders}] (min_honest, n_clients); refused unopened")
-    ids = [item[0] for item in release.items]
-    if len(set(ids)) != len(ids):
+    if len(set(release.ids)) != count:
         raise SecureSumError("the release repeats a message id; refused")
-    key = _open_verify_key(keys, run, release)
-    outs = [_leader_verify(check, keys, run, round_id, key, item)[0] for item in release.items]
-    total = check.unshard([check.aggregate(outs), release.aggregate], count)
-    return np.asarray(total, dtype=np.int64), count
+    field = check.vdaf.field
+    total: np.ndarray | None = None
+    for start in range(0, count, SUM_CHUNK):
+        ids = list(release.ids[start:start + SUM_CHUNK])
+        outs = kept(ids)
+        if any(o is None for o in outs):
+            raise SecureSumError("the release names a report this server did not accept; "
+                                 "refused")
+        total = fold_outputs(check, total, [field.decode(o) for o in outs])  # type: ignore[arg-type]
+    assert total is not None
+    out = check.unshard([field.encode(total), release.aggregate], count)
+    return np.asarray(out, dtype=np.int64), count

@@ -96,10 +96,13 @@ class SecureSumProxy:
         self._seeds[upload.message_id] = seed
         self._shares[upload.message_id] = upload.share_box
 
-    def share_batch(self) -> ShareBatch:
-        """Every accepted share, sorted by message id, without a mask sum: what the server
-        checks before the release (:mod:`.validity`)."""
-        return ShareBatch(self.round_id, tuple(sorted(self._shares.items())), self.keys.public)
+    def share_batch(self, over: Collection[bytes] | None = None) -> ShareBatch:
+        """Every accepted share (those with message ids ``over``, if given), sorted by
+        message id, without a mask sum: what the server checks before the release
+        (:mod:`.validity`)."""
+        ids = self._shares if over is None else [m for m in over if m in self._shares]
+        return ShareBatch(self.round_id, tuple(sorted((m, self._shares[m]) for m in ids)),
+                          self.keys.public)
 
     def release(self, over: Collection[bytes] | None = None) -> Release:
         """The round's one batch over the accepted uploads with message ids ``over`` (all

@@ -37,7 +37,12 @@ from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.ring import decode_elements
 
-__all__ = ["ProvedVerdicts", "ReleaseRule", "RingMembership", "ShareCheck", "agree"]
+__all__ = ["CHECK_CHUNK_BYTES", "ProvedVerdicts", "ReleaseRule", "RingMembership", "ShareCheck",
+           "agree"]
+
+CHECK_CHUNK_BYTES = 16 << 20
+"""Held uploads the proxy checks at once at a close (step 1 and 2 run chunk by chunk, so
+neither party holds more than about this many bytes of reports at once)."""
 
 
 class ShareCheck(ABC):
@@ -155,6 +160,10 @@ class ProvedVerdicts(dict):
     report itself (:mod:`dprec.protocol.secure_sum.proved`)."""
 
     def __init__(self, verdicts: Mapping[bytes, str | None],
-                 verifier_shares: Mapping[bytes, bytes]) -> None:
+                 verifier_shares: Mapping[bytes, bytes],
+                 outputs: Mapping[bytes, bytes] | None = None) -> None:
         super().__init__(verdicts)
         self.verifier_shares = dict(verifier_shares)
+        self.outputs = dict(outputs or {})
+        """The server's encoded output share of each report that passes (the service keeps
+        them, by message id, until the release names the ones it sums)."""

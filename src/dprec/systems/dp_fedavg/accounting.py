@@ -15,42 +15,22 @@ who was. The sample is Poisson: each client includes its data with probability `
 its own generator. A user's data present vs absent is then the add/remove pair of the
 Poisson-subsampled Skellam mechanism with the sensitivities above.
 
-Amplification. The RDP of the Poisson-subsampled mechanism is bounded by the general upper
-bound of Zhu and Wang ("Poisson Subsampled Renyi Differential Privacy", ICML 2019, Thm 6),
-valid for any mechanism with RDP ``eps(l)`` at the integer orders ``l <= alpha``:
-
-    eps'(alpha) <= log[(1 - q)^(alpha-1) (alpha q - q + 1)
-                       + C(alpha, 2) q^2 (1 - q)^(alpha-2) e^eps(2)
-                       + 3 sum_{l=3}^alpha C(alpha, l) q^l (1 - q)^(alpha-l) e^((l-1) eps(l))]
-                  / (alpha - 1),
-
-with ``eps(l)`` the Skellam bound (Agarwal, Kairouz, Liu, NeurIPS 2021, Thm 3.5;
-:func:`dprec.privacy.skellam.skellam_rdp`), which holds in both directions; the minimum of
-this and the unsampled ``eps(alpha)`` (joint convexity) is used, as ``skellam_epsilon`` of
-google-research/federated ``distributed_dp/accounting_utils.py`` does. Rounds compose by
-adding RDP curves; the improved conversion (Canonne, Kamath, Steinke 2020) gives epsilon.
+Accounting: :mod:`dprec.privacy.sampled_skellam` (Zhu-Wang's bound on the AKL21 Skellam
+curve, RDP composition over the rounds).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from typing import ClassVar
 
 import dp_accounting
-import numpy as np
-from dp_accounting.rdp import rdp_privacy_accountant
-from scipy.special import gammaln, logsumexp
 
-from dprec.errors import DprecError, PrivacyParameterError
-from dprec.privacy.accountant import Composition, RdpAccountant
-from dprec.privacy.adjacency import Adjacency
-from dprec.privacy.skellam import SKELLAM_ORDERS, SkellamDpEvent, skellam_rdp
+from dprec.privacy.calibrate import smallest_noise
+from dprec.privacy.sampled_skellam import sampled_epsilon
+from dprec.privacy.skellam import SkellamDpEvent
 
-__all__ = [
-    "ROUNDING_SLACK", "SampledSkellamAccountant", "calibrate_mu", "choose_gamma",
-    "sampled_epsilon", "sampled_event", "sampled_skellam_rdp", "update_sensitivity",
-]
+__all__ = ["ROUNDING_SLACK", "calibrate_mu", "choose_gamma", "sampled_event",
+           "update_sensitivity"]
 
 ROUNDING_SLACK = 0.01
 """The automatic gamma keeps the rounding term ``sqrt(d)`` within 1% of ``gamma C``."""
@@ -76,118 +56,13 @@ def sampled_event(mu: float, dimension: int, clip: float, gamma: float, rate: fl
     return event if rate == 1 else dp_accounting.PoissonSampledDpEvent(float(rate), event)
 
 
-def sampled_skellam_rdp(event: SkellamDpEvent, rate: float,
-                        orders: Iterable[int] = SKELLAM_ORDERS) -> np.ndarray:
-    """The RDP curve of one Poisson-subsampled Skellam release at integer ``orders``: the
-    smaller of Zhu-Wang's general upper bound and the unsampled curve (module docstring)."""
-    a = np.asarray(list(orders), dtype=np.int64)
-    if not 0 < rate <= 1:
-        raise DprecError(f"the sampling rate must be in (0, 1], got {rate}")
-    plain = skellam_rdp(event, a.tolist())
-    if rate == 1:
-        return plain
-    top = int(a.max())
-    ls = np.arange(2, top + 1)
-    eps = skellam_rdp(event, ls.tolist())  # eps(l) at l = 2..top
-    lq, l1q = math.log(rate), math.log1p(-rate)
-    out = np.empty(a.shape)
-    for j, alpha in enumerate(a.tolist()):
-        ell = ls[: alpha - 1]  # 2..alpha
-        log_comb = gammaln(alpha + 1) - gammaln(ell + 1) - gammaln(alpha - ell + 1)
-        terms = log_comb + ell * lq + (alpha - ell) * l1q + (ell - 1) * eps[: alpha - 1]
-        terms[1:] += math.log(3.0)  # l >= 3
-        first = (alpha - 1) * l1q + math.log(alpha * rate - rate + 1)
-        out[j] = logsumexp(np.concatenate(([first], terms))) / (alpha - 1)
-    return np.minimum(out, plain)
-
-
-def _curve(leaves: dict, orders: tuple[int, ...]) -> np.ndarray:
-    total = np.zeros(len(orders))
-    for event, count in leaves.items():
-        if isinstance(event, dp_accounting.NoOpDpEvent):
-            continue
-        if isinstance(event, SkellamDpEvent):
-            total += count * skellam_rdp(event, list(orders))
-        else:
-            total += count * sampled_skellam_rdp(event.event, event.sampling_probability,
-                                                 orders)
-    return total
-
-
-def sampled_epsilon(event: dp_accounting.DpEvent, rounds: int, delta: float) -> float:
-    """Epsilon at ``delta`` of ``rounds`` adaptive rounds of ``event`` (zero-out adjacency;
-    add/remove one gives the same)."""
-    return SampledSkellamAccountant().compose([(event, rounds)], delta).epsilon
-
-
-class SampledSkellamAccountant(RdpAccountant):
-    """RDP composition of Skellam releases, Poisson-subsampled or not (module docstring):
-    ``SkellamDpEvent``, ``PoissonSampledDpEvent`` of one, and ``NoOpDpEvent``. dprec's
-    :class:`~dprec.privacy.accountant.RdpAccountant` knows the subsampled Gaussian only;
-    this adds the subsampled Skellam.
-
-    ``adjacency``: :attr:`Adjacency.ZERO_OUT` (the secure sum: every client's share stays in
-    the sum, and a user's data is in it with probability q or not at all) or
-    :attr:`Adjacency.ADD_REMOVE_ONE` (a trusted curator's draw); both are the add/remove pair
-    of the Poisson-subsampled release with the same noise on both sides, which the bound
-    covers. Replace-one is refused (its sensitivity would be twice as large)."""
-
-    name: ClassVar[str] = "rdp"
-
-    def __init__(self, adjacency: Adjacency = Adjacency.ZERO_OUT) -> None:
-        if adjacency not in (Adjacency.ZERO_OUT, Adjacency.ADD_REMOVE_ONE):
-            raise DprecError(f"the sampled Skellam bound holds under zero-out or add/remove "
-                             f"one adjacency, got {adjacency!r}")
-        super().__init__(adjacency)
-
-    def _supports_leaf(self, event: dp_accounting.DpEvent) -> bool:
-        if isinstance(event, SkellamDpEvent | dp_accounting.NoOpDpEvent):
-            return True
-        return (isinstance(event, dp_accounting.PoissonSampledDpEvent)
-                and isinstance(event.event, SkellamDpEvent)
-                and 0 < event.sampling_probability <= 1)
-
-    def compose(self, events: Iterable[tuple[dp_accounting.DpEvent, int]],
-                delta: float) -> Composition:
-        """Epsilon at ``delta``: the curves added, the improved conversion."""
-        if not 0 < delta < 1:
-            raise DprecError(f"delta must be in (0, 1), got {delta}")
-        leaves = {e: c for e, c in self._leaves(events).items() if c > 0}
-        if not any(not isinstance(e, dp_accounting.NoOpDpEvent) for e in leaves):
-            return Composition(0.0, 0.0, "two", ("no events: eps = 0",))
-        orders = SKELLAM_ORDERS
-        eps, _ = rdp_privacy_accountant.compute_epsilon(
-            np.asarray(orders, float), _curve(leaves, orders), delta)
-        return Composition(float(eps), delta, "two", (
-            f"RDP composition ({self.adjacency.describe()}), improved RDP-to-DP conversion",
-            "Skellam RDP of Agarwal, Kairouz, Liu (NeurIPS 2021, Thm 3.5) on integer orders; "
-            "Poisson subsampling by the general upper bound of Zhu & Wang (ICML 2019, Thm 6)"))
-
-
 def calibrate_mu(epsilon: float, delta: float, rounds: int, dimension: int, clip: float,
-                 gamma: float, rate: float, rtol: float = 1e-4) -> float:
+                 gamma: float, rate: float, rtol: float = 1e-6) -> float:
     """The smallest Skellam ``mu`` (to ``rtol``, rounded up: more noise) whose ``rounds``
-    sampled releases meet ``epsilon`` at ``delta``; bisection on ``log mu``."""
-    if not (epsilon > 0 and math.isfinite(epsilon)):
-        raise PrivacyParameterError(f"epsilon must be finite and > 0, got {epsilon}")
+    sampled releases meet ``epsilon`` at ``delta``
+    (:func:`dprec.privacy.calibrate.smallest_noise`)."""
 
     def eps_of(mu: float) -> float:
         return sampled_epsilon(sampled_event(mu, dimension, clip, gamma, rate), rounds, delta)
 
-    lo, hi = 1.0, 2.0
-    while eps_of(hi) > epsilon:
-        lo, hi = hi, hi * 4.0
-        if hi > 1e30:
-            raise PrivacyParameterError(f"no noise reaches epsilon {epsilon} at delta {delta}; "
-                                        "raise epsilon or delta")
-    while eps_of(lo) <= epsilon:
-        hi, lo = lo, lo / 4.0
-        if lo < 1e-12:
-            return hi
-    while hi / lo > 1.0 + rtol:
-        mid = math.sqrt(lo * hi)
-        if eps_of(mid) <= epsilon:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return smallest_noise(eps_of, epsilon, rtol=rtol, what="mu")

@@ -13,6 +13,7 @@ from typing import Any
 
 from dprec.protocol.aggregation import Aggregator
 from dprec.protocol.deployment import Serving
+from dprec.protocol.sharding import IntegerSumAdapter
 from dprec.systems.dp_fedavg.messages import FedAvgModel, FedAvgState
 from dprec.systems.dp_fedavg.plan import plan_of
 from dprec.systems.dp_fedavg.server import FedAvgServer
@@ -36,7 +37,7 @@ class FedAvgServing(Serving):
     """The server half of dp-fedavg."""
 
     role_type = FedAvgServer
-    shard_adapter = "IntegerSumAdapter"
+    shard_adapter = IntegerSumAdapter
     """A sharded run sums the clients' noisy vectors exactly (what the secure sum yields)."""
 
     def server_role(self, info: Any, aggregator: Aggregator) -> FedAvgServer:

@@ -9,7 +9,7 @@ client adds its noise share (:mod:`.client`); the server divides the noisy integ
 ``gamma q N`` and takes FCF's descent step (:mod:`.server`). The noise ``mu`` is calibrated
 so that ``rounds`` sampled releases meet the target per-user epsilon (:mod:`.accounting`),
 and the event log records one sampled release per client and round, composed by
-:class:`.accounting.SampledSkellamAccountant`.
+:class:`~dprec.privacy.sampled_skellam.SampledSkellamAccountant`.
 """
 
 from __future__ import annotations
@@ -26,15 +26,12 @@ from dprec.iteration import IterationHook
 from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import PrivacyReport
+from dprec.privacy.sampled_skellam import SampledSkellamAccountant
 from dprec.protocol.engine import run_protocol
 from dprec.protocol.secure_sum.in_process import total_outcomes
 from dprec.systems.base import Ranker, check_history
 from dprec.systems.central import factor_scores
-from dprec.systems.dp_fedavg.accounting import (
-    SampledSkellamAccountant,
-    sampled_event,
-    update_sensitivity,
-)
+from dprec.systems.dp_fedavg.accounting import sampled_event, update_sensitivity
 from dprec.systems.dp_fedavg.client import FedAvgClients
 from dprec.systems.dp_fedavg.messages import FedAvgModel
 from dprec.systems.dp_fedavg.plan import FedAvgPlan, plan_of, update_check

@@ -80,7 +80,7 @@ def contribution_check(config: Mapping[str, Any], n_items: int, n_clients: int
     clients (``T``, ``S``) and the L2 bound ``B^2``
     (:func:`~dprec.protocol.secure_sum.vdaf.contribution.dp_pop_check`). Every party
     computes it from the public config alone."""
-    validity = config.get("validity", "none")
+    validity = config.get("validity", "prio3")
     if validity not in VALIDITY:
         raise DprecError(f"validity must be one of {VALIDITY}, got {validity!r}")
     if validity == "none":
@@ -91,9 +91,11 @@ def contribution_check(config: Mapping[str, Any], n_items: int, n_clients: int
 def round_check(cal: RoundCalibration, n_items: int) -> ContributionCheck:
     """The Prio3 check of a calibrated round: k-hot plus a share of ``Sk(share mu)``
     truncated at the ``T``, ``S`` of :func:`choose_truncation` (``2^-40`` over the n
-    clients) and the L2 bound (:func:`dp_pop_check`). In process the honest shares are NOT
-    truncated (the draws stay those of an unchecked run): the check refuses an honest vector
-    w.p. at most ``eta`` each (``n eta <= 2^-40``, plus ``2^-50`` each for the L2 bound)."""
+    clients) and the L2 bound (:func:`dp_pop_check`). Every honest client, simulated or a
+    device, redraws its share until it meets them (:mod:`dprec.systems.dp_pop.draws`); a
+    first draw breaks them w.p. at most ``eta`` each (``n eta <= 2^-40``, plus ``2^-50``
+    each for the L2 bound), so the numbers are those of an unchecked draw but with that
+    probability."""
     truncation = choose_truncation(cal.share.mu, int(n_items), cal.n_clients)
     return dp_pop_check(int(n_items), int(cal.l1), truncation)
 

@@ -21,6 +21,7 @@ from dprec.mechanisms.skellam import SkellamMechanism
 from dprec.protocol.engine import Clients, Sent
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.random import secure_generator
+from dprec.systems.dp_pop.draws import device_vector
 from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel
 
 __all__ = ["BLOCK_CELLS", "PopClients", "Sampling", "client_generator", "device_vector", "k_hot",
@@ -79,11 +80,13 @@ def client_generator(run_seed: int, client_id: int) -> np.random.Generator:
 
 def noisy_vectors(rows: sp.csr_matrix, ids: np.ndarray, k: int, sampling: Sampling,
                   share: SkellamMechanism, run_seed: int | None,
-                  timestamps: sp.csr_matrix | None = None) -> np.ndarray:
+                  timestamps: sp.csr_matrix | None = None, check: Any = None) -> np.ndarray:
     """(len(ids) x items) int64: client ``ids[i]``'s k-hot vector (row ``i`` of ``rows``)
     plus its share ``Sk(mu_share)``, all drawn from :func:`client_generator` (the noise,
-    then, for uniform sampling, the k items); ``run_seed`` None: each client draws from its
-    own fresh CSPRNG (:func:`dprec.random.secure_generator`), as a device does."""
+    then, for uniform sampling, the k items; :func:`~dprec.systems.dp_pop.draws.device_vector`,
+    as a device draws, truncated to ``check``'s bounds when given); ``run_seed`` None: each
+    client draws from its own fresh CSPRNG (:func:`dprec.random.secure_generator`), as a
+    device does."""
     csr = sp.csr_matrix(rows)
     csr.eliminate_zeros()
     csr.sum_duplicates()
@@ -99,19 +102,7 @@ def noisy_vectors(rows: sp.csr_matrix, ids: np.ndarray, k: int, sampling: Sampli
         gen = secure_generator() if run_seed is None else client_generator(run_seed,
                                                                            int(ids[i]))
         items = chosen.indices[chosen.indptr[i]:chosen.indptr[i + 1]]
-        out[i] = device_vector(items, d, k, sampling, share, gen)
-    return out
-
-
-def device_vector(items: np.ndarray, n_items: int, k: int, sampling: Sampling,
-                  share: SkellamMechanism, rng: np.random.Generator) -> np.ndarray:
-    """One client's noisy vector (int64, ``n_items``): its share ``Sk(mu_share)`` drawn from
-    ``rng`` first, plus the k-hot vector of ``items`` (its own; already the k most recent
-    for recency sampling, else k of them drawn uniformly from ``rng``)."""
-    out = share.noise(n_items, rng).astype(np.int64)
-    if sampling == "uniform" and items.size > k:
-        items = rng.choice(items, int(k), replace=False)
-    out[items] += 1
+        out[i] = device_vector(items, d, k, sampling, share, gen, check)
     return out
 
 
@@ -128,7 +119,7 @@ class PopClients(Clients):
     def __init__(self, train: sp.csr_matrix, ids: np.ndarray, k: int, sampling: Sampling,
                  share: SkellamMechanism, event: Any, proxy_key: Callable[[], bytes | None],
                  params: SecureSumParams, timestamps: sp.csr_matrix | None = None,
-                 devices: bool = False, check: Any = None) -> None:
+                 devices: bool = False, check: Any = None, truncate: Any = None) -> None:
         self._train = sp.csr_matrix(train)
         self.devices = bool(devices)
         """True: every client draws as a device, from its own fresh CSPRNG (no run seed,
@@ -141,7 +132,11 @@ class PopClients(Clients):
         self._timestamps = None if timestamps is None else sp.csr_matrix(timestamps)
         self._sent: list[Sent] = []
         self._check = check
-        """The round's validity check (``validity=prio3`` over the services) or None."""
+        """The round's validity check the uploads prove (``validity=prio3`` over the
+        services) or None."""
+        self._truncate = truncate
+        """The round's validity check (``validity=prio3``, in process and over the
+        services) whose truncation every client's share meets, or None."""
 
     def step(self, broadcast: Any, round: int, rng: np.random.Generator
              ) -> Iterator[NoisyVectors]:
@@ -158,7 +153,7 @@ class PopClients(Clients):
             yield NoisyVectors(self._ids[start:stop],
                                noisy_vectors(self._train[start:stop], self._ids[start:stop],
                                              self._k, self._sampling, self._share, run_seed,
-                                             ts),
+                                             ts, self._truncate),
                                round, broadcast.server_key, self._proxy_key(), self._params,
                                self._check)
         self._sent = [Sent(self._event, self._ids.copy(), unit="user")]
@@ -174,7 +169,8 @@ class PopClients(Clients):
         rows = np.asarray(rows, np.int64)
         ts = None if self._timestamps is None else self._timestamps[rows]
         return PopClients(self._train[rows], self._ids[rows], self._k, self._sampling,
-                          self._share, self._event, no_proxy_key, self._params, ts)
+                          self._share, self._event, no_proxy_key, self._params, ts,
+                          truncate=self._truncate)
 
     def step_rows(self, start: int, stop: int, run_seed: int) -> tuple[np.ndarray, Sent]:
         """The exact int64 sum of rows start:stop's noisy vectors (:func:`noisy_vectors`,
@@ -187,7 +183,8 @@ class PopClients(Clients):
             hi = min(stop, lo + step)
             ts = None if self._timestamps is None else self._timestamps[lo:hi]
             total += noisy_vectors(self._train[lo:hi], self._ids[lo:hi], self._k,
-                                   self._sampling, self._share, run_seed, ts).sum(axis=0)
+                                   self._sampling, self._share, run_seed, ts,
+                                   self._truncate).sum(axis=0)
         return total, Sent(self._event, self._ids[start:stop].copy(), unit="user")
 
     def sent(self) -> list[Sent]:

@@ -38,20 +38,26 @@ from dprec.protocol.secure_sum.device import DeviceRound, upload
 from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, Release, Upload, run_id
 from dprec.protocol.secure_sum.params import SecureSumParams
-from dprec.protocol.secure_sum.proved import ProvedBatch, ProvedUpload, prove_and_seal
+from dprec.protocol.secure_sum.proved import (
+    ProvedBatch,
+    ProvedRelease,
+    ProvedUpload,
+    prove_and_seal,
+)
 from dprec.protocol.secure_sum.sealed import OVERHEAD
+from dprec.protocol.secure_sum.validity import CHECK_CHUNK_BYTES
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
-from dprec.protocol.secure_sum.vdaf.noise_bounds import truncated_noise_share
 from dprec.systems.dp_pop.calibration import (
     RoundCalibration,
     calibrate,
     check_terms,
     contribution_check,
 )
+from dprec.systems.dp_pop.draws import device_vector
 from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel, SumRelease, SumUpload
 
-__all__ = ["DEPLOYMENT", "PopDeployment", "SecureSumDeployment", "check_of", "proved_upload",
-           "round_of", "sealed_uploads"]
+__all__ = ["DEPLOYMENT", "PopDeployment", "SecureSumDeployment", "check_of", "own_items",
+           "proved_check_bytes", "proved_upload", "round_of", "sealed_uploads"]
 
 _RELEASE_HEAD = 48  # "DSR2", round u64, count u32, proxy key (32)
 
@@ -290,6 +296,18 @@ class PopDeployment(SecureSumDeployment):
 
     # -- with validity=prio3 every upload is a proved one (protocol/secure_sum/proved.py) ---
 
+    def terms(self, read: DeviceReader, info: Any) -> dict[str, Any]:
+        """As every secure sum's, but with ``validity = prio3`` the delta the device
+        checks against its policy's ``max_delta`` is the run's whole delta: the config's
+        plus the truncation's ``(1 + e^epsilon) n (eta + eta_2)``
+        (:meth:`~dprec.protocol.secure_sum.vdaf.contribution.ContributionCheck.delta_cost`),
+        computed here from the config."""
+        out = super().terms(read, info)
+        check = _check(json.dumps(dict(out["settings"]), sort_keys=True), int(info.n_items))
+        if check is not None:
+            out["delta"] = float(out["delta"]) + check.delta_cost(float(out["epsilon"]))
+        return out
+
     def upload_size(self, info: Any) -> int:
         check = check_of(info)
         return super().upload_size(info) if check is None else \
@@ -299,8 +317,8 @@ class PopDeployment(SecureSumDeployment):
         check = check_of(info)
         if check is None:
             return super().batch_bytes(info, senders)
-        return (HEADER.size + _RELEASE_HEAD + OVERHEAD + 32 + 8 * int(info.n_items)
-                + senders * sum(ProvedBatch.item_sizes(check)))
+        return HEADER.size + max(ProvedRelease.size(check, senders),
+                                 proved_check_bytes(check, senders))
 
     def check_upload(self, message: Message, info: Any) -> None:
         check = check_of(info)
@@ -318,7 +336,7 @@ class PopDeployment(SecureSumDeployment):
             return super().check_forwarded(message, info)
         assert isinstance(message, SumRelease)
         try:
-            ProvedBatch.from_bytes(message.data, check)
+            ProvedRelease.from_bytes(message.data, check)
         except SecureSumError as e:
             raise MessageError(str(e)) from None
 
@@ -330,12 +348,13 @@ class PopDeployment(SecureSumDeployment):
 
     def client_step(self, terms: Any, history: Any, round: int, rng: np.random.Generator,
                     client_id: int, artefact: Callable[[], Any]) -> bytes:
-        """With ``validity = prio3``: the k-hot row ``v``, plus the truncated share ``z``
-        from ``rng`` (redrawn until ``|z_j| <= T``, ``|sum z| <= S``, ``||v + z||^2 <= B^2``:
-        :func:`~dprec.protocol.secure_sum.vdaf.noise_bounds.truncated_noise_share`), proved
-        and sealed (:func:`~dprec.protocol.secure_sum.proved.prove_and_seal`). The check is
-        computed here from the checked config, never taken from a server."""
-        check = _check(json.dumps(dict(terms.settings), sort_keys=True), int(terms.n_items))
+        """With ``validity = prio3``: the device's noisy row ``y = v + z`` drawn as every
+        simulated client draws it (:func:`~dprec.systems.dp_pop.draws.device_vector`: its
+        share, then k of its items, again until the share meets the check's truncation),
+        proved and sealed (:func:`~dprec.protocol.secure_sum.proved.prove_and_seal`). The
+        check is computed here from the checked config, never taken from a server."""
+        settings, d = terms.settings, int(terms.n_items)
+        check = _check(json.dumps(dict(settings), sort_keys=True), d)
         if check is None:
             return super().client_step(terms, history, round, rng, client_id, artefact)
         if round != 0:
@@ -347,8 +366,11 @@ class PopDeployment(SecureSumDeployment):
                                  f"device computes {mine!r} from the config: refused (its "
                                  "upload would not verify, or the check is not the config's)")
         model = artefact()
-        x = self.device_vector(terms, sp.csr_matrix(history), round, rng, model, client_id)
-        return proved_upload(check, terms.proxy_key, model.server_key, x, round, rng)
+        k, sampling = int(settings["k"]), settings["sampling"]
+        share = _round(json.dumps(dict(settings), sort_keys=True), d).share
+        y = device_vector(own_items(sp.csr_matrix(history), k, sampling), d, k, sampling,
+                          share, rng, check)
+        return proved_upload(check, terms.proxy_key, model.server_key, y, round)
 
     # -- the device: a k-hot row, one segment Sk(mu / min_honest) ---------------------------
 
@@ -374,14 +396,11 @@ class PopDeployment(SecureSumDeployment):
                       rng: np.random.Generator, model: Any, client_id: int) -> np.ndarray:
         """The k-hot row of the device's items: k of them uniformly from ``rng``, or
         (``sampling=recency``) the k with the largest values of ``history`` (the device's
-        interaction times), ties by the smaller item id."""
+        interaction times), ties by the smaller item id (:func:`own_items`)."""
         k = int(terms.settings["k"])
-        items, values = history.indices.astype(np.int64), history.data
+        items = own_items(history, k, terms.settings["sampling"])
         if items.size > k:
-            if terms.settings["sampling"] == "recency":
-                items = items[np.lexsort((items, -values))[:k]]
-            else:
-                items = rng.choice(items, k, replace=False)
+            items = rng.choice(items, k, replace=False)
         out = np.zeros(terms.n_items)
         out[items] = 1.0
         return out
@@ -406,22 +425,38 @@ def sealed_uploads(block: Any) -> Iterator[tuple[int, bytes]]:
     for uid, v in zip(block.ids, vectors, strict=True):
         if check is None:
             yield int(uid), SumUpload(client.seal(v, block.round)).to_bytes()
-        else:  # the noisy vector meets the check but w.p. eta (noise_bounds): else refused
+        else:  # drawn as a device draws (draws.device_vector), proved as it proves
             yield int(uid), SumUpload(prove_and_seal(check, client.run, client.proxy_key,
                                                      client.server_key, v,
                                                      block.round)).to_bytes()
 
 
+def own_items(history: sp.csr_matrix, k: int, sampling: str) -> np.ndarray:
+    """The device's items (``history``'s columns): all of them, or with ``sampling=recency``
+    and more than ``k``, the ``k`` with the largest values (its interaction times), ties by
+    the smaller item id."""
+    items, values = history.indices.astype(np.int64), history.data
+    if sampling == "recency" and items.size > k:
+        items = items[np.lexsort((items, -values))[:k]]
+    return items
+
+
 def proved_upload(check: ContributionCheck, proxy_key: bytes, server_key: bytes,
-                  x: np.ndarray, round_id: int, rng: np.random.Generator) -> bytes:
-    """A device's proved :class:`SumUpload` of its k-hot row ``x`` (keys checked: 32 bytes,
-    not low-order, distinct), its truncated noise share drawn from ``rng``."""
+                  y: np.ndarray, round_id: int) -> bytes:
+    """A device's proved :class:`SumUpload` of its noisy row ``y`` (keys checked: 32 bytes,
+    not low-order, distinct); an honest ``y`` meets ``check``
+    (:func:`~dprec.systems.dp_pop.draws.device_vector`), another fails to prove."""
     client = _keys_checked(proxy_key, server_key)
-    v = np.asarray(x, dtype=np.int64)
-    c = check.circuit
-    z = truncated_noise_share(check.truncation, rng, vector=v, l2_bound_sq=c.l2_bound_sq)
-    return SumUpload(prove_and_seal(check, client, proxy_key, server_key, v + z,
-                                    round_id)).to_bytes()
+    return SumUpload(prove_and_seal(check, client, proxy_key, server_key,
+                                    np.asarray(y, dtype=np.int64), round_id)).to_bytes()
+
+
+def proved_check_bytes(check: ContributionCheck, senders: int) -> int:
+    """The largest share-check batch of a round of ``senders`` proved uploads: the proxy
+    checks them in chunks of about :data:`CHECK_CHUNK_BYTES` of uploads, plus one."""
+    per_chunk = CHECK_CHUNK_BYTES // ProvedUpload.size(check) + 1
+    return _RELEASE_HEAD + OVERHEAD + 32 + min(int(senders), per_chunk) * sum(
+        ProvedBatch.item_sizes(check))
 
 
 def _keys_checked(proxy_key: bytes, server_key: bytes) -> bytes:

@@ -92,9 +92,9 @@ class SumRelease(Message):
 
     def __post_init__(self) -> None:
         data = _raw("data", self.data)
-        if len(data) < _RELEASE_HEAD.size or data[:4] not in (b"DSR2", b"DSR3"):
+        if len(data) < _RELEASE_HEAD.size or data[:4] not in (b"DSR2", b"DSR4"):
             raise MessageError("a SumRelease holds a secure-sum release (starting b'DSR2', "
-                               "or b'DSR3' with proofs)")
+                               "or b'DSR4' with proofs)")
         object.__setattr__(self, "data", data)
 
     @property

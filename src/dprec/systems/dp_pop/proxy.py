@@ -92,6 +92,9 @@ class SecureSumRelay(ProxySecrets):
             lambda body: PopularityModel.from_bytes(body).server_key)
         self.server_key: bytes | None = None
         """The server's public key of this run (from its broadcast)."""
+        self._open: dict[int, tuple[SecureSumProxy, dict[bytes, str | None]]] = {}
+        """The round being closed: its aggregator (the seeds it opened, once each) and the
+        verdict on every upload it was given."""
 
     def see_broadcast(self, round: int, body: bytes) -> None:
         """The server's key, from the broadcast clients of ``round`` seal to."""
@@ -135,36 +138,52 @@ class SecureSumRelay(ProxySecrets):
     def message_id(self, row: bytes) -> bytes:
         return SumUpload.from_bytes(row).message_id
 
-    def _aggregator(self, rows: list[bytes], round: int, threshold: int
+    def begin_release(self, round: int) -> None:
+        """Start ``round``'s agreement afresh (and forget any other round's opened seeds)."""
+        self._open = {}
+
+    def _aggregator(self, rows: list[bytes], round: int
                     ) -> tuple[SecureSumProxy, dict[bytes, str | None]]:
-        """The round's aggregator over every row it accepts, and its verdict on each."""
+        """The round's aggregator (kept across the close's chunks, so each seed box is
+        opened once per close), with every row of ``rows`` submitted, and its verdict on
+        each."""
         self._run()
         assert self.server_key is not None
-        agg = SecureSumProxy(self._params(round), self.keys, round, max(2, threshold),
-                             server_key=self.server_key)
-        verdicts: dict[bytes, str | None] = {}
-        for i, row in enumerate(rows):
+        if round not in self._open:
+            self._open = {round: (SecureSumProxy(self._params(round), self.keys, round, 2,
+                                                 server_key=self.server_key), {})}
+        agg, verdicts = self._open[round]
+        out: dict[bytes, str | None] = {}
+        for row in rows:
             message = SumUpload.from_bytes(row)
-            try:
-                agg.submit(str(i), message.data)
-                verdicts[message.message_id] = None
-            except SecureSumError as e:
-                verdicts.setdefault(message.message_id, f"{type(e).__name__}: {e}")
-        return agg, verdicts
+            mid = message.message_id
+            if mid not in verdicts:
+                try:
+                    agg.submit(mid.hex(), message.data)
+                    verdicts[mid] = None
+                except SecureSumError as e:
+                    verdicts[mid] = f"{type(e).__name__}: {e}"
+            out[mid] = verdicts[mid]
+        return agg, out
 
     def verdicts(self, rows: list[bytes], round: int) -> dict[bytes, str | None]:
-        return self._aggregator(rows, round, 2)[1]
+        return self._aggregator(rows, round)[1]
 
     def share_batch(self, rows: list[bytes], round: int) -> bytes:
-        return self._aggregator(rows, round, 2)[0].share_batch().to_bytes()
+        agg, verdicts = self._aggregator(rows, round)
+        return agg.share_batch(verdicts).to_bytes()
 
     def release(self, rows: list[bytes], round: int, threshold: int) -> bytes:
-        agg, verdicts = self._aggregator(rows, round, threshold)
+        agg, verdicts = self._aggregator(rows, round)
         bad = {mid: why for mid, why in verdicts.items() if why is not None}
         if bad:
             raise DprecError(f"{len(bad)} upload(s) of the release do not open: "
                              f"{next(iter(bad.values()))}")
-        return SumRelease(agg.release().to_bytes()).to_bytes()
+        agg.threshold = max(2, int(threshold))
+        try:
+            return SumRelease(agg.release(verdicts).to_bytes()).to_bytes()
+        finally:
+            self._open.pop(round, None)
 
 
 class ExactSumProxy(InProcessSumProxy):

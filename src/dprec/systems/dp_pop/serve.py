@@ -10,8 +10,10 @@ from typing import Any
 
 from dprec.protocol.aggregation import Aggregator
 from dprec.protocol.deployment import Serving
-from dprec.protocol.secure_sum.proved import ProvedBatch
-from dprec.systems.dp_pop.deploy import check_of, round_of
+from dprec.protocol.secure_sum.proved import ProvedUpload
+from dprec.protocol.secure_sum.validity import CHECK_CHUNK_BYTES
+from dprec.protocol.sharding import IntegerSumAdapter
+from dprec.systems.dp_pop.deploy import check_of, proved_check_bytes, round_of
 from dprec.systems.dp_pop.messages import PopularityModel, PopularityState
 from dprec.systems.dp_pop.server import PopularityServer
 
@@ -22,7 +24,7 @@ class PopServing(Serving):
     """The server half of dp-pop (aggregation=secure)."""
 
     role_type = PopularityServer
-    shard_adapter = "IntegerSumAdapter"
+    shard_adapter = IntegerSumAdapter
     """A sharded run sums the clients' noisy vectors exactly (what the secure sum yields)."""
 
     def server_role(self, info: Any, aggregator: Aggregator) -> PopularityServer:
@@ -32,12 +34,17 @@ class PopServing(Serving):
                                 cal.share, check_of(info))
 
     def role_memory(self, info: Any) -> tuple[int, int, str]:
-        """The counts (d int64); a round also holds the release (one share per client)."""
+        """The counts (d int64); a round also holds the release (one share per client), or
+        with proofs one share-check chunk (the output shares stay on disk)."""
         p, check = round_of(info).params, check_of(info)
-        per_client = p.share_bytes + 128 if check is None else \
-            sum(ProvedBatch.item_sizes(check)) + 8 * int(info.n_items)  # + its output share
         state = 8 * info.n_items
-        peak = state + int(info.config["n_clients"]) * per_client * 2
+        n = int(info.config["n_clients"])
+        if check is None:
+            return state, state + n * (p.share_bytes + 128) * 2, \
+                f"the noisy counts of {info.n_items:,} items"
+        per_report = 8 * int(info.n_items)  # + its output share
+        peak = state + 2 * proved_check_bytes(check, n) + 2 * min(
+            n, CHECK_CHUNK_BYTES // ProvedUpload.size(check) + 1) * per_report
         return state, peak, f"the noisy counts of {info.n_items:,} items"
 
     def encode_broadcast(self, info: Any, broadcast: Any, version: int) -> bytes:

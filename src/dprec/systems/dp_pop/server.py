@@ -26,7 +26,13 @@ from dprec.protocol.messages import MessageError
 from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.protocol.secure_sum.messages import Release, run_id
 from dprec.protocol.secure_sum.params import SecureSumParams
-from dprec.protocol.secure_sum.proved import ProvedBatch, server_sum, server_verify
+from dprec.protocol.secure_sum.proved import (
+    KeptOutputs,
+    ProvedBatch,
+    ProvedRelease,
+    server_sum,
+    server_verify,
+)
 from dprec.protocol.secure_sum.sealed import KeyPair
 from dprec.protocol.secure_sum.server import SecureSumServer, check_shares
 from dprec.protocol.secure_sum.validity import ProvedVerdicts
@@ -55,6 +61,8 @@ class PopularityServer(Server):
     simulation's exact sum, and publishes the noisy counts. It refuses a second batch and
     a sum of fewer than ``min_honest`` clients (less noise than the guarantee needs)."""
 
+    public = ("n_items",)
+
     def __init__(self, n_items: int, n_clients: int, min_honest: int, params: SecureSumParams,
                  mechanism: SkellamMechanism, check: ContributionCheck | None = None) -> None:
         self.n_items = int(n_items)
@@ -67,6 +75,9 @@ class PopularityServer(Server):
         """``validity=prio3``: every upload's Prio3 proof is verified jointly with the proxy
         (:mod:`dprec.protocol.secure_sum.proved`, the server is the Leader)."""
         self.keys: KeyPair | None = None
+        self.kept_outputs: KeptOutputs | None = None
+        """With proofs: this server's output share of each report it accepted at the share
+        check, by message id (the service reads them from its store)."""
         self.contributors = 0
         self.batches = 0
 
@@ -93,7 +104,9 @@ class PopularityServer(Server):
         try:
             batch = ProvedBatch.from_bytes(data, self.check)
             run = run_id(batch.proxy_key, self.keys.public)
-            return ProvedVerdicts(*server_verify(self.check, self.keys, run, batch, round))
+            outputs: dict[bytes, bytes] = {}
+            verdicts, shares = server_verify(self.check, self.keys, run, batch, round, outputs)
+            return ProvedVerdicts(verdicts, shares, outputs)
         except SecureSumError as e:
             raise DprecError(str(e)) from None
 
@@ -129,12 +142,16 @@ class PopularityServer(Server):
         return PopularityModel(self.keys.public, counts, contributors)
 
     def _proved_sum(self, data: bytes, round: int) -> tuple[np.ndarray, int]:
-        """The integer sum of a proved release (every report re-verified first)."""
+        """The integer sum of a proved release: the proxy's aggregate share plus this
+        server's own kept output shares of exactly the reports it names."""
         assert self.check is not None and self.keys is not None
+        if self.kept_outputs is None:
+            raise DprecError("this server kept no output shares of the round's reports")
         try:
-            release = ProvedBatch.from_bytes(data, self.check)
-            run = run_id(release.proxy_key, self.keys.public)
-            return server_sum(self.check, self.keys, run, release, round, self.min_honest,
-                              self.params.expected_clients)
+            release = ProvedRelease.from_bytes(data, self.check)
+            if release.proxy_key == self.keys.public:
+                raise SecureSumError("the release names this server's own key as the proxy's")
+            return server_sum(self.check, release, round, self.min_honest,
+                              self.params.expected_clients, self.kept_outputs)
         except SecureSumError as e:
             raise MessageError(f"the release is refused: {e}") from None

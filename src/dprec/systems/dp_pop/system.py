@@ -4,7 +4,7 @@ dp-pop (issue 23 §3): each user contributes a k-hot vector (:mod:`.client`); on
 summation with Skellam noise (:mod:`.server`) calibrated to the target per-user ``epsilon``
 at ``delta``, where a k-hot vector has L1 sensitivity ``k`` and L2 sensitivity ``sqrt(k)``
 and differs from the zero vector by +1 in k coordinates: accounted by
-:class:`~dprec.privacy.accountant.PldAccountant` from the run's event log (the exact PLD of k
+:class:`~dprec.privacy.pld_accountant.PldAccountant` from the run's event log (the exact PLD of k
 unit shifts of Skellam noise; AKL21's RDP bound where smaller). The neighbouring relation
 (:func:`adjacency_of`): ``secure``, zero-out (one user's vector replaced by zeros while their
 device still sends its noise share, so both sides carry the same noise; under add/remove the
@@ -36,10 +36,10 @@ from dprec.errors import DprecError
 from dprec.iteration import IterationHook
 from dprec.mechanisms.bitflip import BitFlip
 from dprec.mechanisms.skellam import SkellamMechanism
-from dprec.privacy.accountant import PldAccountant
 from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.events import EventLog, LocalReportDpEvent
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
+from dprec.privacy.pld_accountant import PldAccountant
 from dprec.privacy.skellam import calibrate_skellam_mu
 from dprec.protocol.engine import Clients, run_protocol
 from dprec.protocol.secure_sum.in_process import total_outcomes
@@ -112,9 +112,10 @@ def validity_record(check: ContributionCheck | None) -> dict[str, object]:
             [c.low, c.high], "sum_range": list(c.sum_range) if c.sum_range else None,
             "l2_bound_sq": c.l2_bound_sq, "T": tr.coordinate_bound, "S": tr.sum_bound,
             "honest_refusal_bound": tr.total_tv + tr.clients * check.l2_tv,
-            "note": "in process the honest shares are untruncated Skellam; a device's "
-                    "truncated share is within total variation n (eta + eta_2) of it "
-                    "(delta_cost adds (1 + e^eps) times that to delta)"}
+            "note": "every honest share, simulated or on a device, is Skellam redrawn "
+                    "until it meets T, S and B2: within total variation n (eta + eta_2) "
+                    "of the untruncated share (delta_cost adds (1 + e^eps) times that to "
+                    "delta)"}
 
 
 def adjacency_of(aggregation: str) -> Adjacency:
@@ -148,16 +149,16 @@ class DpPopConfig:
     n_clients: int | None = None
     """The clients enrolled (they fix each share and q); None: the training rows. A server
     started as a service needs it."""
-    validity: Literal["prio3", "none"] = "none"
-    """aggregation=secure. ``prio3``: over the services every upload carries a Prio3 proof
-    that it is a k-hot vector plus a truncated noise share, verified jointly by the proxy and
+    validity: Literal["prio3", "none"] = "prio3"
+    """aggregation=secure. ``prio3`` (the default): every client's share is truncated
+    (:mod:`dprec.systems.dp_pop.draws`) and over the services every upload carries a Prio3
+    proof that it is a k-hot vector plus such a share, verified jointly by the proxy and
     the server; in process, the proof's own predicate
     (:func:`~dprec.protocol.secure_sum.vdaf.contribution.dp_pop_check`: each count in
     [-T, 1 + T], the sum in [-S, k + S], the L2 bound) is applied to each plaintext vector.
     Either way an invalid contribution is refused with its reason and the round releases the
-    rest (docs/secure_sum.md, "Validity proofs"). ``none`` (the default for now: the proxy
-    holds a proved round whole in memory, about 0.41 MiB per client) sums every vector, the
-    damage a malicious client does unchecked."""
+    rest (docs/secure_sum.md, "Validity proofs"). ``none`` sums every vector, the damage a
+    malicious client does unchecked (any value mod q on every coordinate)."""
 
     def __post_init__(self) -> None:
         if not (self.epsilon > 0 and math.isfinite(self.epsilon)):
@@ -277,7 +278,7 @@ class DpPop(_RankedList):
                              cal.mechanism.dp_event(cal.l1, cal.l2, int(cal.l1)),
                              lambda: proxy.public_key, cal.params, self._timestamps,
                              devices=bool(getattr(self.transport, "device_clients", False)),
-                             check=self._check(d, n))
+                             check=self._check(d, n), truncate=check)
         sim = self.clients_hook(clients, n) if self.clients_hook else clients
         self.events = EventLog(n)
         run = run_protocol(server, sim, 1, rng, self.events, proxy, self.transport)

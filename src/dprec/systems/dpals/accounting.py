@@ -45,9 +45,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dprec.errors import PrivacyParameterError
-from dprec.privacy.accountant import RdpAccountant
 from dprec.privacy.adjacency import Adjacency
+from dprec.privacy.calibrate import smallest_noise
+from dprec.privacy.rdp_accountant import RdpAccountant
 from dprec.privacy.skellam import SkellamDpEvent
 from dprec.systems.dpals.statistics import stats_width, triangle_size
 
@@ -124,23 +124,7 @@ def releases_epsilon(releases: Sequence[Release], multiplier: float, delta: floa
 def calibrate(releases: Sequence[Release], epsilon: float, delta: float,
               rtol: float = 1e-6, adjacency: Adjacency = Adjacency.ADD_REMOVE_ONE) -> float:
     """The smallest common multiplier ``z`` (to ``rtol``, rounded up: more noise) whose
-    composition under ``adjacency`` meets ``epsilon`` at ``delta``; bisection on ``log z``."""
-    if not (epsilon > 0 and math.isfinite(epsilon)):
-        raise PrivacyParameterError(f"epsilon must be finite and > 0, got {epsilon}")
-    lo, hi = 1e-3, 1.0
-    while releases_epsilon(releases, hi, delta, adjacency) > epsilon:
-        lo, hi = hi, hi * 4.0
-        if hi > 1e12:
-            raise PrivacyParameterError(f"no noise reaches epsilon {epsilon} at delta {delta}; "
-                                        "raise epsilon or delta")
-    while releases_epsilon(releases, lo, delta, adjacency) <= epsilon:
-        hi, lo = lo, lo / 4.0
-        if lo < 1e-12:
-            return hi
-    while hi / lo > 1.0 + rtol:
-        mid = math.sqrt(lo * hi)
-        if releases_epsilon(releases, mid, delta, adjacency) <= epsilon:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    composition under ``adjacency`` meets ``epsilon`` at ``delta``
+    (:func:`dprec.privacy.calibrate.smallest_noise`)."""
+    return smallest_noise(lambda z: releases_epsilon(releases, z, delta, adjacency), epsilon,
+                          rtol=rtol, upper=1e12, what="noise multiplier")

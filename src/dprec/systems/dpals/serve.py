@@ -11,6 +11,7 @@ from typing import Any
 
 from dprec.protocol.aggregation import Aggregator
 from dprec.protocol.deployment import Serving
+from dprec.protocol.sharding import IntegerSumAdapter
 from dprec.systems.dpals.messages import DpalsModel, DpalsState
 from dprec.systems.dpals.plan import plan_of
 from dprec.systems.dpals.server import DpalsServer
@@ -30,7 +31,7 @@ class DpalsServing(Serving):
     """The server half of dpals (aggregation=secure)."""
 
     role_type = DpalsServer
-    shard_adapter = "IntegerSumAdapter"
+    shard_adapter = IntegerSumAdapter
 
     def server_role(self, info: Any, aggregator: Aggregator) -> DpalsServer:
         return server_of(info.config, info.n_items, int(info.config["n_clients"]))

@@ -79,6 +79,8 @@ class DpalsServer(Server):
     """dpals' server role (module docstring); ``plan`` holds the public numbers, the other
     arguments are the config's solve settings."""
 
+    public = ("n_items", "factors", "reg", "steps", "clip", "init_scale")
+
     def __init__(self, plan: RunPlan, factors: int, reg: float, unobserved_weight: float,
                  clip: float, rhs_weight: float, init_scale: float) -> None:
         self.plan = plan

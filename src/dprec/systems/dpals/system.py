@@ -14,7 +14,7 @@ A user's vector never leaves the device (joint DP, the "billboard" model); scori
 it again from the user's history and the published factors. Every release is a
 :class:`~dprec.privacy.skellam.SkellamDpEvent` with the sensitivities of the quantised
 contribution against the zero vector (:mod:`.accounting`), recorded in the run's event log
-and composed by :class:`~dprec.privacy.accountant.RdpAccountant` under zero-out adjacency
+and composed by :class:`~dprec.privacy.rdp_accountant.RdpAccountant` under zero-out adjacency
 for the secure sum (a user's neighbour zeroes their statistics while their device still
 sends its noise shares, so both sides carry the same noise) and add/remove one user for the
 trusted curator (:func:`~dprec.systems.dpals.accounting.adjacency_of`; the same epsilon);
@@ -33,9 +33,9 @@ import scipy.sparse as sp
 
 from dprec.errors import InvalidParameterError, NotFittedError, PrivacyParameterError
 from dprec.iteration import IterationHook
-from dprec.privacy.accountant import RdpAccountant
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import PrivacyReport
+from dprec.privacy.rdp_accountant import RdpAccountant
 from dprec.protocol.engine import Clients
 from dprec.protocol.secure_sum.messages import Upload
 from dprec.systems.base import Ranker, check_history

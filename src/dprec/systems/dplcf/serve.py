@@ -10,8 +10,10 @@ import numpy as np
 from dprec.errors import DprecError
 from dprec.protocol.aggregation import Aggregator
 from dprec.protocol.deployment import Serving
+from dprec.systems.dplcf.defences import DPLCF_AGGREGATORS
 from dprec.systems.dplcf.messages import NeighbourLists
 from dprec.systems.dplcf.server import SimilarityEstimate, SimilarityServer
+from dprec.systems.dplcf.shard import DplcfAdapter
 
 __all__ = ["SERVING", "DplcfServing"]
 
@@ -20,7 +22,8 @@ class DplcfServing(Serving):
     """The server half of every DPLCF variant."""
 
     role_type = SimilarityServer
-    shard_adapter = "DplcfAdapter"
+    aggregators = DPLCF_AGGREGATORS
+    shard_adapter = DplcfAdapter
 
     def server_role(self, info: Any, aggregator: Aggregator) -> SimilarityServer:
         """As ``LocalItemCF.fit`` builds it."""

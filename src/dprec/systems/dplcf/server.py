@@ -19,8 +19,8 @@ from dprec.mechanisms.bitflip import BitFlip
 from dprec.models.bitcount import BitGram, symmetrize_upper
 from dprec.models.itemknn import jaccard_from_counts, top_k_neighbours
 from dprec.protocol.aggregation import Aggregator, MeanAggregator
-from dprec.protocol.bit_screens import BitLaw
 from dprec.protocol.engine import Server
+from dprec.systems.dplcf.bit_screens import BitLaw
 from dprec.systems.dplcf.messages import NeighbourLists, ObfuscatedBits
 
 __all__ = [
@@ -288,6 +288,8 @@ class SimilarityServer(Server):
     p and q, and the history cap). Pair counts are exact integer sums: any order and any
     batching of the uploads give the same estimate.
     """
+
+    public = ("n_items", "estimator", "neighbours", "include_full", "count_method")
 
     def __init__(self, n_items: int, mechanism: BitFlip | None, estimator: Estimator,
                  neighbours: int, include_full: bool,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -27,10 +27,11 @@ from dprec.iteration import IterationHook
 from dprec.mechanisms.bitflip import BitFlip
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
-from dprec.protocol.aggregation import AGGREGATORS, make_aggregator
+from dprec.protocol.aggregation import make_aggregator
 from dprec.protocol.engine import Clients, Transport, run_protocol
 from dprec.systems.base import NotFittedError, Ranker, check_history
 from dprec.systems.dplcf import client, server
+from dprec.systems.dplcf.defences import DPLCF_AGGREGATORS
 from dprec.systems.dplcf.messages import NeighbourLists
 from dprec.systems.reporting import privacy_report_from_log
 
@@ -61,10 +62,10 @@ class LocalItemCFConfig:
     batch_size: int = 4096
     """Clients simulated per vectorised batch."""
     aggregator: str = "mean"
-    """How the server combines the uploads (:data:`~dprec.protocol.aggregation.AGGREGATORS`,
-    ``NAME`` or ``NAME:ARG``): mean, or the defences of issue 26, dplcf-range[:RATE],
-    dplcf-screen[:Z], dplcf-range+screen[:Z]. In-process runs; the services take
-    ``dprec serve server --aggregator``."""
+    """How the server combines the uploads (``NAME`` or ``NAME:ARG`` of
+    :data:`~dprec.systems.dplcf.defences.DPLCF_AGGREGATORS`): mean, or the defences of
+    issue 26, dplcf-range[:RATE], dplcf-screen[:Z], dplcf-range+screen[:Z]. In-process runs;
+    the services take ``dprec serve server --aggregator``."""
     history_cap: int | None = None
     """L, a public bound on the history a client uploads (None: no cap). A client holding
     more keeps a uniformly random L of its items before flipping (:func:`client.cap_history`);
@@ -94,8 +95,8 @@ class LocalItemCFConfig:
                                              or self.history_cap < 1):
             raise DprecError(f"history_cap must be an integer >= 1 or None, got "
                              f"{self.history_cap!r}")
-        if str(self.aggregator).partition(":")[0] not in AGGREGATORS:
-            raise DprecError(f"aggregator must be one of {sorted(AGGREGATORS)}, got "
+        if str(self.aggregator).partition(":")[0] not in DPLCF_AGGREGATORS:
+            raise DprecError(f"aggregator must be one of {sorted(DPLCF_AGGREGATORS)}, got "
                              f"{self.aggregator!r}")
 
     def mechanism(self) -> BitFlip | None:
@@ -130,6 +131,12 @@ class LocalItemCF(Ranker):
         """Wraps the simulated population (clients, n_users) before the run, e.g. with
         poisoned clients (:mod:`dprec.protocol.poisoning`); None: the clients as they are."""
 
+    def poisoning_attack(self, poisoning: Any) -> tuple[Any, Any]:
+        """The attack on this protocol's uploads (:mod:`dprec.systems.dplcf.attacks`) and
+        ``poisoning`` for it."""
+        from dprec.systems.dplcf.attacks import attack_for
+        return attack_for(poisoning)
+
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
             on_iteration: IterationHook | None = None) -> LocalItemCF:
         cfg = self.config
@@ -141,7 +148,7 @@ class LocalItemCF(Ranker):
                                             history_cap=cfg.history_cap)
         srv = server.SimilarityServer(n_items, self.mechanism, cfg.estimator, cfg.neighbours,
                                       cfg.neighbourhood == "user",
-                                      make_aggregator(cfg.aggregator),
+                                      make_aggregator(cfg.aggregator, DPLCF_AGGREGATORS),
                                       history_cap=cfg.history_cap)
         self._capped_users = (0 if cfg.history_cap is None else
                               int((np.diff(train.indptr) > cfg.history_cap).sum()))

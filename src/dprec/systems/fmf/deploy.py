@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,22 +27,13 @@ from dprec.protocol.messages import (
     ValueReports,
 )
 from dprec.protocol.shuffler import Shuffler
-from dprec.systems.fmf.cells import CELLS_TOKEN_BYTES
+from dprec.systems.fmf.cells import CELLS_TOKEN_BYTES, parse_token
 from dprec.systems.fmf.client import FederatedClients, check_item_matrix, user_vectors
 
-__all__ = ["report_bound", "DEPLOYMENT", "FmfDeployment"]
+__all__ = ["DEPLOYMENT", "FmfDeployment"]
 
 _MAX_WIRE_FACTORS = 255
 
-
-
-def report_bound(mechanism: Any) -> float | None:
-    """The largest |value| of one real-valued report of ``mechanism``: the piecewise
-    mechanism's scale, 1 without noise (the clipped gradient entry scaled into [-1, 1]);
-    None for one-bit reports."""
-    if isinstance(mechanism, PiecewiseMechanism):
-        return mechanism.scale
-    return 1.0 if mechanism is None else None
 
 class FmfDeployment(Deployment):
     """FMF-LDP (FCF, ``exact=true``, sends whole gradients and runs in process only)."""
@@ -84,7 +76,12 @@ class FmfDeployment(Deployment):
         return None
 
     def value_bound(self, config: Mapping[str, Any]) -> float | None:
-        return report_bound(self.mechanism(config))
+        mech = self.mechanism(config)
+        if isinstance(mech, PiecewiseMechanism):
+            return mech.scale
+        if mech is None:
+            return 1.0  # the clipped gradient entry scaled into [-1, 1]
+        return None
 
     def upload_size(self, info: Any) -> int:
         return int(info.upload.serialized_size(info.k))
@@ -206,6 +203,15 @@ class FmfDeployment(Deployment):
         if isinstance(m, GradientReports):
             return GradientReports(client_id, m.items, m.factors, m.bits).to_bytes()
         return ValueReports(client_id, m.items, m.factors, m.values).to_bytes()
+
+    def needs_client_secret(self, terms: Any) -> bool:
+        """``cells=assigned``: the device's cells token, from the proxy."""
+        return bool(terms.cells == "assigned")
+
+    def with_client_secret(self, terms: Any, doc: Mapping[str, Any]) -> Any:
+        """The terms with the proxy's cells token (32 bytes in hex, else a
+        :class:`DprecError`)."""
+        return replace(terms, cells_token=parse_token(doc.get("cells_token")))
 
     def decode_artefact(self, terms: Any, body: bytes) -> np.ndarray:
         """V, float64 here (float32 on the wire; float64 with ``cells=assigned``, whose

@@ -12,7 +12,9 @@ from dprec.errors import DprecError
 from dprec.protocol.aggregation import Aggregator, make_aggregator
 from dprec.protocol.deployment import Serving
 from dprec.protocol.messages import ItemMatrix, ItemMatrix64
+from dprec.systems.fmf.defences import FMF_AGGREGATORS
 from dprec.systems.fmf.server import FactorServer
+from dprec.systems.fmf.shard import FmfAdapter
 
 __all__ = ["SERVING", "FmfServing"]
 
@@ -21,7 +23,8 @@ class FmfServing(Serving):
     """The server half of FMF-LDP."""
 
     role_type = FactorServer
-    shard_adapter = "FmfAdapter"
+    aggregators = FMF_AGGREGATORS
+    shard_adapter = FmfAdapter
 
     def server_role(self, info: Any, aggregator: Aggregator) -> FactorServer:
         """As ``FederatedMF.fit`` builds it; the aggregator is ``--aggregator``'s, or the
@@ -30,8 +33,8 @@ class FmfServing(Serving):
         c = info.config
         wanted = str(c.get("aggregator", "mean"))
         if aggregator.spec == "mean":
-            aggregator = make_aggregator(wanted)
-        elif wanted != "mean" and make_aggregator(wanted).spec != aggregator.spec:
+            aggregator = make_aggregator(wanted, FMF_AGGREGATORS)
+        elif wanted != "mean" and make_aggregator(wanted, FMF_AGGREGATORS).spec != aggregator.spec:
             raise DprecError(f"--aggregator {aggregator.spec} and the config's aggregator "
                              f"{wanted} differ: set one")
         return FactorServer(info.n_items, int(c["factors"]), float(c["lr"]),

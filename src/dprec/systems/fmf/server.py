@@ -73,6 +73,8 @@ class FactorServer(Server):
     gradient sums. Holds only public parameters and V.
     """
 
+    public = ("n_items", "factors", "lr", "reg", "steps", "clip", "init_scale")
+
     def __init__(self, n_items: int, factors: int, lr: float, reg: float, steps: int,
                  clip: float, init_scale: float,
                  mechanism: BinaryMechanism | PiecewiseMechanism | None,

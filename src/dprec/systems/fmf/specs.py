@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dprec.errors import DprecError
+from dprec.mechanisms.numeric import BinaryMechanism
+from dprec.systems.audits import AuditRequest, AuditSubject, ShuffledSlot, SystemAudit
 from dprec.systems.fmf.system import FederatedMF, FMFConfig
 from dprec.systems.spec import SystemSpec
 
@@ -10,6 +13,18 @@ __all__ = ["SPECS"]
 
 def _build(name: str, cfg: FMFConfig) -> FederatedMF:
     return FederatedMF(name, cfg)
+
+
+def _audit(request: AuditRequest) -> AuditSubject:
+    """One shuffled report slot of ``n_users`` (default 943) binary reports."""
+    request.only_at("event", "is audited per report slot; its user level composes k x "
+                             "epochs shuffles and is not audited")
+    cfg = request.config()
+    if cfg.mechanism != "binary":
+        raise DprecError("the shuffled-slot audit counts +1 reports: it needs "
+                         "mechanism=binary")
+    return ShuffledSlot(BinaryMechanism(cfg.epsilon), request.integer("n_users", 943),
+                        cfg.delta)
 
 
 _DEPLOY = "dprec.systems.fmf"
@@ -22,6 +37,6 @@ SPECS: list[SystemSpec] = [
                deploy=_DEPLOY),
     SystemSpec("fmf-ldp", FMFConfig, _build, "ranking", True,
                "FMF-LDP: k LDP gradient reports per client per epoch via a shuffler",
-               {"exact": False}, deploy=_DEPLOY),
+               {"exact": False}, audit=SystemAudit(_audit, settings=("n_users",)), deploy=_DEPLOY),
 ]
 """fcf and fmf-ldp."""

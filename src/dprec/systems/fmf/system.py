@@ -12,7 +12,7 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -24,7 +24,7 @@ from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.events import EventLog, ShuffledReportDpEvent
 from dprec.privacy.guarantee import Guarantee, PrivacyReport, reported_epsilon
 from dprec.privacy.ledger import PrivacyLedger
-from dprec.privacy.shuffle import attack_lower_bound
+from dprec.privacy.shuffle_attack import attack_lower_bound
 from dprec.protocol.aggregation import make_aggregator
 from dprec.protocol.engine import Clients, ShufflingProxy, Transport, run_protocol
 from dprec.protocol.messages import GradientReports, ItemMatrix, ValueReports
@@ -32,6 +32,7 @@ from dprec.protocol.shuffler import DEFAULT_MAX_REPORTS_PER_SENDER, DEFAULT_THRE
 from dprec.systems.base import NotFittedError, Ranker, check_history
 from dprec.systems.central import factor_scores
 from dprec.systems.fmf import cells, client, server
+from dprec.systems.fmf.defences import FMF_AGGREGATORS
 from dprec.systems.reporting import privacy_report_from_log
 
 __all__ = ["CELL_AGGREGATORS", "FMFConfig", "FederatedMF", "MAX_REPORT_SCALE", "Mechanism",
@@ -41,7 +42,7 @@ log = logging.getLogger(__name__)
 
 Mechanism = Literal["binary", "piecewise", "none"]
 CellRule = Literal["chosen", "assigned"]
-CELL_AGGREGATORS = ("mean", "trimmed", "median-of-means")
+CELL_AGGREGATORS = tuple(FMF_AGGREGATORS)
 """The server aggregators of FMF-LDP's cell reports (:mod:`dprec.protocol.aggregation`)."""
 
 THREAT_MODEL = (
@@ -121,7 +122,7 @@ class FMFConfig:
         if str(self.aggregator).partition(":")[0] not in CELL_AGGREGATORS:
             raise DprecError(f"aggregator must be one of {', '.join(CELL_AGGREGATORS)} (with "
                              f":ARG for the robust ones), got {self.aggregator!r}")
-        make_aggregator(self.aggregator)
+        make_aggregator(self.aggregator, FMF_AGGREGATORS)
         if self.cells not in ("chosen", "assigned"):
             raise DprecError(f"cells must be chosen or assigned, got {self.cells!r}")
         if self.mechanism not in ("binary", "piecewise", "none"):
@@ -185,6 +186,12 @@ class FederatedMF(Ranker):
         """Wraps the simulated population (clients, n_users) before the run, e.g. with
         poisoned clients (:mod:`dprec.protocol.poisoning`); None: the clients as they are."""
 
+    def poisoning_attack(self, poisoning: Any) -> tuple[Any, Any]:
+        """The attack on this protocol's reports (:mod:`dprec.systems.fmf.attacks`) and
+        ``poisoning`` completed from this config."""
+        from dprec.systems.fmf.attacks import attack_for
+        return attack_for(self.config, poisoning)
+
     def _mechanism(self) -> BinaryMechanism | PiecewiseMechanism | None:
         c = self.config
         if c.mechanism == "binary":
@@ -192,12 +199,6 @@ class FederatedMF(Ranker):
         if c.mechanism == "piecewise":
             return PiecewiseMechanism(c.epsilon)
         return None
-
-    def value_bound(self) -> float | None:
-        """The largest |value| of one real-valued report (what the services' check allows;
-        None for one-bit reports)."""
-        from dprec.systems.fmf.deploy import report_bound
-        return report_bound(self._mechanism())
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
             on_iteration: IterationHook | None = None) -> FederatedMF:
@@ -220,7 +221,8 @@ class FederatedMF(Ranker):
             exact=c.exact, mechanism=mech, ledger=ledger, batch_size=c.batch_size,
             cell_tokens=cells.client_tokens(key, np.arange(n_users)) if assigned else None)
         srv = server.FactorServer(n_items, c.factors, c.lr, c.regularization, c.server_steps,
-                                  c.clip, c.init_scale, mech, make_aggregator(c.aggregator))
+                                  c.clip, c.init_scale, mech,
+                                  make_aggregator(c.aggregator, FMF_AGGREGATORS))
         proxy: ShufflingProxy | None = None
         if assigned:
             proxy = cells.CellCheckingProxy(c.shuffle_threshold, key, lambda: srv.V, c.k,
@@ -312,7 +314,7 @@ class FederatedMF(Ranker):
         """Add ``bounds.user`` = {lower, upper, ...}: the attack lower bound beside the
         accountant's upper bound (``levels.user`` and ``true``, unchanged).
 
-        Lower: :func:`~dprec.privacy.shuffle.attack_lower_bound` for the user who reported in
+        Lower: :func:`~dprec.privacy.shuffle_attack.attack_lower_bound` for the user who reported in
         the most rounds, hidden among the largest round's senders (more rounds or fewer
         senders could only raise it, so this pair is one the run really allows)."""
         c = self.config

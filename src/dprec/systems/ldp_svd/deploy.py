@@ -20,8 +20,9 @@ from dprec.mechanisms.laplace_rr import LaplaceRR
 from dprec.mechanisms.numeric import BinaryMechanism, LaplaceMechanism, PiecewiseMechanism
 from dprec.protocol.deployment import Deployment, DeviceReader
 from dprec.protocol.messages import Message, MessageError
+from dprec.systems.ldp_svd import device
 from dprec.systems.ldp_svd.client import RatingMechanism
-from dprec.systems.ldp_svd.messages import RatingBatch, RatingReports, RatingUpload
+from dprec.systems.ldp_svd.messages import RatingBatch, RatingModel, RatingReports, RatingUpload
 
 __all__ = ["DEPLOYMENT", "RatingDeployment"]
 
@@ -37,6 +38,8 @@ class RatingDeployment(Deployment):
     guarantee), so a device policy must name it to accept it."""
     artefacts = ("model",)
     broadcast_artefact = "model"
+    exact_upload = False
+    """An upload holds one report per rated item (and per fake): its size is the user's."""
 
     def validate(self, config: Mapping[str, Any]) -> None:
         """The server needs what the data fixes: the users enrolled and the public scale."""
@@ -132,24 +135,33 @@ class RatingDeployment(Deployment):
             yield int(c), RatingUpload(int(c), message.items[a:b],
                                        message.values[a:b]).to_bytes()
 
-    # -- the device -------------------------------------------------------------------------
+    # -- the device (:mod:`dprec.systems.ldp_svd.device`) ---------------------------------
 
     def terms(self, read: DeviceReader, info: Any) -> dict[str, Any]:
-        raise DprecError(f"{info.system} has no device client: its device terms (the rating "
-                         "scale, fakes, Laplace-RR's eps2) are not in the device policy yet")
+        return device.read_terms(read, info)
 
-    def build_mechanism(self, mechanism: str, epsilon: float | None) -> Any:
-        raise DprecError("LDP-SVD has no device client")
+    def build_mechanism(self, mechanism: str, epsilon: float | None) -> RatingMechanism:
+        """An eps-LDP mechanism per rating; Laplace-RR is never built for a device's charge
+        (its event is non-private: no epsilon covers it)."""
+        if mechanism == "laplace-rr":
+            raise DprecError("Laplace-RR has no finite guarantee (its event is non-private): "
+                             "a device cannot be charged for it")
+        return self.mechanism({"mechanism": mechanism, "epsilon": epsilon})
 
     def client_step(self, terms: Any, history: Any, round: int, rng: np.random.Generator,
                     client_id: int, artefact: Callable[[], Any]) -> bytes:
-        raise DprecError("LDP-SVD has no device client")
+        """The simulation's client step on a population of one (its ratings, perturbed once;
+        ``hide_items``: with its fake reports); needs no artefact."""
+        return device.client_upload(terms, self.mechanism(terms.settings), history, rng,
+                                    client_id)
 
-    def decode_artefact(self, terms: Any, body: bytes) -> Any:
-        raise DprecError("LDP-SVD has no device client")
+    def decode_artefact(self, terms: Any, body: bytes) -> RatingModel:
+        return device.decode_model(terms, body)
 
     def scores(self, terms: Any, history: Any, artefact: Any) -> np.ndarray:
-        raise DprecError("LDP-SVD predicts on the server: a device holds no model")
+        """Predicted ratings from the model, the device's own factor folded in on the
+        device (:func:`~dprec.systems.ldp_svd.device.fold_in_scores`)."""
+        return device.fold_in_scores(terms, history, artefact)
 
 
 DEPLOYMENT = RatingDeployment()

@@ -304,10 +304,15 @@ class RatingModel(Message):
         object.__setattr__(self, "user_factors", U)
         object.__setattr__(self, "item_factors", V)
 
+    @staticmethod
+    def serialized_size(n_users: int, n_items: int, factors: int) -> int:
+        return HEADER.size + _MODEL.size + 8 * (n_users + n_items) * (factors + 1) \
+            + n_users + n_items
+
     @property
     def nbytes(self) -> int:
         (m, f), n = self.user_factors.shape, self.item_factors.shape[0]
-        return HEADER.size + _MODEL.size + 8 * (m + n) * (f + 1) + m + n
+        return self.serialized_size(m, n, f)
 
     def _parts(self) -> list[bytes | memoryview]:
         (m, f), n = self.user_factors.shape, self.item_factors.shape[0]

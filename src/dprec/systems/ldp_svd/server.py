@@ -109,6 +109,8 @@ class SVDServer(Server):
     (counts) and the trained model; the report matrix is dropped after training.
     """
 
+    public = ("n_items", "n_users", "rating_scale")
+
     def __init__(self, n_users: int, n_items: int, scale: Scale,
                  mechanism: RatingMechanism | None, svd: FunkSVDConfig,
                  noise_weighting: bool = True) -> None:

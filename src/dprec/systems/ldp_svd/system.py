@@ -42,9 +42,9 @@ from dprec.iteration import IterationHook
 from dprec.mechanisms.laplace_rr import LaplaceRR
 from dprec.mechanisms.numeric import BinaryMechanism, LaplaceMechanism, PiecewiseMechanism
 from dprec.models.funk_svd import FunkSVD, FunkSVDConfig
-from dprec.privacy.accountant import account
 from dprec.privacy.events import BitFlipDpEvent, EventLog, LocalReportDpEvent
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
+from dprec.privacy.levels import account
 from dprec.protocol.engine import Transport, run_protocol
 from dprec.systems.base import NotFittedError, RatingPredictor
 from dprec.systems.ldp_svd import client, server

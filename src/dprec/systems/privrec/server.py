@@ -21,10 +21,10 @@ import numpy as np
 
 from dprec.errors import DprecError
 from dprec.mechanisms.gaussian import Gaussian, joint_event
-from dprec.privacy.gaussian import privrec_noise_multipliers
 from dprec.protocol.deployment import generator_from_json, generator_to_json
 from dprec.protocol.engine import Server
 from dprec.random import is_secure, secure_generator
+from dprec.systems.privrec.accounting import privrec_noise_multipliers
 from dprec.systems.privrec.clipping import AdaptiveClip, clip_rows
 from dprec.systems.privrec.config import PrivRecConfig
 from dprec.systems.privrec.messages import ModelBroadcast, ModelUpdates, UpdateBatch
@@ -47,6 +47,8 @@ class ReptileServer(Server):
     A role built without ``theta0`` (a server process, from the public description) takes
     theta_0 and the enrolled clients from :meth:`initialise` before its start.
     """
+
+    public = ("n_items", "trusted_aggregator")
 
     trusted_aggregator = True
     """This role sees individual contributions (every selected client's update)."""
@@ -85,7 +87,7 @@ class ReptileServer(Server):
 
     def mechanisms(self, clip: float) -> tuple[Gaussian, Gaussian]:
         """DP-PrivRec's two Gaussian queries of a round at clip bound ``clip``, replace-one
-        sensitivities (:func:`~dprec.privacy.gaussian.privrec_noise_multipliers`): the update
+        sensitivities (:func:`~.accounting.privrec_noise_multipliers`): the update
         ``alpha3 sum(Delta)/M`` (``2 alpha3 S / M``, noise ``z_D``) and the clip count's mean
         ``sum(b)/M`` (``1/M``, noise ``z_b``)."""
         cfg, m = self.cfg, self.cfg.clients_per_round

@@ -8,6 +8,7 @@ when a system is built.
 from __future__ import annotations
 
 from dprec.errors import DprecError
+from dprec.systems.audits import AuditRequest, AuditSubject, SystemAudit
 from dprec.systems.base import Recommender
 from dprec.systems.privrec.config import PrivRecConfig
 from dprec.systems.spec import SystemSpec
@@ -26,6 +27,16 @@ def _build(name: str, cfg: PrivRecConfig) -> Recommender:
     return SideNetRecommender(name, cfg)
 
 
+def _audit(request: AuditRequest) -> AuditSubject:
+    from dprec.systems.privrec.canaries import canary_run
+    return canary_run(request)
+
+
+_AUDIT = SystemAudit(_audit, settings=("canaries", "guesses", "support", "dataset"),
+                     default_level="user", target="dp-privrec-canaries",
+                     summary="DP-PrivRec: one training run with canary clients (Steinke et "
+                             "al. 2023)")
+
 _PROTOCOL = "user-split"
 _GRID = {"local_lr": (0.1, 0.2, 0.4), "server_lr": (1.0, 2.0, 4.0)}
 _SELF_GRID = {"local_lr": (0.05, 0.1, 0.2), "server_lr": (0.5, 1.0, 2.0)}
@@ -43,7 +54,8 @@ SPECS: list[SystemSpec] = [
                "DP-PrivRec (seed 002, Alg. 2): clipped updates, Gaussian noise, adaptive "
                "clipping; user-level central DP (trusted aggregator)",
                {"algorithm": "reptile", "inputs": "features", "dp": True},
-               protocol=_PROTOCOL, paper={"rounds": 1000, "initial_clip": 40.0}, **_DEPLOYED),
+               protocol=_PROTOCOL, paper={"rounds": 1000, "initial_clip": 40.0},
+               audit=_AUDIT, **_DEPLOYED),
     SystemSpec("privrec-cen", PrivRecConfig, _build, "ranking", False,
                "the PrivRec network trained centrally on pooled examples, then fine-tuned "
                "on the device (non-private)",

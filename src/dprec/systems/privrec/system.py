@@ -39,12 +39,14 @@ from dprec.models.side_net import (
     to_matrix,
     to_vector,
 )
-from dprec.privacy.accountant import Adjacency, RdpAccountant
+from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.events import EventLog
-from dprec.privacy.gaussian import pld_poisson_epsilon, privrec_noise_multipliers
+from dprec.privacy.gaussian import pld_poisson_epsilon
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
+from dprec.privacy.rdp_accountant import RdpAccountant
 from dprec.protocol.engine import PassThrough, Transport, run_protocol
 from dprec.systems.base import NotFittedError, Ranker, UnknownUserError, check_history
+from dprec.systems.privrec.accounting import privrec_noise_multipliers
 from dprec.systems.privrec.claim import paper_epsilon
 from dprec.systems.privrec.client import SideNetClients
 from dprec.systems.privrec.config import PrivRecConfig
@@ -89,7 +91,7 @@ SERVER_ROLE = {
 
 def privrec_noise(cfg: PrivRecConfig) -> tuple[float, float, float]:
     """(z_D, z_b, z_eff) of this configuration's rounds
-    (:func:`~dprec.privacy.gaussian.privrec_noise_multipliers`, b's sensitivity 1/M)."""
+    (:func:`~dprec.systems.privrec.accounting.privrec_noise_multipliers`, b's sensitivity 1/M)."""
     return privrec_noise_multipliers(cfg.noise_multiplier, cfg.budget_balance, cfg.server_lr)
 
 

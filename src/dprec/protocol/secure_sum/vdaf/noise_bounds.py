@@ -28,8 +28,8 @@ from scipy import stats
 from dprec.errors import check_int, check_real
 from dprec.protocol.secure_sum.errors import SecureSumError
 
-__all__ = ["MAX_EXACT_MU", "NoiseTruncation", "choose_truncation", "l2_bound_sq", "skellam_tail",
-           "truncated_noise_share"]
+__all__ = ["MAX_EXACT_MU", "TOO_MANY_DRAWS", "NoiseTruncation", "choose_truncation",
+           "l2_bound_sq", "meets_truncation", "skellam_tail", "truncated_noise_share"]
 
 
 MAX_EXACT_MU = 50.0
@@ -142,23 +142,36 @@ def _chernoff_square_sum(mu: float, t: int, d: int, log_terms: float) -> float:
     return float(((d * log_mgf + log_terms) / lams).min())
 
 
+def meets_truncation(truncation: NoiseTruncation, z: np.ndarray, check_sum: bool = True,
+                     vector: np.ndarray | None = None, l2_bound_sq: int | None = None
+                     ) -> bool:
+    """Whether the share ``z`` meets the bounds an honest share is redrawn to (module
+    docstring): ``|z_j| <= T``, ``|sum z| <= S`` (``check_sum``) and ``||vector + z||^2 <=
+    l2_bound_sq`` (when given)."""
+    tr = truncation
+    if np.abs(z).max(initial=0) > tr.coordinate_bound or (
+            check_sum and abs(int(z.sum())) > tr.sum_bound):
+        return False
+    if l2_bound_sq is not None:
+        y = np.asarray(vector, dtype=np.int64) + z
+        if int(y @ y) > l2_bound_sq:
+            return False
+    return True
+
+
+TOO_MANY_DRAWS = ("noise draws all broke the truncation bounds, which an honest draw does "
+                  "with probability eta per draw: check mu and T")
+
+
 def truncated_noise_share(truncation: NoiseTruncation, rng: np.random.Generator,
                           check_sum: bool = True, vector: np.ndarray | None = None,
                           l2_bound_sq: int | None = None, max_draws: int = 64) -> np.ndarray:
-    """An honest client's share ``Sk(mu)^d`` redrawn until it meets the bounds (module
-    docstring): ``|z_j| <= T``, ``|sum z| <= S`` (``check_sum``) and ``||vector + z||^2 <=
-    l2_bound_sq`` (when given). ``rng`` is the client's own generator (a CSPRNG on a
+    """An honest client's share ``Sk(mu)^d`` redrawn until it meets the bounds
+    (:func:`meets_truncation`). ``rng`` is the client's own generator (a CSPRNG on a
     device)."""
     tr = truncation
     for _ in range(max_draws):
         z = rng.poisson(tr.mu_share, tr.dimension) - rng.poisson(tr.mu_share, tr.dimension)
-        if np.abs(z).max(initial=0) > tr.coordinate_bound or (
-                check_sum and abs(int(z.sum())) > tr.sum_bound):
-            continue
-        if l2_bound_sq is not None:
-            y = np.asarray(vector, dtype=np.int64) + z
-            if int(y @ y) > l2_bound_sq:
-                continue
-        return z.astype(np.int64)
-    raise SecureSumError(f"{max_draws} noise draws all broke the truncation bounds, which "
-                         "an honest draw does with probability eta per draw: check mu and T")
+        if meets_truncation(tr, z, check_sum, vector, l2_bound_sq):
+            return z.astype(np.int64)
+    raise SecureSumError(f"{max_draws} {TOO_MANY_DRAWS}")

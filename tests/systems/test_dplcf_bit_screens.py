@@ -12,7 +12,7 @@ from scipy.stats import binom, binomtest
 
 from dprec.errors import DprecError
 from dprec.mechanisms.bitflip import BitFlip
-from dprec.protocol.bit_screens import (
+from dprec.systems.dplcf.bit_screens import (
     BitLaw,
     flagged_uploads,
     ones_counts,

@@ -5,12 +5,18 @@ import pytest
 
 from dprec.errors import DprecError
 from dprec.mechanisms.numeric import BinaryMechanism
-from dprec.protocol.aggregation import (
-    MeanAggregator,
+from dprec.protocol import aggregation
+from dprec.protocol.aggregation import MeanAggregator
+from dprec.systems.fmf.defences import (
+    FMF_AGGREGATORS,
     MedianOfMeansAggregator,
     TrimmedMeanAggregator,
-    make_aggregator,
 )
+
+
+def make_aggregator(name):
+    return aggregation.make_aggregator(name, FMF_AGGREGATORS)
+
 
 ROBUST = ("trimmed", "trimmed:0.25", "median-of-means", "median-of-means:4")
 
