@@ -7,6 +7,9 @@ Two circuits, at d = 1,682 and 10,000, n = 1,000 clients, epsilon 1, delta 1e-6:
 
 - dp-pop: k = 50, the Skellam share of dp-pop's calibration; y = v + z with
   y_j in [-T, 1 + T] (polynomial range test), sum y in [-S, k + S] and ||y||^2 <= B^2;
+- dpals-counts, dpals-als (``--cases``): dpals' deployed checks at its defaults (the DP count
+  round over the d items; an ALS round of d * 14 + 10 statistics at F = 4), built by the
+  deployment (``DEPLOYMENT.round_check``), its noise segments truncated;
 - bounded-range: dp-fedavg's L2 clip C = 2 with its automatic gamma (gamma C = 100 sqrt(d)),
   its calibrated Skellam share; y_j in [-(ceil(gamma C) + T), ceil(gamma C) + T] (too wide
   for one polynomial: base-B digits, the smallest upload of the options) and
@@ -30,6 +33,7 @@ import json  # noqa: E402
 import math  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
+from dataclasses import asdict  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -37,6 +41,7 @@ from dprec.evaluation.provenance import utc_date  # noqa: E402
 from dprec.privacy.events import strict_json  # noqa: E402
 from dprec.protocol.secure_sum import choose_params  # noqa: E402
 from dprec.protocol.secure_sum.client import SecureSumClient  # noqa: E402
+from dprec.protocol.secure_sum.deploy import truncated_share  # noqa: E402
 from dprec.protocol.secure_sum.ring import SEED_BYTES  # noqa: E402
 from dprec.protocol.secure_sum.sealed import KeyPair  # noqa: E402
 from dprec.protocol.secure_sum.vdaf.contribution import (  # noqa: E402
@@ -51,6 +56,8 @@ from dprec.protocol.secure_sum.vdaf.noise_bounds import (  # noqa: E402
 )
 from dprec.systems.dp_fedavg.accounting import calibrate_mu, choose_gamma  # noqa: E402
 from dprec.systems.dp_pop.calibration import calibrate  # noqa: E402
+from dprec.systems.dpals.deploy import DEPLOYMENT as DPALS  # noqa: E402
+from dprec.systems.dpals.system import DpalsConfig  # noqa: E402
 
 CLIENTS, K, EPSILON, DELTA = 1000, 50, 1.0, 1e-6
 FEDAVG_CLIP, FEDAVG_ROUNDS = 2.0, 2
@@ -95,10 +102,29 @@ def fedavg_case(d: int, rng: np.random.Generator):
     return check, tr, y, params, x, share_mu
 
 
+def dpals_case(d: int, rng: np.random.Generator, round: int):
+    """dpals' deployed check of round ``round`` (0: the DP count round, 1: an ALS round of
+    ``d (F (F + 3) / 2) + F (F + 1) / 2`` statistics) at its defaults (k = 50, F = 4,
+    weighting tail), through the deployment's own path (its check, its noise segments);
+    ``v`` = 0 (the prover's work does not depend on the values)."""
+    cfg = asdict(DpalsConfig(epsilon=EPSILON, delta=DELTA, weighting="tail",
+                             n_clients=CLIENTS, validity="prio3"))
+    check = DPALS.round_check(cfg, d, round)
+    rd = DPALS.device_round(cfg, d, round)
+    dim = rd.params.dimension
+    v = np.zeros(dim, np.int64)
+    y = v + truncated_share(check, v, rng, rd.segments)
+    return check, check.truncation, y, rd.params, np.zeros(dim), max(m for _, m in rd.segments)
+
+
+CASES = {"dp-pop": dp_pop_case, "bounded-range": fedavg_case,
+         "dpals-counts": lambda d, rng: dpals_case(d, rng, 0),
+         "dpals-als": lambda d, rng: dpals_case(d, rng, 1)}
+
+
 def measure(name: str, d: int, reps: int, seed: int = 0) -> dict[str, object]:
     rng = np.random.default_rng(seed)
-    check, tr, y, params, x, share_mu = (dp_pop_case if name == "dp-pop" else fedavg_case)(
-        d, rng)
+    check, tr, y, params, x, share_mu = CASES[name](d, rng)
     check: ContributionCheck
     keys = (KeyPair(), KeyPair())
     client = SecureSumClient(params, keys[0].public, keys[1].public)
@@ -125,12 +151,13 @@ def measure(name: str, d: int, reps: int, seed: int = 0) -> dict[str, object]:
 
     helper_ms, leader_ms = median_ms(helper, reps), median_ms(leader, reps)
     out = check.prep_finish(leader_state, message)
-    assert out.shape == (d,)
+    assert out.shape == (check.circuit.dimension,)
     sizes = check.sizes()
     with_proof = framing + sizes["upload"]  # the helper's seed replaces today's mask seed
     c = check.circuit
     return {
-        "circuit": name, "d": d, "clients": CLIENTS, "share_mu": share_mu,
+        "circuit": name, "d": d, "dimension": check.circuit.dimension, "clients": CLIENTS,
+        "share_mu": share_mu,
         "coordinate_range": [c.low, c.high], "range_proof": c.range_proof,
         "sum_range": c.sum_range, "l2_bound_sq": c.l2_bound_sq,
         "noise_truncation": {"T": tr.coordinate_bound, "S": tr.sum_bound,
@@ -155,14 +182,15 @@ def markdown(rows: list[dict], command: str) -> str:
         f"Measured {utc_date()} on the shared "
         "2-core dev machine, one core (numba threads 1), medians; read as orders of "
         "magnitude.", "", "    " + command, "",
-        "| circuit | d | PROOFS | today upload (B) | with proof (B) | ratio | client today (ms) "
-        "| client shard+prove (ms) | proxy (ms) | server (ms) | proxy<->server (B) |",
+        "| circuit | dimension | PROOFS | today upload (B) | with proof (B) | ratio "
+        "| client today (ms) | client shard+prove (ms) | proxy (ms) | server (ms) "
+        "| proxy<->server (B) |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         w, t = r["with_proof"], r["today"]
         lines.append(
-            f"| {r['circuit']} | {r['d']:,} | {r['proofs']} | {t['upload_bytes']:,} | "
+            f"| {r['circuit']} | {r['dimension']:,} | {r['proofs']} | {t['upload_bytes']:,} | "
             f"{w['upload_bytes']:,} | {r['upload_ratio']:.1f}x | {t['client_ms']:.2f} | "
             f"{w['client_ms']:.1f} | {w['proxy_ms']:.2f} | {w['server_ms']:.2f} | "
             f"{w['aggregator_exchange_bytes']:,} |")
@@ -185,14 +213,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--dims", type=int, nargs="+", default=[1682, 10000])
+    ap.add_argument("--cases", nargs="+", default=["dp-pop", "bounded-range"],
+                    choices=sorted(CASES))
     ap.add_argument("--markdown", default=None, help="write the summary table here")
     args = ap.parse_args()
-    rows = [measure(name, d, args.reps) for d in args.dims for name in ("dp-pop",
-                                                                        "bounded-range")]
+    rows = [measure(name, d, args.reps) for d in args.dims for name in args.cases]
     print(json.dumps(strict_json(rows), indent=1))
     if args.markdown:
         command = ("NUMBA_NUM_THREADS=1 PYTHONPATH=src .venv/bin/python "
-                   f"benchmarks/bench_validity.py --reps {args.reps} --markdown {args.markdown}")
+                   f"benchmarks/bench_validity.py --reps {args.reps} --dims "
+                   f"{' '.join(map(str, args.dims))} --cases {' '.join(args.cases)} "
+                   f"--markdown {args.markdown}")
         with open(args.markdown, "w") as fh:
             fh.write(markdown(rows, command))
 

@@ -1,5 +1,5 @@
 """A device in FMF-LDP ``cells=assigned`` (issue 26 §1): it fetches its own cells token
-from the proxy (``GET /v1/cells/token``, its client credential) and the float64 broadcast,
+from the proxy (``GET /v1/client/secret``, its client credential) and the float64 broadcast,
 reports on exactly the cells the proxy recomputes, pays k x eps per report as with chosen
 cells, and refuses a malformed token before anything is charged."""
 
@@ -127,19 +127,19 @@ def test_a_malformed_token_is_refused_before_anything_is_charged(assigned, tmp_p
 
 
 def test_the_token_endpoint_answers_only_the_authenticated_client(assigned):
-    r = assigned.proxy.get("/v1/cells/token", headers=headers(12))
+    r = assigned.proxy.get("/v1/client/secret", headers=headers(12))
     assert r.status_code == 200, r.text
     assert r.json() == {"cells_token": client_tokens(KEY, np.array([12]))[0].hex()}
-    assert assigned.proxy.get("/v1/cells/token").status_code == 401
+    assert assigned.proxy.get("/v1/client/secret").status_code == 401
     wrong = {**headers(12), "Authorization": "Bearer " + client_token(TOKEN_KEY, 13)}
-    assert assigned.proxy.get("/v1/cells/token", headers=wrong).status_code == 401
-    assert assigned.proxy.get("/v1/cells/token", headers=AUTH).status_code == 401
+    assert assigned.proxy.get("/v1/client/secret", headers=wrong).status_code == 401
+    assert assigned.proxy.get("/v1/client/secret", headers=AUTH).status_code == 401
 
 
 def test_a_proxy_of_chosen_cells_hands_no_token(tmp_path):
     with Stack(tmp_path, fmf_info(N), threshold=1) as s:
         s.start()
-        r = s.proxy.get("/v1/cells/token", headers=headers(12))
+        r = s.proxy.get("/v1/client/secret", headers=headers(12))
         assert r.status_code == 409 and "no secret" in r.text
 
 

@@ -19,11 +19,12 @@ from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.protocol.secure_sum.messages import Upload, associated_data, run_id
 from dprec.protocol.secure_sum.ring import centred, decode_elements, expand_mask
 from dprec.protocol.secure_sum.sealed import KeyPair, open_box
+from dprec.protocol.secure_sum.wire import SumUpload
 from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dp_fedavg.messages import FedAvgModel
 from dprec.systems.dp_fedavg.plan import plan_of as fedavg_plan
 from dprec.systems.dp_fedavg.system import DpFedAvgConfig
-from dprec.systems.dp_pop.messages import PopularityModel, SumUpload
+from dprec.systems.dp_pop.messages import PopularityModel
 from dprec.systems.dp_pop.system import DpPopConfig
 from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import plan_of as dpals_plan

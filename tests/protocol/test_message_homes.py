@@ -11,6 +11,7 @@ import pytest
 
 import dprec.protocol.messages as framing
 from dprec.protocol.messages import Message
+from dprec.protocol.secure_sum import wire as secure_sum
 from dprec.systems.dp_fedavg import messages as dp_fedavg
 from dprec.systems.dp_pop import messages as dp_pop
 from dprec.systems.dpals import messages as dpals
@@ -26,13 +27,13 @@ HOMES = {
                                        "UpdateUpload": 30, "UpdateBatch": 31,
                                        "InitialModel": 32, "ServerState": 33},
     "dprec.systems.ldp_svd.messages": {"RatingUpload": 20, "RatingBatch": 21, "RatingModel": 22},
-    "dprec.systems.dp_pop.messages": {"SumUpload": 40, "SumRelease": 41, "PopularityModel": 42,
-                                      "PopularityState": 43},
+    "dprec.protocol.secure_sum.wire": {"SumUpload": 40, "SumRelease": 41},
+    "dprec.systems.dp_pop.messages": {"PopularityModel": 42, "PopularityState": 43},
     "dprec.systems.dpals.messages": {"DpalsModel": 44, "DpalsState": 45},
     "dprec.systems.dp_fedavg.messages": {"FedAvgModel": 46, "FedAvgState": 47},
 }
-MODULES = {m.__name__: m for m in (framing, dplcf, privrec, ldp_svd, dp_pop, dpals,
-                                   dp_fedavg)}
+MODULES = {m.__name__: m for m in (framing, secure_sum, dplcf, privrec, ldp_svd, dp_pop,
+                                   dpals, dp_fedavg)}
 
 
 def _kinds_defined_in(path: Path) -> set[str]:
@@ -60,7 +61,7 @@ def test_every_message_kind_is_defined_in_its_home(module):
 def test_every_registered_kind_lives_in_the_framing_or_a_systems_messages_module():
     homes = {c.__module__ for c in Message._registry.values()}
     assert set(HOMES) <= homes
-    outside = {m for m in homes - {"dprec.protocol.messages"}
+    outside = {m for m in homes - {"dprec.protocol.messages", "dprec.protocol.secure_sum.wire"}
                if not re.fullmatch(r"dprec\.systems\.\w+\.messages", m)}
     assert not outside
 
@@ -105,8 +106,8 @@ def _instances() -> dict[str, Message]:
             privrec.ModelBroadcast(f(6), np.array([3, 1, 4]), 7, 2.5),
             {"bit_generator": "PCG64", "state": "12345", "inc": "67", "has_uint32": 0,
              "uinteger": 0}),
-        "SumUpload": dp_pop.SumUpload(bytes(range(40))),
-        "SumRelease": dp_pop.SumRelease(b"DSR2" + bytes(range(44))),
+        "SumUpload": secure_sum.SumUpload(bytes(range(40))),
+        "SumRelease": secure_sum.SumRelease(b"DSR2" + bytes(range(44))),
         "PopularityModel": dp_pop.PopularityModel(bytes(range(32)), np.array([3, -1, 7]), 5),
         "PopularityState": dp_pop.PopularityState(
             bytes(range(32, 64)),

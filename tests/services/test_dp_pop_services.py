@@ -6,25 +6,64 @@ the server mid-round loses no acknowledged upload and counts none twice."""
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import asdict
 
 import httpx
 import numpy as np
 import pytest
+from device_runs import same_structure
+from typer.testing import CliRunner
 
+from dprec.cli import app
 from dprec.client.http import ProxyAPI, ServerAPI, ServiceError
 from dprec.data.synthetic import synthetic
+from dprec.protocol.secure_sum.deploy import sealed_uploads
+from dprec.protocol.secure_sum.relay import SecureSumRelay
+from dprec.protocol.secure_sum.wire import SumRelease, SumUpload
 from dprec.services.auth import client_token
 from dprec.services.launch import Loopback
 from dprec.services.transport import HttpTransport
 from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dp_pop.client import noisy_vectors
-from dprec.systems.dp_pop.deploy import round_of, sealed_uploads
-from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel, SumRelease, SumUpload
-from dprec.systems.dp_pop.proxy import SecureSumRelay
+from dprec.systems.dp_pop.deploy import round_of
+from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel
 from dprec.systems.dp_pop.system import DpPopConfig
 from dprec.systems.registry import make_system
+
+
+@pytest.mark.slow
+def test_simulate_gives_the_same_ranking_and_privacy_over_both_transports(tmp_path,
+                                                                          monkeypatch):
+    args = ["simulate", "dp-pop", "--dataset", "synthetic-300x200", "--param", "k=10",
+            "--epsilon", "1", "--seeds", "1", "--json", "--out", str(tmp_path)]
+    services = tmp_path / "services"
+    monkeypatch.setenv("DPREC_SERVICES_DIR", str(services))
+    docs = {}
+    for transport in ("inproc", "http"):
+        res = CliRunner().invoke(app, [*args, "--transport", transport])
+        assert res.exit_code == 0, res.output[-3000:]
+        docs[transport] = json.loads(res.stdout.strip().splitlines()[-1])
+    a, b = docs["inproc"], docs["http"]
+    for key in ("privacy", "parameters", "dataset", "protocol"):
+        assert a[key] == b[key], key
+    same_structure(a, b)
+    privacy = b["privacy"]
+    assert privacy["model"] == "secure-sum" and privacy["levels"]["user"]["epsilon"] <= 1.0
+    assert privacy["adjacency"] == "zero_out"  # each device's noise share stays in the sum
+    assert privacy["threat_model_assumptions"]["server_proxy_collusion"] is False
+    ss = privacy["secure_sum"]
+    assert (ss["m"], ss["gamma"], ss["batches"]) == (2, 1.0, 1)
+    # issue 31: the server was handed the simulation's generator (PCG64), from which every
+    # client's share was drawn; now it starts from its own CSPRNG and holds no PCG64 state
+    held = [p for p in services.rglob("*") if p.is_file()]
+    assert any(p.name == "server.log" for p in held)
+    for p in held:
+        assert b"PCG64" not in p.read_bytes() and b"bit_generator" not in p.read_bytes(), p
+    assert ss["contributors"] == privacy["threat_model_assumptions"]["min_honest"]
+    assert ss["contributors"] == privacy["threat_model_assumptions"]["contributors"]
+    assert ss["q"] == 2 ** ss["q_bits"]
 
 
 def _fit(train, params, transport=None):

@@ -1,6 +1,6 @@
 """The proxy's keys (issue 31 §4).
 
-- Cells key (FMF-LDP ``cells=assigned``): a client's ``GET /v1/cells/token`` before the
+- Cells key (FMF-LDP ``cells=assigned``): a client's ``GET /v1/client/secret`` before the
   operator's ``POST /v1/secret`` made the proxy draw its own key and refuse the operator's
   from then on. The proxy is now not ready (503) until the operator's key is held.
 - A corrupt key file let the proxy start, then answered every client 503 with the absolute
@@ -21,9 +21,9 @@ from svc import OPERATOR, OPERATOR_AUTH, SECRET, TOKEN_KEY, Stack, fmf_info, hea
 
 from dprec.errors import DprecError
 from dprec.protocol.messages import GradientReports
+from dprec.protocol.secure_sum.relay import KEY_FILE as SUM_KEY
 from dprec.services.proxy import ProxySettings, create_proxy_app
 from dprec.systems.deployable import ProtocolInfo
-from dprec.systems.dp_pop.proxy import KEY_FILE as SUM_KEY
 from dprec.systems.dp_pop.system import DpPopConfig
 from dprec.systems.fmf.cells import client_tokens
 from dprec.systems.fmf.proxy import KEY_FILE as CELLS_KEY
@@ -39,7 +39,7 @@ def _dp_pop() -> ProtocolInfo:
 def test_the_proxy_is_not_ready_until_the_operator_gives_the_cells_key(tmp_path):
     with Stack(tmp_path, fmf_info(cells="assigned", mechanism="binary"), threshold=1) as s:
         s.start()
-        r = s.proxy.get("/v1/cells/token", headers=headers(3))
+        r = s.proxy.get("/v1/client/secret", headers=headers(3))
         assert r.status_code == 503, r.text
         assert "not ready" in r.json()["error"] and "POST /v1/secret" in r.json()["error"]
         k = s.info.k
@@ -50,7 +50,7 @@ def test_the_proxy_is_not_ready_until_the_operator_gives_the_cells_key(tmp_path)
         assert not (tmp_path / "proxy" / CELLS_KEY).exists()  # nothing drew a key
         r = s.proxy.post("/v1/secret", headers=OPERATOR_AUTH, json={"cells_key": KEY.hex()})
         assert r.status_code == 200, r.text  # was 409: the proxy had drawn its own
-        r = s.proxy.get("/v1/cells/token", headers=headers(3))
+        r = s.proxy.get("/v1/client/secret", headers=headers(3))
         assert r.status_code == 200
         assert r.json() == {"cells_token": client_tokens(KEY, np.array([3]))[0].hex()}
 
@@ -107,7 +107,7 @@ def test_a_client_never_reads_the_state_path(tmp_path):
     with Stack(tmp_path, _dp_pop(), threshold=20, batch_senders=20) as s:
         s.start()
         replies = [s.proxy.get("/v1/round"), s.submit(0, 1, b"\0" * 64),
-                   s.proxy.get("/v1/cells/token", headers=headers(1)),
+                   s.proxy.get("/v1/client/secret", headers=headers(1)),
                    s.proxy.post("/v1/secret", headers=OPERATOR_AUTH, json={}), s.close(0)]
         assert {r.status_code for r in replies} == {503}
         for r in replies:

@@ -7,7 +7,6 @@ Before, one client uploading q/2 - 1 on every coordinate shifted every published
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import subprocess
 import sys
@@ -17,22 +16,25 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
+from proofs import forge, half_field
 from randomgen import ChaCha
 from svc import Stack
 from svc import headers as device_headers
 
-from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, run_id
-from dprec.protocol.secure_sum.proved import ProvedBatch, ProvedUpload, bound_data, server_verify
-from dprec.protocol.secure_sum.sealed import KeyPair, seal
+from dprec.protocol.secure_sum.checks import check_terms
+from dprec.protocol.secure_sum.deploy import proved_row, sealed_uploads
+from dprec.protocol.secure_sum.messages import run_id
+from dprec.protocol.secure_sum.proved import ProvedBatch, ProvedUpload, server_verify
+from dprec.protocol.secure_sum.proved_relay import ProvedRelay
+from dprec.protocol.secure_sum.sealed import KeyPair
+from dprec.protocol.secure_sum.wire import SumUpload
 from dprec.services import roles
 from dprec.services.auth import client_token
 from dprec.services.launch import Loopback
 from dprec.systems.deployable import ProtocolInfo
-from dprec.systems.dp_pop.calibration import check_terms
-from dprec.systems.dp_pop.deploy import check_of, proved_upload, round_of, sealed_uploads
+from dprec.systems.dp_pop.deploy import check_of, round_of
 from dprec.systems.dp_pop.draws import device_vector
-from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel, SumUpload
-from dprec.systems.dp_pop.proved_relay import ProvedRelay
+from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel
 from dprec.systems.dp_pop.system import DpPopConfig
 
 N_ITEMS, K, N_HONEST = 16, 3, 11
@@ -42,33 +44,6 @@ DEVICE = Path(__file__).with_name("device_proc.py")
 def proved_info(n_clients: int = 20, min_honest: int = 10) -> ProtocolInfo:
     return ProtocolInfo("dp-pop", N_ITEMS, asdict(DpPopConfig(
         epsilon=2.0, k=K, n_clients=n_clients, min_honest=min_honest, validity="prio3")))
-
-
-def forge(check, proxy_key: bytes, server_key: bytes, meas: np.ndarray | None = None,
-          tamper_proof: bool = False) -> bytes:
-    """A malicious client's upload: the encoded measurement ``meas`` (any field elements,
-    bypassing the honest encoder) or an honest zero vector whose proof is altered, shared,
-    proved by the honest prover, and sealed."""
-    vdaf, mid, run = check.vdaf, os.urandom(MESSAGE_ID_BYTES), run_id(proxy_key, server_key)
-    if meas is None:
-        meas = check.circuit.encode(np.zeros(check.circuit.dimension, np.int64))
-    public, (leader, helper) = vdaf.shard_encoded(check.ctx, meas, mid,
-                                                  os.urandom(check.rand_size))
-    pub, lead = vdaf.encode_public_share(public), bytearray(vdaf.encode_input_share(leader))
-    if tamper_proof:
-        lead[8 * vdaf.flp.MEAS_LEN] ^= 1  # the first proof element
-    body = ProvedUpload(0, mid, pub,
-                        seal(proxy_key, vdaf.encode_input_share(helper),
-                             bound_data(run, 0, mid, "proxy", pub)),
-                        seal(server_key, bytes(lead),
-                             bound_data(run, 0, mid, "server", pub))).to_bytes()
-    return SumUpload(body).to_bytes()
-
-
-def half_field(check) -> np.ndarray:
-    """Every element of the encoded measurement at (p - 1)/2 - 1: the field's q/2 - 1."""
-    field = check.vdaf.field
-    return np.full(check.vdaf.flp.MEAS_LEN, (field.MODULUS - 1) // 2 - 1, np.uint64)
 
 
 class ProvedRound:
@@ -93,7 +68,7 @@ class ProvedRound:
             items = rng.choice(N_ITEMS, K, replace=False)
             y = device_vector(items, N_ITEMS, K, "uniform", share,
                               np.random.default_rng([i, 1]), self.check)
-            bodies.append(proved_upload(self.check, self.proxy_key, self.server_key, y, 0))
+            bodies.append(proved_row(self.check, self.proxy_key, self.server_key, y, 0))
             total += y
         return bodies, total
 

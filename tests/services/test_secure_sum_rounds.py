@@ -14,6 +14,7 @@ import pytest
 from svc import AUTH, OPERATOR_AUTH, Stack
 
 from dprec.errors import DprecError
+from dprec.protocol.secure_sum.deploy import sealed_uploads
 from dprec.protocol.secure_sum.messages import (
     MESSAGE_ID_BYTES,
     Upload,
@@ -22,9 +23,10 @@ from dprec.protocol.secure_sum.messages import (
 )
 from dprec.protocol.secure_sum.ring import SEED_BYTES, encode_elements
 from dprec.protocol.secure_sum.sealed import KeyPair, seal
+from dprec.protocol.secure_sum.wire import SumUpload
 from dprec.systems.deployable import ProtocolInfo
-from dprec.systems.dp_pop.deploy import round_of, sealed_uploads
-from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel, SumUpload
+from dprec.systems.dp_pop.deploy import round_of
+from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel
 from dprec.systems.dp_pop.system import DpPopConfig
 
 N_ITEMS = 16
@@ -227,10 +229,10 @@ def test_a_settled_round_is_never_released_over_another_set(tmp_path):
     queues nothing: the one release stays the one in the outbox (issue 31 §2)."""
     import asyncio
 
+    from dprec.protocol.secure_sum.relay import SecureSumRelay
     from dprec.protocol.secure_sum.validity import ReleaseRule
     from dprec.services.rounds import settle_round
     from dprec.services.store import ProxyStore
-    from dprec.systems.dp_pop.proxy import SecureSumRelay
 
     with Stack(tmp_path, pop_info(30, 10), threshold=10, batch_senders=10) as s:
         r = PopRound(s)
@@ -267,11 +269,11 @@ def test_a_ring_close_opens_each_seed_box_once_checking_in_chunks(tmp_path, monk
 
     import dprec.protocol.secure_sum.proxy as aggregator
     from dprec.protocol.secure_sum.messages import Release
+    from dprec.protocol.secure_sum.relay import SecureSumRelay
     from dprec.protocol.secure_sum.validity import ReleaseRule
+    from dprec.protocol.secure_sum.wire import SumRelease
     from dprec.services.rounds import settle_round
     from dprec.services.store import ProxyStore
-    from dprec.systems.dp_pop.messages import SumRelease
-    from dprec.systems.dp_pop.proxy import SecureSumRelay
 
     with Stack(tmp_path, pop_info(30, 10), threshold=10, batch_senders=10) as s:
         r = PopRound(s)

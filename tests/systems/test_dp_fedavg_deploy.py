@@ -14,17 +14,17 @@ from dprec.cli.serve import deployable_systems
 from dprec.data.synthetic import synthetic
 from dprec.errors import DprecError
 from dprec.protocol.messages import Message
+from dprec.protocol.secure_sum.relay import SecureSumRelay
+from dprec.protocol.secure_sum.wire import ExactSum, SumRelease
 from dprec.systems.deployable import ProtocolInfo, deployment
 from dprec.systems.dp_fedavg.accounting import sampled_event
 from dprec.systems.dp_fedavg.client import FedAvgClients
 from dprec.systems.dp_fedavg.deploy import DEPLOYMENT, FedAvgDeployment
-from dprec.systems.dp_fedavg.messages import FedAvgModel, FedAvgState, NoisySum
+from dprec.systems.dp_fedavg.messages import FedAvgModel, FedAvgState
 from dprec.systems.dp_fedavg.plan import plan_of
 from dprec.systems.dp_fedavg.proxy import FedAvgSumProxy
 from dprec.systems.dp_fedavg.serve import SERVING, server_of
 from dprec.systems.dp_fedavg.system import DpFedAvgConfig
-from dprec.systems.dp_pop.messages import SumRelease
-from dprec.systems.dp_pop.proxy import SecureSumRelay
 from dprec.systems.registry import SYSTEMS
 
 N_USERS, N_ITEMS = 40, 50
@@ -127,9 +127,9 @@ def test_the_server_refuses_too_few_clients_and_a_second_batch():
     server.start(np.random.default_rng(0))
     zero = np.zeros(N_ITEMS * 2, np.int64)
     with pytest.raises(DprecError, match="min_honest"):
-        server.aggregate([NoisySum(zero, 29)], 0)
+        server.aggregate([ExactSum(zero, 29)], 0)
     with pytest.raises(DprecError, match="one"):
-        server.aggregate([NoisySum(zero, 30), NoisySum(zero, 30)], 0)
+        server.aggregate([ExactSum(zero, 30), ExactSum(zero, 30)], 0)
 
 
 def test_a_client_refuses_a_broadcast_without_a_key_or_of_the_wrong_shape():

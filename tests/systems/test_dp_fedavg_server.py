@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dprec.protocol.secure_sum.wire import ExactSum
 from dprec.random import is_secure, secure_generator
-from dprec.systems.dp_fedavg.messages import NoisySum
 from dprec.systems.dp_fedavg.server import FedAvgServer
 
 
@@ -19,7 +19,7 @@ def test_a_deployed_server_keeps_drawing_from_its_csprng():
     rng = secure_generator()
     server.start(rng)
     assert server._rng is rng and is_secure(server._rng)
-    assert server.aggregate([NoisySum(np.zeros(10, np.int64), 4)], 0) is not None
+    assert server.aggregate([ExactSum(np.zeros(10, np.int64), 4)], 0) is not None
 
 
 def test_a_simulated_server_is_reproducible_from_its_seed():
@@ -27,5 +27,5 @@ def test_a_simulated_server_is_reproducible_from_its_seed():
     a.start(np.random.default_rng(1))
     b.start(np.random.default_rng(1))
     assert not is_secure(a._rng)
-    batch = [NoisySum(np.arange(10, dtype=np.int64), 4)]
+    batch = [ExactSum(np.arange(10, dtype=np.int64), 4)]
     np.testing.assert_array_equal(a.aggregate(batch, 0), b.aggregate(batch, 0))

@@ -13,20 +13,17 @@ from dprec.data.synthetic import synthetic
 from dprec.errors import DprecError
 from dprec.protocol.messages import MessageError
 from dprec.protocol.secure_sum.client import SecureSumClient
+from dprec.protocol.secure_sum.deploy import sealed_uploads
 from dprec.protocol.secure_sum.errors import BelowThresholdError, SecureSumError
+from dprec.protocol.secure_sum.relay import KEY_FILE, SecureSumRelay, proxy_keys
 from dprec.protocol.secure_sum.sealed import KeyPair
+from dprec.protocol.secure_sum.wire import SumRelease, SumUpload
 from dprec.systems.dp_pop import client as pop_client
 from dprec.systems.dp_pop.calibration import calibrate
 from dprec.systems.dp_pop.client import PopClients
-from dprec.systems.dp_pop.deploy import DEPLOYMENT, sealed_uploads
-from dprec.systems.dp_pop.messages import (
-    NoisyVectors,
-    PopularityModel,
-    PopularityState,
-    SumRelease,
-    SumUpload,
-)
-from dprec.systems.dp_pop.proxy import KEY_FILE, ExactSumProxy, SecureSumRelay, proxy_keys
+from dprec.systems.dp_pop.deploy import DEPLOYMENT
+from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel, PopularityState
+from dprec.systems.dp_pop.proxy import ExactSumProxy
 from dprec.systems.dp_pop.server import PopularityServer
 from dprec.systems.dp_pop.system import DpPopConfig
 

@@ -12,17 +12,26 @@ import pytest
 from dprec.data.synthetic import synthetic
 from dprec.errors import DprecError
 from dprec.protocol.messages import MessageError
+from dprec.protocol.secure_sum.deploy import sealed_uploads
 from dprec.protocol.secure_sum.noise_shares import ShareNoise
+from dprec.protocol.secure_sum.relay import SecureSumRelay
+from dprec.protocol.secure_sum.wire import ClientBlock, ExactSum, SumRelease, SumUpload
 from dprec.systems.deployable import ProtocolInfo, check_upload
-from dprec.systems.dp_pop.messages import SumRelease, SumUpload
 from dprec.systems.dp_pop.system import DpPopConfig
 from dprec.systems.dpals.clients import DpalsClients
-from dprec.systems.dpals.deploy import DEPLOYMENT, sealed_uploads
-from dprec.systems.dpals.messages import ClientBlock, DpalsModel, ExactSum
+from dprec.systems.dpals.deploy import DEPLOYMENT
+from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import plan_of, run_plan
-from dprec.systems.dpals.proxy import DpalsRelay
 from dprec.systems.dpals.serve import server_of
 from dprec.systems.dpals.system import DpalsConfig
+
+
+def plan_relay(plan, state_dir):
+    """The service proxy's part of a dpals run of ``plan``: the layer's relay with each
+    round's own parameters."""
+    return SecureSumRelay(lambda r: plan.round(r).params, state_dir, plan.min_honest,
+                          plan.n_clients)
+
 
 N_USERS, N_ITEMS = 30, 40
 
@@ -86,7 +95,7 @@ def _round_trip(train, cfg, tmp_path):
     server fed the proxy's release of every client's sealed upload."""
     plan = plan_of(cfg, N_ITEMS)
     exact, secure = server_of(cfg, N_ITEMS, N_USERS), server_of(cfg, N_ITEMS, N_USERS)
-    relay = DpalsRelay(plan, tmp_path)
+    relay = plan_relay(plan, tmp_path)
     events = {r.name: r.event(plan.multiplier) for r in plan.releases}
     clients = DpalsClients(train, np.arange(N_USERS), cfg, plan, 123, events,
                            lambda: relay.keys.public)
@@ -123,7 +132,7 @@ def test_the_cryptographic_rounds_give_the_in_process_model_bit_for_bit(train, t
 def test_an_upload_of_another_round_or_length_is_refused(train, tmp_path):
     cfg = _cfg(weighting="tail")
     plan = plan_of(cfg, N_ITEMS)
-    relay = DpalsRelay(plan, tmp_path)
+    relay = plan_relay(plan, tmp_path)
     server = server_of(cfg, N_ITEMS, N_USERS)
     model = server.start(np.random.default_rng(0))
     relay.see_broadcast(0, model.to_bytes())
@@ -136,7 +145,7 @@ def test_an_upload_of_another_round_or_length_is_refused(train, tmp_path):
     with pytest.raises(MessageError, match="not an upload of this round"):
         relay.admit(SumUpload.from_bytes(body), 1)  # a count-round upload in an ALS round
     uniform = plan_of(_cfg(), N_ITEMS)  # two ALS rounds of one length
-    relay = DpalsRelay(uniform, tmp_path)
+    relay = plan_relay(uniform, tmp_path)
     relay.see_broadcast(0, model.to_bytes())
     clients = DpalsClients(train, np.arange(N_USERS), _cfg(), uniform, 1, events,
                            lambda: relay.keys.public)

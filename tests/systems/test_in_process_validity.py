@@ -84,3 +84,20 @@ def test_dp_fedavg_checks_every_update_and_keeps_its_numbers(train, monkeypatch)
     assert sum(checked_rows) == 2 * N  # every client's update, each round, prio3 only
     np.testing.assert_array_equal(models["prio3"].score(train), models["none"].score(train))
     assert models["prio3"].diagnostics()["upload_outcomes"]["summed"] == 2 * N
+
+
+@pytest.mark.parametrize("system, params", [("dpals", {"steps": 1}), ("dp-fedavg", {"rounds": 1})])
+def test_the_report_adds_the_truncation_delta_of_every_round(train, system, params):
+    """With proofs the honest shares are truncated: the report's delta_total is delta plus
+    each round's (1 + e^eps) n (eta + eta_2), the terms published per round where they
+    differ; without proofs there is no validity record."""
+    reports = {}
+    for validity in ("prio3", "none"):
+        model = make_system(system, {"validity": validity, "min_honest": N - 1, **params})
+        model.fit(train, derive_generator(7, "system", system))
+        reports[validity] = model.privacy_report().to_json()
+    assert "validity" not in reports["none"]
+    record = reports["prio3"]["validity"]
+    assert record["kind"] == "prio3" and record["truncation_delta"] > 0
+    assert record["delta_total"] == pytest.approx(1e-6 + record["truncation_delta"])
+    assert "within the round's clip plus the noise bound" in str(reports["prio3"])

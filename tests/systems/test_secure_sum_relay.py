@@ -12,16 +12,25 @@ import pytest
 from dprec.data.synthetic import synthetic
 from dprec.errors import DprecError
 from dprec.protocol.messages import MessageError
+from dprec.protocol.secure_sum.deploy import sealed_uploads
+from dprec.protocol.secure_sum.relay import SecureSumRelay
+from dprec.protocol.secure_sum.wire import SumRelease, SumUpload
+from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dp_pop.calibration import calibrate
 from dprec.systems.dp_pop.client import PopClients
-from dprec.systems.dp_pop.deploy import sealed_uploads
-from dprec.systems.dp_pop.messages import SumRelease, SumUpload
-from dprec.systems.dp_pop.proxy import SecureSumRelay
 from dprec.systems.dp_pop.server import PopularityServer
 from dprec.systems.dp_pop.system import DpPopConfig
+from dprec.systems.dpals.deploy import DEPLOYMENT as DPALS
 from dprec.systems.dpals.plan import plan_of
-from dprec.systems.dpals.proxy import DpalsRelay
 from dprec.systems.dpals.system import DpalsConfig
+
+
+def plan_relay(plan, state_dir):
+    """The service proxy's part of a dpals run of ``plan``: the layer's relay with each
+    round's own parameters."""
+    return SecureSumRelay(lambda r: plan.round(r).params, state_dir, plan.min_honest,
+                          plan.n_clients)
+
 
 N, D, K = 12, 60, 3
 
@@ -56,9 +65,10 @@ def test_the_relay_checks_and_releases_each_round_with_that_rounds_parameters(tm
 
 
 def test_dpals_relay_is_the_secure_sum_relay_on_its_plan(tmp_path):
-    plan = plan_of(asdict(DpalsConfig(epsilon=2.0, k=5, n_clients=30)), 40)
-    relay = DpalsRelay(plan, tmp_path)
-    assert isinstance(relay, SecureSumRelay)
+    config = asdict(DpalsConfig(epsilon=2.0, k=5, n_clients=30))
+    plan = plan_of(config, 40)
+    relay = DPALS.proxy_secrets(ProtocolInfo("dpals", 40, config), tmp_path)
+    assert type(relay) is SecureSumRelay
     assert relay.params_of(1) == plan.round(1).params
     with pytest.raises(MessageError):
         relay.release([], len(plan.rounds), 30)

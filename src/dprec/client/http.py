@@ -393,10 +393,10 @@ class ProxyAPI:
     def client_secret(self, client_id: int, token: str) -> dict[str, Any]:
         """What the proxy hands the authenticated client alone (its protocol's
         :meth:`~dprec.protocol.deployment.ProxySecrets.client_secret`), as the proxy sends
-        it (the caller's descriptor checks it); :class:`ServiceError` on a refusal. The
-        route keeps its first name, ``/v1/cells/token``, until the proxy service renames it."""
+        it (the caller's descriptor checks it), from ``GET /v1/client/secret``;
+        :class:`ServiceError` on a refusal."""
         headers = {"Authorization": f"Bearer {token}", "X-Dprec-Client": str(int(client_id))}
-        return _fetch(self.client, "GET", "/v1/cells/token", limit=MAX_JSON_BYTES,
+        return _fetch(self.client, "GET", "/v1/client/secret", limit=MAX_JSON_BYTES,
                       headers=headers, deadline=self.deadline).json()
 
     def submit(self, round: int, client_id: int, token: str, body: bytes) -> dict[str, Any]:

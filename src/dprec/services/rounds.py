@@ -9,7 +9,7 @@ At the close of a round of a protocol whose secret part agrees its release with 
    opens, or its proof's Helper share prepares);
 2. it sends the server the chunk's shares of the uploads it found valid, without a mask
    sum (``POST /v1/rounds/{round}/shares``), and gets the server's verdict on each; a
-   secret part that folds (:meth:`~dprec.systems.dp_pop.proved_relay.ProvedRelay.fold`,
+   secret part that folds (:meth:`~dprec.protocol.secure_sum.proved_relay.ProvedRelay.fold`,
    the proved sum) adds the chunk's agreed uploads to its running aggregate share and
    forgets the chunk. No chunk takes more uploads than the release rule's most minus those
    already agreed, so the agreed set never exceeds ``n_clients`` (uploads past it are

@@ -13,11 +13,10 @@ from dprec.errors import DprecError
 from dprec.protocol.secure_sum.in_process import PUBLISHED_KEY, InProcessSumProxy
 from dprec.protocol.secure_sum.vdaf.contribution import dp_pop_check
 from dprec.protocol.secure_sum.vdaf.noise_bounds import choose_truncation
-from dprec.systems.dp_fedavg import messages as fedavg_messages
+from dprec.protocol.secure_sum.wire import ClientBlock
 from dprec.systems.dp_fedavg.proxy import FedAvgSumProxy
 from dprec.systems.dp_pop import messages as pop_messages
 from dprec.systems.dp_pop.proxy import ExactSumProxy as PopSumProxy
-from dprec.systems.dpals import messages as dpals_messages
 from dprec.systems.dpals.proxy import ExactSumProxy as DpalsSumProxy
 
 PROXIES = (PopSumProxy, DpalsSumProxy, FedAvgSumProxy)
@@ -29,15 +28,11 @@ def _block(proxy: type, rows: np.ndarray):
     ids = np.arange(len(rows))
     if proxy is PopSumProxy:
         return pop_messages.NoisyVectors(ids, rows, 0, b"s" * 32, None, None)
-    if proxy is DpalsSumProxy:
-        return dpals_messages.ClientBlock(ids, rows.sum(axis=0), lambda: rows, 0, b"s" * 32,
-                                          None, None)
-    return fedavg_messages.ClientBlock(ids, rows.sum(axis=0), lambda: rows, 0, b"s" * 32,
-                                       None, None)
+    return ClientBlock(ids, rows.sum(axis=0), lambda: rows, 0, b"s" * 32, None, None)
 
 
 def _total(batch) -> np.ndarray:
-    return batch.counts if isinstance(batch, pop_messages.ExactSum) else batch.total
+    return batch.total
 
 
 @pytest.mark.parametrize("proxy", PROXIES)

@@ -14,14 +14,14 @@ proof would refuse, on the circuit's own predicate evaluated on the plaintext
 counts it as ``refused`` with its reason; the round goes on without it. A sharded run sums
 in its shards, where no vector is checked.
 
-dp-pop, dpals and dp-fedavg subclass it with what differs: the message they sum, how one
-message's vectors add up, the batch they hand the server, and whether the simulation makes a
-key pair of its own (over the services the proxy's published key is adopted instead).
+dp-pop, dpals and dp-fedavg subclass it with what differs: their name, the message they sum
+when it is not a :class:`~dprec.protocol.secure_sum.wire.ClientBlock` (dp-pop's), and whether
+the simulation makes a key pair of its own (over the services the proxy's published key is
+adopted instead).
 """
 
 from __future__ import annotations
 
-from abc import abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, ClassVar
 
@@ -32,6 +32,7 @@ from dprec.protocol.engine import Proxy
 from dprec.protocol.secure_sum.published import PUBLISHED_KEY
 from dprec.protocol.secure_sum.sealed import KEY_BYTES, KeyPair
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
+from dprec.protocol.secure_sum.wire import ClientBlock, ExactSum
 
 __all__ = ["OUTCOMES", "PUBLISHED_KEY", "InProcessSumProxy", "total_outcomes"]
 
@@ -50,14 +51,15 @@ def total_outcomes(rounds: list[dict[str, int]]) -> dict[str, int]:
 
 
 class InProcessSumProxy(Proxy):
-    """Sums the round's client messages into one batch, once ``threshold`` clients sent;
-    never a second batch. It draws nothing from the run's generator."""
+    """Sums the round's client messages (:class:`ClientBlock` unless a system says
+    otherwise) into one :class:`ExactSum`, once ``threshold`` clients sent; never a second
+    batch. It draws nothing from the run's generator."""
 
     system: ClassVar[str]
     """Whose proxy, for errors (e.g. ``"dp-pop's"``)."""
-    accepts: ClassVar[type]
+    accepts: ClassVar[type] = ClientBlock
     """The client message it sums (each has ``n_clients``)."""
-    accepts_plural: ClassVar[str]
+    accepts_plural: ClassVar[str] = "ClientBlocks"
     """That message's name in the plural, for errors."""
     key_in_process: ClassVar[bool] = True
     """Whether :meth:`start` makes a key pair (the in-process clients then seal to it)."""
@@ -81,13 +83,16 @@ class InProcessSumProxy(Proxy):
         """Per round, how many uploads ended in each outcome (:data:`OUTCOMES`); over the
         services, the proxy service's count (:class:`~dprec.services.transport.RemoteProxy`)."""
 
-    @abstractmethod
     def part(self, message: Any) -> np.ndarray:
-        """One accepted message's vectors, summed (int64)."""
+        """One accepted message's vectors, summed (int64): a :class:`ClientBlock`'s total."""
+        if message.total is None:
+            raise DprecError("device clients form no total: their uploads go through the "
+                             "services' secure sum, not the in-process proxy")
+        return message.total
 
-    @abstractmethod
-    def batch(self, total: np.ndarray, senders: int) -> Any:
+    def batch(self, total: np.ndarray, senders: int) -> ExactSum:
         """The batch the server receives: the exact sum ``total`` of ``senders`` clients."""
+        return ExactSum(total, senders)
 
     def row_chunks(self, message: Any) -> Iterator[np.ndarray]:
         """One message's client vectors, one row per client, about :data:`CHECK_CELLS`

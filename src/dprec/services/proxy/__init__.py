@@ -35,7 +35,7 @@ is a replay (409). The batch is computed from the held submissions alone, so a p
 killed mid-round and restarted releases the same sum. A secret part that checks uploads
 against the round's broadcast (FMF-LDP's ``cells=assigned``) gets it from the server at the
 round's first upload; one that takes the operator's key gets it by ``POST /v1/secret``; one
-that hands each client its own secret (FMF-LDP's cells token) answers ``GET /v1/cells/token``
+that hands each client its own secret (FMF-LDP's cells token) answers ``GET /v1/client/secret``
 to that client alone (its token and id, as for uploads; 401 otherwise).
 
 What a 202 promises: the submission is held on disk and the round's outcome accounts for it,

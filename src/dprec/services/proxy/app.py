@@ -126,7 +126,7 @@ def create_proxy_app(settings: ProxySettings) -> FastAPI:
         client_id = state.authenticate_client(authorization, x_dprec_client)
         return JSONResponse(await state.submit(round, client_id, request), status_code=202)
 
-    @app.get("/v1/cells/token", summary="The authenticated client's own cells token",
+    @app.get("/v1/client/secret", summary="The authenticated client's own secret of the protocol",
              responses=error_responses(401, 409, 429, 503))
     async def client_secret(request: Request,
                             authorization: Annotated[str | None, Header()] = None,

@@ -35,9 +35,11 @@ from dprec.protocol.engine import Clients, Sent, client_ids
 from dprec.protocol.secure_sum.client import quantise
 from dprec.protocol.secure_sum.noise_shares import ShareNoise, consecutive_runs
 from dprec.protocol.secure_sum.params import SecureSumParams
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
+from dprec.protocol.secure_sum.wire import ClientBlock
 from dprec.random import derive_generator, secure_generator
 from dprec.systems.dp_fedavg.device import client_update, clipped_weights
-from dprec.systems.dp_fedavg.messages import ClientBlock, FedAvgModel
+from dprec.systems.dp_fedavg.messages import FedAvgModel
 from dprec.systems.fmf.client import check_item_matrix, user_vectors
 
 __all__ = ["FedAvgClients", "check_model", "clipped_weights"]
@@ -75,8 +77,11 @@ class FedAvgClients(Clients):
                  batch_size: int, ids: np.ndarray | None = None,
                  population: int | None = None, params: SecureSumParams | None = None,
                  proxy_key: Callable[[], bytes | None] | None = None,
-                 devices: bool = False) -> None:
+                 devices: bool = False, check: ContributionCheck | None = None) -> None:
         self._history = history.tocsr()
+        self.check = check
+        """``validity=prio3``: the check each client proves its upload against over the
+        services (:class:`~dprec.protocol.secure_sum.wire.ClientBlock`); None: no proof."""
         self.devices = bool(devices)
         """True: every client draws as a device, from its own fresh CSPRNG (no round seed
         another process could recompute); False: the simulation's seeded draws."""
@@ -141,11 +146,12 @@ class FedAvgClients(Clients):
             if self.devices:
                 rows = self._device_rows(a, b)
                 yield ClientBlock(self.ids[a:b], rows.sum(axis=0), lambda rows=rows: rows,
-                                  round, self._model.server_key, proxy_key, self._params)
+                                  round, self._model.server_key, proxy_key, self._params,
+                                  self.check)
                 continue
             yield ClientBlock(self.ids[a:b], self._total(a, b, seed),
                               lambda a=a, b=b: self._vectors(a, b, seed), round,
-                              self._model.server_key, proxy_key, self._params)
+                              self._model.server_key, proxy_key, self._params, self.check)
 
     def _device_rows(self, start: int, stop: int) -> np.ndarray:
         """Rows ``start..stop-1``'s own noisy vectors drawn as devices draw them: each

@@ -1,13 +1,13 @@
 """dp-fedavg (aggregation=secure) as services, the device-safe half: every round is one
 cryptographic secure sum (:mod:`dprec.protocol.secure_sum`) through the shuffling proxy, as
-for dp-pop and dpals (:class:`~dprec.systems.dp_pop.deploy.SecureSumDeployment`):
+for dp-pop and dpals (the layer's :class:`~dprec.protocol.secure_sum.deploy.SecureSumDeployment`):
 
-- each client uploads ONE :class:`~dprec.systems.dp_pop.messages.SumUpload` per round: its
+- each client uploads ONE :class:`~dprec.protocol.secure_sum.wire.SumUpload` per round: its
   quantised clipped item gradient (zeros if its own coin did not sample it) plus its Skellam
   share, split into a mask seed sealed to the proxy and a share sealed to the server; the
   round id is bound into both boxes. Every client uploads every round, so the server cannot
   tell who was sampled;
-- the proxy (dp-pop's :class:`~dprec.systems.dp_pop.proxy.SecureSumRelay`: every round has
+- the proxy (the layer's :class:`~dprec.protocol.secure_sum.relay.SecureSumRelay`: every round has
   the same parameters, :mod:`.plan`) opens only the seeds and at the close releases ONE
   shuffled batch once ``min_honest`` distinct senders uploaded;
 - the server opens and sums it mod q, takes FCF's descent step (:mod:`.serve`) and
@@ -24,22 +24,23 @@ Threat model: the server and the proxy do not collude; the guarantee holds while
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from dprec.errors import DprecError
-from dprec.protocol.deployment import DeviceReader, ProxySecrets
+from dprec.protocol.deployment import DeviceReader
 from dprec.protocol.messages import Message
+from dprec.protocol.secure_sum.deploy import SecureSumDeployment
 from dprec.protocol.secure_sum.device import DeviceRound
 from dprec.protocol.secure_sum.params import SecureSumParams
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
+from dprec.protocol.secure_sum.wire import ClientBlock
 from dprec.systems.dp_fedavg.client import check_model
 from dprec.systems.dp_fedavg.device import clipped_update
-from dprec.systems.dp_fedavg.messages import ClientBlock, FedAvgModel
-from dprec.systems.dp_fedavg.plan import plan_of
-from dprec.systems.dp_pop.deploy import SecureSumDeployment
+from dprec.systems.dp_fedavg.messages import FedAvgModel
+from dprec.systems.dp_fedavg.plan import plan_of, update_check
 from dprec.systems.fmf.client import user_vectors
 
 __all__ = ["DEPLOYMENT", "FedAvgDeployment"]
@@ -78,13 +79,20 @@ class FedAvgDeployment(SecureSumDeployment):
     def all_params(self, info: Any) -> list[SecureSumParams]:
         return [_params(info)]
 
-    def proxy_secrets(self, info: Any, state_dir: Path) -> ProxySecrets:
-        from dprec.systems.dp_pop.proxy import SecureSumRelay  # the proxy's code, lazily
-
+    def relay_terms(self, info: Any) -> tuple[Any, int, int]:
         plan = plan_of(info.config, int(info.n_items), int(info.config["n_clients"]))
         assert plan.min_honest is not None
-        return SecureSumRelay(_params(info), state_dir, plan.min_honest, plan.n_clients,
-                              lambda body: FedAvgModel.from_bytes(body).server_key)
+        return _params(info), plan.min_honest, plan.n_clients
+
+    def round_check(self, settings: Mapping[str, Any], n_items: int, round: int
+                    ) -> ContributionCheck | None:
+        """``validity = prio3``: every round's update proves each coordinate within ``C +
+        T`` and ``||y||^2 <= B^2`` (:func:`~.plan.update_check`); the same check each
+        round."""
+        if settings.get("validity", "none") != "prio3":
+            return None
+        plan = plan_of(settings, int(n_items), int(settings["n_clients"]))
+        return update_check(plan, float(settings["clip"]))
 
     # -- the device: the clipped update of its own history, one segment Sk(mu / t) ---------
 

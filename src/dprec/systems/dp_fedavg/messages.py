@@ -2,23 +2,17 @@
 
 Over the services (:mod:`dprec.systems.dp_fedavg.deploy`) every round is one secure sum
 (:mod:`dprec.protocol.secure_sum`): a client uploads one
-:class:`~dprec.systems.dp_pop.messages.SumUpload` per round (its quantised clipped item
+:class:`~dprec.protocol.secure_sum.wire.SumUpload` per round (its quantised clipped item
 gradient, or zeros if its coin did not sample it, plus its Skellam share, split and sealed)
-and the proxy forwards one :class:`~dprec.systems.dp_pop.messages.SumRelease` (the secure
-sum's wire records, shared with dp-pop). The server broadcasts a :class:`FedAvgModel` (its
-X25519 public key and the item factors) and keeps a :class:`FedAvgState` (the model and its
-private key; never published).
-
-In the simulation the clients hand the proxy :class:`ClientBlock` (a block of clients'
-noisy vectors: their sum, and each client's own vector on demand, with the keys a client
-seals to) and the in-process proxy hands the server the :class:`NoisySum` the secure sum
-yields.
+and the proxy forwards one :class:`~dprec.protocol.secure_sum.wire.SumRelease` (the secure
+sum's wire records, shared by every secure-sum system). The server broadcasts a
+:class:`FedAvgModel` (its X25519 public key and the item factors) and keeps a
+:class:`FedAvgState` (the model and its private key; never published).
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -29,59 +23,17 @@ from dprec.protocol.messages import (
     I64_RANGE,
     MAX_ITEMS,
     Message,
-    MessageError,
     check_length,
     integer_field,
     real_array,
     unpack_fixed,
 )
-from dprec.protocol.secure_sum.params import SecureSumParams
+from dprec.protocol.secure_sum.wire import KeyedState, key_field
 
-__all__ = ["KEY_BYTES", "ClientBlock", "FedAvgModel", "FedAvgState", "NoisySum"]
+__all__ = ["FedAvgModel", "FedAvgState"]
 
-KEY_BYTES = 32
-"""A raw X25519 key."""
 _MODEL = struct.Struct("<QIII")  # contributors, key bytes, items, factors
 _MAX_FACTORS = 1 << 10
-
-
-@dataclass(frozen=True)
-class NoisySum:
-    """The sum of ``n_clients`` clients' uploads ``v_u = [sampled] R(gamma g_u) + z_u``
-    (int64, ``N F``; ``z_u`` only with secure aggregation, and with a trusted curator an
-    unsampled client's part is zero): what the secure sum releases for them, which the
-    in-process simulation computes directly (issue 23 §1). Whether a client was sampled is
-    not in it."""
-
-    total: np.ndarray
-    n_clients: int
-
-
-@dataclass(frozen=True, eq=False)
-class ClientBlock:
-    """A block of simulated clients' uploads to one round: ``total`` is the integer sum of
-    their noisy quantised vectors, ``vectors()`` each client's own (rows in ``ids`` order;
-    they add up to ``total`` bit for bit), with the public keys a client seals to and the
-    round's secure-sum parameters (None: a trusted curator, nothing is sealed)."""
-
-    ids: np.ndarray
-    total: np.ndarray
-    vectors: Callable[[], np.ndarray]
-    round: int
-    server_key: bytes
-    proxy_key: bytes | None
-    params: SecureSumParams | None
-
-    @property
-    def n_clients(self) -> int:
-        return int(self.ids.size)
-
-
-def _key(name: str, value: object, empty: bool = False) -> bytes:
-    if not isinstance(value, bytes | bytearray | memoryview) or \
-            len(value) not in ((0, KEY_BYTES) if empty else (KEY_BYTES,)):
-        raise MessageError(f"{name} must be {KEY_BYTES} bytes" + (" or empty" if empty else ""))
-    return bytes(value)
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,7 +56,7 @@ class FedAvgModel(Message):
         V = real_array("factors_matrix", self.factors_matrix, 2, "<f8")
         integer_field("items", V.shape[0], 0, MAX_ITEMS)
         integer_field("factors", V.shape[1], 0, _MAX_FACTORS)
-        object.__setattr__(self, "server_key", _key("server_key", self.server_key, True))
+        object.__setattr__(self, "server_key", key_field("server_key", self.server_key, True))
         object.__setattr__(self, "factors_matrix", V)
         object.__setattr__(self, "contributors",
                            integer_field("contributors", self.contributors, 0, I64_RANGE[1]))
@@ -128,32 +80,9 @@ class FedAvgModel(Message):
 
 
 @dataclass(frozen=True, eq=False)
-class FedAvgState(Message):
-    """What the server's store keeps: the published model and the server's private key (so
-    a restarted server opens shares sealed to its published key). Never published.
-
-    Wire: 32-byte private key, then the model's message.
-    """
+class FedAvgState(KeyedState[FedAvgModel]):
+    """What the server's store keeps: the published model and the server's private key
+    (:class:`~dprec.protocol.secure_sum.wire.KeyedState`)."""
 
     KIND: ClassVar[int] = 47
-
-    private_key: bytes
-    model: FedAvgModel
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "private_key", _key("private_key", self.private_key))
-        if not isinstance(self.model, FedAvgModel):
-            raise MessageError("model must be a FedAvgModel")
-
-    @property
-    def nbytes(self) -> int:
-        return HEADER.size + KEY_BYTES + self.model.nbytes
-
-    def _parts(self) -> list[bytes | memoryview]:
-        return [self.private_key, self.model.to_bytes()]
-
-    @classmethod
-    def _parse(cls, payload: memoryview) -> FedAvgState:
-        if len(payload) < KEY_BYTES:
-            raise MessageError(f"FedAvgState payload must be >= {KEY_BYTES} bytes")
-        return cls(bytes(payload[:KEY_BYTES]), FedAvgModel.from_bytes(payload[KEY_BYTES:]))
+    MODEL: ClassVar[type[Message]] = FedAvgModel

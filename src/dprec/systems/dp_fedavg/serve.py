@@ -12,8 +12,8 @@ from dataclasses import fields
 from typing import Any
 
 from dprec.protocol.aggregation import Aggregator
-from dprec.protocol.deployment import Serving
-from dprec.protocol.sharding import IntegerSumAdapter
+from dprec.protocol.secure_sum.serving import SecureSumServing
+from dprec.systems.dp_fedavg.deploy import DEPLOYMENT
 from dprec.systems.dp_fedavg.messages import FedAvgModel, FedAvgState
 from dprec.systems.dp_fedavg.plan import plan_of
 from dprec.systems.dp_fedavg.server import FedAvgServer
@@ -28,17 +28,20 @@ def server_of(config: dict[str, Any], n_items: int, n_clients: int) -> FedAvgSer
                           if f.name in config})
     plan = plan_of(config, n_items, n_clients)
     secure = c.aggregation == "secure"
+    checks = DEPLOYMENT.checks({**config, "n_clients": n_clients}, n_items) if secure else None
     return FedAvgServer(n_items, c.factors, c.lr, c.reg, c.server_steps, c.init_scale,
                         plan.gamma, c.rate * n_clients, None if secure else plan.mu,
-                        plan.params, plan.min_honest or 1, n_clients)
+                        plan.params, plan.min_honest or 1, n_clients,
+                        None if checks is None else checks[0])
 
 
-class FedAvgServing(Serving):
+class FedAvgServing(SecureSumServing):
     """The server half of dp-fedavg."""
 
     role_type = FedAvgServer
-    shard_adapter = IntegerSumAdapter
-    """A sharded run sums the clients' noisy vectors exactly (what the secure sum yields)."""
+    model_type = FedAvgModel
+    state_type = FedAvgState
+    diagnosed = ("contributors",)
 
     def server_role(self, info: Any, aggregator: Aggregator) -> FedAvgServer:
         return server_of(info.config, info.n_items, int(info.config["n_clients"]))
@@ -52,38 +55,6 @@ class FedAvgServing(Serving):
         release = 0 if plan.params is None else \
             plan.n_clients * (plan.params.share_bytes + 128) * 2
         return state, 4 * state + release, f"V ({n:,} x {f:,} float64)"
-
-    def encode_broadcast(self, info: Any, broadcast: Any, version: int) -> bytes:
-        assert isinstance(broadcast, FedAvgModel)
-        return broadcast.to_bytes()
-
-    def decode_broadcast(self, info: Any, body: bytes) -> FedAvgModel:
-        return FedAvgModel.from_bytes(body)
-
-    def encode_state(self, info: Any, role: Any, broadcast: Any, version: int) -> bytes:
-        assert isinstance(role, FedAvgServer) and isinstance(broadcast, FedAvgModel)
-        return FedAvgState(role.private_key(), broadcast).to_bytes()
-
-    def artefact_bytes(self, info: Any, name: str, body: bytes) -> bytes:
-        """The model alone: the private key never leaves the store."""
-        return FedAvgState.from_bytes(body).model.to_bytes()
-
-    def restore(self, info: Any, role: Any, body: bytes | None) -> None:
-        if body is not None:
-            state = FedAvgState.from_bytes(body)
-            role.restore(state.private_key, state.model)
-
-    def diagnostics(self, role: Any) -> dict[str, Any]:
-        return {"contributors": int(role.contributors)}
-
-    def mirror(self, local: Any, diagnostics: dict[str, Any]) -> None:
-        if isinstance(local, FedAvgServer) and diagnostics:
-            local.contributors = int(diagnostics["contributors"])
-
-    def service_params(self, local: Any) -> dict[str, str]:
-        """The clients enrolled (the data's users: they fix each share and q)."""
-        assert isinstance(local, FedAvgServer)
-        return {"n_clients": str(local.n_clients)}
 
 
 SERVING = FedAvgServing()

@@ -18,21 +18,19 @@ import numpy as np
 
 from dprec.errors import DprecError
 from dprec.mechanisms.skellam import SkellamMechanism
-from dprec.protocol.messages import MessageError
 from dprec.protocol.secure_sum.errors import SecureSumError
-from dprec.protocol.secure_sum.messages import Release
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.sealed import KeyPair
-from dprec.protocol.secure_sum.server import SecureSumServer, check_shares
+from dprec.protocol.secure_sum.server_role import SecureSumRole
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.random import is_secure
-from dprec.systems.dp_fedavg.messages import FedAvgModel, NoisySum
-from dprec.systems.dp_pop.messages import SumRelease
+from dprec.systems.dp_fedavg.messages import FedAvgModel
 from dprec.systems.fmf.server import FactorServer
 
 __all__ = ["FedAvgServer"]
 
 
-class FedAvgServer(FactorServer):
+class FedAvgServer(SecureSumRole, FactorServer):
     """FCF's :class:`~dprec.systems.fmf.server.FactorServer` (start, descent) with the round's
     estimate ``G = S / (gamma q N)`` from the integer sum ``S``.
 
@@ -41,17 +39,24 @@ class FedAvgServer(FactorServer):
     shares are already in the sum; the server then has a key pair). ``params``: the secure
     sum's parameters (to open a service proxy's release); ``min_honest``: the fewest clients
     a round may sum; ``n_clients``: the clients enrolled (default: the expected
-    contributors, rounded)."""
+    contributors, rounded); ``check``: with ``validity=prio3``, every round's Prio3
+    check."""
+
+    label = "dp-fedavg's"
 
     def __init__(self, n_items: int, factors: int, lr: float, reg: float, steps: int,
                  init_scale: float, gamma: float, expected_contributors: float,
                  curator_mu: float | None = None, params: SecureSumParams | None = None,
-                 min_honest: int = 1, n_clients: int | None = None) -> None:
+                 min_honest: int = 1, n_clients: int | None = None,
+                 check: ContributionCheck | None = None) -> None:
         super().__init__(n_items, factors, lr, reg, steps, 1.0, init_scale, None)
         self.gamma = gamma
         self.expected = expected_contributors
         self._curator = None if curator_mu is None else SkellamMechanism(curator_mu)
         self.params = params
+        self.check = check
+        """``validity=prio3``: the check every round's proofs are verified against (jointly
+        with the proxy; the server is Prio3's Leader); None: no proofs."""
         self.min_honest = int(min_honest)
         self.n_clients = int(round(expected_contributors) if n_clients is None else n_clients)
         self._rng: np.random.Generator | None = None
@@ -61,6 +66,15 @@ class FedAvgServer(FactorServer):
         self.sum_length = n_items * factors
         """Coordinates of the clients' integer vectors (N F), for a sharded run's sums."""
 
+    def round_params(self, round: int) -> SecureSumParams:
+        if self.params is None:
+            raise SecureSumError("a dp-fedavg server without secure aggregation opens no "
+                                 "secure sum")
+        return self.params
+
+    def round_check(self, round: int) -> ContributionCheck | None:
+        return self.check
+
     def start(self, rng: np.random.Generator) -> FedAvgModel:
         """The initial item factors; with secure aggregation the key pair (OS CSPRNG, never
         ``rng``). The curator's noise then draws from ``rng`` itself when it is the CSPRNG
@@ -69,46 +83,17 @@ class FedAvgServer(FactorServer):
         V = super().start(rng)
         self._rng = rng if is_secure(rng) else np.random.default_rng(rng.integers(2 ** 63))
         if self._curator is None:
-            self.keys = KeyPair()
+            self.new_keys()
         return self._model(V)
 
     def _model(self, V: np.ndarray) -> FedAvgModel:
         return FedAvgModel(b"" if self.keys is None else self.keys.public, V, self.contributors)
 
-    def private_key(self) -> bytes:
-        """The raw private key (what the server's store keeps to reopen after a restart)."""
-        if self.keys is None:
-            raise DprecError("a dp-fedavg server with secure aggregation has a key once "
-                             "started; this one has none")
-        return self.keys.private_raw()
-
     def restore(self, private: bytes, model: FedAvgModel) -> None:
         """The key and the model a restarted server had published."""
-        self.keys = KeyPair.from_raw(private)
+        super().restore(private, model)
         self.V = np.array(model.factors_matrix, dtype=np.float64)
         self.contributors = int(model.contributors)
-
-    def _open(self, batch: object, round: int) -> tuple[np.ndarray, int]:
-        """The integer sum of a batch and how many clients it sums."""
-        if isinstance(batch, NoisySum):
-            return np.asarray(batch.total, np.int64), int(batch.n_clients)
-        if isinstance(batch, SumRelease) and self.keys is not None and self.params is not None:
-            try:
-                result = SecureSumServer(self.params, self.keys).aggregate(
-                    Release.from_bytes(batch.data, self.params), round, self.min_honest,
-                    self.params.expected_clients)
-            except SecureSumError as e:
-                raise MessageError(f"the release is refused: {e}") from None
-            return result.integer_sum, result.contributors
-        raise DprecError(f"dp-fedavg's server takes NoisySum uploads (or, with its secure-sum "
-                         f"parameters, one SumRelease), got {type(batch).__name__}")
-
-    def check_shares(self, data: bytes, round: int) -> dict[bytes, str | None]:
-        """The verdict on each share of the proxy's share batch (nothing is summed)."""
-        if self.params is None:
-            raise SecureSumError("a dp-fedavg server without secure aggregation checks no "
-                                 "shares")
-        return check_shares(self.params, self.keys, data, round)
 
     def aggregate(self, batches: Iterable[object], round: int) -> FedAvgModel | None:
         assert self.V is not None and self._rng is not None
@@ -121,16 +106,13 @@ class FedAvgServer(FactorServer):
         total = np.zeros(self.V.size, np.int64)
         contributors = 0
         for batch in got:
-            part, n = self._open(batch, round)
+            part, n = self.open_batch(batch, round)
             if part.shape != total.shape:
                 raise DprecError(f"round {round}'s sum must have {total.size} coordinates, "
                                  f"got {part.shape}")
             total += part
             contributors += n
-        if contributors < self.min_honest:
-            raise DprecError(f"round {round} sums {contributors} clients, fewer than "
-                             f"min_honest = {self.min_honest}: its noise is below the "
-                             "guarantee; refused")
+        self.refuse_below_min_honest(contributors, round)
         self.contributors = contributors
         if self._curator is not None:
             total += self._curator.noise(total.shape, self._rng)

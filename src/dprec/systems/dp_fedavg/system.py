@@ -28,6 +28,7 @@ from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import PrivacyReport
 from dprec.privacy.sampled_skellam import SampledSkellamAccountant
 from dprec.protocol.engine import run_protocol
+from dprec.protocol.secure_sum.checks import PROVED_CLIENT, validity_details
 from dprec.protocol.secure_sum.in_process import total_outcomes
 from dprec.systems.base import Ranker, check_history
 from dprec.systems.central import factor_scores
@@ -195,14 +196,13 @@ class DpFedAvg(Ranker):
         srv = FedAvgServer(n_items, c.factors, c.lr, c.reg, c.server_steps, c.init_scale,
                            gamma, c.rate * n, None if secure else mu, plan.params,
                            plan.min_honest or 1, n)
-        checked = secure and c.validity == "prio3"
-        proxy = FedAvgSumProxy(plan.min_honest or 1, update_check(plan, c.clip) if checked
-                               else None)
+        check = update_check(plan, c.clip) if secure and c.validity == "prio3" else None
+        proxy = FedAvgSumProxy(plan.min_honest or 1, check)
         clients = FedAvgClients(
             train, factors=c.factors, alpha=c.alpha, reg=c.reg, clip=c.clip, gamma=gamma,
             rate=c.rate, share_mu=plan.share_mu, event=event, batch_size=c.batch_size,
             params=plan.params, proxy_key=lambda: proxy.public_key,
-            devices=bool(getattr(self.transport, "device_clients", False)))
+            devices=bool(getattr(self.transport, "device_clients", False)), check=check)
         self.events = EventLog(n)
 
         def after_round(r: int, model: FedAvgModel) -> None:
@@ -263,7 +263,7 @@ class DpFedAvg(Ranker):
                      "sampling": "poisson", "rate": c.rate, "aggregation": c.aggregation,
                      **(share_record(info["mu"], self._plan.share_mu, honest)  # type: ignore
                         if secure else {})}
-        details = {
+        details: dict[str, object] = {
             "sampling": {
                 "kind": "poisson", "rate": c.rate, "expected_contributors": c.rate * n,
                 "accounting": ("PoissonSampledDpEvent(q, SkellamDpEvent) per round: Zhu & Wang "
@@ -280,6 +280,11 @@ class DpFedAvg(Ranker):
                 "sampling this is the add/remove pair of the subsampled release"
                 if secure else "add/remove one user's data (the curator's noise is fixed)"),
         }
+        proved = secure and c.validity == "prio3"
+        if proved:
+            assert self._plan is not None
+            details.update(validity_details([update_check(self._plan, c.clip)] * c.rounds,
+                                            c.epsilon, c.delta))
         return secure_sum_report(
             self.name, aggregation=c.aggregation, epsilon=c.epsilon, delta=c.delta,
             log=self.events, threat_models=(SECURE_THREAT_MODEL, TRUSTED_THREAT_MODEL),
@@ -294,6 +299,7 @@ class DpFedAvg(Ranker):
                 "min_honest": honest, "n_clients": n, "server_proxy_collusion": False,
                 "notes": ["the noise protecting a user is the sum of the honest clients' "
                           "shares: at least min_honest shares of Sk(mu / min_honest)",
+                          PROVED_CLIENT if proved else
                           "a malicious client's contribution is not checked (shares mod q)",
                           "a user's own vector is solved on the device, never sent"],
             },

@@ -27,8 +27,7 @@ from dprec.protocol.secure_sum.params import SecureSumParams, choose_params
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck, dp_pop_check
 from dprec.protocol.secure_sum.vdaf.noise_bounds import choose_truncation
 
-__all__ = ["VALIDITY", "RoundCalibration", "calibrate", "check_terms", "contribution_check",
-           "round_check"]
+__all__ = ["VALIDITY", "RoundCalibration", "calibrate", "contribution_check", "round_check"]
 
 
 @dataclass(frozen=True)
@@ -98,12 +97,3 @@ def round_check(cal: RoundCalibration, n_items: int) -> ContributionCheck:
     probability."""
     truncation = choose_truncation(cal.share.mu, int(n_items), cal.n_clients)
     return dp_pop_check(int(n_items), int(cal.l1), truncation)
-
-
-def check_terms(check: ContributionCheck) -> dict[str, int]:
-    """The check's public numbers (what the proxy publishes and a device compares with its
-    own): ``T``, ``S``, ``B^2``, ``k`` (the sum's upper end less ``S``) and the proofs."""
-    c, t = check.circuit, check.truncation
-    assert t is not None and c.sum_range is not None
-    return {"T": t.coordinate_bound, "S": t.sum_bound, "B2": int(c.l2_bound_sq or 0),
-            "k": c.sum_range[1] - t.sum_bound, "proofs": check.proofs}

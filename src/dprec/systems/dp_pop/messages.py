@@ -1,18 +1,17 @@
-"""What dp-pop's roles exchange (kinds 40-43 on the wire; :mod:`dprec.protocol.messages`).
+"""What dp-pop's roles exchange (kinds 42-43 on the wire; :mod:`dprec.protocol.messages`).
 
 Over the services (:mod:`dprec.systems.dp_pop.deploy`) one round of the secure sum
-(:mod:`dprec.protocol.secure_sum`):
+(:mod:`dprec.protocol.secure_sum`; its upload and release records are
+:mod:`dprec.protocol.secure_sum.wire`'s):
 
-- a client uploads one :class:`SumUpload` to the proxy: the secure-sum upload (mask seed
-  sealed to the proxy, share sealed to the server; no sender id inside);
-- the proxy forwards one :class:`SumRelease`: the shuffled server shares and the mask sum;
 - the server publishes a :class:`PopularityModel` (its X25519 public key; after the round,
   the noisy counts and how many clients they sum), and keeps a :class:`PopularityState`
   (the model and its private key; never published).
 
 In the simulation, the clients hand the proxy :class:`NoisyVectors` (a block of clients'
 noisy k-hot vectors, with the keys they seal to over a network) and the in-process proxy
-hands the server the :class:`ExactSum` the secure sum yields.
+hands the server the :class:`~dprec.protocol.secure_sum.wire.ExactSum` the secure sum
+yields.
 """
 
 from __future__ import annotations
@@ -28,91 +27,15 @@ from dprec.protocol.messages import (
     I64_RANGE,
     MAX_ITEMS,
     Message,
-    MessageError,
     check_length,
     int_array,
     integer_field,
     unpack_fixed,
 )
 from dprec.protocol.secure_sum.params import SecureSumParams
+from dprec.protocol.secure_sum.wire import KEY_BYTES, KeyedState, key_field
 
-__all__ = ["KEY_BYTES", "ExactSum", "NoisyVectors", "PopularityModel", "PopularityState",
-           "SumRelease", "SumUpload"]
-
-KEY_BYTES = 32
-"""A raw X25519 key."""
-_RELEASE_HEAD = struct.Struct(">4sQI")  # the secure sum's release header: magic, round, count
-_UPLOAD_ID = slice(12, 28)  # the message id inside a secure-sum upload ("DSU1", round u64)
-
-
-def _raw(name: str, value: object) -> bytes:
-    if not isinstance(value, bytes | bytearray | memoryview):
-        raise MessageError(f"{name} must be bytes, got {type(value).__name__}")
-    return bytes(value)
-
-
-@dataclass(frozen=True, eq=False)
-class SumUpload(Message):
-    """One client's secure-sum upload (:class:`dprec.protocol.secure_sum.messages.Upload`
-    bytes; its length is checked against the round's parameters by the deployment)."""
-
-    KIND: ClassVar[int] = 40
-
-    data: bytes
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "data", _raw("data", self.data))
-
-    @property
-    def message_id(self) -> bytes:
-        """The upload's 16-byte message id (what a replay repeats)."""
-        return self.data[_UPLOAD_ID]
-
-    @property
-    def nbytes(self) -> int:
-        return HEADER.size + len(self.data)
-
-    def _parts(self) -> list[bytes | memoryview]:
-        return [self.data]
-
-    @classmethod
-    def _parse(cls, payload: memoryview) -> SumUpload:
-        return cls(bytes(payload))
-
-
-@dataclass(frozen=True, eq=False)
-class SumRelease(Message):
-    """The proxy's one batch of a round (:class:`dprec.protocol.secure_sum.messages.Release`
-    bytes: the shuffled server shares and the mask sum; checked against the round's
-    parameters by the deployment)."""
-
-    KIND: ClassVar[int] = 41
-
-    data: bytes
-
-    def __post_init__(self) -> None:
-        data = _raw("data", self.data)
-        if len(data) < _RELEASE_HEAD.size or data[:4] not in (b"DSR2", b"DSR4"):
-            raise MessageError("a SumRelease holds a secure-sum release (starting b'DSR2', "
-                               "or b'DSR4' with proofs)")
-        object.__setattr__(self, "data", data)
-
-    @property
-    def n_clients(self) -> int:
-        """The shares it holds: one per contributing client."""
-        return int(_RELEASE_HEAD.unpack_from(self.data)[2])
-
-    @property
-    def nbytes(self) -> int:
-        return HEADER.size + len(self.data)
-
-    def _parts(self) -> list[bytes | memoryview]:
-        return [self.data]
-
-    @classmethod
-    def _parse(cls, payload: memoryview) -> SumRelease:
-        return cls(bytes(payload))
-
+__all__ = ["NoisyVectors", "PopularityModel", "PopularityState"]
 
 _MODEL = struct.Struct("<QI")  # contributors, d (0 before the round)
 
@@ -132,9 +55,7 @@ class PopularityModel(Message):
     contributors: int = 0
 
     def __post_init__(self) -> None:
-        key = _raw("server_key", self.server_key)
-        if len(key) != KEY_BYTES:
-            raise MessageError(f"server_key must be {KEY_BYTES} bytes, got {len(key)}")
+        key = key_field("server_key", self.server_key)
         counts = int_array("counts", self.counts, "<i8", *I64_RANGE)
         integer_field("d", counts.size, 0, MAX_ITEMS)
         object.__setattr__(self, "server_key", key)
@@ -160,39 +81,12 @@ class PopularityModel(Message):
 
 
 @dataclass(frozen=True, eq=False)
-class PopularityState(Message):
+class PopularityState(KeyedState[PopularityModel]):
     """What the server's store keeps: the published model and the server's private key
-    (so a restarted server opens the shares sealed to its published key). Never
-    published: the artefact is :attr:`model` alone.
-
-    Wire: 32-byte private key, then the model's message.
-    """
+    (:class:`~dprec.protocol.secure_sum.wire.KeyedState`)."""
 
     KIND: ClassVar[int] = 43
-
-    private_key: bytes
-    model: PopularityModel
-
-    def __post_init__(self) -> None:
-        key = _raw("private_key", self.private_key)
-        if len(key) != KEY_BYTES:
-            raise MessageError(f"private_key must be {KEY_BYTES} bytes, got {len(key)}")
-        if not isinstance(self.model, PopularityModel):
-            raise MessageError("model must be a PopularityModel")
-        object.__setattr__(self, "private_key", key)
-
-    @property
-    def nbytes(self) -> int:
-        return HEADER.size + KEY_BYTES + self.model.nbytes
-
-    def _parts(self) -> list[bytes | memoryview]:
-        return [self.private_key, self.model.to_bytes()]
-
-    @classmethod
-    def _parse(cls, payload: memoryview) -> PopularityState:
-        if len(payload) < KEY_BYTES:
-            raise MessageError(f"PopularityState payload must be >= {KEY_BYTES} bytes")
-        return cls(bytes(payload[:KEY_BYTES]), PopularityModel.from_bytes(payload[KEY_BYTES:]))
+    MODEL: ClassVar[type[Message]] = PopularityModel
 
 
 @dataclass(frozen=True, eq=False)
@@ -215,12 +109,3 @@ class NoisyVectors:
     @property
     def n_clients(self) -> int:
         return int(self.ids.size)
-
-
-@dataclass(frozen=True, eq=False)
-class ExactSum:
-    """The in-process proxy's forward: the exact integer sum of a round's noisy vectors
-    (what the secure sum yields, bit for bit) and how many clients it sums."""
-
-    counts: np.ndarray
-    contributors: int

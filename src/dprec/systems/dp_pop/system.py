@@ -42,13 +42,13 @@ from dprec.privacy.guarantee import Guarantee, PrivacyReport
 from dprec.privacy.pld_accountant import PldAccountant
 from dprec.privacy.skellam import calibrate_skellam_mu
 from dprec.protocol.engine import Clients, run_protocol
+from dprec.protocol.secure_sum.checks import validity_details
 from dprec.protocol.secure_sum.in_process import total_outcomes
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.systems.base import NotFittedError, Ranker, check_history
 from dprec.systems.dp_pop.calibration import (
     RoundCalibration,
     calibrate,
-    check_terms,
     contribution_check,
     round_check,
 )
@@ -343,23 +343,12 @@ class DpPop(_RankedList):
                         "the services the uploads are sealed and the server opens the sum"}
 
     def _validity_details(self) -> dict[str, object]:
-        """``validity``: the check and its cost. With ``prio3`` the honest clients'
-        shares are truncated (:mod:`~dprec.protocol.secure_sum.vdaf.noise_bounds`): every
-        level of the report holds at ``delta + truncation_delta`` (``delta_total``),
-        ``truncation_delta = (1 + e^epsilon) n eta`` at the target epsilon."""
+        """``validity``: the check and its cost (:func:`validity_details`)."""
         c, info = self.config, self._fit_info
         check = contribution_check(asdict(c), int(info["n_items"]),  # type: ignore[call-overload]
                                    int(info["n_clients"]))  # type: ignore[call-overload]
         assert check is not None
-        cost = check.delta_cost(c.epsilon)
-        return {"validity": {
-            "kind": "prio3", **check_terms(check),
-            "soundness_log2": round(check.soundness_log2, 2),
-            "truncation_delta": cost, "delta_total": c.delta + cost,
-            "note": "each level holds at delta_total = delta + truncation_delta: the honest "
-                    "clients' noise shares are truncated to |z_j| <= T, |sum z| <= S, "
-                    "||v + z||^2 <= B2 so that their uploads pass the proof; over the "
-                    "services every upload is proved and an invalid one refused"}}
+        return validity_details([check], c.epsilon, c.delta)
 
     def privacy_report(self) -> PrivacyReport | None:
         if self.events is None:

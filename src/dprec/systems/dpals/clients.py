@@ -29,6 +29,7 @@ from dprec.errors import DprecError
 from dprec.mechanisms.skellam import SkellamMechanism
 from dprec.protocol.engine import Clients, Sent
 from dprec.protocol.secure_sum.noise_shares import ShareNoise, consecutive_runs
+from dprec.protocol.secure_sum.wire import ClientBlock
 from dprec.random import secure_generator
 from dprec.systems.dpals.client import (
     clip_users,
@@ -38,8 +39,8 @@ from dprec.systems.dpals.client import (
     select_items,
     solve_users,
 )
-from dprec.systems.dpals.messages import ClientBlock, DpalsModel
-from dprec.systems.dpals.plan import RoundPlan, RunPlan, items_bound
+from dprec.systems.dpals.messages import DpalsModel
+from dprec.systems.dpals.plan import RoundPlan, RunPlan, items_bound, round_check
 
 __all__ = ["BLOCK_CELLS", "DpalsClients", "RowVectors", "check_model"]
 
@@ -240,10 +241,11 @@ class DpalsClients(Clients):
         n = self.ids.size
         if n:
             # devices: each vector exists once, drawn as it is sealed; no total is formed
+            check = round_check(self.plan, rp) if self.cfg.get("validity") == "prio3" else None
             yield ClientBlock(self.ids, None if self.devices else self.block_total(0, n),
                               RowVectors(self, n), round, broadcast.server_key,
                               None if self._proxy_key is None else self._proxy_key(),
-                              rp.params)
+                              rp.params, check)
         self._sent = self.round_sent(0, n)
 
     def sent(self) -> list[Sent]:

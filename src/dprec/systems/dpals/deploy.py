@@ -1,13 +1,15 @@
 """dpals (aggregation=secure) as services, the device-safe half: every round is one
 cryptographic secure sum (:mod:`dprec.protocol.secure_sum`) through the shuffling proxy,
-as for dp-pop (:mod:`dprec.systems.dp_pop.deploy`), over several rounds:
+deployed by the layer's :class:`~dprec.protocol.secure_sum.deploy.SecureSumDeployment`, over
+several rounds:
 
 - the optional DP count round, then one round per ALS step (:mod:`dprec.systems.dpals.plan`);
-  each client uploads ONE :class:`~dprec.systems.dp_pop.messages.SumUpload` per round: its
+  each client uploads ONE :class:`~dprec.protocol.secure_sum.wire.SumUpload` per round: its
   noisy integer vector of the round (count sample, or per-item statistics dense over all
   items and the global Gramian term), split into a mask seed sealed to the proxy and a
   share sealed to the server; the round id is bound into both boxes;
-- the proxy (:class:`~dprec.systems.dpals.proxy.DpalsRelay`) opens only the seeds and at
+- the proxy (the layer's :class:`~dprec.protocol.secure_sum.relay.SecureSumRelay`, each
+  round with its own parameters) opens only the seeds and at
   the close releases ONE shuffled batch once ``min_honest`` distinct senders uploaded;
 - the server opens and sums it mod q, solves (:mod:`dprec.systems.dpals.serve`) and
   broadcasts the DP counts or the new item factors, which every client checks (shape,
@@ -20,18 +22,19 @@ Threat model: the server and the proxy do not collude; the guarantee holds while
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from dprec.errors import DprecError
-from dprec.protocol.deployment import DeviceReader, ProxySecrets
+from dprec.protocol.deployment import DeviceReader
 from dprec.protocol.messages import Message, MessageError
+from dprec.protocol.secure_sum.deploy import SecureSumDeployment
 from dprec.protocol.secure_sum.device import DeviceRound
 from dprec.protocol.secure_sum.params import SecureSumParams
-from dprec.systems.dp_pop.deploy import SecureSumDeployment, sealed_uploads
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
+from dprec.protocol.secure_sum.wire import ClientBlock
 from dprec.systems.dpals.client import (
     clip_users,
     count_sample,
@@ -41,10 +44,11 @@ from dprec.systems.dpals.client import (
     solve_users,
 )
 from dprec.systems.dpals.clients import check_model
-from dprec.systems.dpals.messages import ClientBlock, DpalsModel
+from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import RunPlan, items_bound, plan_of
+from dprec.systems.dpals.plan import round_check as plan_check
 
-__all__ = ["DEPLOYMENT", "DpalsDeployment", "sealed_uploads"]
+__all__ = ["DEPLOYMENT", "DpalsDeployment"]
 
 _ROUND = slice(4, 12)  # the round id inside a secure-sum upload or release
 
@@ -92,10 +96,19 @@ class DpalsDeployment(SecureSumDeployment):
     def all_params(self, info: Any) -> list[SecureSumParams]:
         return [r.params for r in _plan(info).rounds]
 
-    def proxy_secrets(self, info: Any, state_dir: Path) -> ProxySecrets:
-        from dprec.systems.dpals.proxy import DpalsRelay  # the proxy's code, lazily
+    def relay_terms(self, info: Any) -> tuple[Any, int, int]:
+        """Each round's own parameters (an upload must carry its round's length)."""
+        plan = _plan(info)
+        return (lambda round: plan.round(round).params), plan.min_honest, plan.n_clients
 
-        return DpalsRelay(_plan(info), state_dir)
+    def round_check(self, settings: Mapping[str, Any], n_items: int, round: int
+                    ) -> ContributionCheck | None:
+        """``validity = prio3``: round ``round``'s vector proves each coordinate within
+        ``C + T`` and the round's L2 bound (:func:`~.plan.round_check`)."""
+        if settings.get("validity", "none") != "prio3":
+            return None
+        plan = plan_of(settings, int(n_items))
+        return plan_check(plan, plan.round(round))
 
     # -- the device: its count sample or its per-item statistics, one segment a release ---
 

@@ -2,23 +2,17 @@
 
 Over the services (:mod:`dprec.systems.dpals.deploy`) every round is one secure sum
 (:mod:`dprec.protocol.secure_sum`): a client uploads one
-:class:`~dprec.systems.dp_pop.messages.SumUpload` per round (its quantised, noised
+:class:`~dprec.protocol.secure_sum.wire.SumUpload` per round (its quantised, noised
 contribution, split and sealed), the proxy forwards one
-:class:`~dprec.systems.dp_pop.messages.SumRelease` (the secure sum's wire records, shared
-with dp-pop). The server broadcasts a :class:`DpalsModel` (its X25519 public key, the item
-factors and, after the count round, the DP item counts) and keeps a :class:`DpalsState`
-(the model and its private key; never published).
-
-In the simulation the clients hand the proxy :class:`ClientBlock` (a block of clients'
-noisy contributions: their sum, and each client's own vector on demand, with the keys a
-client seals to) and the in-process proxy hands the server the :class:`ExactSum` the
-secure sum yields.
+:class:`~dprec.protocol.secure_sum.wire.SumRelease` (the secure sum's wire records, shared
+by every secure-sum system). The server broadcasts a :class:`DpalsModel` (its X25519
+public key, the item factors and, after the count round, the DP item counts) and keeps a
+:class:`DpalsState` (the model and its private key; never published).
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -29,27 +23,18 @@ from dprec.protocol.messages import (
     I64_RANGE,
     MAX_ITEMS,
     Message,
-    MessageError,
     check_length,
     int_array,
     integer_field,
     real_array,
     unpack_fixed,
 )
-from dprec.protocol.secure_sum.params import SecureSumParams
+from dprec.protocol.secure_sum.wire import KEY_BYTES, KeyedState, key_field
 
-__all__ = ["KEY_BYTES", "ClientBlock", "DpalsModel", "DpalsState", "ExactSum"]
+__all__ = ["DpalsModel", "DpalsState"]
 
-KEY_BYTES = 32
-"""A raw X25519 key."""
 _MODEL = struct.Struct("<QIII")  # contributors, counts, items, factors
 _MAX_FACTORS = 1 << 10
-
-
-def _key(name: str, value: object) -> bytes:
-    if not isinstance(value, bytes | bytearray | memoryview) or len(value) != KEY_BYTES:
-        raise MessageError(f"{name} must be {KEY_BYTES} bytes")
-    return bytes(value)
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,7 +59,7 @@ class DpalsModel(Message):
         integer_field("factors", V.shape[1], 0, _MAX_FACTORS)
         counts = int_array("counts", self.counts, "<i8", *I64_RANGE)
         integer_field("counts", counts.size, 0, MAX_ITEMS)
-        object.__setattr__(self, "server_key", _key("server_key", self.server_key))
+        object.__setattr__(self, "server_key", key_field("server_key", self.server_key))
         object.__setattr__(self, "factors_matrix", V)
         object.__setattr__(self, "counts", counts)
         object.__setattr__(self, "contributors",
@@ -102,64 +87,9 @@ class DpalsModel(Message):
 
 
 @dataclass(frozen=True, eq=False)
-class DpalsState(Message):
-    """What the server's store keeps: the published model and the server's private key (so
-    a restarted server opens shares sealed to its published key). Never published.
-
-    Wire: 32-byte private key, then the model's message.
-    """
+class DpalsState(KeyedState[DpalsModel]):
+    """What the server's store keeps: the published model and the server's private key
+    (:class:`~dprec.protocol.secure_sum.wire.KeyedState`)."""
 
     KIND: ClassVar[int] = 45
-
-    private_key: bytes
-    model: DpalsModel
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "private_key", _key("private_key", self.private_key))
-        if not isinstance(self.model, DpalsModel):
-            raise MessageError("model must be a DpalsModel")
-
-    @property
-    def nbytes(self) -> int:
-        return HEADER.size + KEY_BYTES + self.model.nbytes
-
-    def _parts(self) -> list[bytes | memoryview]:
-        return [self.private_key, self.model.to_bytes()]
-
-    @classmethod
-    def _parse(cls, payload: memoryview) -> DpalsState:
-        if len(payload) < KEY_BYTES:
-            raise MessageError(f"DpalsState payload must be >= {KEY_BYTES} bytes")
-        return cls(bytes(payload[:KEY_BYTES]), DpalsModel.from_bytes(payload[KEY_BYTES:]))
-
-
-@dataclass(frozen=True, eq=False)
-class ClientBlock:
-    """A block of simulated clients' contributions to one round: ``total`` is the integer
-    sum of their noisy quantised vectors, ``vectors()`` each client's own (an iterable of
-    rows in ``ids`` order, built on demand; they add up to ``total`` bit for bit), with the
-    public keys a client seals to."""
-
-    ids: np.ndarray
-    total: np.ndarray | None
-    """None: device clients (over the services), whose vectors exist only as each is
-    drawn and sealed; the in-process proxy needs a total."""
-    vectors: Callable[[], Iterable[np.ndarray]]
-    round: int
-    server_key: bytes
-    proxy_key: bytes | None
-    params: SecureSumParams
-    """The round's secure-sum parameters (public)."""
-
-    @property
-    def n_clients(self) -> int:
-        return int(self.ids.size)
-
-
-@dataclass(frozen=True, eq=False)
-class ExactSum:
-    """The in-process proxy's forward: the exact integer sum of a round's noisy
-    contributions (what the secure sum yields, bit for bit) and how many clients it sums."""
-
-    total: np.ndarray
-    contributors: int
+    MODEL: ClassVar[type[Message]] = DpalsModel

@@ -1,51 +1,22 @@
-"""dpals' proxy: the simulation's (:class:`ExactSumProxy`) and the service's secret part
-(:class:`DpalsRelay`, what ``dprec serve proxy`` runs through the descriptor).
+"""dpals' in-process proxy (:class:`ExactSumProxy`); over the services the proxy's part is
+the layer's (:meth:`~dprec.protocol.secure_sum.deploy.SecureSumDeployment.proxy_secrets`:
+each round checked and released with that round's own secure-sum parameters and, with
+``validity=prio3``, its own check).
 
-Both forward ONE batch per round, and only once ``threshold`` (= ``min_honest``) distinct
+It forwards ONE batch per round, and only once ``threshold`` (= ``min_honest``) distinct
 clients contributed (docs/secure_sum.md, "One batch per round"; the rule lives in
-:class:`~dprec.protocol.secure_sum.in_process.InProcessSumProxy`). Each round has its own
-vector length, so the relay checks and releases a round with that round's secure-sum
-parameters (:mod:`dprec.systems.dpals.plan`).
+:class:`~dprec.protocol.secure_sum.in_process.InProcessSumProxy`).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import numpy as np
-
-from dprec.errors import DprecError
 from dprec.protocol.secure_sum.in_process import InProcessSumProxy
-from dprec.systems.dp_pop.proxy import SecureSumRelay
-from dprec.systems.dpals.messages import ClientBlock, DpalsModel, ExactSum
-from dprec.systems.dpals.plan import RunPlan
 
-__all__ = ["DpalsRelay", "ExactSumProxy"]
-
-
-class DpalsRelay(SecureSumRelay):
-    """dp-pop's :class:`SecureSumRelay` with each round's own secure-sum parameters
-    (:meth:`RunPlan.round`): an upload must carry the round's length, and a round the plan
-    does not have is refused."""
-
-    def __init__(self, plan: RunPlan, state_dir: Path) -> None:
-        self.plan = plan
-        super().__init__(lambda round: plan.round(round).params, state_dir, plan.min_honest,
-                         plan.n_clients, lambda body: DpalsModel.from_bytes(body).server_key)
+__all__ = ["ExactSumProxy"]
 
 
 class ExactSumProxy(InProcessSumProxy):
     """The in-process proxy (:class:`InProcessSumProxy`): forwards the exact integer sum of
-    the round's :class:`ClientBlock` totals as one :class:`ExactSum`, once at least
-    ``threshold`` clients contributed."""
+    the round's client blocks, once at least ``threshold`` clients contributed."""
 
-    system, accepts, accepts_plural = "dpals'", ClientBlock, "ClientBlocks"
-
-    def part(self, message: ClientBlock) -> np.ndarray:
-        if message.total is None:
-            raise DprecError("device clients form no total: their uploads go through the "
-                             "services' secure sum, not the in-process proxy")
-        return message.total
-
-    def batch(self, total: np.ndarray, senders: int) -> ExactSum:
-        return ExactSum(total, senders)
+    system = "dpals'"

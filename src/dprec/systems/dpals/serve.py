@@ -7,11 +7,13 @@ solves from the factors it published; only the model is ever published)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from dprec.protocol.aggregation import Aggregator
-from dprec.protocol.deployment import Serving
-from dprec.protocol.sharding import IntegerSumAdapter
+from dprec.protocol.secure_sum.serving import SecureSumServing
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
+from dprec.systems.dpals.deploy import DEPLOYMENT
 from dprec.systems.dpals.messages import DpalsModel, DpalsState
 from dprec.systems.dpals.plan import plan_of
 from dprec.systems.dpals.server import DpalsServer
@@ -19,22 +21,27 @@ from dprec.systems.dpals.server import DpalsServer
 __all__ = ["SERVING", "DpalsServing", "server_of"]
 
 
-def server_of(config: dict[str, Any], n_items: int, n_clients: int) -> DpalsServer:
-    """The server role of ``config`` (dpals' fields) as ``Dpals.fit`` builds it."""
+def server_of(config: dict[str, Any], n_items: int, n_clients: int,
+              checks: Sequence[ContributionCheck] | None = None) -> DpalsServer:
+    """The server role of ``config`` (dpals' fields) as ``Dpals.fit`` builds it; ``checks``:
+    each round's Prio3 check (``validity=prio3`` over the services)."""
     c = config
     plan = plan_of({**c, "n_clients": int(n_clients)}, n_items)
     return DpalsServer(plan, int(c["factors"]), float(c["reg"]), float(c["unobserved_weight"]),
-                       float(c["clip"]), float(c["rhs_weight"]), float(c["init_scale"]))
+                       float(c["clip"]), float(c["rhs_weight"]), float(c["init_scale"]),
+                       checks)
 
 
-class DpalsServing(Serving):
+class DpalsServing(SecureSumServing):
     """The server half of dpals (aggregation=secure)."""
 
     role_type = DpalsServer
-    shard_adapter = IntegerSumAdapter
+    model_type = DpalsModel
+    state_type = DpalsState
 
     def server_role(self, info: Any, aggregator: Aggregator) -> DpalsServer:
-        return server_of(info.config, info.n_items, int(info.config["n_clients"]))
+        return server_of(info.config, info.n_items, int(info.config["n_clients"]),
+                         DEPLOYMENT.checks(info.config, info.n_items))
 
     def role_memory(self, info: Any) -> tuple[int, int, str]:
         """The item factors and counts; a round also holds the release (one share per
@@ -45,39 +52,6 @@ class DpalsServing(Serving):
         p = max((r.params for r in plan.rounds), key=lambda p: p.share_bytes)
         peak = state + plan.n_clients * (p.share_bytes + 128) * 2 + 8 * 3 * p.dimension
         return state, peak, f"the item factors of {info.n_items:,} items x {f}"
-
-    def encode_broadcast(self, info: Any, broadcast: Any, version: int) -> bytes:
-        assert isinstance(broadcast, DpalsModel)
-        return broadcast.to_bytes()
-
-    def decode_broadcast(self, info: Any, body: bytes) -> DpalsModel:
-        return DpalsModel.from_bytes(body)
-
-    def encode_state(self, info: Any, role: Any, broadcast: Any, version: int) -> bytes:
-        assert isinstance(role, DpalsServer) and isinstance(broadcast, DpalsModel)
-        return DpalsState(role.private_key(), broadcast).to_bytes()
-
-    def artefact_bytes(self, info: Any, name: str, body: bytes) -> bytes:
-        """The model alone: the private key never leaves the store."""
-        return DpalsState.from_bytes(body).model.to_bytes()
-
-    def restore(self, info: Any, role: Any, body: bytes | None) -> None:
-        if body is not None:
-            state = DpalsState.from_bytes(body)
-            role.restore(state.private_key, state.model)
-
-    def diagnostics(self, role: Any) -> dict[str, Any]:
-        return {"contributors": int(role.contributors), "batches": int(role.batches)}
-
-    def mirror(self, local: Any, diagnostics: dict[str, Any]) -> None:
-        if isinstance(local, DpalsServer) and diagnostics:
-            local.contributors = int(diagnostics["contributors"])
-            local.batches = int(diagnostics["batches"])
-
-    def service_params(self, local: Any) -> dict[str, str]:
-        """The clients enrolled (the data's users)."""
-        assert isinstance(local, DpalsServer)
-        return {"n_clients": str(local.n_clients)}
 
 
 SERVING = DpalsServing()

@@ -20,7 +20,7 @@ sums mod q), refuses a sum of fewer than ``min_honest`` clients, and publishes t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numba
@@ -28,13 +28,11 @@ import numpy as np
 
 from dprec.errors import DprecError
 from dprec.protocol.engine import Server
-from dprec.protocol.messages import MessageError
-from dprec.protocol.secure_sum.errors import SecureSumError
-from dprec.protocol.secure_sum.messages import Release
+from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.sealed import KeyPair
-from dprec.protocol.secure_sum.server import SecureSumServer, check_shares
-from dprec.systems.dp_pop.messages import SumRelease
-from dprec.systems.dpals.messages import DpalsModel, ExactSum
+from dprec.protocol.secure_sum.server_role import SecureSumRole
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
+from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import RunPlan
 from dprec.systems.dpals.statistics import stats_width, triangle_size, unpack_gram
 
@@ -75,15 +73,20 @@ def solve_items(stats: np.ndarray, gram: np.ndarray, gamma: float, factors: int,
     return np.linalg.solve(lhs, rhs[..., None])[..., 0]
 
 
-class DpalsServer(Server):
+class DpalsServer(SecureSumRole, Server):
     """dpals' server role (module docstring); ``plan`` holds the public numbers, the other
     arguments are the config's solve settings."""
 
     public = ("n_items", "factors", "reg", "steps", "clip", "init_scale")
+    label = "dpals'"
 
     def __init__(self, plan: RunPlan, factors: int, reg: float, unobserved_weight: float,
-                 clip: float, rhs_weight: float, init_scale: float) -> None:
+                 clip: float, rhs_weight: float, init_scale: float,
+                 checks: Sequence[ContributionCheck] | None = None) -> None:
         self.plan = plan
+        self.checks = None if checks is None else tuple(checks)
+        """``validity=prio3``: each round's check, which every upload's proof is verified
+        against jointly with the proxy (the server is Prio3's Leader); None: no proofs."""
         self.n_items = plan.n_items
         self.n_clients = plan.n_clients
         self.min_honest = plan.min_honest
@@ -100,61 +103,37 @@ class DpalsServer(Server):
         self.contributors = 0
         self.batches = 0
 
+    def round_params(self, round: int) -> SecureSumParams:
+        return self.plan.round(round).params
+
+    def round_check(self, round: int) -> ContributionCheck | None:
+        if self.checks is None:
+            return None
+        if not 0 <= round < len(self.checks):
+            raise DprecError(f"dpals has rounds 0..{len(self.checks) - 1}, got round {round}")
+        return self.checks[round]
+
     def start(self, rng: np.random.Generator) -> DpalsModel:
         """The key pair (OS CSPRNG) and ``V_0 = init_scale N(0, 1)`` from ``rng``."""
-        self.keys = KeyPair()
         V = self.init_scale * rng.standard_normal((self.n_items, self.factors))
-        self.model = DpalsModel(self.keys.public, V, np.zeros(0, np.int64))
+        self.model = DpalsModel(self.new_keys(), V, np.zeros(0, np.int64))
         self.initial_factors = self.model.factors_matrix
         return self.model
 
-    def private_key(self) -> bytes:
-        """The raw private key (what the server's store keeps to reopen after a restart)."""
-        if self.keys is None:
-            raise DprecError("start the server first")
-        return self.keys.private_raw()
-
     def restore(self, private: bytes, model: DpalsModel) -> None:
         """The key and the model a restarted server had published."""
-        self.keys = KeyPair.from_raw(private)
+        super().restore(private, model)
         self.model = model
-
-    def check_shares(self, data: bytes, round: int) -> dict[bytes, str | None]:
-        """The verdict on each share of the proxy's share batch (nothing is summed)."""
-        try:
-            params = self.plan.round(round).params
-        except DprecError as e:
-            raise SecureSumError(str(e)) from None
-        return check_shares(params, self.keys, data, round)
 
     def aggregate(self, batches: Iterable[Any], round: int) -> DpalsModel | None:
         if self.keys is None or self.model is None:
             raise DprecError("start the server first")
-        got = list(batches)
-        self.batches = len(got)
-        if not got:
+        batch = self.one_batch(batches, round)
+        if batch is None:
             return None
-        if len(got) > 1:
-            raise DprecError(f"round {round} brought {len(got)} batches: a secure sum takes "
-                             "one (each batch would reveal its own sum)")
-        rp = self.plan.round(round)
-        batch = got[0]
-        if isinstance(batch, ExactSum):
-            total, contributors = np.asarray(batch.total, np.int64), int(batch.contributors)
-        elif isinstance(batch, SumRelease):
-            try:
-                result = SecureSumServer(rp.params, self.keys).aggregate(
-                    Release.from_bytes(batch.data, rp.params), round, self.min_honest,
-                    rp.params.expected_clients)
-            except SecureSumError as e:
-                raise MessageError(f"the release is refused: {e}") from None
-            total, contributors = result.integer_sum, result.contributors
-        else:
-            raise DprecError(f"dpals' server takes one SumRelease, got {type(batch).__name__}")
-        if contributors < self.min_honest:
-            raise DprecError(f"round {round} sums {contributors} clients, fewer than "
-                             f"min_honest = {self.min_honest}: its noise is below the "
-                             "guarantee; refused")
+        rp = self.plan.round(round)  # a round the plan does not have: refused first
+        total, contributors = self.open_batch(batch, round)
+        self.refuse_below_min_honest(contributors, round)
         if total.shape[0] < rp.dimension or total[rp.dimension:].any():
             raise DprecError(f"round {round}'s sum must have {rp.dimension} coordinates")
         self.contributors = contributors

@@ -37,6 +37,7 @@ from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import PrivacyReport
 from dprec.privacy.rdp_accountant import RdpAccountant
 from dprec.protocol.engine import Clients
+from dprec.protocol.secure_sum.checks import PROVED_CLIENT, validity_details
 from dprec.protocol.secure_sum.messages import Upload
 from dprec.systems.base import Ranker, check_history
 from dprec.systems.dpals.accounting import Release, adjacency_of, calibrate
@@ -50,7 +51,14 @@ from dprec.systems.dpals.client import (
     select_items,
     solve_users,
 )
-from dprec.systems.dpals.plan import RunPlan, items_bound, n_steps, paper_steps, releases
+from dprec.systems.dpals.plan import (
+    RunPlan,
+    items_bound,
+    n_steps,
+    paper_steps,
+    releases,
+    round_check,
+)
 from dprec.systems.dpals.server import solve_items
 from dprec.systems.dpals.simulation import run_secure
 from dprec.systems.dpals.statistics import stats_width, triangle_size
@@ -397,16 +405,24 @@ class Dpals(Ranker):
                  f"dprec.systems.dpals.accounting (randomised rounding included)")
         if c.uses_counts:
             bound += f"; once: a k-hot count vector of {c.count_k or c.k} items"
+        details: dict[str, object] = {"noise_multiplier": info["noise_multiplier"],
+                                      "steps": info["steps"]}
+        proved = secure and c.validity == "prio3" and self._plan is not None
+        if proved:
+            assert self._plan is not None
+            details.update(validity_details([round_check(self._plan, rp)
+                                             for rp in self._plan.rounds], c.epsilon, c.delta))
         return secure_sum_report(
             self.name, aggregation=c.aggregation, epsilon=c.epsilon, delta=c.delta,
             log=self.events, threat_models=(SECURE_THREAT_MODEL, TRUSTED_THREAT_MODEL),
             mechanisms=mechanisms, contribution_bound=bound,
-            details={"noise_multiplier": info["noise_multiplier"], "steps": info["steps"]},
+            details=details,
             assumptions={
                 "min_honest": honest, "n_clients": n, "contributors": n,
                 "server_proxy_collusion": False,
                 "notes": ["the noise protecting a user is the sum of the honest clients' "
                           "shares: at least min_honest shares of Sk(mu / min_honest)",
+                          PROVED_CLIENT if proved else
                           "a malicious client's contribution is not checked (shares mod q)",
                           "joint DP: a user's own vector is solved on the device, never sent",
                           "zero-out adjacency: a user's neighbour replaces their statistics "

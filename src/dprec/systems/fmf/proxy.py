@@ -15,7 +15,7 @@ is held, the proxy is not ready: a device's token request and every upload are a
 key of its own, so a client that asks first cannot fix a key the operator's would then be
 refused for (issue 31 §4). Kept in the state folder (read, and checked, when the proxy
 starts), so a restarted proxy checks with the same key. The server never sees it. A device
-asks for its own token by ``GET /v1/cells/token`` (authenticated as for its uploads;
+asks for its own token by ``GET /v1/client/secret`` (authenticated as for its uploads;
 :meth:`AssignedCellsRelay.client_secret`).
 """
 
@@ -107,7 +107,7 @@ class AssignedCellsRelay(ProxySecrets):
 
     def client_secret(self, client_id: int) -> dict[str, Any]:
         """``{"cells_token": hex}``: token_u of the authenticated client u (``GET
-        /v1/cells/token``), all a device needs, with the round's broadcast, to compute its
+        /v1/client/secret``), all a device needs, with the round's broadcast, to compute its
         cells. It is u's own: it says nothing of another client's cells."""
         (token,) = client_tokens(self.key(), np.array([client_id]))
         return {"cells_token": token.hex()}

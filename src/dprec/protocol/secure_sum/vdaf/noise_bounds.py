@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 
 import numpy as np
 from scipy import stats
@@ -165,13 +166,18 @@ TOO_MANY_DRAWS = ("noise draws all broke the truncation bounds, which an honest 
 
 def truncated_noise_share(truncation: NoiseTruncation, rng: np.random.Generator,
                           check_sum: bool = True, vector: np.ndarray | None = None,
-                          l2_bound_sq: int | None = None, max_draws: int = 64) -> np.ndarray:
+                          l2_bound_sq: int | None = None, max_draws: int = 64,
+                          draw: Callable[[int, np.random.Generator], np.ndarray] | None = None
+                          ) -> np.ndarray:
     """An honest client's share ``Sk(mu)^d`` redrawn until it meets the bounds
     (:func:`meets_truncation`). ``rng`` is the client's own generator (a CSPRNG on a
-    device)."""
+    device). ``draw(d, rng)``: the share when its coordinates have different ``mu`` (dpals'
+    segments, each at most the truncation's ``mu_share``, so the bounds hold at most at its
+    cost); default ``Sk(mu_share)^d``."""
     tr = truncation
     for _ in range(max_draws):
-        z = rng.poisson(tr.mu_share, tr.dimension) - rng.poisson(tr.mu_share, tr.dimension)
+        z = draw(tr.dimension, rng) if draw is not None else \
+            rng.poisson(tr.mu_share, tr.dimension) - rng.poisson(tr.mu_share, tr.dimension)
         if meets_truncation(tr, z, check_sum, vector, l2_bound_sq):
             return z.astype(np.int64)
     raise SecureSumError(f"{max_draws} {TOO_MANY_DRAWS}")

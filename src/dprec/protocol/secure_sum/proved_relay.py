@@ -1,4 +1,4 @@
-"""dp-pop's proxy part when every upload carries a validity proof (``validity=prio3``):
+"""The secure sum's proxy part when every upload carries a validity proof (``validity=prio3``):
 the proxy is Prio3's Helper (:mod:`dprec.protocol.secure_sum.proved`).
 
 At the close (:func:`dprec.services.rounds.settle_round`), one chunk of held uploads at a
@@ -22,6 +22,7 @@ import numpy as np
 
 from dprec.errors import DprecError
 from dprec.protocol.messages import Message, MessageError
+from dprec.protocol.secure_sum.checks import check_terms
 from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.proved import (
@@ -35,11 +36,10 @@ from dprec.protocol.secure_sum.proved import (
     seal_verify_key,
     verify_key,
 )
+from dprec.protocol.secure_sum.relay import SecureSumRelay
 from dprec.protocol.secure_sum.sealed import open_box
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
-from dprec.systems.dp_pop.calibration import check_terms
-from dprec.systems.dp_pop.messages import SumRelease, SumUpload
-from dprec.systems.dp_pop.proxy import SecureSumRelay
+from dprec.protocol.secure_sum.wire import SumRelease, SumUpload
 
 __all__ = ["ProvedRelay"]
 
