@@ -58,13 +58,13 @@ import numpy as np
 
 import dprec
 from dprec.data.registry import load_dataset
-from dprec.protocol.deployed import ProtocolInfo, check_upload
 from dprec.protocol.messages import Message
 from dprec.random import derive_generator
 from dprec.services.auth import client_token, same_secret
 from dprec.services.launch import Loopback, ServiceProcess
 from dprec.services.store import ProxyStore, ServerStore
 from dprec.services.transport import HttpTransport
+from dprec.systems.deployable import ProtocolInfo, check_upload
 from dprec.systems.registry import make_system
 
 SECOND = 1e6  # microseconds

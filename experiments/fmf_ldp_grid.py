@@ -6,7 +6,7 @@ synthetic everywhere) with ML-20M's filtered density, n = density x U x I (17M /
 = 2.3%), raised where needed to 2 x min-per-user x U so that the registry gives every user
 at least min-per-user (20) interactions. FMF-LDP (binary mechanism, k = 100, eps = 2.5, 20
 epochs) is evaluated on a LATEST leave-one-out split, the held-out item ranked against 99
-sampled never-seen items. The paper's grid numbers (SYSTEMS.md §2) are put beside ours.
+sampled never-seen items. The paper's grid numbers (docs/architecture.md §2) are put beside ours.
 Cells with more than --max-interactions interactions are skipped and listed as not run.
 
 Real data (``--data ml-100k``, any registry name): each cell is the paper's kind of subset,
@@ -44,7 +44,8 @@ from dprec.evaluation.split import LeaveOneOutSplit  # noqa: E402
 from dprec.selection import top_k  # noqa: E402
 from dprec.systems.fmf.system import FederatedMF, FMFConfig  # noqa: E402
 
-# FMF-LDP paper, HR@10 on ML-20M subsets, k = 100, eps = 2.5 (copied from SYSTEMS.md §2).
+# FMF-LDP paper, HR@10 on ML-20M subsets, k = 100, eps = 2.5 (the paper's table;
+# docs/architecture.md §2).
 PAPER_GRID: dict[int, dict[int, float]] = {
     1000: {1000: 0.1160, 5000: 0.1010, 10000: 0.1090},
     10000: {1000: 0.6325, 5000: 0.1988, 10000: 0.1216},

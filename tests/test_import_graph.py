@@ -7,7 +7,9 @@ privacy event, so privacy's vocabulary lies below them), protocol, models, syste
 evaluation, audit, the report (reads results), then the deployment tier (client < services:
 the simulation's HTTP transport plays the devices with the SDK; distributed), then the
 command line, a package whose command groups share only its common modules. Every import
-counts, those inside functions included: a lazy import still ties the two modules.
+counts, those inside functions included: a lazy import still ties the two modules, and so
+does a string constant that names a dprec module (what ``importlib.import_module`` is handed:
+a registry of package strings is an import too).
 """
 
 from __future__ import annotations
@@ -94,9 +96,29 @@ def import_graph(mods: dict[str, Path]) -> dict[str, set[str]]:
                         edges.add(f"{base}.{a.name}")
                     elif base in mods:
                         edges.add(base)
+        edges |= _named_modules(path, mods)
         edges.discard(name)
         graph[name] = edges
     return graph
+
+
+def _named_modules(path: Path, mods: dict[str, Path]) -> set[str]:
+    """The modules of ``mods`` that a string constant of ``path`` names exactly (outside
+    docstrings and ``if TYPE_CHECKING:``) when ``path`` imports ``importlib``: an import by
+    name. (A module name handed to a subprocess or a package-data loader is no import.)"""
+    tree = ast.parse(path.read_text())
+    if not any(a.name.split(".")[0] == "importlib" for n in _runtime_nodes(tree)
+               if isinstance(n, ast.Import) for a in n.names) and not any(
+            (n.module or "").split(".")[0] == "importlib" for n in _runtime_nodes(tree)
+            if isinstance(n, ast.ImportFrom)):
+        return set()
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef
+                                | ast.AsyncFunctionDef)
+                  and n.body and isinstance(n.body[0], ast.Expr)}
+    return {n.value for n in _runtime_nodes(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in mods
+            and id(n) not in docstrings}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
@@ -217,8 +239,13 @@ def test_the_graph_sees_lazy_relative_and_from_imports(tmp_path):
         "systems/d.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
                         "    from dprec.cli import x\nelse:\n    import dprec.data\n",
         "cli/__init__.py": "", "cli/serve.py": "from dprec.cli import x\n",
+        "data/e.py": '"""Names dprec.systems.b."""\nimport importlib\n'
+                     'PLUGINS = ("dprec.systems.c",)\n'
+                     'def load():\n    return importlib.import_module("dprec.systems.b")\n',
     })
     graph = import_graph(mods)
+    assert graph["dprec.data.e"] == {"dprec.systems.b", "dprec.systems.c"}
+    del graph["dprec.data.e"]
     assert graph["dprec.data.a"] == {"dprec.systems.b"}
     assert graph["dprec.systems.b"] == {"dprec.systems.c"}
     assert graph["dprec.systems.d"] == {"dprec.data"}  # annotations only do not count

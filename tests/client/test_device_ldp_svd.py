@@ -17,9 +17,9 @@ from svc import OPERATOR_AUTH, TOKEN_KEY, Stack  # noqa: E402
 from dprec.client import DeviceClient, DevicePolicy, ProxyAPI, SeededSource, ServerAPI  # noqa: E402
 from dprec.client.errors import BadReply, PolicyViolation  # noqa: E402
 from dprec.mechanisms.numeric import PiecewiseMechanism  # noqa: E402
-from dprec.protocol.deployed import ProtocolInfo  # noqa: E402
 from dprec.protocol.messages import Message  # noqa: E402
 from dprec.services.auth import client_token  # noqa: E402
+from dprec.systems.deployable import ProtocolInfo  # noqa: E402
 from dprec.systems.ldp_svd.client import RatingClients  # noqa: E402
 from dprec.systems.ldp_svd.messages import RatingModel, RatingUpload, Scale  # noqa: E402
 from dprec.systems.ldp_svd.system import LaplaceRRSVDConfig, LDPSVDConfig  # noqa: E402

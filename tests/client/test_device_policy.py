@@ -14,7 +14,7 @@ from svc import dplcf_info, fmf_info  # noqa: E402
 from dprec.client import BadReply, DevicePolicy, PolicyViolation  # noqa: E402
 from dprec.errors import DprecError  # noqa: E402
 from dprec.mechanisms.bitflip import BitFlip  # noqa: E402
-from dprec.protocol.deployed import ProtocolInfo  # noqa: E402
+from dprec.systems.deployable import ProtocolInfo  # noqa: E402
 
 DEFAULT = DevicePolicy()
 

@@ -145,11 +145,16 @@ HOSTILE = {
     "unknown flip": (_report_to({"json": _doc(DPLCF, flip="bogus")}), "config.flip must be"),
     "epsilon a string": (_report_to({"json": _doc(DPLCF, epsilon="x")}),
                          "config.epsilon must be a finite number > 0"),
-    "epsilon NaN": (_report_to({"text": '{"system": "dplcf-sp", "n_items": 20, "config": '
+    "epsilon NaN": (_report_to({"text": '{"system": "dplcf-sp", "family": "dplcf", '
+                                        '"n_items": 20, "config": '
                                         '{"flip": "symmetric", "estimator": "unbiased", '
                                         '"epsilon": NaN, "neighbours": 3, '
                                         '"neighbourhood": "item"}}'}),
                     "config.epsilon must be a finite number > 0, got nan"),
+    "family not registered": (_report_to({"json": {**DPLCF.to_json(), "family": "os"}}),
+                              "family must be one of"),
+    "family missing": (_report_to({"json": {k: v for k, v in DPLCF.to_json().items()
+                                            if k != "family"}}), "malformed protocol"),
     "k a float": (_report_to({"json": _doc(FMF, k=2.5)}), "config.k must be an integer"),
     "k zero": (_report_to({"json": _doc(FMF, k=0)}), "config.k must be an integer >= 1"),
     "factors beyond the policy": (_report_to({"json": _doc(FMF, factors=300)}),

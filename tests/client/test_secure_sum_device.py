@@ -13,7 +13,6 @@ import pytest
 from dprec.client.errors import PolicyViolation
 from dprec.client.policy import DevicePolicy
 from dprec.errors import DprecError
-from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.secure_sum.client import SecureSumClient
 from dprec.protocol.secure_sum.device import segment_noise
 from dprec.protocol.secure_sum.errors import SecureSumError
@@ -21,6 +20,7 @@ from dprec.protocol.secure_sum.messages import Upload, associated_data, run_id
 from dprec.protocol.secure_sum.ring import centred, decode_elements, expand_mask
 from dprec.protocol.secure_sum.sealed import KeyPair, open_box
 from dprec.protocol.secure_sum.wire import SumUpload
+from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dp_fedavg.messages import FedAvgModel
 from dprec.systems.dp_fedavg.plan import plan_of as fedavg_plan
 from dprec.systems.dp_fedavg.system import DpFedAvgConfig

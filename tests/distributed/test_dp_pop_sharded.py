@@ -16,9 +16,9 @@ from dprec.distributed import LocalBackend
 from dprec.distributed.shards import adapter_for
 from dprec.errors import DprecError
 from dprec.protocol.aggregation import make_aggregator
-from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.engine import ShufflingProxy
 from dprec.protocol.sharding import IntegerSumAdapter, RoundPartial
+from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dp_pop import system as dp_pop_system
 from dprec.systems.dp_pop.proxy import ExactSumProxy
 from dprec.systems.dp_pop.system import DpPopConfig
@@ -85,7 +85,7 @@ def test_dp_pop_sharded_keeps_recency_sampling_and_min_honest(pop_train):
 
 def test_the_descriptor_names_the_integer_sum_adapter():
     info = ProtocolInfo("dp-pop", 40, asdict(DpPopConfig(k=3, n_clients=60)))
-    serving = info.deployment.serving()
+    serving = info.serving()
     role = serving.server_role(info, make_aggregator("mean"))
     adapter = adapter_for(role, 60, ExactSumProxy(60))
     assert type(adapter) is serving.shard_adapter is IntegerSumAdapter

@@ -4,8 +4,8 @@ from dataclasses import asdict
 
 from dprec.distributed.shards import adapter_for
 from dprec.protocol.aggregation import make_aggregator
-from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.engine import PassThrough, ShufflingProxy
+from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dplcf.system import LocalItemCFConfig
 from dprec.systems.fmf.system import FMFConfig
 
@@ -16,7 +16,7 @@ def test_each_server_half_names_the_adapter_the_backend_builds():
              (ProtocolInfo("fmf-ldp", 30, asdict(FMFConfig(epochs=3, k=4, factors=3))),
               ShufflingProxy(2), 4)]
     for info, proxy, k in cases:
-        serving = info.deployment.serving()
+        serving = info.serving()
         role = serving.server_role(info, make_aggregator("mean"))
         assert isinstance(role, serving.role_type)
         adapter = adapter_for(role, 50, proxy, k)

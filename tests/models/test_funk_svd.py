@@ -9,7 +9,7 @@ from dprec.models.funk_svd import FunkSVD, FunkSVDConfig
 
 
 def reference_fit(R: sp.csr_matrix, cfg: FunkSVDConfig, rng: np.random.Generator):
-    """The SGD of SYSTEMS.md §3 / Surprise's SVD written out in plain Python, drawing from
+    """The SGD of docs/architecture.md §3 / Surprise's SVD written out in plain Python, drawing from
     ``rng`` in FunkSVD's order: U, then I, then one permutation of the ratings per epoch."""
     coo = R.tocoo()
     rows, cols, vals = coo.row, coo.col, coo.data.astype(float)

@@ -12,7 +12,7 @@ from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.gaussian import ADJACENCY, Sampling, gaussian_epsilons, gaussian_rdp_epsilon
 from dprec.systems.privrec.accounting import PRIVREC_PAPER_TABLE
 
-# DP-PrivRec, Table 3 (SYSTEMS.md §5): z = 1, E1 = 1000 rounds, N = 4,800,
+# DP-PrivRec, Table 3 (docs/architecture.md §5): z = 1, E1 = 1000 rounds, N = 4,800,
 # eps at delta = 1e-8 / 1e-6 / 1e-4 for batch size M (the published values, kept once).
 PRIVREC_TABLE = PRIVREC_PAPER_TABLE
 

@@ -90,10 +90,10 @@ def test_shuffled_guarantee_falls_back_to_local():
         shuffled_guarantee(1.0, 1000, 1, 5, 1e-6, method="exact")
 
 
-# FMF-LDP's setting (SYSTEMS.md): eps0 = 2.5 per report, k = 100 reports per epoch, T = 20
-# epochs, delta = 1e-6. Clone PLD at the default interval 1e-4; at 1e-3 it gives 78.90 and
-# 6.93, the values of an outside check that used that interval (pessimistic rounding adds up to
-# one interval per shuffle).
+# FMF-LDP's setting (docs/architecture.md §2): eps0 = 2.5 per report, k = 100 reports per
+# epoch, T = 20 epochs, delta = 1e-6. Clone PLD at the default interval 1e-4; at 1e-3 it
+# gives 78.90 and 6.93, the values of an outside check that used that interval (pessimistic
+# rounding adds up to one interval per shuffle).
 CLONE_GOLDEN = {943: (78.0435, 78.8975), 50_000: (6.0308, 6.9255)}
 
 

@@ -1,6 +1,6 @@
-"""Every deployable system is one descriptor (issue 22 §1): the layers that deploy a protocol
-(services, client SDK, distributed, protocol) know no system by name, and a device never
-loads a system's server half."""
+"""Every deployable system is one descriptor (issue 22 §1), found by its name in the one
+registry (issue 32 §1): the layers that deploy a protocol (services, client SDK, distributed,
+protocol) know no system by name, and a device never loads a system's server half."""
 
 import ast
 import subprocess
@@ -13,17 +13,20 @@ import pytest
 
 import dprec
 from dprec.errors import DprecError
-from dprec.protocol.deployed import ProtocolInfo
-from dprec.protocol.deployment import (
-    DEPLOYABLE,
-    Deployment,
-    Serving,
-    deployment_for,
+from dprec.protocol.deployment import Deployment, Serving
+from dprec.systems.deployable import (
+    ProtocolInfo,
+    deployable_packages,
+    deployable_systems,
+    deployment,
     deployments,
+    family_deployment,
+    serving,
     serving_of,
 )
 from dprec.systems.dplcf.system import LocalItemCFConfig
 from dprec.systems.fmf.system import FMFConfig
+from dprec.systems.registry import SYSTEMS
 
 ROOT = Path(dprec.__file__).parent
 DEPLOYING = ("services", "client", "distributed", "protocol")
@@ -61,26 +64,40 @@ def _infos():
 
 def test_each_registered_system_has_one_descriptor_and_one_server_half():
     ds = deployments()
-    assert len(ds) == len(DEPLOYABLE) and len({d.name for d in ds}) == len(ds)
-    for d, package in zip(ds, DEPLOYABLE, strict=True):
-        assert isinstance(d, Deployment) and d.package == package
-        assert isinstance(d.serving(), Serving)
+    packages = deployable_packages()
+    assert len(ds) == len(packages) and len({d.name for d in ds}) == len(ds)
+    for d, package in zip(ds, packages, strict=True):
+        assert isinstance(d, Deployment) and package.rpartition(".")[2] == d.name
+        assert family_deployment(d.name) is d
         assert d.broadcast_artefact in d.artefacts
         assert d.default_mechanisms <= set(d.noisy)
     assert [i.deployment.name for i in _infos()] == ["dplcf", "fmf"]
-    for info in _infos():
-        assert deployment_for(info.config) is info.deployment
+    for name in deployable_systems():
+        assert isinstance(serving(name), Serving)
+        assert deployment(name) in ds
+    # the packages a device finds are exactly those the specs name
+    assert {SYSTEMS[n].deploy for n in deployable_systems()} == set(packages)
 
 
-def test_a_config_no_descriptor_accepts_is_refused():
-    with pytest.raises(DprecError, match="only the deployable systems"):
-        ProtocolInfo("ldp-svd", 10, {"rank": 3})
+def test_a_system_that_runs_in_process_only_is_refused_by_name():
+    with pytest.raises(DprecError, match="runs in process only"):
+        ProtocolInfo("ldp-pop", 10, {"k": 3})
+    with pytest.raises(DprecError, match="unknown system"):
+        ProtocolInfo("no-such-system", 10, {})
+
+
+def test_a_published_family_is_one_of_the_registered_packages():
+    doc = _infos()[0].to_json()
+    assert ProtocolInfo.from_json(doc) == _infos()[0]
+    for family in ("nope", "registry", "dplcf.deploy", 3):
+        with pytest.raises(DprecError, match="family must be one of"):
+            ProtocolInfo.from_json({**doc, "family": family})
 
 
 def test_the_server_half_keeps_the_broadcast_losslessly():
     from dprec.protocol.aggregation import make_aggregator
     for info in _infos():
-        serving = info.deployment.serving()
+        serving = info.serving()
         role = serving.server_role(info, make_aggregator("mean"))
         role_broadcast = role.start(np.random.default_rng(0))
         if role_broadcast is None:  # DPLCF: nothing until its round
@@ -92,12 +109,13 @@ def test_the_server_half_keeps_the_broadcast_losslessly():
 DEVICE = """
 import sys
 from dprec.client import DevicePolicy
-from dprec.protocol.deployed import ProtocolInfo
+from dprec.systems.deployable import ProtocolInfo
 infos = [ProtocolInfo.from_json(i) for i in %r]
 for info in infos:
     terms = DevicePolicy().read(info)
     assert terms.build_mechanism() is not None
-bad = sorted(m for m in sys.modules if m.rsplit(".", 1)[-1] in ("server", "serve"))
+bad = sorted(m for m in sys.modules
+             if m.rsplit(".", 1)[-1] in ("server", "serve", "system", "specs"))
 assert not bad, bad
 print("ok")
 """
@@ -108,23 +126,6 @@ def test_a_device_reads_every_descriptor_without_loading_a_server_half():
     out = subprocess.run([sys.executable, "-c", DEVICE % (docs,)], capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
-
-
-def test_no_config_of_any_system_is_claimed_by_two_descriptors():
-    """``deployment_for`` must not depend on the order of DEPLOYABLE: dp-pop's descriptor
-    once accepted every config with ``min_honest`` and ``aggregation`` (dpals', dp-fedavg's)."""
-    from dprec.systems.registry import SYSTEMS, make_config
-    for name in SYSTEMS:
-        config = asdict(make_config(name))
-        claimed = [d.name for d in deployments() if d.accepts(config)]
-        assert len(claimed) <= 1, (name, claimed)
-
-
-def test_an_ambiguous_config_is_refused(monkeypatch):
-    for d in deployments()[:2]:
-        monkeypatch.setattr(type(d), "accepts", lambda self, config: True)
-    with pytest.raises(DprecError, match="claimed by 2 deployable systems"):
-        deployment_for({"anything": 1})
 
 
 def test_serving_of_takes_the_most_specific_role_type():

@@ -13,7 +13,6 @@ from dprec.data.synthetic import synthetic
 from dprec.errors import DprecError
 from dprec.evaluation.runner import Experiment
 from dprec.protocol.batches import ReportBatch
-from dprec.protocol.deployed import ProtocolInfo, check_forwarded, check_upload
 from dprec.protocol.engine import Clients, ShufflingProxy
 from dprec.protocol.messages import Message
 from dprec.protocol.poisoning import (
@@ -23,6 +22,7 @@ from dprec.protocol.poisoning import (
     poison,
 )
 from dprec.random import derive_generator
+from dprec.systems.deployable import ProtocolInfo, check_forwarded, check_upload
 from dprec.systems.dplcf.messages import ObfuscatedBits
 from dprec.systems.registry import make_system
 

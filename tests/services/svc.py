@@ -11,10 +11,11 @@ import numpy as np
 warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
 from starlette.testclient import TestClient  # noqa: E402
 
-from dprec.protocol.deployed import ProtocolInfo, generator_to_json  # noqa: E402
+from dprec.protocol.deployment import generator_to_json  # noqa: E402
 from dprec.services.auth import client_token  # noqa: E402
 from dprec.services.proxy import ProxySettings, create_proxy_app  # noqa: E402
 from dprec.services.server import ServerSettings, create_server_app  # noqa: E402
+from dprec.systems.deployable import ProtocolInfo  # noqa: E402
 from dprec.systems.dplcf.system import LocalItemCFConfig  # noqa: E402
 from dprec.systems.fmf.system import FMFConfig  # noqa: E402
 

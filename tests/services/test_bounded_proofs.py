@@ -16,10 +16,10 @@ from svc import Stack
 
 from dprec.client.policy import DevicePolicy
 from dprec.errors import DprecError
-from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.secure_sum.checks import validity_terms
 from dprec.protocol.secure_sum.deploy import proved_upload, truncated_share
 from dprec.protocol.secure_sum.wire import ExactSum, SumUpload
+from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dp_fedavg.deploy import DEPLOYMENT as FEDAVG
 from dprec.systems.dp_fedavg.messages import FedAvgModel
 from dprec.systems.dp_fedavg.serve import server_of as fedavg_server

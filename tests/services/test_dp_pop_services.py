@@ -19,13 +19,13 @@ from typer.testing import CliRunner
 from dprec.cli import app
 from dprec.client.http import ProxyAPI, ServerAPI, ServiceError
 from dprec.data.synthetic import synthetic
-from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.secure_sum.deploy import sealed_uploads
 from dprec.protocol.secure_sum.relay import SecureSumRelay
 from dprec.protocol.secure_sum.wire import SumRelease, SumUpload
 from dprec.services.auth import client_token
 from dprec.services.launch import Loopback
 from dprec.services.transport import HttpTransport
+from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dp_pop.client import noisy_vectors
 from dprec.systems.dp_pop.deploy import round_of
 from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel

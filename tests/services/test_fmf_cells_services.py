@@ -4,14 +4,10 @@ gives the in-process run's numbers over HTTP."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 from svc import OPERATOR_AUTH, Stack, fmf_info
-from typer.testing import CliRunner
 
-from dprec.cli import app
 from dprec.client.errors import BadReply
 from dprec.client.policy import DevicePolicy
 from dprec.protocol.messages import GradientReports, ItemMatrix64
@@ -75,21 +71,3 @@ def test_a_device_refuses_a_cell_rule_it_does_not_know():
         DevicePolicy().read(info)
 
 
-@pytest.mark.slow  # a server and a proxy, one request per client and round
-def test_simulate_assigned_cells_gives_the_same_numbers_over_both_transports(tmp_path):
-    args = ["simulate", "fmf-ldp", "--dataset", "synthetic-150x60", "--negatives", "20",
-            "--param", "cells=assigned", "--param", "epochs=3", "--param", "k=10",
-            "--param", "shuffle_threshold=50", "--seeds", "1", "--json", "--out",
-            str(tmp_path)]
-    docs = {}
-    for transport in ("inproc", "http"):
-        res = CliRunner().invoke(app, [*args, "--transport", transport])
-        assert res.exit_code == 0, res.output[-3000:]
-        docs[transport] = json.loads(res.stdout.strip().splitlines()[-1])
-    a, b = docs["inproc"], docs["http"]
-    for key in ("metrics", "per_seed", "privacy", "parameters", "dataset"):
-        assert a[key] == b[key], key
-    for d in (*a["diagnostics"], *b["diagnostics"]):
-        del d["seconds_by_role"]  # wall time
-    assert a["diagnostics"] == b["diagnostics"]
-    assert a["parameters"]["cells"] == "assigned"

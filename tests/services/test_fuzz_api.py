@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from svc import AUTH, OPERATOR, OPERATOR_AUTH, SECRET, TOKEN_KEY, dplcf_info, fmf_info, headers
 
-from dprec.protocol.deployed import generator_to_json
+from dprec.protocol.deployment import generator_to_json
 from dprec.services.proxy import ProxySettings, create_proxy_app
 from dprec.services.server import ServerSettings, create_server_app
 

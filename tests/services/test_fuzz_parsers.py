@@ -8,15 +8,10 @@ from hypothesis import strategies as st
 from svc import dplcf_info, fmf_info
 
 from dprec.errors import DprecError
-from dprec.protocol.deployed import (
-    ProtocolInfo,
-    check_forwarded,
-    check_upload,
-    generator_from_json,
-    generator_to_json,
-)
+from dprec.protocol.deployment import generator_from_json, generator_to_json
 from dprec.protocol.messages import GradientReports, Message, MessageError, ShuffledReports
 from dprec.services.auth import bearer
+from dprec.systems.deployable import ProtocolInfo, check_forwarded, check_upload
 from dprec.systems.dplcf.messages import ObfuscatedBits
 
 EXAMPLES = 150
@@ -72,7 +67,7 @@ json_values = st.recursive(
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
-@given(json_values, st.sampled_from(["system", "n_items", "config", "aggregator", None]))
+@given(json_values, st.sampled_from(["system", "family", "n_items", "config", "aggregator", None]))
 def test_protocol_descriptions_parse_or_refuse(value, key):
     doc = INFOS[0].to_json()
     if key is None:

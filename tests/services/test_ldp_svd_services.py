@@ -4,37 +4,11 @@ system); the wire messages are lossless."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
-import pytest
 import scipy.sparse as sp
-from typer.testing import CliRunner
 
-from dprec.cli import app
 from dprec.models.funk_svd import FunkSVD, FunkSVDConfig
 from dprec.systems.ldp_svd.messages import RatingBatch, RatingModel, RatingUpload
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("system, params", [
-    ("ldp-svd", ["--param", "mechanism=piecewise", "--param", "hide_items=true"]),
-    ("laplace-rr-svd", []),
-])
-def test_simulate_prints_the_same_result_over_both_transports(tmp_path, system, params):
-    args = ["simulate", system, "--dataset", "synthetic-300x200", "--param", "epochs=3",
-            "--param", "factors=4", "--param", "rating_min=1", "--param", "rating_max=5",
-            "--split", "user",
-            *params, "--seeds", "1", "--json", "--out", str(tmp_path)]
-    docs = {}
-    for transport in ("inproc", "http"):
-        res = CliRunner().invoke(app, [*args, "--transport", transport])
-        assert res.exit_code == 0, res.output[-3000:]
-        docs[transport] = json.loads(res.stdout.strip().splitlines()[-1])
-    a, b = docs["inproc"], docs["http"]
-    assert (a["transport"], b["transport"]) == ("inproc", "http")
-    for key in ("metrics", "per_seed", "privacy", "parameters", "dataset", "protocol"):
-        assert a[key] == b[key], key
 
 
 def test_the_wire_messages_are_lossless():

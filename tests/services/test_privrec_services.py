@@ -5,19 +5,17 @@ report over HTTP states the trusted aggregator."""
 from __future__ import annotations
 
 import base64
-import json
 from dataclasses import asdict
 
 import numpy as np
 import pytest
 from starlette.testclient import TestClient
 from svc import AUTH, SECRET
-from typer.testing import CliRunner
 
-from dprec.cli import app
 from dprec.errors import DprecError
-from dprec.protocol.deployed import ProtocolInfo, generator_to_json
+from dprec.protocol.deployment import generator_to_json
 from dprec.services.server import ServerSettings, create_server_app
+from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.privrec.config import PrivRecConfig
 from dprec.systems.privrec.messages import InitialModel, ModelBroadcast
 from dprec.systems.privrec.server import ReptileServer
@@ -25,32 +23,6 @@ from dprec.systems.registry import make_config
 
 TINY = {"rounds": 3, "clients_per_round": 10, "local_epochs": 1, "finetune_epochs": 1,
         "embedding_dim": 8, "hidden_width": 16, "hidden_layers": 2}
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("system", ["privrec", "dp-privrec"])
-def test_simulate_prints_the_same_result_over_both_transports(tmp_path, system):
-    args = ["simulate", system, "--dataset", "synthetic-150x60", "--seeds", "1", "--json",
-            "--out", str(tmp_path)]
-    for k, v in TINY.items():
-        args += ["--param", f"{k}={v}"]
-    docs = {}
-    for transport in ("inproc", "http"):
-        res = CliRunner().invoke(app, [*args, "--transport", transport])
-        assert res.exit_code == 0, res.output[-3000:]
-        docs[transport] = json.loads(res.stdout.strip().splitlines()[-1])
-    a, b = docs["inproc"], docs["http"]
-    assert (a["transport"], b["transport"]) == ("inproc", "http")
-    for key in ("metrics", "per_seed", "privacy", "parameters", "dataset", "protocol"):
-        assert a[key] == b[key], key
-    privacy = b["privacy"]
-    assert "trusted aggregator" in privacy["threat_model"]
-    assert privacy["server"]["role"] == "trusted aggregator"
-    if system == "dp-privrec":
-        assert privacy["server"]["adds_noise"] is True
-        assert 0 < privacy["true"]["epsilon"] < 10
-    else:
-        assert privacy["true"]["epsilon"] == "inf"
 
 
 def test_the_server_service_says_it_is_a_trusted_aggregator_and_starts_from_the_initial_model(

@@ -20,10 +20,10 @@ import pytest
 from svc import OPERATOR, OPERATOR_AUTH, SECRET, TOKEN_KEY, Stack, fmf_info, headers
 
 from dprec.errors import DprecError
-from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.messages import GradientReports
 from dprec.protocol.secure_sum.relay import KEY_FILE as SUM_KEY
 from dprec.services.proxy import ProxySettings, create_proxy_app
+from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dp_pop.system import DpPopConfig
 from dprec.systems.fmf.cells import client_tokens
 from dprec.systems.fmf.proxy import KEY_FILE as CELLS_KEY

@@ -13,12 +13,12 @@ from starlette.testclient import TestClient
 from svc import AUTH, SECRET
 
 from dprec.errors import DprecError
-from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.secure_sum.deploy import sealed_uploads
 from dprec.protocol.secure_sum.relay import SecureSumRelay
 from dprec.protocol.secure_sum.wire import SumRelease
 from dprec.services.launch import Loopback
 from dprec.services.server import ServerSettings, create_server_app
+from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dp_pop.client import noisy_vectors
 from dprec.systems.dp_pop.deploy import round_of
 from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel

@@ -4,14 +4,14 @@ them off the role (``Server.public``), not off a union of every system's fields.
 from dataclasses import asdict
 
 from dprec.protocol.aggregation import make_aggregator
-from dprec.protocol.deployed import ProtocolInfo
 from dprec.services.roles import describe_role
+from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dplcf.system import LocalItemCFConfig
 from dprec.systems.fmf.system import FMFConfig
 
 
 def _role(info):
-    return info.deployment.serving().server_role(info, make_aggregator("mean"))
+    return info.serving().server_role(info, make_aggregator("mean"))
 
 
 def test_each_role_describes_exactly_the_parameters_it_names_public():

@@ -21,11 +21,11 @@ import pytest
 from randomgen import ChaCha
 
 from dprec.client.http import ProxyAPI, ServerAPI
-from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.secure_sum.client import SecureSumClient
 from dprec.protocol.secure_sum.device import proxy_key_of, segment_noise
 from dprec.services.auth import client_token
 from dprec.services.launch import Loopback
+from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dp_pop.messages import PopularityModel
 
 DEVICE = Path(__file__).with_name("device_proc.py")

@@ -21,7 +21,6 @@ from randomgen import ChaCha
 from svc import Stack
 from svc import headers as device_headers
 
-from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.secure_sum.checks import check_terms
 from dprec.protocol.secure_sum.deploy import proved_row, sealed_uploads
 from dprec.protocol.secure_sum.messages import run_id
@@ -32,6 +31,7 @@ from dprec.protocol.secure_sum.wire import SumUpload
 from dprec.services import roles
 from dprec.services.auth import client_token
 from dprec.services.launch import Loopback
+from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dp_pop.deploy import check_of, round_of
 from dprec.systems.dp_pop.draws import device_vector
 from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel

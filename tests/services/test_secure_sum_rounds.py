@@ -14,7 +14,6 @@ import pytest
 from svc import AUTH, OPERATOR_AUTH, Stack
 
 from dprec.errors import DprecError
-from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.secure_sum.deploy import sealed_uploads
 from dprec.protocol.secure_sum.messages import (
     MESSAGE_ID_BYTES,
@@ -25,6 +24,7 @@ from dprec.protocol.secure_sum.messages import (
 from dprec.protocol.secure_sum.ring import SEED_BYTES, encode_elements
 from dprec.protocol.secure_sum.sealed import KeyPair, seal
 from dprec.protocol.secure_sum.wire import SumUpload
+from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dp_pop.deploy import round_of
 from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel
 from dprec.systems.dp_pop.system import DpPopConfig

@@ -9,7 +9,7 @@ from starlette.testclient import TestClient
 from svc import AUTH, SECRET, dplcf_info, fmf_info
 
 from dprec.protocol.aggregation import MeanAggregator
-from dprec.protocol.deployed import generator_to_json
+from dprec.protocol.deployment import generator_to_json
 from dprec.protocol.messages import (
     GradientReports,
     ItemMatrix,

@@ -1,4 +1,4 @@
-"""Clients and servers stay apart (DESIGN.md, 'Three roles'), checked on the import graph and
+"""Clients and servers stay apart (docs/architecture.md, roles), checked on the import graph and
 on the objects themselves."""
 
 import ast

@@ -13,11 +13,10 @@ import pytest
 from dprec.cli.serve import deployable_systems
 from dprec.data.synthetic import synthetic
 from dprec.errors import DprecError
-from dprec.protocol.deployed import ProtocolInfo
-from dprec.protocol.deployment import deployment_for
 from dprec.protocol.messages import Message
 from dprec.protocol.secure_sum.relay import SecureSumRelay
 from dprec.protocol.secure_sum.wire import ExactSum, SumRelease
+from dprec.systems.deployable import ProtocolInfo, deployment
 from dprec.systems.dp_fedavg.accounting import sampled_event
 from dprec.systems.dp_fedavg.client import FedAvgClients
 from dprec.systems.dp_fedavg.deploy import DEPLOYMENT, FedAvgDeployment
@@ -53,16 +52,16 @@ def _clients(config: dict, batch_size: int = 7, key=None) -> FedAvgClients:
 
 
 def test_the_descriptor_takes_secure_dp_fedavg_configs_only():
-    assert isinstance(deployment_for(_config()), FedAvgDeployment)
+    assert isinstance(deployment("dp-fedavg"), FedAvgDeployment)
     DEPLOYMENT.validate(_config())
     with pytest.raises(DprecError, match="aggregation=secure"):
         DEPLOYMENT.validate(_config(aggregation="trusted", min_honest=None))
     with pytest.raises(DprecError, match="n_clients"):
         DEPLOYMENT.validate(_config(n_clients=None))
-    # no other registered system's default config is dp-fedavg's
-    for name, spec in SYSTEMS.items():
-        if name != "dp-fedavg":
-            assert not DEPLOYMENT.accepts(asdict(spec.default_config())), name
+    # found by name: no other registered system is deployed by dp-fedavg's descriptor
+    for name in SYSTEMS:
+        if name != "dp-fedavg" and SYSTEMS[name].deploy is not None:
+            assert not isinstance(deployment(name), FedAvgDeployment), name
     assert "dp-fedavg" in deployable_systems()
 
 

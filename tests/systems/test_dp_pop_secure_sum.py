@@ -72,7 +72,7 @@ def test_the_cryptographic_round_equals_the_exact_sum_bit_for_bit(tmp_path, monk
 
 
 def _info(cal):
-    from dprec.protocol.deployed import ProtocolInfo
+    from dprec.systems.deployable import ProtocolInfo
     return ProtocolInfo("dp-pop", D, asdict(DpPopConfig(epsilon=2.0, k=K, n_clients=N,
                                                         validity="none")))  # ring uploads
 
@@ -172,7 +172,7 @@ def test_the_server_state_keeps_its_key_and_publishes_only_the_model(tmp_path):
 
 
 def test_only_secure_dp_pop_is_deployable():
-    from dprec.protocol.deployed import ProtocolInfo
+    from dprec.systems.deployable import ProtocolInfo
 
     with pytest.raises(DprecError, match="aggregation=secure only"):
         ProtocolInfo("dp-pop", 5, asdict(DpPopConfig(aggregation="trusted", n_clients=3)))

@@ -11,12 +11,12 @@ import pytest
 
 from dprec.data.synthetic import synthetic
 from dprec.errors import DprecError
-from dprec.protocol.deployed import ProtocolInfo, check_upload
 from dprec.protocol.messages import MessageError
 from dprec.protocol.secure_sum.deploy import sealed_uploads
 from dprec.protocol.secure_sum.noise_shares import ShareNoise
 from dprec.protocol.secure_sum.relay import SecureSumRelay
 from dprec.protocol.secure_sum.wire import ClientBlock, ExactSum, SumRelease, SumUpload
+from dprec.systems.deployable import ProtocolInfo, check_upload
 from dprec.systems.dp_pop.system import DpPopConfig
 from dprec.systems.dpals.clients import DpalsClients
 from dprec.systems.dpals.deploy import DEPLOYMENT

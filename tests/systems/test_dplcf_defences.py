@@ -17,10 +17,10 @@ from dprec.mechanisms.bitflip import BitFlip
 from dprec.privacy.events import BitFlipDpEvent, EventLog
 from dprec.privacy.guarantee import reported_epsilon
 from dprec.protocol import aggregation
-from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.poisoning import Poisoning, poison
 from dprec.random import derive_generator
 from dprec.services.roles import server_role
+from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dplcf.bit_screens import ones_counts, ones_range, screen_threshold
 from dprec.systems.dplcf.client import (
     cap_binds,

@@ -15,10 +15,10 @@ from dprec.privacy.events import strict_json
 from dprec.protocol import aggregation
 from dprec.protocol.aggregation import CellSums, MeanAggregator
 from dprec.protocol.batches import ReportBatch
-from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.engine import Clients
 from dprec.protocol.poisoning import PoisonedClients, Poisoning, poison
 from dprec.random import derive_generator
+from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.fmf.attacks import ReportAttack
 from dprec.systems.fmf.defences import FMF_AGGREGATORS
 from dprec.systems.fmf.serve import SERVING

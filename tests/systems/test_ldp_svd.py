@@ -1,5 +1,5 @@
-"""Laplace-SVD, Laplace-RR-SVD and LDP-SVD (seed 001; SYSTEMS.md §3): what the server sees,
-the privacy reports, hide_items, determinism and accuracy against nondp-svd."""
+"""Laplace-SVD, Laplace-RR-SVD and LDP-SVD (seed 001; docs/architecture.md §3): what the
+server sees, the privacy reports, hide_items, determinism and accuracy against nondp-svd."""
 
 import math
 import subprocess

@@ -11,9 +11,9 @@ import pytest
 
 from dprec.errors import DprecError
 from dprec.protocol.aggregation import make_aggregator
-from dprec.protocol.deployed import ProtocolInfo, check_forwarded, check_upload
 from dprec.protocol.messages import Message, MessageError
 from dprec.services import roles
+from dprec.systems.deployable import ProtocolInfo, check_forwarded, check_upload
 from dprec.systems.privrec.config import PrivRecConfig
 from dprec.systems.privrec.messages import (
     InitialModel,
@@ -101,7 +101,7 @@ def test_a_service_role_rebuilt_each_round_from_its_kept_state_is_the_simulation
     start replayed, the kept state restored), through the proxy's relay, gives the broadcasts
     of one role kept in memory, bit for bit (DP-PrivRec's noise included)."""
     info = _info(name)
-    serving, deployment = info.deployment.serving(), info.deployment
+    serving, deployment = info.serving(), info.deployment
     cfg = PrivRecConfig(**info.config)
     sim = ReptileServer(np.random.default_rng(5).normal(size=P), USERS, 60, cfg, n_items=25)
     initial = serving.initial_state(sim)
@@ -138,7 +138,7 @@ def test_a_service_role_rebuilt_each_round_from_its_kept_state_is_the_simulation
 
 def test_the_published_artefact_is_the_broadcast_without_the_servers_generator():
     info = _info()
-    serving = info.deployment.serving()
+    serving = info.serving()
     role = serving.server_role(info, make_aggregator("mean"))
     serving.initialise(info, role, InitialModel(np.zeros(P), USERS).to_bytes())
     b = role.start(np.random.default_rng(0))
@@ -154,7 +154,7 @@ def test_a_deployed_server_draws_from_a_csprng_and_keeps_no_key():
     from dprec.random import secure_generator
 
     info = _info()
-    serving = info.deployment.serving()
+    serving = info.serving()
     role = serving.server_role(info, make_aggregator("mean"))
     serving.initialise(info, role, InitialModel(np.zeros(P), USERS).to_bytes())
     b = role.start(secure_generator())
@@ -174,7 +174,7 @@ def test_a_simulated_server_keeps_its_seeded_generator():
     """A simulation's role is seeded from the generator passed (reproducible): its state
     travels in the kept state and a resumed role draws what the original draws."""
     info = _info()
-    serving = info.deployment.serving()
+    serving = info.serving()
     role = serving.server_role(info, make_aggregator("mean"))
     serving.initialise(info, role, InitialModel(np.zeros(P), USERS).to_bytes())
     b = role.start(np.random.default_rng(5))
@@ -189,7 +189,7 @@ def test_a_simulated_server_keeps_its_seeded_generator():
 
 def test_a_server_without_its_initial_model_does_not_start():
     info = _info()
-    role = info.deployment.serving().server_role(info, make_aggregator("mean"))
+    role = info.serving().server_role(info, make_aggregator("mean"))
     with pytest.raises(DprecError, match="initial model"):
         role.start(np.random.default_rng(0))
 
@@ -197,7 +197,7 @@ def test_a_server_without_its_initial_model_does_not_start():
 @pytest.mark.parametrize("name", ["privrec", "dp-privrec"])
 def test_the_server_role_declares_the_trusted_aggregator(name):
     info = _info(name)
-    serving = info.deployment.serving()
+    serving = info.serving()
     assert info.deployment.name == "privrec" and serving.trusted_aggregator is True
     role = serving.server_role(info, make_aggregator("mean"))
     assert roles.describe_role(role)["trusted_aggregator"] is True

@@ -11,11 +11,11 @@ import pytest
 
 from dprec.data.synthetic import synthetic
 from dprec.errors import DprecError
-from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.messages import MessageError
 from dprec.protocol.secure_sum.deploy import sealed_uploads
 from dprec.protocol.secure_sum.relay import SecureSumRelay
 from dprec.protocol.secure_sum.wire import SumRelease, SumUpload
+from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dp_pop.calibration import calibrate
 from dprec.systems.dp_pop.client import PopClients
 from dprec.systems.dp_pop.server import PopularityServer

@@ -1,6 +1,6 @@
 """Audits of two protocols: FMF-LDP's shuffled report slot and DPLCF at user level.
 
-Shuffled report slot (FMF-LDP, SYSTEMS.md §2): ``n`` users each send one report of the
+Shuffled report slot (FMF-LDP, docs/architecture.md §2): ``n`` users each send one report of the
 binary mechanism (eps0); the proxy shuffles them, so the server sees the multiset of
 reports, whose sufficient statistic is the number of +1 reports. The other ``n - 1`` users'
 inputs are fixed at x = -1 (the report law with the least variance), the audited user's
@@ -12,7 +12,7 @@ True eps: the tight shuffled accountant (FMT21 clone pair PLD,
 the exact eps of this particular pair of count laws is reported beside it, which splits the gap into
 the accountant's slack (worst case over all randomizers and inputs) and the audit's.
 
-DPLCF at user level (SYSTEMS.md §1): the server sees each user's whole obfuscated N-bit
+DPLCF at user level (docs/architecture.md §1): the server sees each user's whole obfuscated N-bit
 vector once. All-ones vs all-zeros is the worst pair; the number of ones in the obfuscated
 vector is the sufficient statistic. With N * eps in the hundreds the two laws barely
 overlap, so every trial is classified correctly and the bound sits at the audit's ceiling

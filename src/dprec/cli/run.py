@@ -63,16 +63,17 @@ def run(
         min=1, help="Shards for --backend (default: 1 local, one per CPU on Ray).")] = None,
 ) -> None:
     """Run one system on a data set over several seeds; print metrics and the privacy report."""
-    from dprec.evaluation.experiments import check_folds, experiment_for, task_of
+    from dprec.evaluation.experiments import check_folds, task_of
     from dprec.evaluation.results import (
         check_output_base,
         new_result_file,
         strict_json_text,
         write_json,
     )
+    from dprec.evaluation.run_system import check_backend, run_system
     from dprec.evaluation.runner import check_seed_count
     from dprec.systems.params import config_from_file, param_pairs, system_params
-    from dprec.systems.registry import check_model_memory, make_config, make_system, spec
+    from dprec.systems.registry import check_model_memory, make_config, spec
     runner = None
     try:
         check_output_base(out_dir)
@@ -87,32 +88,20 @@ def run(
                 raise DprecError("--preset paper and --config both set the config; use one")
             base = s.paper_config()
         params = system_params(system, epsilon, param_pairs(param))
-        probe = make_system(system, params, base)
-        cfg = make_config(system, params, base)
-        check_model_memory(system, cfg)
+        check_model_memory(system, make_config(system, params, base))
         if backend is not None:
             from dprec.distributed import make_backend
-            if not hasattr(probe, "transport"):
-                raise DprecError(f"{system} has no sharded backend; the DPLCF family and "
-                                 "fmf-ldp do")
+            check_backend(system)
             runner = make_backend(backend, ray_address, shards, keep_warm=True)
             runner.prestart()  # Ray's workers boot while the data load; every seed reuses them
         elif ray_address is not None or shards is not None:
             raise DprecError("--ray-address and --shards need --backend")
         ds = load_dataset(dataset, data_dir)
-        check_model_memory(system, cfg, ds.n_users, ds.n_items)
-        exp = experiment_for(task_of(system, split), ds, seeds, split, negatives, folds)
-        exp.check_memory()
-
-        def make():  # type: ignore[no-untyped-def]
-            model = make_system(system, params, base)
-            if runner is not None:
-                model.transport = runner
-            return model
-
         with progress() as bar:
             task = bar.add_task(f"{system} on {dataset}", total=seeds)
-            res = exp.run(make, on_seed=lambda _: bar.advance(task), curve_every=curve_every)
+            res = run_system(system, ds, params, backend=runner, base=base, seeds=seeds,
+                             split=split, negatives=negatives, folds=folds,
+                             curve_every=curve_every, on_seed=lambda _: bar.advance(task))
     except DprecError as e:
         fail(e)
     finally:

@@ -55,31 +55,16 @@ DEPLOYABLE_HELP = "{deployable}"
 
 
 def deployable_systems() -> list[str]:
-    """The registered systems that run as services, in the registry's order: a descriptor of
-    :func:`~dprec.protocol.deployment.deployments` takes the default config (the sizes a
-    simulation states, None there, set) and the system runs over a transport. A system whose
-    optional extra is not installed (PrivRec without torch) is named with what it needs."""
-    from dprec.protocol.deployment import deployment_for
-    from dprec.systems.registry import SYSTEMS
+    """The registered systems that run as services, in the registry's order
+    (:func:`dprec.systems.deployable.deployable_systems`); a system whose optional extra is
+    not installed (PrivRec without torch) is named with what it needs."""
+    from dprec.systems import deployable
+    from dprec.systems.registry import spec
 
     names = []
-    for name, spec in SYSTEMS.items():
-        config = asdict(spec.default_config())
-        try:
-            deployment_for(config).validate({k: 1 if v is None else v
-                                             for k, v in config.items()})
-        except DprecError:
-            continue
-        try:
-            system = spec.build()
-        except ImportError as e:
-            names.append(f"{name} (needs {e.name or 'an optional extra'})")
-            continue
-        except DprecError as e:  # a system that names its missing extra itself
-            names.append(f"{name} (unavailable: {e})")
-            continue
-        if hasattr(system, "transport"):
-            names.append(name)
+    for name in deployable.deployable_systems():
+        missing = spec(name).missing_extra()
+        names.append(name if missing is None else f"{name} (needs {missing})")
     return names
 
 
@@ -196,8 +181,8 @@ def _remove_launch_folder(root: Path, state: Path | None) -> None:
 def _protocol_info(protocol: str, n_items: int | None, dataset: str | None,
                    data_dir: Path | None, epsilon: float | None, param: list[str] | None,
                    config: Path | None, aggregator: str) -> Any:
-    from dprec.protocol.deployed import ProtocolInfo
     from dprec.services.roles import aggregator as aggregator_of
+    from dprec.systems.deployable import ProtocolInfo
     from dprec.systems.params import config_from_file, param_pairs, system_params
     from dprec.systems.registry import make_system
 
@@ -374,9 +359,9 @@ def openapi_documents() -> dict[str, dict[str, Any]]:
     """The two services' OpenAPI documents (they do not depend on the configuration)."""
     import tempfile
 
-    from dprec.protocol.deployed import ProtocolInfo
     from dprec.services.proxy import ProxySettings, create_proxy_app
     from dprec.services.server import ServerSettings, create_server_app
+    from dprec.systems.deployable import ProtocolInfo
     info = ProtocolInfo("dplcf-sp", 8, {"flip": "symmetric", "estimator": "unbiased",
                                         "epsilon": 1.0, "neighbours": 2,
                                         "neighbourhood": "item", "batch_size": 8})
@@ -435,15 +420,15 @@ def simulate(
     the same seeds give the same model and metrics either way (`dprec run`'s contract),
     except on the secure sum (dp-pop, dpals, dp-fedavg): over HTTP their clients draw as
     devices, from their own CSPRNGs, so only the privacy report and the structure match."""
-    from dprec.evaluation.experiments import experiment_for, one_run_split, task_of
     from dprec.evaluation.results import (
         check_output_base,
         new_result_file,
         strict_json_text,
         write_json,
     )
+    from dprec.evaluation.run_system import run_system
     from dprec.systems.params import config_from_file, param_pairs, system_params
-    from dprec.systems.registry import make_system
+    from dprec.systems.registry import make_config
 
     closers: list[Any] = []
     try:
@@ -453,33 +438,25 @@ def simulate(
         check_output_base(out_dir)
         base, cf = config_from_file(config, system)
         params = system_params(system, epsilon, param_pairs(param))
-        probe = make_system(system, params, base)
-        if not hasattr(probe, "transport"):
-            raise DprecError(f"{system} does not run over a network transport; these do: "
-                             f"{', '.join(deployable_systems())}")
         ds = load_dataset(dataset, data_dir)
-        evaluated = task_of(system, split)
-        exp = experiment_for(evaluated, ds, seeds, one_run_split(evaluated, split), negatives,
-                             None)
-        net = None
         if transport == "http":
             if server is not None and proxy is not None:
                 from dprec.services.transport import check_reachable
                 check_reachable({"server": server, "proxy": proxy})
-            if hasattr(getattr(probe, "config", None), "shuffle_threshold"):
-                params = _enforced_threshold(params, probe.config.shuffle_threshold,
-                                             threshold, server, proxy)
-            net = _http_transport(system, params, config, server, proxy, secret_file,
-                                  token_key_file, threshold, batch_senders, seeds, closers)
+            cfg = make_config(system, params, base)
+            if hasattr(cfg, "shuffle_threshold"):
+                params = _enforced_threshold(params, cfg.shuffle_threshold, threshold, server,
+                                             proxy)
 
-        def make() -> Any:
-            model = make_system(system, params, base)
-            model.transport = net  # type: ignore[attr-defined]
-            return model
+        def start() -> Any:  # the services, once the system is known to run over them
+            return _http_transport(system, params, config, server, proxy, secret_file,
+                                   token_key_file, threshold, batch_senders, seeds, closers)
 
         with progress() as bar:
             task = bar.add_task(f"{system} on {dataset} ({transport})", total=seeds)
-            res = exp.run(make, on_seed=lambda _: bar.advance(task))
+            res = run_system(system, ds, params, start if transport == "http" else None,
+                             base=base, seeds=seeds, split=split, negatives=negatives,
+                             simulation=True, on_seed=lambda _: bar.advance(task))
     except DprecError as e:
         fail(e)
     finally:

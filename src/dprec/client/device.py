@@ -57,11 +57,11 @@ from dprec.client.policy import DevicePolicy, ProtocolTerms
 from dprec.client.randomness import RandomSource, SecureSource
 from dprec.client.runs import SentMessages, report_key
 from dprec.errors import DprecError
-from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.messages import Message
 from dprec.protocol.secure_sum.device import proxy_key_of
 from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.selection import top_k_row
+from dprec.systems.deployable import ProtocolInfo
 
 log = logging.getLogger(__name__)
 

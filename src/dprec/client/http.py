@@ -34,7 +34,7 @@ import httpx
 
 from dprec.client.errors import BadReply
 from dprec.errors import DprecError
-from dprec.protocol.deployed import ProtocolInfo
+from dprec.systems.deployable import ProtocolInfo
 
 __all__ = ["EXCHANGE_DEADLINE", "MAX_ARTEFACT_BYTES", "MAX_JSON_BYTES", "Artefact", "ProxyAPI",
            "Reply", "ServerAPI", "ServiceError", "Unreachable", "keepalive_client", "retrying"]

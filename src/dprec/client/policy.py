@@ -35,9 +35,9 @@ from typing import Any
 from dprec.client.errors import BadReply, PolicyViolation
 from dprec.errors import DprecError
 from dprec.privacy.ledger import PrivacyLedger
-from dprec.protocol.deployed import ProtocolInfo
-from dprec.protocol.deployment import Deployment, DeviceReader, deployments
+from dprec.protocol.deployment import DeviceReader
 from dprec.protocol.messages import MAX_ITEMS
+from dprec.systems.deployable import ProtocolInfo, deployments, family_deployment
 
 __all__ = ["DEFAULT_MECHANISMS", "DevicePolicy", "ProtocolTerms"]
 
@@ -118,7 +118,7 @@ class ProtocolTerms:
         if self.mechanism == "none":
             return None
         try:
-            return deployment_named(self.family).build_mechanism(self.mechanism, self.epsilon)
+            return family_deployment(self.family).build_mechanism(self.mechanism, self.epsilon)
         except DprecError as e:
             raise BadReply(f"the protocol's {self.mechanism} mechanism: {e}") from None
 
@@ -153,14 +153,6 @@ def _choice(config: Mapping[str, Any], name: str, allowed: tuple[str, ...]) -> s
         raise BadReply(f"the protocol's config.{name} must be one of {', '.join(allowed)}, got "
                        f"{value!r}")
     return str(value)
-
-
-def deployment_named(family: str) -> Deployment:
-    """The descriptor called ``family``."""
-    for d in deployments():
-        if d.name == family:
-            return d
-    raise DprecError(f"no deployable system is called {family!r}")
 
 
 class _Reader(DeviceReader):

@@ -1,7 +1,7 @@
 """What a device sent, per protocol run: the run it is pinned to and every message, on disk.
 
 A run is named by the SHA-256 of the server's protocol description
-(:meth:`~dprec.protocol.deployed.ProtocolInfo.fingerprint`: system, N, rounds, aggregator and
+(:meth:`~dprec.systems.deployable.ProtocolInfo.fingerprint`: system, N, rounds, aggregator and
 config). The device pins the run it first meets (``run.json``). A server that later describes
 another run (another config, another system) is refused with
 :class:`~dprec.client.errors.RunChanged` until the user joins it
@@ -24,7 +24,7 @@ from typing import Any
 from dprec.client.errors import RunChanged
 from dprec.client.ledger import atomic_write, private_dir
 from dprec.errors import DprecError
-from dprec.protocol.deployed import ProtocolInfo
+from dprec.systems.deployable import ProtocolInfo
 
 __all__ = ["SentMessages", "report_key", "run_id"]
 

@@ -20,7 +20,12 @@ from dprec.distributed.backend import LocalBackend, ShardedBackend
 from dprec.distributed.layout import BLOCK_SIZE, BlockLayout
 from dprec.errors import DprecError
 
-__all__ = ["BLOCK_SIZE", "BlockLayout", "LocalBackend", "ShardedBackend", "make_backend"]
+__all__ = ["BACKENDS", "BLOCK_SIZE", "BlockLayout", "LocalBackend", "ShardedBackend",
+           "make_backend"]
+
+BACKENDS = {"local": "every shard in this process",
+            "ray": "shards on Ray actors (pip install 'dprec[ray]')"}
+"""The sharded backends :func:`make_backend` opens, by ``--backend`` name."""
 
 
 def make_backend(name: str, address: str | None = None, shards: int | None = None,
@@ -35,4 +40,4 @@ def make_backend(name: str, address: str | None = None, shards: int | None = Non
     if name == "ray":
         from dprec.distributed.ray_backend import RayBackend
         return RayBackend(address=address, shards=shards, keep_warm=keep_warm)
-    raise DprecError(f"backend must be local or ray, got {name!r}")
+    raise DprecError(f"backend must be {' or '.join(BACKENDS)}, got {name!r}")

@@ -22,9 +22,9 @@ import numpy as np
 
 from dprec.errors import DprecError
 from dprec.protocol.aggregation import MeanAggregator
-from dprec.protocol.deployment import serving_of
 from dprec.protocol.engine import Clients, Proxy, Server
 from dprec.protocol.sharding import RoundPartial, SystemAdapter
+from dprec.systems.deployable import serving_of
 
 __all__ = ["Shard", "adapter_for"]
 

@@ -5,7 +5,7 @@ as such beside our ML-100K numbers.
 
 DPLCF paper (Gao et al., SIGIR 2020), Table 3, MovieLens-20M (>= 60 interactions,
 74,529 users x 9,953 items), eps = 1, 20 neighbours, latest-item leave-one-out with 99
-sampled negatives. Copied from ../shared/SYSTEMS.md §1.
+sampled negatives. The paper's own table (docs/architecture.md §1).
 """
 
 __all__ = ["DPLCF_PAPER_DATASET", "DPLCF_PAPER_ML20M", "FMF_PAPER_ML20M", "PAPER_ML20M"]
@@ -21,7 +21,7 @@ DPLCF_PAPER_ML20M: dict[str, dict[str, float]] = {
     "random": {"HR@2": 0.0200, "HR@5": 0.0500, "HR@10": 0.1000},
 }
 
-# FMF-LDP paper (SYSTEMS.md §2), full ML-20M (75,040 users x 9,781 items), latest-item
+# FMF-LDP paper (docs/architecture.md §2), full ML-20M (75,040 users x 9,781 items), latest-item
 # leave-one-out, 99 negatives, eps = 2.5 per report, k = 100, 20 epochs.
 FMF_PAPER_ML20M: dict[str, dict[str, float]] = {
     "mf-np": {"HR@2": 0.4310, "HR@5": 0.6700, "HR@10": 0.8179},

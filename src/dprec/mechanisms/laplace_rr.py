@@ -1,6 +1,6 @@
 """The Laplace + "randomized response" rating perturbation of Laplace-RR-SVD, as published.
 
-Seed 001 (Sec. IV-A, Eq. 4-5; SYSTEMS.md §3). For a rating x min-max normalised to [0, 1]:
+Seed 001 (Sec. IV-A, Eq. 4-5; docs/architecture.md §3). For a rating x min-max normalised to [0, 1]:
 
     r_LP = x + Lap(1/eps1);   report x with probability p = e^eps2 / (1 + e^eps2), else r_LP.
 
@@ -12,7 +12,7 @@ is not a randomized response over the inputs but a choice between the raw value 
 Laplace output, and the raw value is not private at all. For input x the output equals x
 with probability >= p > 1/2, while for any x' != x it equals x with probability 0 (the
 Laplace part is continuous), so the likelihood ratio of the event {output = x} is p / 0 and
-no finite eps holds (SYSTEMS.md §3, "True guarantee"). The best that holds is the trivial
+no finite eps holds (docs/architecture.md §3). The best that holds is the trivial
 (eps1, p)-DP: a delta >= 1/2 allows publishing the raw rating half of the time.
 
 Implemented faithfully for reproduction; :meth:`LaplaceRR.dp_event` is dp-accounting's

@@ -31,7 +31,7 @@ Wang et al.; at |x| = 1 binary always wins (ratio of variances (s + 1)^2 / (3 s)
 Thresholds on |x|: 0.627 at eps = 1, 0.826 at eps = 2, 0.862 at eps = 2.5, 0.952 at eps = 5.
 
 ``LaplaceMechanism`` (Dwork, McSherry, Nissim, Smith 2006; the Laplace step of Laplace-SVD,
-seed 001 Eq. 4, SYSTEMS.md §3) for x in a bounded interval [low, high] (sensitivity
+seed 001 Eq. 4, docs/architecture.md §3) for x in a bounded interval [low, high] (sensitivity
 Delta = high - low; 1 for ratings min-max normalised to [0, 1]): y = x + Lap(b), b = Delta/eps,
 density exp(-|y - x|/b)/(2 b). Unbiased, Var = 2 b^2, unbounded output. The density ratio
 between two inputs is exp((|y - x'| - |y - x|)/b) <= e^eps, attained for x = high, x' = low

@@ -1,6 +1,6 @@
 """Differentially private matrix factorisation of explicit ratings: the two DP-MF baselines of
-seed 004 (SYSTEMS.md §4), both central: the curator sees the raw ratings and DP protects what
-the released model reveals.
+seed 004 (docs/architecture.md §4), both central: the curator sees the raw ratings and DP
+protects what the released model reveals.
 
 Both models predict r_hat_ui = m + g + b_u + b_i + U_u . V_i (``biases=False``: m + U_u . V_i)
 from ratings clipped to the public range [r_min, r_max]. The offset m is public (default: the

@@ -1,6 +1,6 @@
 """Funk-style matrix factorisation of explicit ratings, trained by SGD.
 
-SYSTEMS.md §3 (the server model of Laplace-SVD / Laplace-RR-SVD); Funk's Netflix-prize
+docs/architecture.md §3 (the server model of Laplace-SVD / Laplace-RR-SVD); Funk's Netflix-prize
 "SVD" in the biased form of Koren, Bell and Volinsky, "Matrix Factorization Techniques for
 Recommender Systems", IEEE Computer 2009, Eq. 4-5, which is also Surprise's ``SVD``:
 
@@ -89,7 +89,7 @@ def _check_real(name: str, value: object, *, strictly_positive: bool = False,
 
 
 class FunkSVD:
-    """Biased (or plain) MF of explicit ratings by SGD (SYSTEMS.md §3; Koren et al. 2009).
+    """Biased (or plain) MF of explicit ratings by SGD (docs/architecture.md §3; Koren et al. 2009).
 
     ``fit`` draws U ~ N(init_mean, init_std^2) (users x F), then I likewise (items x F),
     from ``rng``; biases start at 0. Each epoch draws a permutation of the stored ratings

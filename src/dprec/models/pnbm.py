@@ -1,4 +1,5 @@
-"""Probabilistic neighbourhood model (PNBM) and its two DP trainers (seed 004, SYSTEMS.md §4).
+"""Probabilistic neighbourhood model (PNBM) and its two DP trainers (seed 004,
+docs/architecture.md §4).
 
 Item-item NBM with a *learned* similarity S (seed 004, Eq. 2):
 

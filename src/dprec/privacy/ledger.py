@@ -1,7 +1,7 @@
 """Per-user privacy ledger: spent epsilon under basic composition, vectorised over users.
 
 A client keeps its own ledger entry and refuses to send once a report would push its
-spent epsilon past the user's budget (DESIGN.md, "Privacy reports"). The simulation keeps
+spent epsilon past the user's budget (docs/architecture.md, privacy). The simulation keeps
 all users' entries in one array.
 
 The ledger reads the same events as the accountant: :meth:`PrivacyLedger.spend_event`

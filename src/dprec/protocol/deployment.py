@@ -1,28 +1,29 @@
-"""What a system declares to run as services: one :class:`Deployment` per deployable system.
+"""What a system declares to run as services: the abstract halves of a deployable system.
 
 The services, the proxy, the transport, the client SDK and the sharded backend know no
-system by name: they ask the descriptor of the protocol they run. A descriptor lives in its
-system's folder, in two halves so that a device never loads server code:
+system by name: they ask the descriptor of the protocol they run
+(:class:`dprec.systems.deployable.ProtocolInfo`, looked up by the system's name in the one
+registry, :mod:`dprec.systems.registry`). A descriptor lives in its system's folder, in two
+halves so that a device never loads server code:
 
 - ``systems/<name>/deploy.py``, ``DEPLOYMENT``: a :class:`Deployment` (the device-safe half:
-  which configs it deploys, the upload and forward message types, the local mechanism, the
-  checks on what arrives, the proxy's shuffle of a batch, the artefacts, the device's
-  terms, client step, report cost and on-device scores). It imports only messages,
-  mechanisms and the system's ``client`` module.
+  the upload and forward message types, the local mechanism, the checks on what arrives,
+  the proxy's shuffle of a batch, the artefacts, the device's terms, client step, report
+  cost and on-device scores). It imports only messages, mechanisms and the system's
+  ``client`` module.
 - ``systems/<name>/serve.py``, ``SERVING``: a :class:`Serving` (the server role, its memory,
   the broadcast codec and the artefacts made from it, the state a restart restores).
 
-:data:`DEPLOYABLE` is the registry: one line, the system's package, per deployable system.
+This module holds only the abstract classes (and the JSON form of a generator that a
+simulation hands its server); the layers are drawn in docs/architecture.md.
 """
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
-from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -31,18 +32,42 @@ from dprec.protocol.messages import Message
 
 if TYPE_CHECKING:
     from dprec.protocol.aggregation import Aggregator
-    from dprec.protocol.deployed import ProtocolInfo
     from dprec.protocol.engine import Server
     from dprec.protocol.sharding import SystemAdapter
 
-__all__ = ["DEPLOYABLE", "Deployment", "DeviceReader", "ProxySecrets", "SecretNotReady", "Serving",
-           "deployment_for", "deployments", "serving_of"]
+__all__ = ["Deployment", "DeviceReader", "PublishedProtocol", "ProxySecrets", "SecretNotReady",
+           "Serving", "generator_from_json", "generator_to_json"]
 
-DEPLOYABLE = ("dprec.systems.dplcf", "dprec.systems.fmf", "dprec.systems.ldp_svd",
-              "dprec.systems.privrec", "dprec.systems.dp_pop", "dprec.systems.dpals",
-              "dprec.systems.dp_fedavg")
-"""The packages of the deployable systems, each with ``deploy.py`` and ``serve.py`` (at most
-one descriptor accepts a config: :func:`deployment_for` refuses an ambiguous one)."""
+
+class PublishedProtocol(Protocol):
+    """What a descriptor reads of a published protocol (the concrete description, found by
+    the system's name in the registry, is :class:`dprec.systems.deployable.ProtocolInfo`)."""
+
+    system: str
+    n_items: int
+    config: dict[str, Any]
+    aggregator: str
+
+    @property
+    def k(self) -> int | None: ...
+
+    @property
+    def n_factors(self) -> int | None: ...
+
+    @property
+    def upload(self) -> type[Message]: ...
+
+    @property
+    def forward(self) -> type[Message]: ...
+
+    @property
+    def value_bound(self) -> float | None: ...
+
+    def mechanism(self) -> Any: ...
+
+    def upload_size(self) -> int: ...
+
+    def batch_bytes(self, senders: int) -> int: ...
 
 
 class DeviceReader(ABC):
@@ -143,9 +168,8 @@ class Deployment(ABC):
     """The device-safe half of a deployable system (see the module docstring)."""
 
     name: str
-    """The family key (``dplcf``, ``fmf``): what a device policy names mechanisms under."""
-    package: str
-    """The system's package (its ``serve.py`` holds the :class:`Serving`)."""
+    """The family key (``dplcf``, ``fmf``), the name of the system's folder: what a device
+    policy names mechanisms under and what a published protocol names as its family."""
     noisy: tuple[str, ...]
     """The config's mechanisms that add noise (``none`` is the only other value)."""
     default_mechanisms: frozenset[str]
@@ -168,10 +192,6 @@ class Deployment(ABC):
     (a secure sum: every batch the server can tell apart reveals its own sum)."""
 
     # -- the protocol -----------------------------------------------------------------------
-
-    @abstractmethod
-    def accepts(self, config: Mapping[str, Any]) -> bool:
-        """True if ``config`` is this system's."""
 
     def validate(self, config: Mapping[str, Any]) -> None:  # noqa: B027 - optional
         """:class:`DprecError` for a config of this system that cannot run as services."""
@@ -205,25 +225,25 @@ class Deployment(ABC):
         return None
 
     @abstractmethod
-    def upload_size(self, info: ProtocolInfo) -> int:
+    def upload_size(self, info: PublishedProtocol) -> int:
         """Bytes of one client's message."""
 
     @abstractmethod
-    def batch_bytes(self, info: ProtocolInfo, senders: int) -> int:
+    def batch_bytes(self, info: PublishedProtocol, senders: int) -> int:
         """Bytes of a forwarded batch of ``senders`` whole submissions."""
 
     @abstractmethod
-    def check_upload(self, message: Message, info: ProtocolInfo) -> None:
+    def check_upload(self, message: Message, info: PublishedProtocol) -> None:
         """:class:`MessageError` for a client message this protocol's client cannot send
         (its type is already checked)."""
 
     @abstractmethod
-    def check_forwarded(self, message: Message, info: ProtocolInfo) -> None:
+    def check_forwarded(self, message: Message, info: PublishedProtocol) -> None:
         """:class:`MessageError` for a batch this protocol's proxy cannot send (its type is
         already checked)."""
 
     @abstractmethod
-    def shuffle(self, rows: list[bytes], info: ProtocolInfo, rng: np.random.Generator,
+    def shuffle(self, rows: list[bytes], info: PublishedProtocol, rng: np.random.Generator,
                 threshold: int) -> bytes:
         """One forwarded batch of the held submissions ``rows``, depending only on their
         multiset (canonical order, then a uniform permutation from ``rng``)."""
@@ -237,7 +257,7 @@ class Deployment(ABC):
         upload is refused); None: no such id."""
         return None
 
-    def proxy_secrets(self, info: ProtocolInfo, state_dir: Path) -> ProxySecrets | None:
+    def proxy_secrets(self, info: PublishedProtocol, state_dir: Path) -> ProxySecrets | None:
         """The proxy's secret part of the protocol, kept in ``state_dir`` (None: the proxy
         only relays and shuffles)."""
         return None
@@ -249,7 +269,7 @@ class Deployment(ABC):
     # -- the device -------------------------------------------------------------------------
 
     @abstractmethod
-    def terms(self, read: DeviceReader, info: ProtocolInfo) -> dict[str, Any]:
+    def terms(self, read: DeviceReader, info: PublishedProtocol) -> dict[str, Any]:
         """The device's terms of ``info`` (the fields of
         :class:`~dprec.client.policy.ProtocolTerms` but system, family and n_items)."""
 
@@ -280,12 +300,6 @@ class Deployment(ABC):
     def scores(self, terms: Any, history: Any, artefact: Any) -> np.ndarray:
         """Every item's score for one user, computed on the device."""
 
-    # -- the server half --------------------------------------------------------------------
-
-    def serving(self) -> Serving:
-        """The server half, ``SERVING`` of the system's ``serve.py`` (never on a device)."""
-        return _serving(self.package)
-
 
 class Serving(ABC):
     """The server half of a deployable system: its role, memory and broadcast."""
@@ -303,22 +317,23 @@ class Serving(ABC):
     trusted aggregator, or no DP); the role says so in its description too."""
 
     @abstractmethod
-    def server_role(self, info: ProtocolInfo, aggregator: Aggregator) -> Server:
+    def server_role(self, info: PublishedProtocol, aggregator: Aggregator) -> Server:
         """The server role, constructed as the system constructs it in ``fit``."""
 
     @abstractmethod
-    def role_memory(self, info: ProtocolInfo) -> tuple[int, int, str]:
+    def role_memory(self, info: PublishedProtocol) -> tuple[int, int, str]:
         """(bytes of the state, bytes at the peak of a round, what the state is)."""
 
     @abstractmethod
-    def encode_broadcast(self, info: ProtocolInfo, broadcast: Any, version: int) -> bytes:
+    def encode_broadcast(self, info: PublishedProtocol, broadcast: Any, version: int) -> bytes:
         """The role's broadcast as the bytes the store keeps (lossless)."""
 
     @abstractmethod
-    def decode_broadcast(self, info: ProtocolInfo, body: bytes) -> Any:
+    def decode_broadcast(self, info: PublishedProtocol, body: bytes) -> Any:
         """Inverse of :meth:`encode_broadcast`."""
 
-    def encode_state(self, info: ProtocolInfo, role: Any, broadcast: Any, version: int) -> bytes:
+    def encode_state(self, info: PublishedProtocol, role: Any, broadcast: Any,
+                     version: int) -> bytes:
         """What the store keeps after the role published ``broadcast``: by default the
         broadcast itself; a role whose next rounds need more (its own generator) keeps that
         too, and :meth:`artefact_bytes` publishes only the broadcast of it."""
@@ -329,15 +344,15 @@ class Serving(ABC):
         not give (an initial model, the enrolled clients), sent with the start; None: none."""
         return None
 
-    def initialise(self, info: ProtocolInfo, role: Any, body: bytes) -> None:
+    def initialise(self, info: PublishedProtocol, role: Any, body: bytes) -> None:
         """Give a fresh role the :meth:`initial_state` ``body`` before its start."""
         raise DprecError(f"{info.system}'s server takes no initial state at its start")
 
-    def artefact_bytes(self, info: ProtocolInfo, name: str, body: bytes) -> bytes:
+    def artefact_bytes(self, info: PublishedProtocol, name: str, body: bytes) -> bytes:
         """Artefact ``name`` made from the stored broadcast ``body``."""
         return body
 
-    def restore(self, info: ProtocolInfo, role: Any, body: bytes | None) -> None:  # noqa: B027
+    def restore(self, info: PublishedProtocol, role: Any, body: bytes | None) -> None:  # noqa: B027
         """Give a fresh role the state it had after publishing ``body``."""
 
     def diagnostics(self, role: Any) -> dict[str, Any]:
@@ -353,41 +368,49 @@ class Serving(ABC):
         return {}
 
 
-@cache
-def _load(package: str, module: str, name: str) -> Any:
-    return getattr(importlib.import_module(f"{package}.{module}"), name)
+_GENERATORS = ("PCG64", "PCG64DXSM")
 
 
-def _serving(package: str) -> Serving:
-    serving = _load(package, "serve", "SERVING")
-    assert isinstance(serving, Serving)
-    return serving
+def generator_to_json(rng: Any) -> dict[str, Any]:
+    """The state of a simulation's generator as JSON (128-bit integers as decimal strings).
+
+    A simulation over the services hands the server its generator at the start, so that
+    the server role draws exactly what it draws in process (FMF-LDP's initial V).
+    """
+    import numpy as np
+
+    if not isinstance(rng, np.random.Generator):
+        raise DprecError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    st = rng.bit_generator.state
+    if st.get("bit_generator") not in _GENERATORS:
+        raise DprecError(f"only {', '.join(_GENERATORS)} generators travel, got "
+                         f"{st.get('bit_generator')}")
+    return {"bit_generator": st["bit_generator"], "state": str(st["state"]["state"]),
+            "inc": str(st["state"]["inc"]), "has_uint32": int(st["has_uint32"]),
+            "uinteger": int(st["uinteger"])}
 
 
-def serving_of(role: Any) -> Serving | None:
-    """The server half whose role ``role`` is, the one with the most specific role type
-    (dp-fedavg's server is an FCF server); None: no deployable system's."""
-    mro = type(role).__mro__
-    matching = [s for s in (d.serving() for d in deployments()) if isinstance(role, s.role_type)]
-    return min(matching, key=lambda s: mro.index(s.role_type)) if matching else None
+def generator_from_json(doc: Any) -> Any:
+    """Inverse of :func:`generator_to_json`; :class:`DprecError` on anything malformed."""
+    import numpy as np
 
+    if not isinstance(doc, dict):
+        raise DprecError("a generator state must be a JSON object")
+    kind = doc.get("bit_generator")
+    if kind not in _GENERATORS:
+        raise DprecError(f"bit_generator must be one of {', '.join(_GENERATORS)}, got {kind!r}")
 
-def deployments() -> tuple[Deployment, ...]:
-    """The registered descriptors, in :data:`DEPLOYABLE`'s order."""
-    return tuple(_load(p, "deploy", "DEPLOYMENT") for p in DEPLOYABLE)
+    def uint(name: str, bits: int) -> int:
+        v = doc.get(name)
+        if isinstance(v, bool) or not isinstance(v, (str, int)) or not str(v).isdigit():
+            raise DprecError(f"{name} must be a non-negative integer, got {v!r}")
+        out = int(v)
+        if out >= 1 << bits:
+            raise DprecError(f"{name} must be < 2^{bits}, got {out}")
+        return out
 
-
-def deployment_for(config: Mapping[str, Any]) -> Deployment:
-    """The one descriptor whose system ``config`` belongs to; :class:`DprecError` if none, or
-    if several accept it (their ``accepts`` overlap: the order of :data:`DEPLOYABLE` must not
-    decide which system a server runs)."""
-    found = [d for d in deployments() if d.accepts(config)]
-    if len(found) > 1:
-        raise DprecError(f"the config is claimed by {len(found)} deployable systems "
-                         f"({', '.join(d.name for d in found)}): their descriptors' accepts "
-                         f"overlap; make each accept only its own system's config")
-    if found:
-        return found[0]
-    names = ", ".join(p.rsplit(".", 1)[-1] for p in DEPLOYABLE)
-    raise DprecError(f"only the deployable systems ({names}) run as services; the config "
-                     f"has fields {sorted(config)}")
+    bit_gen = getattr(np.random, kind)()
+    bit_gen.state = {"bit_generator": kind,
+                     "state": {"state": uint("state", 128), "inc": uint("inc", 128)},
+                     "has_uint32": uint("has_uint32", 1), "uinteger": uint("uinteger", 32)}
+    return np.random.Generator(bit_gen)

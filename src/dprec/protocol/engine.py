@@ -1,6 +1,6 @@
 """The round engine, written once: clients -> proxy -> server -> broadcast, for T rounds.
 
-Roles (DESIGN.md "Three roles"), after Flower's strategy/client split:
+Roles (docs/architecture.md, roles), after Flower's strategy/client split:
 
 - :class:`Clients`: a population of simulated clients, vectorised over users. It holds the
   raw histories and each user's ledger; ``step(broadcast, round, rng)`` yields the messages

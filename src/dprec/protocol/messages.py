@@ -383,7 +383,7 @@ class _Reports(Message):
 class GradientReports(_Reports):
     """One client's FMF-LDP message for one epoch: ``k`` reports ``(item, factor, bit)``.
 
-    ``bits[j] = 1`` means the value ``+B``, 0 means ``-B`` (SYSTEMS.md §2, Algorithm 1).
+    ``bits[j] = 1`` means the value ``+B``, 0 means ``-B`` (docs/architecture.md §2).
     The ``client_id`` is transport metadata: the proxy strips it.
     Wire: client_id i64, k u32, k u32 indices, ceil(k/8) bytes of packed bits.
     """

@@ -3,7 +3,7 @@
 Local DP bounds what a report reveals about its sender, not what it says. A client that
 skips its mechanism and writes any output the mechanism could have produced is, to the
 proxy and the server, an honest client with unlucky noise: the services' checks
-(:func:`~dprec.protocol.deployed.check_upload`, a bit is a bit, an index is in range, a
+(:func:`~dprec.systems.deployable.check_upload`, a bit is a bit, an index is in range, a
 value is in the mechanism's output range) accept it. This is the data-poisoning threat to
 LDP protocols of Cao, Jia & Gong ("Data Poisoning Attacks to Local Differential Privacy
 Protocols", USENIX Security 2021): fake users craft perturbed values directly. A robust

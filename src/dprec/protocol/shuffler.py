@@ -1,4 +1,4 @@
-"""The shuffling proxy (FMF-LDP, SYSTEMS.md §2 step 4; DESIGN.md "proxy").
+"""The shuffling proxy (FMF-LDP, docs/architecture.md §2, roles).
 
 The proxy strips the sender's identity and metadata, splits each client message into
 single reports, holds them, and on :meth:`Shuffler.flush` forwards them in a uniformly

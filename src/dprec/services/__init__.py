@@ -1,7 +1,7 @@
 """The deployable protocol: the untrusted server and the shuffling proxy as HTTP services.
 
 - :mod:`~dprec.services.server`: ``dprec serve server``, a deployable system's server role
-  (:func:`dprec.protocol.deployment.deployments`) behind an HTTP API, persisting every
+  (:func:`dprec.systems.deployable.deployments`) behind an HTTP API, persisting every
   accepted batch and the round state in SQLite (WAL) before acknowledging it.
 - :mod:`~dprec.services.proxy`: ``dprec serve proxy``, the shuffler: per-client tokens, one
   submission per client and round, limits, anonymity threshold, CSPRNG shuffle, batches.

@@ -28,11 +28,11 @@ from types import TracebackType
 import httpx
 
 from dprec.errors import DprecError
-from dprec.protocol.deployment import serving_of
 from dprec.protocol.engine import Proxy, Server
 from dprec.protocol.shuffler import DEFAULT_THRESHOLD
 from dprec.services import EXIT_WITH_PARENT
 from dprec.services.transport import HttpTransport
+from dprec.systems.deployable import serving_of
 
 __all__ = ["Loopback", "LoopbackTransport", "ServiceProcess", "write_key"]
 

@@ -10,7 +10,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from dprec.errors import DprecError
-from dprec.protocol.deployed import ProtocolInfo
+from dprec.systems.deployable import ProtocolInfo
 
 __all__ = ["RateLimiter", "TokenBucket", "batch_bytes"]
 

@@ -1,7 +1,7 @@
 """The server role of a deployed protocol, built from its public description.
 
 The service runs the very classes the simulation runs, constructed from
-:class:`~dprec.protocol.deployed.ProtocolInfo` by the system's
+:class:`~dprec.systems.deployable.ProtocolInfo` by the system's
 :class:`~dprec.protocol.deployment.Serving` (``systems/<name>/serve.py``) as the system
 constructs them in ``fit``. The
 simulation's HTTP transport compares :func:`describe_role` of the role it built with the one
@@ -21,9 +21,9 @@ import numpy as np
 
 from dprec.errors import DprecError
 from dprec.protocol.aggregation import Aggregator, make_aggregator
-from dprec.protocol.deployed import ProtocolInfo
 from dprec.protocol.engine import Server
 from dprec.protocol.messages import Message
+from dprec.systems.deployable import ProtocolInfo
 
 __all__ = ["aggregator", "check_role_memory", "decode_broadcast", "describe_role", "diagnostics",
            "encode_broadcast", "encode_state", "initial_state", "initialise",
@@ -34,18 +34,18 @@ _GIB = float(1 << 30)
 def aggregator(info: ProtocolInfo) -> Aggregator:
     """The aggregator ``info`` names, from its system's table (the server half's
     ``aggregators``: its own defences, or the plain mean)."""
-    return make_aggregator(info.aggregator, info.deployment.serving().aggregators)
+    return make_aggregator(info.aggregator, info.serving().aggregators)
 
 
 def server_role(info: ProtocolInfo, aggregator: Aggregator) -> Server:
     """The server role of ``info``'s system (as the system's ``fit`` builds it)."""
-    return info.deployment.serving().server_role(info, aggregator)
+    return info.serving().server_role(info, aggregator)
 
 
 def role_memory(info: ProtocolInfo) -> tuple[int, int, str]:
     """(bytes of the role's state, bytes it needs at its peak, what the state is), from the
     description alone."""
-    return info.deployment.serving().role_memory(info)
+    return info.serving().role_memory(info)
 
 
 def check_role_memory(info: ProtocolInfo, available: int | None) -> None:
@@ -74,28 +74,28 @@ def describe_role(role: Any) -> dict[str, Any]:
 
 def encode_broadcast(info: ProtocolInfo, broadcast: Any, version: int) -> bytes:
     """The role's broadcast as the bytes the store keeps (lossless)."""
-    return info.deployment.serving().encode_broadcast(info, broadcast, version)
+    return info.serving().encode_broadcast(info, broadcast, version)
 
 
 def encode_state(info: ProtocolInfo, role: Any, broadcast: Any, version: int) -> bytes:
     """What the store keeps after ``role`` published ``broadcast`` (the broadcast, and what
     else the role's next rounds need)."""
-    return info.deployment.serving().encode_state(info, role, broadcast, version)
+    return info.serving().encode_state(info, role, broadcast, version)
 
 
 def initial_state(info: ProtocolInfo, local: Any) -> bytes | None:
     """What the simulation's role ``local`` starts from beyond the description (None: none)."""
-    return info.deployment.serving().initial_state(local)
+    return info.serving().initial_state(local)
 
 
 def initialise(info: ProtocolInfo, role: Any, body: bytes) -> None:
     """Give a fresh role its initial state (before its start)."""
-    info.deployment.serving().initialise(info, role, body)
+    info.serving().initialise(info, role, body)
 
 
 def decode_broadcast(info: ProtocolInfo, body: bytes) -> Any:
     """Inverse of :func:`encode_broadcast`: what the role returned."""
-    return info.deployment.serving().decode_broadcast(info, body)
+    return info.serving().decode_broadcast(info, body)
 
 
 def published_artefacts(info: ProtocolInfo) -> tuple[str, ...]:
@@ -105,17 +105,17 @@ def published_artefacts(info: ProtocolInfo) -> tuple[str, ...]:
 
 def artefact_bytes(info: ProtocolInfo, name: str, body: bytes) -> bytes:
     """Artefact ``name`` made from the stored broadcast ``body``."""
-    return info.deployment.serving().artefact_bytes(info, name, body)
+    return info.serving().artefact_bytes(info, name, body)
 
 
 def restore(info: ProtocolInfo, role: Any, body: bytes | None) -> None:
     """Give a fresh role the state it had after publishing ``body``."""
-    info.deployment.serving().restore(info, role, body)
+    info.serving().restore(info, role, body)
 
 
 def diagnostics(info: ProtocolInfo, role: Any) -> dict[str, Any]:
     """What the role measured in its last round (published with the round)."""
-    return info.deployment.serving().diagnostics(role)
+    return info.serving().diagnostics(role)
 
 
 def parse_forwarded(body: bytes) -> Message:
@@ -126,4 +126,4 @@ def parse_forwarded(body: bytes) -> Message:
 def mirror(info: ProtocolInfo, local: Any, diag: dict[str, Any]) -> None:
     """Give the simulation's own (unused) role what the remote role measured, so the system
     reports the same diagnostics over either transport."""
-    info.deployment.serving().mirror(local, diag)
+    info.serving().mirror(local, diag)

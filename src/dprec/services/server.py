@@ -62,12 +62,7 @@ from fastapi.responses import JSONResponse
 import dprec
 from dprec.data.synthetic import machine_memory
 from dprec.errors import DprecError
-from dprec.protocol.deployed import (
-    ProtocolInfo,
-    check_forwarded,
-    generator_from_json,
-    generator_to_json,
-)
+from dprec.protocol.deployment import generator_from_json, generator_to_json
 from dprec.protocol.messages import Message, MessageError
 from dprec.services import roles
 from dprec.services.auth import bearer, same_secret
@@ -81,6 +76,7 @@ from dprec.services.http import (
 )
 from dprec.services.limits import batch_bytes
 from dprec.services.store import ServerStore, StoreConflict, Sync
+from dprec.systems.deployable import ProtocolInfo, check_forwarded
 
 log = logging.getLogger(__name__)
 

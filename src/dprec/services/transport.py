@@ -57,10 +57,11 @@ from dprec.client.http import (
     retrying,
 )
 from dprec.errors import DprecError
-from dprec.protocol.deployed import ProtocolInfo, generator_from_json, generator_to_json
+from dprec.protocol.deployment import generator_from_json, generator_to_json
 from dprec.protocol.engine import Proxy, Server, Transport
 from dprec.services import roles
 from dprec.services.auth import client_token
+from dprec.systems.deployable import ProtocolInfo
 
 log = logging.getLogger(__name__)
 

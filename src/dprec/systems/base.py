@@ -49,6 +49,10 @@ class Recommender(ABC):
     uses_rating_scale: ClassVar[bool] = False
     """The model needs the dataset's declared (public) rating scale: the experiment calls
     :meth:`set_rating_scale` before ``fit``."""
+    networked: ClassVar[bool] = False
+    """Its protocol's messages can travel between parties: its ``transport`` attribute (None:
+    in process) takes the HTTP services' transport or a sharded backend
+    (:func:`dprec.evaluation.run_system.run_system`); False: it runs in process only."""
 
     @abstractmethod
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,

@@ -3,7 +3,7 @@
 Both are central: the curator sees the raw ratings and trains the model; DP protects what the
 released factors and biases reveal, about one rating (DPSGD-MF, Berlioz et al. 2015) or one
 user (DPPS-MF, Liu, Wang, Smola 2015). The models and their privacy arguments are in
-:mod:`dprec.models.dp_mf`; here the event logs become reports (SYSTEMS.md §4).
+:mod:`dprec.models.dp_mf`; here the event logs become reports (docs/architecture.md §4).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """PNBM, DPSGD-PNBM and DPPS-PNBM as rating predictors, with their privacy reports (seed 004).
 
-Threat model (SYSTEMS.md §4): a trusted curator sees the raw ratings and trains the item
+Threat model (docs/architecture.md §4): a trusted curator sees the raw ratings and trains the item
 similarity S centrally; DP bounds what the released S reveals about one rating (DPSGD-PNBM)
 or one user (DPPS-PNBM). The item means r_bar, the rating pattern (who rated what: the user
 filter, the caps, the neighbour lists) and each user's own ratings used to predict are not

@@ -1,7 +1,7 @@
-"""Non-private rating predictors: Funk-SVD (SYSTEMS.md §3's server model) and item-kNN.
+"""Non-private rating predictors: Funk-SVD (docs/architecture.md §3) and item-kNN.
 
 - ``nondp-svd``: :class:`~dprec.models.funk_svd.FunkSVD` on the true ratings, the NonDP-SVD
-  reference of Laplace-SVD / Laplace-RR-SVD (SYSTEMS.md §3).
+  reference of Laplace-SVD / Laplace-RR-SVD (docs/architecture.md §3).
 - ``pcc-knn`` / ``cos-knn``: :class:`~dprec.models.knn_rating.ItemKNN` with Pearson or
   cosine item similarities (Surprise's KNNWithMeans, item-based); the similarity is fixed
   by the system name.

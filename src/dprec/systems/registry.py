@@ -15,15 +15,17 @@ import textwrap
 import tomllib
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, fields, is_dataclass, replace
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dprec.errors import DprecError
-from dprec.models.als import ALSConfig
-from dprec.systems.base import Recommender
-from dprec.systems.spec import SystemSpec
+
+if TYPE_CHECKING:
+    from dprec.systems.base import Recommender
+    from dprec.systems.spec import SystemSpec
 
 __all__ = [
     "ConfigFile", "SPEC_MODULES", "SYSTEMS",
@@ -52,6 +54,7 @@ SPEC_MODULES = (
 registry lists the systems in this order."""
 
 
+@cache
 def _specs() -> dict[str, SystemSpec]:
     specs: list[SystemSpec] = []
     for module in SPEC_MODULES:
@@ -67,7 +70,25 @@ def _specs() -> dict[str, SystemSpec]:
     return {s.name: s for s in specs}
 
 
-SYSTEMS: dict[str, SystemSpec] = _specs()
+class _Registry(Mapping[str, "SystemSpec"]):
+    """The registered systems by name, in :data:`SPEC_MODULES`' order. The modules are
+    imported on the first look-up, not when the registry is: importing it costs nothing,
+    and a device that only lists the deployable packages imports no system."""
+
+    def __getitem__(self, name: str) -> SystemSpec:
+        return _specs()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_specs())
+
+    def __len__(self) -> int:
+        return len(_specs())
+
+    def __repr__(self) -> str:
+        return f"SYSTEMS({', '.join(self)})"
+
+
+SYSTEMS: Mapping[str, SystemSpec] = _Registry()
 
 
 def spec(name: str) -> SystemSpec:
@@ -210,6 +231,7 @@ def model_memory_estimate(config: Any, n_users: int, n_items: int) -> int:
     f = getattr(config, "factors", None)
     if not isinstance(f, int) or isinstance(f, bool):
         return 0
+    from dprec.models.als import ALSConfig
     itemsize = 8 if isinstance(config, ALSConfig) else 4
     return itemsize * (int(n_users) + int(n_items)) * f + 8 * f * f
 

@@ -6,6 +6,7 @@ it without importing the registry itself.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -45,6 +46,14 @@ class SystemSpec:
     """The evaluation protocol the system is built for: "default" (the task's own: leave-one-
     out ranking, k-fold rating) or "user-split" (PrivRec's: user split, fine-tune half on
     the device, every held-out positive against all never-interacted items)."""
+    deploy: str | None = None
+    """The package of a system that runs as services (``dprec.systems.dplcf``): its
+    ``deploy`` module holds the device-safe descriptor ``DEPLOYMENT`` and its ``serve``
+    module the server half ``SERVING`` (:mod:`dprec.systems.deployable` imports each only
+    when asked, so a device loads no server code). None: the system runs in process only."""
+    extras: tuple[str, ...] = ()
+    """Optional packages the system needs to be built (``torch``): what
+    :meth:`missing_extra` checks without importing them."""
     audit: SystemAudit | None = None
     """How ``dprec audit NAME`` audits the system (:mod:`dprec.systems.audits`); None: it
     cannot be audited."""
@@ -58,6 +67,10 @@ class SystemSpec:
     def paper_config(self) -> Any:
         """The default config with the paper's own settings applied."""
         return replace(self.default_config(), **self.paper)
+
+    def missing_extra(self) -> str | None:
+        """The first of :attr:`extras` that is not installed (None: all are)."""
+        return next((m for m in self.extras if importlib.util.find_spec(m) is None), None)
 
     def build(self, config: Any | None = None) -> Recommender:
         """A fresh, unfitted system with ``config`` (default: the paper's settings)."""

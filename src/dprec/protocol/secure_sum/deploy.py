@@ -63,7 +63,7 @@ class SecureSumDeployment(Deployment):
     """What every system on the secure sum deploys the same way (dp-pop, dpals): one
     :class:`SumUpload` per client per round, one :class:`SumRelease` per round made by the
     proxy's secure-sum part, secure aggregation only. A subclass gives ``name``,
-    ``accepts``, ``mechanism``, the parameters of the round a record names
+    ``mechanism``, the parameters of the round a record names
     (:meth:`round_params`), all rounds' parameters (:meth:`all_params`), its proxy part, the
     type of its simulated client blocks and, for the device, its rounds' parameters and
     noise segments (:meth:`device_round`), its vector (:meth:`device_vector`), its model

@@ -16,7 +16,6 @@ import httpx
 from fastapi import Request
 
 from dprec.errors import DprecError
-from dprec.protocol.deployed import ProtocolInfo, check_upload
 from dprec.protocol.deployment import ProxySecrets, SecretNotReady
 from dprec.protocol.messages import Message, MessageError
 from dprec.protocol.secure_sum.validity import CHECK_CHUNK_BYTES, ReleaseRule
@@ -35,6 +34,7 @@ from dprec.services.rounds import (
     release_rule,
 )
 from dprec.services.store import Duplicate, ProxyStore, Replayed
+from dprec.systems.deployable import ProtocolInfo, check_upload
 
 log = logging.getLogger("dprec.services.proxy")
 

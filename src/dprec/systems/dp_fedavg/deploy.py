@@ -58,13 +58,8 @@ class FedAvgDeployment(SecureSumDeployment):
     same parameters."""
 
     name = "dp_fedavg"
-    package = "dprec.systems.dp_fedavg"
     label = "dp-fedavg"
     block_type = ClientBlock
-
-    def accepts(self, config: Mapping[str, Any]) -> bool:
-        """dp-fedavg's own fields (no other system's config has all of them)."""
-        return {"rounds", "rate", "server_steps", "min_honest", "gamma"} <= set(config)
 
     def rounds(self, config: Mapping[str, Any]) -> int:
         return int(config["rounds"])

@@ -166,6 +166,7 @@ class DpFedAvg(Ranker):
     cryptographic secure sum, :mod:`.deploy`) or a sharded backend (``dprec run --backend
     local|ray``: the clients' integer vectors summed in the shards)."""
 
+    networked = True
     transport: Any = None
 
     def __init__(self, name: str, config: DpFedAvgConfig) -> None:

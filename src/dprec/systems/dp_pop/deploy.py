@@ -63,12 +63,8 @@ class PopDeployment(SecureSumDeployment):
     """dp-pop with ``aggregation = secure``."""
 
     name = "dp_pop"
-    package = "dprec.systems.dp_pop"
     label = "dp-pop"
     block_type = NoisyVectors
-
-    def accepts(self, config: Mapping[str, Any]) -> bool:
-        return {"k", "sampling", "min_honest", "aggregation"} <= set(config)
 
     def mechanism(self, config: Mapping[str, Any]) -> SkellamMechanism:
         """Each client's noise share ``Sk(mu / min_honest)``, for k at most the item count

@@ -26,11 +26,14 @@ def _run_noise(params: Any, n_items: int, n_clients: int, min_honest: int
     return run_noise(params, n_items, n_clients, min_honest)
 
 
+_DEPLOY = "dprec.systems.dp_pop"
+"""This package runs as services (its deploy.py and serve.py)."""
+
 SPECS: list[SystemSpec] = [
     SystemSpec("dp-pop", DpPopConfig, _dp_pop, "ranking", True,
                "item popularity from k-hot vectors by a secure sum with distributed Skellam "
                "noise (user-level central DP without a trusted server; issue 23)",
-               audit=SystemAudit(run_noise=_run_noise)),
+               audit=SystemAudit(run_noise=_run_noise), deploy=_DEPLOY),
     SystemSpec("ldp-pop", LdpPopConfig, _ldp_pop, "ranking", True,
                "item popularity from one padding-and-sampling OUE report per user (local DP)"),
 ]

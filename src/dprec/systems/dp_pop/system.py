@@ -230,6 +230,7 @@ class DpPop(_RankedList):
     path's round: ``dprec simulate --transport http`` runs it through the services, where
     the clients' uploads are the cryptographic secure sum's."""
 
+    networked = True
     transport: Any = None
 
     def __init__(self, name: str, config: DpPopConfig) -> None:

@@ -72,12 +72,8 @@ class DpalsDeployment(SecureSumDeployment):
     count round, then each ALS step)."""
 
     name = "dpals"
-    package = "dprec.systems.dpals"
     label = "dpals"
     block_type = ClientBlock
-
-    def accepts(self, config: Mapping[str, Any]) -> bool:
-        return "unobserved_weight" in config and "weighting" in config
 
     def rounds(self, config: Mapping[str, Any]) -> int:
         steps = config.get("steps")

@@ -22,11 +22,14 @@ def _run_noise(params: Any, n_items: int, n_clients: int, min_honest: int
     return run_noise(params, n_items, n_clients, min_honest)
 
 
+_DEPLOY = "dprec.systems.dpals"
+"""This package runs as services (its deploy.py and serve.py)."""
+
 SPECS: list[SystemSpec] = [
     SystemSpec("dpals", DpalsConfig, _dpals, "ranking", True,
                "DPALS / AdaDPALS: item factors from noisy sums of per-item sufficient "
                "statistics by a secure sum with distributed Skellam noise (issue 24)",
                paper={"delta": 8e-6, "k": 100, "factors": 64, "steps": None},
-               audit=SystemAudit(run_noise=_run_noise)),
+               audit=SystemAudit(run_noise=_run_noise), deploy=_DEPLOY),
 ]
 """The registry entries (listed in ``dprec.systems.registry.SPEC_MODULES``)."""

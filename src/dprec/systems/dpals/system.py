@@ -245,6 +245,7 @@ class Dpals(Ranker):
     rounds: ``dprec simulate --transport http`` runs them through the services (the
     clients' uploads are the cryptographic secure sum's), ``--backend`` in shards."""
 
+    networked = True
     transport: Any = None
 
     def __init__(self, name: str, config: DpalsConfig) -> None:

@@ -108,7 +108,7 @@ def upload_events(mechanism: BitFlip, ids: np.ndarray, binds: np.ndarray, n_item
 def obfuscate(
     history: sp.csr_matrix, mechanism: BitFlip | None, rng: np.random.Generator
 ) -> ObfuscatedBits:
-    """Flip every bit of each client's N-bit interaction vector (SYSTEMS.md §1, client step).
+    """Flip every bit of each client's N-bit interaction vector (docs/architecture.md §1).
 
     ``mechanism=None`` uploads the true vectors (the non-private LCF-UB upper bound).
     """

@@ -24,16 +24,12 @@ class DplcfDeployment(Deployment):
     """Every DPLCF variant (``dplcf-sp``, ``dplcf-oue``, ``lcf-sp``, ...)."""
 
     name = "dplcf"
-    package = "dprec.systems.dplcf"
     noisy = ("symmetric", "asymmetric", "oue")
     default_mechanisms = frozenset({"symmetric", "oue"})
     """The one-sided flip (p = 1) protects presence only (an uploaded 0 proves an absence),
     so a device policy must name it to accept it."""
     artefacts = ("neighbours",)
     broadcast_artefact = "neighbours"
-
-    def accepts(self, config: Mapping[str, Any]) -> bool:
-        return "flip" in config and "estimator" in config
 
     def upload(self, config: Mapping[str, Any]) -> type[Message]:
         return ObfuscatedBits

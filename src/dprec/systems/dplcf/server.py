@@ -212,7 +212,7 @@ def estimate_similarity(
     """Jaccard similarity of every item pair from observed pair counts.
 
     - "naive": Jaccard straight on the observed (obfuscated) data, m11 / (M - m00) (LCF-SP/AP).
-    - "unbiased": n_hat = A^-1 m (SYSTEMS.md §1), sim = n_hat11 / (M - n_hat00) (DPLCF).
+    - "unbiased": n_hat = A^-1 m (docs/architecture.md §1), sim = n_hat11 / (M - n_hat00) (DPLCF).
     - "eb": empirical-Bayes shrinkage of n_hat11 toward the independence prior
       mu_ij = n_hat_i n_hat_j / M with weight tau^2 / (tau^2 + Var[n_hat11]), where the
       sampling variance is known from the mechanism, Var = sum_t n_t (sum_o r_o^2 A[o, t]

@@ -28,7 +28,7 @@ __all__ = ["DplcfAdapter"]
 
 
 class DplcfAdapter(SystemAdapter):
-    """DPLCF: integer pair counts and upload counts per shard (SYSTEMS.md §1)."""
+    """DPLCF: integer pair counts and upload counts per shard (docs/architecture.md §1)."""
 
     def __init__(self, n_items: int, max_piece_bytes: int = 256 * 2**20) -> None:
         self.n_items = n_items

@@ -1,4 +1,4 @@
-"""DPLCF and its item-CF baselines as one simulated protocol (SYSTEMS.md §1).
+"""DPLCF and its item-CF baselines as one simulated protocol (docs/architecture.md §1).
 
 Clients obfuscate once (client.obfuscate), the server estimates similarities and publishes
 neighbour lists (server.*), clients score with their true history (client.local_scores).
@@ -112,6 +112,8 @@ class LocalItemCF(Ranker):
     :class:`server.SimilarityServer` publishes neighbour lists. Scoring needs only the
     broadcast and the user's own history, so users unseen at training are scored too.
     """
+
+    networked = True
 
     def __init__(self, name: str, config: LocalItemCFConfig) -> None:
         self.name = name

@@ -1,7 +1,7 @@
 """FCF / FMF-LDP client (on device): private user vector, item gradient, LDP reports.
 
 Never imports server code; shares only messages, mechanisms and the round engine
-(SYSTEMS.md §2, steps 2-3).
+(docs/architecture.md §2).
 """
 
 from __future__ import annotations

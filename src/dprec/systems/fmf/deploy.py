@@ -39,14 +39,10 @@ class FmfDeployment(Deployment):
     """FMF-LDP (FCF, ``exact=true``, sends whole gradients and runs in process only)."""
 
     name = "fmf"
-    package = "dprec.systems.fmf"
     noisy = ("binary", "piecewise")
     default_mechanisms = frozenset({"binary", "piecewise"})
     artefacts = ("item-matrix", "item-matrix-f64")
     broadcast_artefact = "item-matrix-f64"
-
-    def accepts(self, config: Mapping[str, Any]) -> bool:
-        return "k" in config and "mechanism" in config
 
     def validate(self, config: Mapping[str, Any]) -> None:
         if config.get("exact"):

@@ -1,6 +1,6 @@
 """FCF / FMF-LDP server (untrusted): unbiased gradient estimate from shuffled reports, descent.
 
-Never imports client code (SYSTEMS.md §2, step 5).
+Never imports client code (docs/architecture.md, roles).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def descend(V: np.ndarray, mean_gradient: np.ndarray, lr: float, reg: float,
 
 
 class FactorServer(Server):
-    """Broadcasts V; each round estimates the mean gradient and descends (SYSTEMS.md §2, 5).
+    """Broadcasts V; each round estimates the mean gradient and descends (docs/architecture.md §2).
 
     FMF-LDP: the round's shuffled batches (one from the simulated proxy, several from a
     deployed one), debiased with the public mechanism (Eq. 9) and combined by

@@ -1,4 +1,4 @@
-"""FCF and FMF-LDP as one simulated federated protocol (SYSTEMS.md §2).
+"""FCF and FMF-LDP as one simulated federated protocol (docs/architecture.md §2).
 
 Each epoch: the server broadcasts V; every client solves its private x_u (client.user_vectors)
 and either sends its exact item gradient (FCF, non-private) or k LDP reports of sampled
@@ -168,6 +168,8 @@ class FederatedMF(Ranker):
     shuffling proxy (FMF-LDP) or straight to :class:`server.FactorServer` (FCF). A user
     unseen at training solves x_u from V and its own history, like every client does.
     """
+
+    networked = True
 
     def __init__(self, name: str, config: FMFConfig) -> None:
         self.name = name

@@ -1,6 +1,6 @@
 """LDP rating clients (on device): normalise, perturb every rated value, upload once.
 
-Seed 001 Sec. IV-A (SYSTEMS.md §3): a rating r on the public scale [low, high] becomes
+Seed 001 Sec. IV-A (docs/architecture.md §3): a rating r on the public scale [low, high] becomes
 x = (r - low)/(high - low) in [0, 1] and is perturbed locally. Mechanisms on [0, 1]
 (Laplace, Laplace-RR) perturb x itself; Duchi's and the piecewise mechanism work on
 [-1, 1] and perturb 2x - 1 (Duchi's report is the sign, sent as +-1).

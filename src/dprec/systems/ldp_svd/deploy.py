@@ -32,7 +32,6 @@ class RatingDeployment(Deployment):
     ``laplace-rr-svd`` (eps1, eps2)."""
 
     name = "ldp_svd"
-    package = "dprec.systems.ldp_svd"
     noisy = ("laplace", "duchi", "piecewise", "laplace-rr")
     default_mechanisms = frozenset({"laplace", "duchi", "piecewise"})
     """Laplace-RR sends the true rating with probability e^eps2/(1 + e^eps2) (no finite
@@ -41,9 +40,6 @@ class RatingDeployment(Deployment):
     broadcast_artefact = "model"
     exact_upload = False
     """An upload holds one report per rated item (and per fake): its size is the user's."""
-
-    def accepts(self, config: Mapping[str, Any]) -> bool:
-        return "noise_weighting" in config and "rating_min" in config
 
     def validate(self, config: Mapping[str, Any]) -> None:
         """The server needs what the data fixes: the users enrolled and the public scale."""

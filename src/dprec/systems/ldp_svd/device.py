@@ -15,7 +15,7 @@ its own ratings exactly as the simulation's clients do, and ranks with the serve
   the item side fixed, a ridge regression: Koren et al. 2009, "Matrix factorization
   techniques", fold-in), so no rating leaves the device to rank.
 
-Seed 001 Sec. IV-A; SYSTEMS.md §3.
+Seed 001 Sec. IV-A; docs/architecture.md §3.
 """
 
 from __future__ import annotations

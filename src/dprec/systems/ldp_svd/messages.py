@@ -1,6 +1,7 @@
 """What the rating clients and the server share: the public rating scale and the upload batch.
 
-Seed 001 (SYSTEMS.md §3): each client uploads, once, one perturbed value per reported item.
+Seed 001 (docs/architecture.md §3): each client uploads, once, one perturbed value per
+reported item.
 :class:`RatingReports` is the simulation's batch of many clients' uploads; it expands to the
 wire messages of :mod:`dprec.protocol.messages` (one ``ValueReports`` per client, factor 0,
 values as float32) and back.

@@ -1,6 +1,6 @@
 """LDP rating server (untrusted): decode the reports to unbiased ratings, train Funk SVD.
 
-Seed 001 Sec. IV-B (SYSTEMS.md §3): the server trains SVD by SGD on the perturbed ratings
+Seed 001 Sec. IV-B (docs/architecture.md §3): the server trains SVD by SGD on the perturbed ratings
 mapped back to the rating scale. Decoding makes every report an unbiased estimate of its
 rating r = low + (high - low) x:
 

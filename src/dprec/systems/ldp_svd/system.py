@@ -1,4 +1,5 @@
-"""Laplace-SVD, Laplace-RR-SVD (seed 001) and LDP-SVD as one simulated protocol (SYSTEMS.md §3).
+"""Laplace-SVD, Laplace-RR-SVD (seed 001) and LDP-SVD as one simulated protocol
+(docs/architecture.md §3).
 
 One round of the engine, no proxy: clients normalise and perturb every rating
 (:mod:`.client`), the server decodes the reports and trains Funk SVD (:mod:`.server`), and
@@ -223,6 +224,8 @@ class LocalRatingSVD(RatingPredictor):
     ``rating_min``/``rating_max`` if set, else the data set's declared scale (handed over by
     :meth:`set_rating_scale`); it is never read off the training ratings.
     """
+
+    networked = True
 
     uses_rating_scale = True
 

@@ -34,15 +34,11 @@ class PrivRecDeployment(Deployment):
     ``nn-self``, which share the protocol); not ``privrec-cen`` (no protocol)."""
 
     name = "privrec"
-    package = "dprec.systems.privrec"
     noisy: tuple[str, ...] = ()
     default_mechanisms: frozenset[str] = frozenset()
     """No local mechanism: DP-PrivRec's noise is the server's."""
     artefacts = ("model",)
     broadcast_artefact = "model"
-
-    def accepts(self, config: Mapping[str, Any]) -> bool:
-        return "budget_balance" in config and "clients_per_round" in config
 
     def validate(self, config: Mapping[str, Any]) -> None:
         """A federated config whose network size is stated."""

@@ -345,7 +345,7 @@ class InitialModel(Message):
 class ServerState(Message):
     """What the server keeps after a round (never published): the broadcast and the state
     of its own generator (which the next rounds' selection and noise draw from).
-    ``generator`` is a JSON object (:func:`~dprec.protocol.deployed.generator_to_json`)."""
+    ``generator`` is a JSON object (:func:`~dprec.protocol.deployment.generator_to_json`)."""
 
     KIND: ClassVar[int] = 33
 

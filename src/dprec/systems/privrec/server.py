@@ -21,7 +21,7 @@ import numpy as np
 
 from dprec.errors import DprecError
 from dprec.mechanisms.gaussian import Gaussian, joint_event
-from dprec.protocol.deployed import generator_from_json, generator_to_json
+from dprec.protocol.deployment import generator_from_json, generator_to_json
 from dprec.protocol.engine import Server
 from dprec.random import is_secure, secure_generator
 from dprec.systems.privrec.accounting import privrec_noise_multipliers

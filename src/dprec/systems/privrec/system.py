@@ -98,6 +98,8 @@ def privrec_noise(cfg: PrivRecConfig) -> tuple[float, float, float]:
 class SideNetRecommender(Ranker):
     """The side-feature network trained federated (Reptile / MAML) or centrally."""
 
+    networked = True
+
     uses_ratings = True
     uses_side_features = True
     supports_unknown_users = True
