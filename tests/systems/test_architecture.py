@@ -187,13 +187,14 @@ def _server_of(system_name: str, train: sp.csr_matrix):
         return original(server, clients, *a, **k)
 
     from dprec.systems.registry import make_system
+    system = make_system(system_name, {"epochs": 2} if "fmf" in system_name
+                         or system_name == "fcf" else {})  # loads its modules (lazily registered)
     engine_users = [m for m in list(sys.modules.values())
                     if getattr(m, "run_protocol", None) is original]
     for m in engine_users:
         m.run_protocol = spy
     try:
-        make_system(system_name, {"epochs": 2} if "fmf" in system_name or system_name == "fcf"
-                    else {}).fit(train, np.random.default_rng(0))
+        system.fit(train, np.random.default_rng(0))
     finally:
         for m in engine_users:
             m.run_protocol = original

@@ -11,13 +11,8 @@ import scipy.sparse as sp
 
 from dprec.data.synthetic import synthetic
 from dprec.errors import InvalidParameterError
-from dprec.systems.dpals.frequency import (
-    contributions,
-    head_mask,
-    item_regularisation,
-    restrict_to,
-    uses_counts,
-)
+from dprec.systems.dpals.client import contributions, restrict_to
+from dprec.systems.dpals.frequency import head_mask, item_regularisation, uses_counts
 from dprec.systems.dpals.plan import run_plan
 from dprec.systems.dpals.server import solve_items
 from dprec.systems.dpals.system import DpalsConfig

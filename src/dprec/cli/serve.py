@@ -64,7 +64,8 @@ def deployable_systems() -> list[str]:
     names = []
     for name in deployable.deployable_systems():
         missing = spec(name).missing_extra()
-        names.append(name if missing is None else f"{name} (needs {missing})")
+        names.append(name if missing is None else
+                     f"{name} (unavailable: {name} needs {missing}; pip install {missing})")
     return names
 
 

@@ -69,9 +69,18 @@ class SystemSpec:
         return replace(self.default_config(), **self.paper)
 
     def missing_extra(self) -> str | None:
-        """The first of :attr:`extras` that is not installed (None: all are)."""
-        return next((m for m in self.extras if importlib.util.find_spec(m) is None), None)
+        """The first of :attr:`extras` that is not installed or cannot be found (None: all
+        are); nothing is imported."""
+        return next((m for m in self.extras if not _findable(m)), None)
 
     def build(self, config: Any | None = None) -> Recommender:
         """A fresh, unfitted system with ``config`` (default: the paper's settings)."""
         return self.factory(self.name, config if config is not None else self.default_config())
+
+
+def _findable(module: str) -> bool:
+    """Whether ``module`` can be found (``find_spec`` may raise for a broken or blocked one)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False

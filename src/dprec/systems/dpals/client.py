@@ -27,7 +27,8 @@ and the kernels run over all users at once (numba, in parallel).
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import numba
 import numpy as np
@@ -37,11 +38,12 @@ from dprec.errors import InvalidParameterError
 from dprec.models.als import solve_user_factors
 from dprec.random import derive_generator
 from dprec.systems.dpals.draws import pair_state, stream_key, uniform_at
+from dprec.systems.dpals.frequency import head_mask
 from dprec.systems.dpals.statistics import stats_width, triangle_size
 
 __all__ = ["COUNT", "GRAM", "SELECT", "STATS", "Weighting", "client_generator",
-           "clip_users", "count_sample", "gram_statistics", "item_statistics",
-           "select_items", "solve_users"]
+           "clip_users", "contributions", "count_sample", "gram_statistics",
+           "item_statistics", "restrict_to", "select_items", "solve_users"]
 
 Weighting = Literal["uniform", "tail", "adaptive"]
 
@@ -279,3 +281,26 @@ def gram_statistics(U: np.ndarray, gamma: float, seed: int, round_id: int,
     n, t = U.shape[0], triangle_size(U.shape[1])
     return _gram_statistics(U, _user_ids(ids, n), stream_key(seed, GRAM, round_id),
                             float(gamma), _chunks(np.arange(n + 1, dtype=np.int64), t))
+
+
+def restrict_to(train: sp.csr_matrix, mask: np.ndarray | None) -> sp.csr_matrix:
+    """``train`` with the entries outside ``mask``'s items dropped (itself when no mask)."""
+    if mask is None:
+        return train
+    csr = sp.csr_matrix(train)
+    keep = mask[csr.indices]
+    kept = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
+    return sp.csr_matrix((csr.data[keep], csr.indices[keep], kept[csr.indptr]),
+                         shape=csr.shape)
+
+
+def contributions(train: sp.csr_matrix, cfg: Mapping[str, Any], seed: int,
+                  counts: np.ndarray | None, max_items: int,
+                  ids: np.ndarray | None = None) -> sp.csr_matrix:
+    """The weights ``c_ij`` the rows of ``train`` contribute with: the selection of
+    :func:`select_items` among each user's head items (all items without a head
+    restriction); ``counts``: the DP counts (None when the run releases none)."""
+    mask = None if counts is None else head_mask(counts, cfg.get("head_items"))
+    return select_items(restrict_to(train, mask), cfg["weighting"], int(cfg["k"]), seed,
+                        counts if cfg["weighting"] != "uniform" else None, max_items,
+                        float(cfg["exponent"]), ids)

@@ -33,12 +33,13 @@ from dprec.protocol.secure_sum.wire import ClientBlock
 from dprec.random import secure_generator
 from dprec.systems.dpals.client import (
     clip_users,
+    contributions,
     count_sample,
     gram_statistics,
     item_statistics,
     solve_users,
 )
-from dprec.systems.dpals.frequency import contributions, uses_counts
+from dprec.systems.dpals.frequency import uses_counts
 from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import RoundPlan, RunPlan, items_bound, round_check
 

@@ -37,13 +37,14 @@ from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.protocol.secure_sum.wire import ClientBlock
 from dprec.systems.dpals.client import (
     clip_users,
+    contributions,
     count_sample,
     gram_statistics,
     item_statistics,
     solve_users,
 )
 from dprec.systems.dpals.clients import check_model
-from dprec.systems.dpals.frequency import contributions, uses_counts
+from dprec.systems.dpals.frequency import uses_counts
 from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import RunPlan, items_bound, plan_of
 from dprec.systems.dpals.plan import round_check as plan_check

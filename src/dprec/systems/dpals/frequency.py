@@ -25,13 +25,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from dprec.errors import DprecError
 from dprec.selection import top_k_row
-from dprec.systems.dpals.client import select_items
 
-__all__ = ["contributions", "head_mask", "item_regularisation", "restrict_to", "uses_counts"]
+__all__ = ["head_mask", "item_regularisation", "uses_counts"]
 
 
 def uses_counts(cfg: Mapping[str, Any]) -> bool:
@@ -62,26 +60,3 @@ def item_regularisation(reg: float, counts: np.ndarray | None, exponent: float
     n1 = np.maximum(np.asarray(counts, dtype=np.float64), 0.0) + 1.0
     w = n1 ** float(exponent)
     return float(reg) * w * (n1.sum() / (n1 * w).sum())
-
-
-def restrict_to(train: sp.csr_matrix, mask: np.ndarray | None) -> sp.csr_matrix:
-    """``train`` with the entries outside ``mask``'s items dropped (itself when no mask)."""
-    if mask is None:
-        return train
-    csr = sp.csr_matrix(train)
-    keep = mask[csr.indices]
-    kept = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
-    return sp.csr_matrix((csr.data[keep], csr.indices[keep], kept[csr.indptr]),
-                         shape=csr.shape)
-
-
-def contributions(train: sp.csr_matrix, cfg: Mapping[str, Any], seed: int,
-                  counts: np.ndarray | None, max_items: int,
-                  ids: np.ndarray | None = None) -> sp.csr_matrix:
-    """The weights ``c_ij`` the rows of ``train`` contribute with: the selection of
-    :func:`~.client.select_items` among each user's head items (all items without a head
-    restriction); ``counts``: the DP counts (None when the run releases none)."""
-    mask = None if counts is None else head_mask(counts, cfg.get("head_items"))
-    return select_items(restrict_to(train, mask), cfg["weighting"], int(cfg["k"]), seed,
-                        counts if cfg["weighting"] != "uniform" else None, max_items,
-                        float(cfg["exponent"]), ids)

@@ -23,9 +23,9 @@ from dprec.iteration import IterationHook
 from dprec.privacy.events import EventLog
 from dprec.protocol.engine import Transport, run_protocol
 from dprec.protocol.secure_sum.in_process import total_outcomes
-from dprec.systems.dpals.client import solve_users
+from dprec.systems.dpals.client import contributions, solve_users
 from dprec.systems.dpals.clients import DpalsClients
-from dprec.systems.dpals.frequency import contributions, uses_counts
+from dprec.systems.dpals.frequency import uses_counts
 from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import RunPlan, items_bound, round_check, run_plan
 from dprec.systems.dpals.proxy import ExactSumProxy

@@ -45,17 +45,13 @@ from dprec.systems.dpals.aggregate import Aggregation, ShareDraws, noisy_release
 from dprec.systems.dpals.client import (
     Weighting,
     clip_users,
+    contributions,
     count_sample,
     gram_statistics,
     item_statistics,
     solve_users,
 )
-from dprec.systems.dpals.frequency import (
-    contributions,
-    head_mask,
-    item_regularisation,
-    uses_counts,
-)
+from dprec.systems.dpals.frequency import head_mask, item_regularisation, uses_counts
 from dprec.systems.dpals.plan import (
     RunPlan,
     items_bound,

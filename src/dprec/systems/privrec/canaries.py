@@ -16,7 +16,7 @@ noise sigma = 2 z / sqrt(1 - h) (Algorithm 2's sigma_D, seed 002).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import dp_accounting
@@ -25,52 +25,13 @@ import scipy.sparse as sp
 
 from dprec.data.features import SideFeatures
 from dprec.errors import DprecError
-from dprec.protocol.engine import Clients, Sent, run_protocol
+from dprec.protocol.engine import Clients, run_protocol
 from dprec.systems.audits import DEFAULT_GUESSES, AuditRequest, CanaryRun, CanaryTraining
+from dprec.systems.privrec.canary_clients import CanaryClients
 from dprec.systems.privrec.claim import paper_epsilon
 from dprec.systems.privrec.config import PrivRecConfig
-from dprec.systems.privrec.messages import ModelBroadcast, ModelUpdates
 
 __all__ = ["CanaryClients", "PrivRecCanaries", "canary_run"]
-
-
-class CanaryClients(Clients):
-    """The training population plus ``m`` canary slots with ids ``n_train .. n_train+m-1``.
-
-    Real clients are answered by ``inner`` (the system's own clients) on a broadcast that
-    lists only them; a selected slot sends S * u_k if it holds the canary, else 0.
-    """
-
-    def __init__(self, inner: Clients, n_train: int, directions: sp.csc_matrix,
-                 present: np.ndarray, event: object, population: np.ndarray) -> None:
-        self.inner = inner
-        self.n_train = int(n_train)
-        self.directions = directions
-        self.present = np.asarray(present, bool)
-        self.event = event
-        self.population = population
-        self.participated = np.zeros(len(self.present), np.int64)
-
-    def step(self, broadcast: ModelBroadcast, round: int,
-             rng: np.random.Generator) -> Iterator[ModelUpdates]:
-        chosen = broadcast.clients.astype(np.int64)
-        real = chosen[chosen < self.n_train]
-        slots = chosen[chosen >= self.n_train] - self.n_train
-        if real.size:
-            yield from self.inner.step(
-                ModelBroadcast(broadcast.params, real, broadcast.round, broadcast.clip),
-                round, rng)
-        if slots.size:
-            live = slots[self.present[slots]]
-            self.participated[live] += 1
-            d = np.zeros((slots.size, self.directions.shape[0]), np.float32)
-            mask = self.present[slots]
-            if mask.any():
-                d[mask] = (self.directions[:, live].T.toarray() * broadcast.clip)
-            yield ModelUpdates(d, np.ones(slots.size, np.uint8))
-
-    def sent(self) -> list[Sent]:
-        return [Sent(self.event, self.population, 1, "user")]
 
 
 class PrivRecCanaries(CanaryTraining):
