@@ -3,9 +3,8 @@ report (optionally on the sharded backend)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -16,13 +15,11 @@ from dprec.cli.common import (
     ResultsDir,
     Seeds,
     Split,
-    err,
     fail,
     load_dataset,
-    out,
     progress,
 )
-from dprec.cli.tables import print_privacy, print_tables
+from dprec.cli.tables import save_and_show
 from dprec.errors import DprecError
 
 __all__ = ["register", "run"]
@@ -63,39 +60,16 @@ def run(
         min=1, help="Shards for --backend (default: 1 local, one per CPU on Ray).")] = None,
 ) -> None:
     """Run one system on a data set over several seeds; print metrics and the privacy report."""
-    from dprec.evaluation.experiments import check_folds, task_of
-    from dprec.evaluation.results import (
-        check_output_base,
-        new_result_file,
-        strict_json_text,
-        write_json,
-    )
-    from dprec.evaluation.run_system import check_backend, run_system
-    from dprec.evaluation.runner import check_seed_count
-    from dprec.systems.params import config_from_file, param_pairs, system_params
-    from dprec.systems.registry import check_model_memory, make_config, spec
+    from dprec.evaluation.results import check_output_base
+    from dprec.evaluation.run_system import run_system
     runner = None
     try:
         check_output_base(out_dir)
-        s = spec(system)
-        check_seed_count(seeds)
-        check_folds(task_of(system, split), split, folds)
-        base, cf = config_from_file(config, system)
-        if preset not in ("default", "paper"):
-            raise DprecError(f"--preset must be default or paper, got {preset!r}")
-        if preset == "paper":
-            if cf is not None:
-                raise DprecError("--preset paper and --config both set the config; use one")
-            base = s.paper_config()
-        params = system_params(system, epsilon, param_pairs(param))
-        check_model_memory(system, make_config(system, params, base))
-        if backend is not None:
-            from dprec.distributed import make_backend
-            check_backend(system)
-            runner = make_backend(backend, ray_address, shards, keep_warm=True)
+        base, cf, params = _checked_inputs(system, epsilon, param, config, preset, seeds,
+                                           split, folds)
+        runner = _sharded_backend(system, backend, ray_address, shards)
+        if runner is not None:
             runner.prestart()  # Ray's workers boot while the data load; every seed reuses them
-        elif ray_address is not None or shards is not None:
-            raise DprecError("--ray-address and --shards need --backend")
         ds = load_dataset(dataset, data_dir)
         with progress() as bar:
             task = bar.add_task(f"{system} on {dataset}", total=seeds)
@@ -112,15 +86,46 @@ def run(
     doc = res.to_json()
     if backend is not None:
         doc["backend"] = {"name": backend, "shards": shards, "ray_address": ray_address}
-    path = write_json(new_result_file(out_dir, dataset, system), doc)
-    if as_json:
-        sys.stdout.write(strict_json_text(doc) + "\n")
-        err.print(f"saved {path}")
-        return
-    print_tables(f"{system} on {dataset} ({seeds} seeds, mean ± 95% interval)",
-                 {system: doc})
-    print_privacy(doc)
-    out.print(f"saved {path}")
+    save_and_show(doc, out_dir, dataset, system,
+                  f"{system} on {dataset} ({seeds} seeds, mean ± 95% interval)", as_json)
+
+
+def _checked_inputs(system: str, epsilon: float | None, param: list[str] | None,
+                    config: Path | None, preset: str, seeds: int, split: str | None,
+                    folds: int | None) -> tuple[Any, Any, dict[str, Any]]:
+    """(base config, the config file read or None, parameters) of ``dprec run``: every
+    option checked, and the model's memory, before the data set is loaded."""
+    from dprec.evaluation.experiments import check_folds, task_of
+    from dprec.evaluation.runner import check_seed_count
+    from dprec.systems.params import config_from_file, param_pairs, system_params
+    from dprec.systems.registry import check_model_memory, make_config, spec
+    s = spec(system)
+    check_seed_count(seeds)
+    check_folds(task_of(system, split), split, folds)
+    base, cf = config_from_file(config, system)
+    if preset not in ("default", "paper"):
+        raise DprecError(f"--preset must be default or paper, got {preset!r}")
+    if preset == "paper":
+        if cf is not None:
+            raise DprecError("--preset paper and --config both set the config; use one")
+        base = s.paper_config()
+    params = system_params(system, epsilon, param_pairs(param))
+    check_model_memory(system, make_config(system, params, base))
+    return base, cf, params
+
+
+def _sharded_backend(system: str, backend: str | None, ray_address: str | None,
+                     shards: int | None) -> Any:
+    """The sharded backend ``--backend`` names (kept warm across seeds; not started yet),
+    or None for the in-process engine, which takes no --ray-address or --shards."""
+    if backend is None:
+        if ray_address is not None or shards is not None:
+            raise DprecError("--ray-address and --shards need --backend")
+        return None
+    from dprec.distributed import make_backend
+    from dprec.evaluation.run_system import check_backend
+    check_backend(system)
+    return make_backend(backend, ray_address, shards, keep_warm=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperCommand
 
-from dprec.cli.common import err, fail, load_dataset, out, progress
-from dprec.cli.tables import print_privacy, print_tables
+from dprec.cli.common import err, fail, load_dataset, progress
+from dprec.cli.tables import save_and_show
 from dprec.errors import DprecError
 
 if TYPE_CHECKING:
@@ -421,15 +421,9 @@ def simulate(
     the same seeds give the same model and metrics either way (`dprec run`'s contract),
     except on the secure sum (dp-pop, dpals, dp-fedavg): over HTTP their clients draw as
     devices, from their own CSPRNGs, so only the privacy report and the structure match."""
-    from dprec.evaluation.results import (
-        check_output_base,
-        new_result_file,
-        strict_json_text,
-        write_json,
-    )
+    from dprec.evaluation.results import check_output_base
     from dprec.evaluation.run_system import run_system
     from dprec.systems.params import config_from_file, param_pairs, system_params
-    from dprec.systems.registry import make_config
 
     closers: list[Any] = []
     try:
@@ -441,13 +435,7 @@ def simulate(
         params = system_params(system, epsilon, param_pairs(param))
         ds = load_dataset(dataset, data_dir)
         if transport == "http":
-            if server is not None and proxy is not None:
-                from dprec.services.transport import check_reachable
-                check_reachable({"server": server, "proxy": proxy})
-            cfg = make_config(system, params, base)
-            if hasattr(cfg, "shuffle_threshold"):
-                params = _enforced_threshold(params, cfg.shuffle_threshold, threshold, server,
-                                             proxy)
+            params = _http_params(system, params, base, threshold, server, proxy)
 
         def start() -> Any:  # the services, once the system is known to run over them
             return _http_transport(system, params, config, server, proxy, secret_file,
@@ -465,15 +453,23 @@ def simulate(
             c()
     if cf is not None:
         res.config_file = {"path": cf.path, "provenance": cf.provenance}
-    doc = {**res.to_json(), "transport": transport}
-    path = write_json(new_result_file(out_dir, dataset, system), doc)
-    if as_json:
-        sys.stdout.write(strict_json_text(doc) + "\n")
-        err.print(f"saved {path}")
-        return
-    print_tables(f"{system} on {dataset} ({seeds} seeds, {transport})", {system: doc})
-    print_privacy(doc)
-    out.print(f"saved {path}")
+    save_and_show({**res.to_json(), "transport": transport}, out_dir, dataset, system,
+                  f"{system} on {dataset} ({seeds} seeds, {transport})", as_json)
+
+
+def _http_params(system: str, params: dict[str, Any], base: Any, threshold: int | None,
+                 server: str | None, proxy: str | None) -> dict[str, Any]:
+    """The parameters of a simulation over HTTP: running services (``--server`` and
+    ``--proxy``) checked reachable first, and a shuffled system's ``shuffle_threshold`` set
+    to what the proxy enforces (:func:`_enforced_threshold`)."""
+    from dprec.systems.registry import make_config
+    if server is not None and proxy is not None:
+        from dprec.services.transport import check_reachable
+        check_reachable({"server": server, "proxy": proxy})
+    cfg = make_config(system, params, base)
+    if hasattr(cfg, "shuffle_threshold"):
+        params = _enforced_threshold(params, cfg.shuffle_threshold, threshold, server, proxy)
+    return params
 
 
 def _check_proxy_options(threshold: int | None, batch_senders: int | None) -> None:

@@ -5,18 +5,21 @@ interaction and per user, and a run's privacy report (what ``run``, ``compare`` 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from rich.cells import cell_len
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from dprec.cli.common import out
+from dprec.cli.common import err, out
 
 __all__ = [
     "TABLE_WIDTH", "eps_text", "fitted_tables", "fmt_value", "headline_tables",
     "metric_tables", "paper_table", "print_privacy", "print_tables", "privacy_tables",
+    "save_and_show",
 ]
 
 TABLE_WIDTH = 120
@@ -200,3 +203,19 @@ def print_privacy(doc: dict) -> None:
         out.print(f"  local: ε per report {loc['epsilon_per_report']}, per round "
                   f"{loc['epsilon_per_round']}, per user over training {loc['epsilon_user']} "
                   "(basic composition)")
+
+
+def save_and_show(doc: dict, out_dir: Path, dataset: str, system: str, title: str,
+                  as_json: bool) -> None:
+    """Write one run's result ``doc`` to a new file under ``out_dir``, then show it: one
+    strict JSON document on stdout (``as_json``; the saved path on stderr), else its metric
+    tables under ``title`` and its privacy report (what ``run`` and ``simulate`` print)."""
+    from dprec.evaluation.results import new_result_file, strict_json_text, write_json
+    path = write_json(new_result_file(out_dir, dataset, system), doc)
+    if as_json:
+        sys.stdout.write(strict_json_text(doc) + "\n")
+        err.print(f"saved {path}")
+        return
+    print_tables(title, {system: doc})
+    print_privacy(doc)
+    out.print(f"saved {path}")

@@ -311,7 +311,33 @@ def synthetic(
         spectrum_decay=spectrum_decay)
     start = BASE_TIME + gen.integers(0, _TIME_SPAN, n_users)
     mean_gap = np.exp(gen.normal(math.log(6 * 3600.0), 1.5, n_users))
+    matrix, timestamps, n_batches = _draw_interactions(
+        k, n_interactions, log_pop, user_f, item_f, affinity_scale, start, mean_gap, gen,
+        batch=max(1, int(batch_elements) // n_items), threads=threads)
+    name = name or f"synthetic-{n_users}x{n_items}"
+    log.info("%s: %d users x %d items, %d interactions, %d batches", name, n_users, n_items,
+             n_interactions, n_batches)
+    user_features, item_features = factor_side_features(user_f, item_f, factor_sd)
+    return Dataset(
+        name=name,
+        matrix=matrix,
+        timestamps=timestamps,
+        user_ids=np.arange(n_users, dtype=np.int64),
+        item_ids=np.arange(n_items, dtype=np.int64),
+        user_features=user_features,
+        item_features=item_features,
+        rating_scale=(1.0, 5.0),
+    )
 
+
+def _draw_interactions(k: np.ndarray, n_interactions: int, log_pop: np.ndarray,
+                       user_f: np.ndarray, item_f: np.ndarray, affinity_scale: float,
+                       start: np.ndarray, mean_gap: np.ndarray, gen: np.random.Generator, *,
+                       batch: int, threads: int) -> tuple[sp.csr_matrix, np.ndarray, int]:
+    """Every user's ``k[u]`` items, ratings and timestamps (:func:`_fill_batch`), users in
+    batches of ``batch`` grouped by activity, each batch from its own child of ``gen``, on
+    ``threads`` threads. Returns (the ratings as CSR, timestamps in CSR order, batches)."""
+    n_users, n_items = len(k), len(log_pop)
     indptr = np.zeros(n_users + 1, np.int64)
     np.cumsum(k, out=indptr[1:])
     indices = np.empty(n_interactions, np.int32)
@@ -319,7 +345,6 @@ def synthetic(
     timestamps = np.empty(n_interactions, np.int64)
 
     order = np.argsort(k, kind="stable")
-    batch = max(1, int(batch_elements) // n_items)
     batches = [order[s:s + batch] for s in range(0, n_users, batch)]
     children = gen.spawn(len(batches))
     item_t = np.ascontiguousarray(item_f.T)
@@ -333,22 +358,8 @@ def synthetic(
                     children[b])
 
     run_batches(len(batches), (batch, n_items), threads, run)
-
     matrix = sp.csr_matrix((ratings, indices, indptr), shape=(n_users, n_items))
-    name = name or f"synthetic-{n_users}x{n_items}"
-    log.info("%s: %d users x %d items, %d interactions, %d batches", name, n_users, n_items,
-             n_interactions, len(batches))
-    user_features, item_features = factor_side_features(user_f, item_f, factor_sd)
-    return Dataset(
-        name=name,
-        matrix=matrix,
-        timestamps=timestamps,
-        user_ids=np.arange(n_users, dtype=np.int64),
-        item_ids=np.arange(n_items, dtype=np.int64),
-        user_features=user_features,
-        item_features=item_features,
-        rating_scale=(1.0, 5.0),
-    )
+    return matrix, timestamps, len(batches)
 
 
 def factor_side_features(user_f: np.ndarray, item_f: np.ndarray, factor_sd: np.ndarray,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import math
 import numbers
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 import numpy as np
@@ -261,52 +261,99 @@ def evaluate_user_ranking(
         raise DprecError(f"batch_users must be an integer >= 1, got {batch_users}")
     step = max(1, min(int(batch_users), BLOCK_BYTES // (8 * n_items)))
     history = _rule(fold.fine_tune, threshold, model.uses_ratings)[targets.users]
-    ranks: list[np.ndarray] = []
-    optimistic: list[np.ndarray] = []
-    sampled_ranks: list[np.ndarray] = []
-    owners: list[np.ndarray] = []
-    depth = min(max(LIST_KS), n_items)
-    relevant: list[np.ndarray] = []
-    first_ranks: list[np.ndarray] = []
-    covered = {k: np.zeros(n_items, bool) for k in LIST_KS}
+    col = _collect(model, targets, history, n_items, step, rng, sampled_rng,
+                   "optimistic-ties" in readings)
+    return _readings_metrics(col, targets, ks, readings)
+
+
+@dataclass
+class _Collected:
+    """What :func:`evaluate_user_ranking` gathers batch by batch, in target (CSR) order:
+    each target's rank (random ties), optimistic rank and sampled rank, its user; each
+    user's top-``depth`` relevance and first positive's rank; the items each top K covers."""
+
+    n_items: int
+    depth: int
+    ranks: list[np.ndarray] = field(default_factory=list)
+    optimistic: list[np.ndarray] = field(default_factory=list)
+    sampled: list[np.ndarray] = field(default_factory=list)
+    owners: list[np.ndarray] = field(default_factory=list)
+    relevant: list[np.ndarray] = field(default_factory=list)
+    first_ranks: list[np.ndarray] = field(default_factory=list)
+    covered: dict[int, np.ndarray] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.covered = {k: np.zeros(self.n_items, bool) for k in LIST_KS}
+
+
+def _collect(model: Ranker, targets: UserTargets, history: sp.csr_matrix, n_items: int,
+             step: int, rng: np.random.Generator, sampled_rng: np.random.Generator | None,
+             optimistic: bool) -> _Collected:
+    """Score the test users ``step`` at a time and rank their targets: ties drawn from
+    ``rng`` in (user, item) order, the sampled reading's from ``sampled_rng`` (None: not
+    asked for), the optimistic ranks if asked for."""
+    col = _Collected(n_items, min(max(LIST_KS), n_items))
     first = 0
     for start in range(0, len(targets.users), step):
         stop = min(start + step, len(targets.users))
-        b = stop - start
-        users = (targets.users[start:stop] if model.uses_side_features
-                 else np.full(b, -1, np.int64))
-        scores = checked_output(model.score(history[start:stop], users=users), (b, n_items),
-                                f"{model.name}.score", "scores")
-        tgt = targets.targets[start:stop]
-        row_of = np.repeat(np.arange(b), np.diff(tgt.indptr))
-        target_scores = scores[row_of, tgt.indices]
-        seen = targets.seen[start:stop]
-        scores[np.repeat(np.arange(b), np.diff(seen.indptr)), seen.indices] = np.nan
+        scores, tgt, row_of, target_scores = _batch_scores(model, history, targets, start,
+                                                           stop, n_items)
         for c in range(0, len(row_of), step):
             rows = row_of[c:c + step]
-            ranks.append(rank_with_random_ties(target_scores[c:c + step], scores[rows], rng))
-            if "optimistic-ties" in readings:
-                optimistic.append(np.sum(scores[rows] > target_scores[c:c + step, None],
-                                         axis=1))
+            col.ranks.append(rank_with_random_ties(target_scores[c:c + step], scores[rows],
+                                                   rng))
+            if optimistic:
+                col.optimistic.append(np.sum(scores[rows] > target_scores[c:c + step, None],
+                                             axis=1))
         if sampled_rng is not None and targets.negatives is not None:
             negs = targets.negatives[first:first + len(row_of)]
-            sampled_ranks.append(rank_with_random_ties(
+            col.sampled.append(rank_with_random_ties(
                 target_scores, scores[row_of[:, None], negs], sampled_rng))
-        rel, first_rank, top, valid = _list_batch(scores, tgt, target_scores, depth, step)
-        relevant.append(rel)
-        first_ranks.append(first_rank)
+        rel, first_rank, top, valid = _list_batch(scores, tgt, target_scores, col.depth, step)
+        col.relevant.append(rel)
+        col.first_ranks.append(first_rank)
         for k in LIST_KS:
-            covered[k] |= covered_items(top[:, :k], n_items, valid[:, :k])
+            col.covered[k] |= covered_items(top[:, :k], n_items, valid[:, :k])
         first += len(row_of)
-        owners.append(targets.users[start:stop][row_of])
-    r = np.concatenate(ranks) if ranks else np.zeros(0, np.int64)
-    u = np.concatenate(owners) if owners else np.zeros(0, np.int64)
+        col.owners.append(targets.users[start:stop][row_of])
+    return col
+
+
+def _batch_scores(model: Ranker, history: sp.csr_matrix, targets: UserTargets, start: int,
+                  stop: int, n_items: int
+                  ) -> tuple[np.ndarray, sp.csr_matrix, np.ndarray, np.ndarray]:
+    """Test users ``start:stop`` scored from their fine-tune ``history`` (their own indices
+    for a side-feature model, else -1). Returns (the scores, every interacted item NaN; the
+    batch's targets; each target's row; the targets' scores in CSR order)."""
+    b = stop - start
+    users = (targets.users[start:stop] if model.uses_side_features
+             else np.full(b, -1, np.int64))
+    scores = checked_output(model.score(history[start:stop], users=users), (b, n_items),
+                            f"{model.name}.score", "scores")
+    tgt = targets.targets[start:stop]
+    row_of = np.repeat(np.arange(b), np.diff(tgt.indptr))
+    target_scores = scores[row_of, tgt.indices]
+    seen = targets.seen[start:stop]
+    scores[np.repeat(np.arange(b), np.diff(seen.indptr)), seen.indices] = np.nan
+    return scores, tgt, row_of, target_scores
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    """The batches' ranks end to end (an empty int64 array if there were none)."""
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def _readings_metrics(col: _Collected, targets: UserTargets, ks: tuple[int, ...],
+                      readings: tuple[str, ...]) -> Metrics:
+    """The metrics of :func:`evaluate_user_ranking` from what its batches collected: the
+    paper's reading under ``"full"``, the full top-K lists, then each other reading asked
+    for (:data:`HITS_READINGS`)."""
+    r, u = _joined(col.ranks), _joined(col.owners)
     out: Metrics = {"full": grouped_ranking_metrics(r, u, ks)}
     out[FULL_LIST] = list_metrics(
-        np.concatenate(relevant) if relevant else np.zeros((0, depth), bool),
-        np.diff(targets.targets.indptr),
-        np.concatenate(first_ranks) if first_ranks else np.zeros(0, np.int64), covered,
-        tuple(k for k in LIST_KS if k <= depth))
+        np.concatenate(col.relevant) if col.relevant else np.zeros((0, col.depth), bool),
+        np.diff(targets.targets.indptr), _joined(col.first_ranks), col.covered,
+        tuple(k for k in LIST_KS if k <= col.depth))
     if "per-user" in readings:
         out[HITS_READINGS["per-user"]] = best_rank_metrics(r, u, ks)
     if "all-held-out" in readings:
@@ -316,11 +363,10 @@ def evaluate_user_ranking(
         out[HITS_READINGS["all-held-out"]] = held_out_share_metrics(
             r, u, targets.test_user_ids, targets.held_out, ks)
     if "optimistic-ties" in readings:
-        o = np.concatenate(optimistic) if optimistic else np.zeros(0, np.int64)
-        out[HITS_READINGS["optimistic-ties"]] = grouped_ranking_metrics(o, u, ks)
-    if sampled:
-        s = np.concatenate(sampled_ranks) if sampled_ranks else np.zeros(0, np.int64)
-        out[HITS_READINGS["sampled"]] = grouped_ranking_metrics(s, u, ks)
+        out[HITS_READINGS["optimistic-ties"]] = grouped_ranking_metrics(
+            _joined(col.optimistic), u, ks)
+    if "sampled" in readings:
+        out[HITS_READINGS["sampled"]] = grouped_ranking_metrics(_joined(col.sampled), u, ks)
     return out
 
 

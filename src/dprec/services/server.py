@@ -381,7 +381,13 @@ def create_server_app(settings: ServerSettings) -> FastAPI:
     install_error_handlers(app)
     install_body_limit(app, lambda method, path: body_limit(settings, method, path))
     app.state.service = state
-    auth_errors = error_responses(401)
+    _public_routes(app, state)
+    _authenticated_routes(app, state, settings)
+    return app
+
+
+def _public_routes(app: FastAPI, state: _Server) -> None:
+    """The routes anyone may read: liveness, the protocol, the rounds, the artefacts."""
 
     @app.get("/healthz", summary="Liveness")
     async def healthz() -> dict[str, str]:
@@ -409,6 +415,12 @@ def create_server_app(settings: ServerSettings) -> FastAPI:
         if _etag_matches(if_none_match, etag):
             return Response(status_code=304, headers=headers)
         return Response(data, media_type="application/octet-stream", headers=headers)
+
+
+def _authenticated_routes(app: FastAPI, state: _Server, settings: ServerSettings) -> None:
+    """The routes that need the shared secret: the operator's start, the proxy's batches
+    and shares, and closing a round (the proxy's or the operator's)."""
+    auth_errors = error_responses(401)
 
     @app.post("/v1/start", summary="Start the protocol (operator)", openapi_extra=START_BODY,
               responses={**auth_errors, **error_responses(400, 409, 413, 422)})
@@ -458,5 +470,3 @@ def create_server_app(settings: ServerSettings) -> FastAPI:
                     authorization: Annotated[str | None, Header()] = None) -> dict[str, Any]:
         state.authenticate(authorization)
         return state.close(round)
-
-    return app

@@ -226,6 +226,58 @@ def load_csv(
     p = Path(path).expanduser()
     _check_file(p)
     encoding = _sniff_encoding(p) or "utf-8"
+    first = _first_line(p, encoding)
+    sep = sep or _sniff_sep(first)
+    fields = first.split() if sep == r"\s+" else first.split(sep)
+    unnamed_header = False
+    if header is None:
+        header, unnamed_header = _detect_header(p, encoding, sep, fields, names)
+    if columns is not None and names is not None:
+        raise DataError("give load_csv either columns or names, not both")
+    roles = _csv_roles(p, fields, header, columns, names)
+    _check_required_roles(p, fields, roles, unnamed_header)
+    t = _read_columns(p, sep, header, fields, roles)
+    users, items = _csv_ids(t, "user"), _csv_ids(t, "item")
+    ratings = _ratings(t) if "rating" in roles else None
+    ts = _timestamps(t) if "timestamp" in roles else None
+    if rating_scale is not None and (ratings is None or threshold is not None):
+        why = "threshold is given" if ratings is not None else "it has no rating column"
+        raise DataError(f"{p}: rating_min and rating_max declare the scale of explicit "
+                        f"ratings, but the file is read as implicit feedback ({why}): drop them")
+    if threshold is not None:
+        return _binarised(p, threshold, users, items, ratings, ts, name)
+    if ratings is not None:
+        _check_positive(t, ratings)
+    ds = Dataset.from_triples("csv", users, items, ratings, ts, rating_scale=rating_scale)
+    return _named(ds, p, name)
+
+
+def _binarised(p: Path, threshold: float, users: np.ndarray, items: np.ndarray,
+               ratings: np.ndarray | None, ts: np.ndarray | None,
+               name: str | None) -> Dataset:
+    """The interactions rated above ``threshold`` as 1, every user and item kept (even one
+    left with none), recorded in the history as ``binarise(rating>T)``."""
+    if ratings is None:
+        raise DataError(f"{p}: threshold={threshold} needs a rating column")
+    if not np.isfinite(threshold):
+        raise DataError(f"threshold must be a finite number, got {threshold}")
+    keep_rows = ratings > threshold
+    ds = Dataset.from_triples("csv", users[keep_rows], items[keep_rows], None,
+                              None if ts is None else ts[keep_rows],
+                              all_user_ids=np.unique(users), all_item_ids=np.unique(items),
+                              rating_scale=None)
+    return _named(ds, p, name).with_history(f"binarise(rating>{threshold:g})")
+
+
+def _named(ds: Dataset, p: Path, name: str | None) -> Dataset:
+    """``ds`` named ``name``, or ``csv#`` and the first 16 hex digits of its content hash,
+    with its source ``p`` in the history."""
+    ds = replace(ds, name=name or f"csv#{ds.content_sha256()[:16]}")
+    return _with_source(ds, p, "file")
+
+
+def _first_line(p: Path, encoding: str) -> str:
+    """The file's first line, without its line end; DataError if it is blank."""
     try:
         with p.open(encoding=encoding, errors="replace") as f:
             first = f.readline().rstrip("\r\n")
@@ -233,20 +285,26 @@ def load_csv(
         raise DataError(f"{p}: cannot read ({e.strerror or e})") from e
     if not first.strip():
         raise DataError(f"{p}: file is empty or starts with a blank line")
-    sep = sep or _sniff_sep(first)
-    fields = first.split() if sep == r"\s+" else first.split(sep)
-    unnamed_header = False
-    if header is None:
-        given = {str(v).strip() for v in (names or {}).values() if v is not None}
-        header = (any(b in _ALIAS_TO_ROLE for b in map(_base_name, fields))
-                  or bool(given & {_clean(f) for f in fields})) and not all(
-            _NUMBER.fullmatch(f.strip()) for f in fields)
-        if not header and _names_over_numbers(p, encoding, sep, fields):
-            header = unnamed_header = True
-    if columns is not None and names is not None:
-        raise DataError("give load_csv either columns or names, not both")
-    header_lines = int(header)
-    roles = _csv_roles(p, fields, header, columns, names)
+    return first
+
+
+def _detect_header(p: Path, encoding: str, sep: str, fields: Sequence[str],
+                   names: Mapping[str, str | int | None] | None) -> tuple[bool, bool]:
+    """(whether the first line is a header, whether it is one that names no known column):
+    a header if a field is a known column name or a name in ``names`` and not every field
+    is a number, else if it reads as names over numbers (:func:`_names_over_numbers`)."""
+    given = {str(v).strip() for v in (names or {}).values() if v is not None}
+    header = (any(b in _ALIAS_TO_ROLE for b in map(_base_name, fields))
+              or bool(given & {_clean(f) for f in fields})) and not all(
+        _NUMBER.fullmatch(f.strip()) for f in fields)
+    if not header and _names_over_numbers(p, encoding, sep, fields):
+        return True, True
+    return header, False
+
+
+def _check_required_roles(p: Path, fields: Sequence[str], roles: Sequence[str | None],
+                          unnamed_header: bool) -> None:
+    """DataError, saying how to name it, if no column is the user's or the item's."""
     for required in ("user", "item"):
         if required not in roles and unnamed_header:
             raise DataError(
@@ -259,53 +317,38 @@ def load_csv(
             raise DataError(f"{p}: no {required} column found in {fields!r}; name it, e.g. "
                             f"csv:{p}?{required}=COLUMN (or columns=[...])")
 
+
+def _read_columns(p: Path, sep: str, header: bool, fields: Sequence[str],
+                  roles: Sequence[str | None]) -> _Table:
+    """The columns that have a role, as text, labelled by their role; DataError if the file
+    holds no interaction or a row has more fields than the first line."""
     keep = [k for k, r in enumerate(roles) if r]
     # every column is read (no usecols): the parser then refuses a row with more fields
     # than the first line, which usecols would silently cut
-    df = _read_table(p, sep=sep, header=None, skiprows=header_lines,
+    df = _read_table(p, sep=sep, header=None, skiprows=int(header),
                      names=list(range(len(fields))), dtype=str, keep_default_na=False,
                      engine="python" if sep == r"\s+" else "c")
     df = df[keep]
     df.columns = [roles[k] for k in keep]
     labels = {roles[k]: repr(_clean(fields[k])) if header else str(k + 1) for k in keep}
-    t = _Table(p, df, header_lines, labels=labels)
+    t = _Table(p, df, int(header), labels=labels)
     _check_nonempty(len(t), p)
-    users, items = _csv_ids(t, "user"), _csv_ids(t, "item")
-    ratings = _ratings(t) if "rating" in df.columns else None
-    ts = _timestamps(t) if "timestamp" in df.columns else None
-    if rating_scale is not None and (ratings is None or threshold is not None):
-        why = "threshold is given" if ratings is not None else "it has no rating column"
-        raise DataError(f"{p}: rating_min and rating_max declare the scale of explicit "
-                        f"ratings, but the file is read as implicit feedback ({why}): drop them")
-    steps: list[str] = []
-    all_users = all_items = None
-    if threshold is not None:
-        if ratings is None:
-            raise DataError(f"{p}: threshold={threshold} needs a rating column")
-        if not np.isfinite(threshold):
-            raise DataError(f"threshold must be a finite number, got {threshold}")
-        keep_rows = ratings > threshold
-        all_users, all_items = np.unique(users), np.unique(items)
-        users, items = users[keep_rows], items[keep_rows]
-        ts = None if ts is None else ts[keep_rows]
-        ratings = None
-        steps.append(f"binarise(rating>{threshold:g})")
-    elif ratings is not None and not ratings.astype(np.float32).min() > 0:
-        row = int(np.flatnonzero(ratings.astype(np.float32) <= 0)[0])  # 1e-50 stores as 0
-        raise DataError(
-            f"{t.at(row, 'rating')}: rating {t.text('rating').iloc[row].strip()} is not > 0; "
-            "every stored rating counts as an interaction, so a 0 or negative one would be "
-            "read as a positive; binarise explicitly by adding threshold=T to the dataset's "
-            f"options (e.g. csv:{p}?threshold=0 keeps ratings > 0 as 1), ignore the ratings "
-            "with rating= (empty), or fix the file"
-        )
-    ds = Dataset.from_triples("csv", users, items, ratings, ts, all_user_ids=all_users,
-                              all_item_ids=all_items, rating_scale=rating_scale)
-    ds = replace(ds, name=name or f"csv#{ds.content_sha256()[:16]}")
-    ds = _with_source(ds, p, "file")
-    for step in steps:
-        ds = ds.with_history(step)
-    return ds
+    return t
+
+
+def _check_positive(table: _Table, ratings: np.ndarray) -> None:
+    """DataError naming the first rating that is not > 0 as float32 stores it (a stored
+    rating counts as an interaction, so a 0 or negative one would be read as positive)."""
+    if ratings.astype(np.float32).min() > 0:
+        return
+    row = int(np.flatnonzero(ratings.astype(np.float32) <= 0)[0])  # 1e-50 stores as 0
+    raise DataError(
+        f"{table.at(row, 'rating')}: rating {table.text('rating').iloc[row].strip()} is not "
+        "> 0; every stored rating counts as an interaction, so a 0 or negative one would be "
+        "read as a positive; binarise explicitly by adding threshold=T to the dataset's "
+        f"options (e.g. csv:{table.path}?threshold=0 keeps ratings > 0 as 1), ignore the "
+        "ratings with rating= (empty), or fix the file"
+    )
 
 
 def _ratings(table: _Table) -> np.ndarray:
