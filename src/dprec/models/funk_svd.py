@@ -27,9 +27,11 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from dprec.errors import DprecError, NotFittedError
+from dprec.errors import DprecError
 from dprec.iteration import IterationHook, iterations
 from dprec.models.als import _check_int
+from dprec.models.fitted import fitted_array, require_fitted
+from dprec.models.pairs import check_pairs
 
 logger = logging.getLogger(__name__)
 
@@ -140,30 +142,15 @@ class FunkSVD:
             logger.debug("FunkSVD epoch %d done", epoch + 1)
         return self
 
-    @property
-    def user_factors(self) -> np.ndarray:
-        """(M, F) user factors U."""
-        return self._fitted(self._U)
-
-    @property
-    def item_factors(self) -> np.ndarray:
-        """(N, F) item factors I."""
-        return self._fitted(self._I)
-
-    @property
-    def user_biases(self) -> np.ndarray:
-        """(M,) user biases b_u (all 0 when ``biases`` is False)."""
-        return self._fitted(self._bu)
-
-    @property
-    def item_biases(self) -> np.ndarray:
-        """(N,) item biases b_i (all 0 when ``biases`` is False)."""
-        return self._fitted(self._bi)
+    user_factors = fitted_array("_U", "(M, F) user factors U.")
+    item_factors = fitted_array("_I", "(N, F) item factors I.")
+    user_biases = fitted_array("_bu", "(M,) user biases b_u (all 0 when ``biases`` is False).")
+    item_biases = fitted_array("_bi", "(N,) item biases b_i (all 0 when ``biases`` is False).")
 
     @property
     def global_mean(self) -> float:
         """mu, the mean of the stored training ratings."""
-        self._fitted(self._U)
+        require_fitted(self._U, type(self).__name__)
         return self._mu
 
     @property
@@ -173,7 +160,8 @@ class FunkSVD:
     @property
     def known(self) -> tuple[np.ndarray, np.ndarray]:
         """(users, items) with a stored training entry, as boolean masks."""
-        return self._fitted(self._user_known), self._fitted(self._item_known)
+        name = type(self).__name__
+        return require_fitted(self._user_known, name), require_fitted(self._item_known, name)
 
     @classmethod
     def from_parameters(cls, config: FunkSVDConfig, mu: float, user_factors: np.ndarray,
@@ -195,7 +183,7 @@ class FunkSVD:
     def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         """r_hat for the pairs (users[j], items[j]), float64; unknown sides fall back (above)."""
         U = self.user_factors
-        users, items = _check_pairs(users, items)
+        users, items = check_pairs(users, items)
         ku = _known(users, self._user_known)
         ki = _known(items, self._item_known)
         out = np.full(len(users), self._mu)
@@ -209,12 +197,6 @@ class FunkSVD:
         else:
             out[both] = dot
         return out
-
-    @staticmethod
-    def _fitted(x: np.ndarray | None) -> np.ndarray:
-        if x is None:
-            raise NotFittedError("FunkSVD is not fitted; call fit() first")
-        return x
 
 
 def _observations(R: sp.spmatrix | sp.sparray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
@@ -230,18 +212,6 @@ def _observations(R: sp.spmatrix | sp.sparray) -> tuple[np.ndarray, np.ndarray, 
         raise DprecError("R ratings contain NaN or infinite values")
     rows = np.repeat(np.arange(R.shape[0], dtype=np.int64), np.diff(R.indptr))
     return rows, R.indices.astype(np.int64), vals, (int(R.shape[0]), int(R.shape[1]))
-
-
-def _check_pairs(users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    users = np.asarray(users)
-    items = np.asarray(items)
-    if users.ndim != 1 or items.shape != users.shape:
-        raise DprecError(f"users and items must be 1-d arrays of equal length, "
-                         f"got shapes {users.shape} and {items.shape}")
-    for label, a in (("users", users), ("items", items)):
-        if a.size and not np.issubdtype(a.dtype, np.integer):
-            raise DprecError(f"{label} must hold integer indices, got dtype {a.dtype}")
-    return users.astype(np.int64, copy=False), items.astype(np.int64, copy=False)
 
 
 def _known(index: np.ndarray, seen: np.ndarray) -> np.ndarray:
