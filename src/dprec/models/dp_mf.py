@@ -84,6 +84,7 @@ from dprec.models.dp_mf_config import DPPSMFConfig, DPSGDMFConfig
 from dprec.models.fitted import fitted_array, require_fitted
 from dprec.models.funk_svd import _check_real
 from dprec.models.pairs import check_pairs
+from dprec.models.sgd_kernels import biased_prediction, sgd_step
 from dprec.privacy.events import EventLog, LocalReportDpEvent
 
 logger = logging.getLogger(__name__)
@@ -365,19 +366,14 @@ class DPPSMF(_RatingMF):
 def _dpsgd_epoch(rows, cols, vals, U, V, bu, bi, g, offset, lr, lr_g, reg, biases, scale, bound,
                  rng):  # pragma: no cover - compiled
     """One DPSGD-MF pass in the order ``rng.permutation(n)``; returns how many errors clamped."""
-    f = U.shape[1]
     order = rng.permutation(vals.shape[0])
     clamped = 0
     for t in range(order.shape[0]):
         k = order[t]
         u = rows[k]
         i = cols[k]
-        pred = offset
-        if biases:
-            pred += g[0] + bu[u] + bi[i]
-        for a in range(f):
-            pred += U[u, a] * V[i, a]
-        e = vals[k] - pred + rng.laplace(0.0, scale)
+        e = vals[k] - biased_prediction(U, V, bu, bi, g, offset, u, i, biases) \
+            + rng.laplace(0.0, scale)
         if e > bound:
             e = bound
             clamped += 1
@@ -386,13 +382,7 @@ def _dpsgd_epoch(rows, cols, vals, U, V, bu, bi, g, offset, lr, lr_g, reg, biase
             clamped += 1
         if biases:
             g[0] += lr_g * e
-            bu[u] += lr * (e - reg * bu[u])
-            bi[i] += lr * (e - reg * bi[i])
-        for a in range(f):
-            uf = U[u, a]
-            vf = V[i, a]
-            U[u, a] = uf + lr * (e * vf - reg * uf)
-            V[i, a] = vf + lr * (e * uf - reg * vf)
+        sgd_step(U, V, bu, bi, u, i, e, lr, reg, biases)
     return clamped
 
 
@@ -425,11 +415,7 @@ def _sgld_epoch(rows, cols, vals, U, V, bu, bi, g, g_scale, offset, lo, hi, reg,
             k = rng.integers(0, n)
             u = rows[k]
             i = cols[k]
-            pred = offset
-            if biases:
-                pred += g[0] + bu[u] + bi[i]
-            for a in range(f):
-                pred += U[u, a] * V[i, a]
+            pred = biased_prediction(U, V, bu, bi, g, offset, u, i, biases)
             if pred <= lo or pred >= hi:
                 outside += 1
                 continue

@@ -32,6 +32,7 @@ from dprec.iteration import IterationHook, iterations
 from dprec.models.als import _check_int
 from dprec.models.fitted import fitted_array, require_fitted
 from dprec.models.pairs import check_pairs
+from dprec.models.sgd_kernels import biased_prediction, sgd_step
 
 logger = logging.getLogger(__name__)
 
@@ -224,22 +225,12 @@ def _known(index: np.ndarray, seen: np.ndarray) -> np.ndarray:
 @numba.njit(cache=True, error_model="numpy")
 def _sgd_epoch(rows, cols, vals, U, V, bu, bi, mu, lr, reg, biases, rng):
     """One SGD pass over the ratings in the order ``rng.permutation(n)``."""
-    f = U.shape[1]
     order = rng.permutation(vals.shape[0])
     for t in range(order.shape[0]):
         k = order[t]
         u = rows[k]
         i = cols[k]
-        dot = 0.0
-        for a in range(f):
-            dot += U[u, a] * V[i, a]
-        e = vals[k] - dot
+        e = vals[k] - biased_prediction(U, V, bu, bi, bu, 0.0, u, i, False)  # U_u . V_i
         if biases:
             e -= mu + bu[u] + bi[i]
-            bu[u] += lr * (e - reg * bu[u])
-            bi[i] += lr * (e - reg * bi[i])
-        for a in range(f):
-            uf = U[u, a]
-            vf = V[i, a]
-            U[u, a] = uf + lr * (e * vf - reg * uf)
-            V[i, a] = vf + lr * (e * uf - reg * vf)
+        sgd_step(U, V, bu, bi, u, i, e, lr, reg, biases)
