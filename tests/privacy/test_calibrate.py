@@ -8,7 +8,7 @@ import math
 import pytest
 
 from dprec.errors import DprecError, PrivacyParameterError
-from dprec.privacy.calibrate import calibrate_to_target, smallest_noise
+from dprec.privacy.calibrate import bisect, calibrate_to_target, smallest_noise
 from dprec.privacy.skellam import calibrate_skellam_mu
 from dprec.systems.dpals.accounting import Release, calibrate
 
@@ -70,3 +70,14 @@ def test_calibrate_to_target_lands_in_the_band():
     cal = calibrate_to_target(2.0, lambda e: 0.3 * e ** 1.5)
     assert 0.98 * 2.0 <= cal.user_epsilon <= 2.0
     assert cal.probes[-1] == (cal.epsilon, cal.user_epsilon)
+
+
+def test_bisect_keeps_the_threshold_between_lo_and_hi_to_the_tolerance():
+    lo, hi = bisect(lambda x: x * x < 2.0, 0.0, 2.0, 1e-9)
+    assert lo * lo < 2.0 <= hi * hi
+    assert 0 < hi - lo <= 1e-9
+    assert hi == pytest.approx(math.sqrt(2.0), abs=1e-9)
+
+
+def test_bisect_does_nothing_when_the_bracket_is_already_narrow():
+    assert bisect(lambda x: True, 1.0, 1.5, 1.0) == (1.0, 1.5)

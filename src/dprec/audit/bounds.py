@@ -30,6 +30,7 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 from dprec.errors import DprecError
+from dprec.privacy.calibrate import bisect
 
 __all__ = [
     "audit_ceiling",
@@ -132,10 +133,4 @@ def eps_lower_one_run(m: int, r: int, v: int, delta: float, beta: float,
         lo, hi = hi, 2 * hi
         if hi > 1e3:
             return lo
-    while hi - lo > tol:
-        mid = 0.5 * (lo + hi)
-        if p_value_one_run(m, r, v, mid, delta) < b:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return bisect(lambda eps: p_value_one_run(m, r, v, eps, delta) < b, lo, hi, tol)[0]

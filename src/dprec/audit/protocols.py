@@ -36,6 +36,7 @@ from dprec.errors import DprecError
 from dprec.mechanisms.base import event_guarantee
 from dprec.mechanisms.bitflip import BitFlip
 from dprec.mechanisms.numeric import BinaryMechanism
+from dprec.privacy.calibrate import bisect
 from dprec.privacy.shuffle_guarantee import shuffled_guarantee
 
 __all__ = ["audit_dplcf_user", "audit_shuffled_slot", "pair_epsilon"]
@@ -62,13 +63,7 @@ def pair_epsilon(p1: np.ndarray, p0: np.ndarray, delta: float, tol: float = 1e-6
         if hi > 700:
             return math.inf
     lo = 0.0
-    while hi - lo > tol:
-        mid = 0.5 * (lo + hi)
-        if hockey(mid) > delta:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    return bisect(lambda eps: hockey(eps) > delta, lo, hi, tol)[1]
 
 
 def _check_int(name: str, value: object, low: int) -> int:

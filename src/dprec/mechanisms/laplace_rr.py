@@ -31,7 +31,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dprec.errors import DprecError, PrivacyParameterError
-from dprec.mechanisms.numeric import LaplaceMechanism, _check_epsilon, _check_interval, _check_rng
+from dprec.mechanisms.numeric import (
+    LaplaceMechanism,
+    ReportIsEstimate,
+    _check_epsilon,
+    _check_interval,
+    _check_rng,
+)
 from dprec.privacy.guarantee import Guarantee
 
 __all__ = ["LaplaceRR"]
@@ -46,7 +52,7 @@ def _check_named_epsilon(name: str, value: object) -> float:
 
 
 @dataclass(frozen=True)
-class LaplaceRR:
+class LaplaceRR(ReportIsEstimate):
     """Laplace-RR of seed 001: x with probability p = e^eps2/(1 + e^eps2), else x + Lap(b),
     b = (high - low)/eps1. Unbiased, Var = (1 - p) 2 b^2.
 
@@ -97,14 +103,6 @@ class LaplaceRR:
         noisy = self.laplace.sample(arr, gen)
         keep = gen.random(arr.shape) < self.keep_prob
         return np.where(keep, arr, noisy)
-
-    def __call__(self, x: ArrayLike, rng: np.random.Generator) -> np.ndarray:
-        """Same as :meth:`sample`: the report is the unbiased estimate."""
-        return self.sample(x, rng)
-
-    def estimate(self, reports: ArrayLike) -> np.ndarray:
-        """The unbiased estimate of x: the report itself (a mixture of two unbiased parts)."""
-        return np.array(reports, dtype=np.float64)
 
     def variance(self, x: ArrayLike) -> np.ndarray:
         """Var[y | x] = (1 - p) 2 b^2 for every x."""

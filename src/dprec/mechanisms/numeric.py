@@ -57,7 +57,8 @@ from numpy.typing import ArrayLike
 from dprec.errors import InvalidParameterError, PrivacyParameterError
 from dprec.privacy.events import LocalReportDpEvent
 
-__all__ = ["BinaryMechanism", "LaplaceMechanism", "PiecewiseMechanism", "variance_crossover"]
+__all__ = ["BinaryMechanism", "LaplaceMechanism", "OneReportMechanism", "PiecewiseMechanism",
+           "ReportIsEstimate", "variance_crossover"]
 
 
 def _check_epsilon(eps: Any) -> float:
@@ -85,19 +86,7 @@ def _check_rng(rng: Any) -> np.random.Generator:
 
 def _check_unit(x: ArrayLike, name: str = "x") -> np.ndarray:
     """``x`` as a float64 array, every value in [-1, 1] (NaN rejected); callers clip first."""
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InvalidParameterError(
-            f"{name} must be numeric values in [-1, 1], got {x!r}") from None
-    inside = (arr >= -1.0) & (arr <= 1.0)
-    if not inside.all():
-        bad = np.flatnonzero(~inside.ravel())
-        raise InvalidParameterError(
-            f"{name} must lie in [-1, 1] (clip first), got {arr.ravel()[bad[0]]} "
-            f"at flat index {bad[0]} ({bad.size} value(s) outside)"
-        )
-    return arr
+    return _check_interval(x, -1.0, 1.0, name)
 
 
 def variance_crossover(epsilon: float) -> float:
@@ -116,20 +105,17 @@ def variance_crossover(epsilon: float) -> float:
 
 
 @dataclass(frozen=True)
-class BinaryMechanism:
-    """One-bit report of x in [-1, 1]: +1 with probability (1 + x/C)/2, C = coth(eps/2)
-    (FMF-LDP Algorithm 1, Duchi et al.); estimate ``report * C``, unbiased, Var = C^2 - x^2.
-
-    eps-LDP per report, two-sided, local model (ratio e^eps attained at x = 1 vs x' = -1).
+class OneReportMechanism:
+    """What every one-report eps-LDP mechanism here shares: ``epsilon`` (validated at
+    construction), the report's wire size, its parameters for the report and its event,
+    ``LocalReportDpEvent(epsilon)`` (pure LDP; a subclass with another event overrides it).
     """
 
     epsilon: float
     """Privacy parameter of one report (> 0)."""
-    name: str = field(default="binary", compare=False)
-    """Label used in reports."""
 
-    report_bits: ClassVar[int] = 1
-    """Bits on the wire per report (the sign)."""
+    report_bits: ClassVar[int] = 32
+    """Bits on the wire per report (one float32)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", _check_epsilon(self.epsilon))
@@ -138,6 +124,30 @@ class BinaryMechanism:
     def report_bytes(self) -> float:
         """Bytes on the wire per report, ``report_bits / 8`` (one bit = 0.125)."""
         return self.report_bits / 8
+
+    def describe(self) -> dict[str, object]:
+        """The parameters for the report's ``mechanisms`` list."""
+        return {"name": self.name, "epsilon": self.epsilon,  # type: ignore[attr-defined]
+                "report_bits": self.report_bits}
+
+    def dp_event(self) -> dp_accounting.DpEvent:
+        """The accounting event of one report: ``LocalReportDpEvent(epsilon)`` (pure LDP)."""
+        return LocalReportDpEvent(self.epsilon)
+
+
+@dataclass(frozen=True)
+class BinaryMechanism(OneReportMechanism):
+    """One-bit report of x in [-1, 1]: +1 with probability (1 + x/C)/2, C = coth(eps/2)
+    (FMF-LDP Algorithm 1, Duchi et al.); estimate ``report * C``, unbiased, Var = C^2 - x^2.
+
+    eps-LDP per report, two-sided, local model (ratio e^eps attained at x = 1 vs x' = -1).
+    """
+
+    name: str = field(default="binary", compare=False)
+    """Label used in reports."""
+
+    report_bits: ClassVar[int] = 1
+    """Bits on the wire per report (the sign)."""
 
     @property
     def scale(self) -> float:
@@ -177,17 +187,9 @@ class BinaryMechanism:
         """Sample reports and return their unbiased estimates (float64, values +-C)."""
         return self.estimate(self.sample_bits(x, rng))
 
-    def describe(self) -> dict[str, object]:
-        """The parameters for the report's ``mechanisms`` list."""
-        return {"name": self.name, "epsilon": self.epsilon, "report_bits": self.report_bits}
-
-    def dp_event(self) -> LocalReportDpEvent:
-        """The accounting event of one report: ``LocalReportDpEvent(epsilon)`` (pure LDP)."""
-        return LocalReportDpEvent(self.epsilon)
-
 
 @dataclass(frozen=True)
-class PiecewiseMechanism:
+class PiecewiseMechanism(OneReportMechanism):
     """Piecewise mechanism of Wang et al. (ICDE 2019, Algorithm 2) for x in [-1, 1].
 
     With s = e^{eps/2} and C = (s+1)/(s-1): output uniform on [l(x), r(x)] with probability
@@ -196,21 +198,8 @@ class PiecewiseMechanism:
     report, two-sided, local model (density ratio exactly e^eps between the two levels).
     """
 
-    epsilon: float
-    """Privacy parameter of one report (> 0)."""
     name: str = field(default="piecewise", compare=False)
     """Label used in reports."""
-
-    report_bits: ClassVar[int] = 32
-    """Bits on the wire per report (one float32)."""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", _check_epsilon(self.epsilon))
-
-    @property
-    def report_bytes(self) -> float:
-        """Bytes on the wire per report, ``report_bits / 8`` (a float32 = 4)."""
-        return self.report_bits / 8
 
     @property
     def scale(self) -> float:
@@ -287,14 +276,6 @@ class PiecewiseMechanism:
         """Same as :meth:`sample`: the output is the unbiased estimate."""
         return self.sample(x, rng)
 
-    def describe(self) -> dict[str, object]:
-        """The parameters for the report's ``mechanisms`` list."""
-        return {"name": self.name, "epsilon": self.epsilon, "report_bits": self.report_bits}
-
-    def dp_event(self) -> LocalReportDpEvent:
-        """The accounting event of one report: ``LocalReportDpEvent(epsilon)`` (pure LDP)."""
-        return LocalReportDpEvent(self.epsilon)
-
 
 def _check_bound(name: str, value: Any) -> float:
     if isinstance(value, bool):
@@ -325,8 +306,21 @@ def _check_interval(x: ArrayLike, low: float, high: float, name: str = "x") -> n
     return arr
 
 
+class ReportIsEstimate:
+    """A mechanism whose report is its own unbiased estimate of x: ``mechanism(x, rng)`` is
+    ``sample(x, rng)`` and ``estimate`` returns the reports as float64."""
+
+    def __call__(self, x: ArrayLike, rng: np.random.Generator) -> np.ndarray:
+        """Same as :meth:`sample`: the report is the unbiased estimate."""
+        return self.sample(x, rng)  # type: ignore[attr-defined]
+
+    def estimate(self, reports: ArrayLike) -> np.ndarray:
+        """The unbiased estimate of x: the report itself (float64 copy)."""
+        return np.array(reports, dtype=np.float64)
+
+
 @dataclass(frozen=True)
-class LaplaceMechanism:
+class LaplaceMechanism(ReportIsEstimate, OneReportMechanism):
     """Laplace mechanism on one value x in [low, high] (Dwork et al. 2006; seed 001 Eq. 4).
 
     y = x + Lap(b) with b = (high - low)/eps: density exp(-|y - x|/b)/(2 b) on the real line,
@@ -337,8 +331,6 @@ class LaplaceMechanism:
     (floating-point Laplace noise leaks through its low-order bits, Mironov, CCS 2012).
     """
 
-    epsilon: float
-    """Privacy parameter of one report (> 0)."""
     low: float = 0.0
     """Smallest possible input (public)."""
     high: float = 1.0
@@ -346,21 +338,13 @@ class LaplaceMechanism:
     name: str = field(default="laplace", compare=False)
     """Label used in reports."""
 
-    report_bits: ClassVar[int] = 32
-    """Bits on the wire per report (one float32)."""
-
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", _check_epsilon(self.epsilon))
+        super().__post_init__()
         low, high = _check_bound("low", self.low), _check_bound("high", self.high)
         if not low < high:
             raise InvalidParameterError(f"low must be < high, got low={low}, high={high}")
         object.__setattr__(self, "low", low)
         object.__setattr__(self, "high", high)
-
-    @property
-    def report_bytes(self) -> float:
-        """Bytes on the wire per report, ``report_bits / 8``."""
-        return self.report_bits / 8
 
     @property
     def sensitivity(self) -> float:
@@ -377,14 +361,6 @@ class LaplaceMechanism:
         arr = _check_interval(x, self.low, self.high)
         gen = _check_rng(rng)
         return arr + gen.laplace(0.0, self.scale, arr.shape)
-
-    def __call__(self, x: ArrayLike, rng: np.random.Generator) -> np.ndarray:
-        """Same as :meth:`sample`: the report is the unbiased estimate."""
-        return self.sample(x, rng)
-
-    def estimate(self, reports: ArrayLike) -> np.ndarray:
-        """The unbiased estimate of x: the report itself (float64 copy)."""
-        return np.array(reports, dtype=np.float64)
 
     def variance(self, x: ArrayLike) -> np.ndarray:
         """Var[y | x] = 2 b^2 for every x."""

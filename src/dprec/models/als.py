@@ -43,8 +43,9 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from dprec.errors import DataError, DprecError, NotFittedError, check_positive
+from dprec.errors import DataError, DprecError, check_positive
 from dprec.iteration import IterationHook, iterations
+from dprec.models.fitted import fitted_array
 
 logger = logging.getLogger(__name__)
 
@@ -229,15 +230,8 @@ class ImplicitALS:
         self._U, self._V = U, V
         return self
 
-    @property
-    def user_factors(self) -> np.ndarray:
-        """(M, F) user factors U."""
-        return _fitted(self._U, "ImplicitALS")
-
-    @property
-    def item_factors(self) -> np.ndarray:
-        """(N, F) item factors V."""
-        return _fitted(self._V, "ImplicitALS")
+    user_factors = fitted_array("_U", "(M, F) user factors U.")
+    item_factors = fitted_array("_V", "(N, F) item factors V.")
 
     def score(self, users: np.ndarray) -> np.ndarray:
         """(len(users), N) predicted preferences U[users] V^T."""
@@ -261,12 +255,6 @@ def _check_solver(solver: object) -> None:
 def _check_nonnegative(name: str, value: float) -> None:
     if not value >= 0 or not np.isfinite(value):
         raise DprecError(f"{name} must be finite and >= 0, got {value}")
-
-
-def _fitted(x: np.ndarray | None, model: str) -> np.ndarray:
-    if x is None:
-        raise NotFittedError(f"{model} is not fitted; call fit() first")
-    return x
 
 
 def _check_users(users: np.ndarray, n_users: int) -> np.ndarray:

@@ -39,7 +39,8 @@ from numba.extending import overload
 
 from dprec.errors import DataError, DprecError, check_positive
 from dprec.iteration import IterationHook, iterations
-from dprec.models.als import _check_int, _check_nonnegative, _check_users, _fitted
+from dprec.models.als import _check_int, _check_nonnegative, _check_users
+from dprec.models.fitted import fitted_array
 
 logger = logging.getLogger(__name__)
 
@@ -150,15 +151,8 @@ class BPRMF:
         self._W, self._H = W, H
         return self
 
-    @property
-    def user_factors(self) -> np.ndarray:
-        """(M, F) user factors W."""
-        return _fitted(self._W, "BPRMF")
-
-    @property
-    def item_factors(self) -> np.ndarray:
-        """(N, F) item factors H."""
-        return _fitted(self._H, "BPRMF")
+    user_factors = fitted_array("_W", "(M, F) user factors W.")
+    item_factors = fitted_array("_H", "(N, F) item factors H.")
 
     def score(self, users: np.ndarray) -> np.ndarray:
         """(len(users), N) scores x_ui = W[users] H^T."""

@@ -77,17 +77,19 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from dprec.errors import DprecError, NotFittedError
+from dprec.errors import DprecError
 from dprec.iteration import IterationHook, iterations
 from dprec.models.als import _check_int
 from dprec.models.dp_mf_config import DPPSMFConfig, DPSGDMFConfig
+from dprec.models.fitted import fitted_array, require_fitted
 from dprec.models.funk_svd import _check_real
+from dprec.models.pairs import check_pairs
+from dprec.models.sgd_kernels import biased_prediction, sgd_step
 from dprec.privacy.events import EventLog, LocalReportDpEvent
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["DPPSMF", "DPSGDMF", "ErrorPerturbation", "cap_user_ratings"]
-
 
 
 @dataclass(frozen=True)
@@ -220,36 +222,17 @@ class _RatingMF:
     def is_fitted(self) -> bool:
         return self._U is not None
 
-    def _fitted(self, x: np.ndarray | None) -> np.ndarray:
-        if x is None:
-            raise NotFittedError(f"{type(self).__name__} is not fitted; call fit() first")
-        return x
-
-    @property
-    def user_factors(self) -> np.ndarray:
-        """(M, d) user factors U (released)."""
-        return self._fitted(self._U)
-
-    @property
-    def item_factors(self) -> np.ndarray:
-        """(N, d) item factors V (released)."""
-        return self._fitted(self._V)
+    user_factors = fitted_array("_U", "(M, d) user factors U (released).")
+    item_factors = fitted_array("_V", "(N, d) item factors V (released).")
 
     @property
     def global_bias(self) -> float:
         """g, the learned global bias (0 when ``biases`` is False)."""
-        self._fitted(self._U)
+        require_fitted(self._U, type(self).__name__)
         return float(self._g[0])
 
-    @property
-    def user_biases(self) -> np.ndarray:
-        """(M,) user biases (0 when ``biases`` is False)."""
-        return self._fitted(self._bu)
-
-    @property
-    def item_biases(self) -> np.ndarray:
-        """(N,) item biases (0 when ``biases`` is False)."""
-        return self._fitted(self._bi)
+    user_biases = fitted_array("_bu", "(M,) user biases (0 when ``biases`` is False).")
+    item_biases = fitted_array("_bi", "(N,) item biases (0 when ``biases`` is False).")
 
     def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         """clip(m + g + b_u + b_i + U_u . V_i) for the pairs (users[j], items[j]), float64.
@@ -259,16 +242,7 @@ class _RatingMF:
         a row without training ratings is predicted from its released parameters.
         """
         U = self.user_factors
-        users = np.asarray(users)
-        items = np.asarray(items)
-        if users.ndim != 1 or items.shape != users.shape:
-            raise DprecError(f"users and items must be 1-d arrays of equal length, "
-                             f"got shapes {users.shape} and {items.shape}")
-        for label, a in (("users", users), ("items", items)):
-            if a.size and not np.issubdtype(a.dtype, np.integer):
-                raise DprecError(f"{label} must hold integer indices, got dtype {a.dtype}")
-        users = users.astype(np.int64, copy=False)
-        items = items.astype(np.int64, copy=False)
+        users, items = check_pairs(users, items)
         ku = (users >= 0) & (users < U.shape[0])
         ki = (items >= 0) & (items < self.item_factors.shape[0])
         out = np.full(len(users), self.offset + self.global_bias)
@@ -392,19 +366,14 @@ class DPPSMF(_RatingMF):
 def _dpsgd_epoch(rows, cols, vals, U, V, bu, bi, g, offset, lr, lr_g, reg, biases, scale, bound,
                  rng):  # pragma: no cover - compiled
     """One DPSGD-MF pass in the order ``rng.permutation(n)``; returns how many errors clamped."""
-    f = U.shape[1]
     order = rng.permutation(vals.shape[0])
     clamped = 0
     for t in range(order.shape[0]):
         k = order[t]
         u = rows[k]
         i = cols[k]
-        pred = offset
-        if biases:
-            pred += g[0] + bu[u] + bi[i]
-        for a in range(f):
-            pred += U[u, a] * V[i, a]
-        e = vals[k] - pred + rng.laplace(0.0, scale)
+        e = vals[k] - biased_prediction(U, V, bu, bi, g, offset, u, i, biases) \
+            + rng.laplace(0.0, scale)
         if e > bound:
             e = bound
             clamped += 1
@@ -413,13 +382,7 @@ def _dpsgd_epoch(rows, cols, vals, U, V, bu, bi, g, offset, lr, lr_g, reg, biase
             clamped += 1
         if biases:
             g[0] += lr_g * e
-            bu[u] += lr * (e - reg * bu[u])
-            bi[i] += lr * (e - reg * bi[i])
-        for a in range(f):
-            uf = U[u, a]
-            vf = V[i, a]
-            U[u, a] = uf + lr * (e * vf - reg * uf)
-            V[i, a] = vf + lr * (e * uf - reg * vf)
+        sgd_step(U, V, bu, bi, u, i, e, lr, reg, biases)
     return clamped
 
 
@@ -452,11 +415,7 @@ def _sgld_epoch(rows, cols, vals, U, V, bu, bi, g, g_scale, offset, lo, hi, reg,
             k = rng.integers(0, n)
             u = rows[k]
             i = cols[k]
-            pred = offset
-            if biases:
-                pred += g[0] + bu[u] + bi[i]
-            for a in range(f):
-                pred += U[u, a] * V[i, a]
+            pred = biased_prediction(U, V, bu, bi, g, offset, u, i, biases)
             if pred <= lo or pred >= hi:
                 outside += 1
                 continue

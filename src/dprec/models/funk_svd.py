@@ -27,9 +27,12 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from dprec.errors import DprecError, NotFittedError
+from dprec.errors import DprecError
 from dprec.iteration import IterationHook, iterations
 from dprec.models.als import _check_int
+from dprec.models.fitted import fitted_array, require_fitted
+from dprec.models.pairs import check_pairs
+from dprec.models.sgd_kernels import biased_prediction, sgd_step
 
 logger = logging.getLogger(__name__)
 
@@ -140,30 +143,15 @@ class FunkSVD:
             logger.debug("FunkSVD epoch %d done", epoch + 1)
         return self
 
-    @property
-    def user_factors(self) -> np.ndarray:
-        """(M, F) user factors U."""
-        return self._fitted(self._U)
-
-    @property
-    def item_factors(self) -> np.ndarray:
-        """(N, F) item factors I."""
-        return self._fitted(self._I)
-
-    @property
-    def user_biases(self) -> np.ndarray:
-        """(M,) user biases b_u (all 0 when ``biases`` is False)."""
-        return self._fitted(self._bu)
-
-    @property
-    def item_biases(self) -> np.ndarray:
-        """(N,) item biases b_i (all 0 when ``biases`` is False)."""
-        return self._fitted(self._bi)
+    user_factors = fitted_array("_U", "(M, F) user factors U.")
+    item_factors = fitted_array("_I", "(N, F) item factors I.")
+    user_biases = fitted_array("_bu", "(M,) user biases b_u (all 0 when ``biases`` is False).")
+    item_biases = fitted_array("_bi", "(N,) item biases b_i (all 0 when ``biases`` is False).")
 
     @property
     def global_mean(self) -> float:
         """mu, the mean of the stored training ratings."""
-        self._fitted(self._U)
+        require_fitted(self._U, type(self).__name__)
         return self._mu
 
     @property
@@ -173,7 +161,8 @@ class FunkSVD:
     @property
     def known(self) -> tuple[np.ndarray, np.ndarray]:
         """(users, items) with a stored training entry, as boolean masks."""
-        return self._fitted(self._user_known), self._fitted(self._item_known)
+        name = type(self).__name__
+        return require_fitted(self._user_known, name), require_fitted(self._item_known, name)
 
     @classmethod
     def from_parameters(cls, config: FunkSVDConfig, mu: float, user_factors: np.ndarray,
@@ -195,7 +184,7 @@ class FunkSVD:
     def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         """r_hat for the pairs (users[j], items[j]), float64; unknown sides fall back (above)."""
         U = self.user_factors
-        users, items = _check_pairs(users, items)
+        users, items = check_pairs(users, items)
         ku = _known(users, self._user_known)
         ki = _known(items, self._item_known)
         out = np.full(len(users), self._mu)
@@ -209,12 +198,6 @@ class FunkSVD:
         else:
             out[both] = dot
         return out
-
-    @staticmethod
-    def _fitted(x: np.ndarray | None) -> np.ndarray:
-        if x is None:
-            raise NotFittedError("FunkSVD is not fitted; call fit() first")
-        return x
 
 
 def _observations(R: sp.spmatrix | sp.sparray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
@@ -232,18 +215,6 @@ def _observations(R: sp.spmatrix | sp.sparray) -> tuple[np.ndarray, np.ndarray, 
     return rows, R.indices.astype(np.int64), vals, (int(R.shape[0]), int(R.shape[1]))
 
 
-def _check_pairs(users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    users = np.asarray(users)
-    items = np.asarray(items)
-    if users.ndim != 1 or items.shape != users.shape:
-        raise DprecError(f"users and items must be 1-d arrays of equal length, "
-                         f"got shapes {users.shape} and {items.shape}")
-    for label, a in (("users", users), ("items", items)):
-        if a.size and not np.issubdtype(a.dtype, np.integer):
-            raise DprecError(f"{label} must hold integer indices, got dtype {a.dtype}")
-    return users.astype(np.int64, copy=False), items.astype(np.int64, copy=False)
-
-
 def _known(index: np.ndarray, seen: np.ndarray) -> np.ndarray:
     """True where ``index`` is inside ``seen`` and that row had a training rating."""
     inside = (index >= 0) & (index < len(seen))
@@ -254,22 +225,12 @@ def _known(index: np.ndarray, seen: np.ndarray) -> np.ndarray:
 @numba.njit(cache=True, error_model="numpy")
 def _sgd_epoch(rows, cols, vals, U, V, bu, bi, mu, lr, reg, biases, rng):
     """One SGD pass over the ratings in the order ``rng.permutation(n)``."""
-    f = U.shape[1]
     order = rng.permutation(vals.shape[0])
     for t in range(order.shape[0]):
         k = order[t]
         u = rows[k]
         i = cols[k]
-        dot = 0.0
-        for a in range(f):
-            dot += U[u, a] * V[i, a]
-        e = vals[k] - dot
+        e = vals[k] - biased_prediction(U, V, bu, bi, bu, 0.0, u, i, False)  # U_u . V_i
         if biases:
             e -= mu + bu[u] + bi[i]
-            bu[u] += lr * (e - reg * bu[u])
-            bi[i] += lr * (e - reg * bi[i])
-        for a in range(f):
-            uf = U[u, a]
-            vf = V[i, a]
-            U[u, a] = uf + lr * (e * vf - reg * uf)
-            V[i, a] = vf + lr * (e * uf - reg * vf)
+        sgd_step(U, V, bu, bi, u, i, e, lr, reg, biases)

@@ -44,8 +44,9 @@ import scipy.sparse as sp
 
 from dprec.errors import DataError, DprecError, check_positive
 from dprec.iteration import IterationHook, iterations
-from dprec.models.als import _check_int, _check_nonnegative, _check_users, _fitted
+from dprec.models.als import _check_int, _check_nonnegative, _check_users
 from dprec.models.bpr import _positives
+from dprec.models.fitted import fitted_array, require_fitted
 
 logger = logging.getLogger(__name__)
 
@@ -172,22 +173,15 @@ class GMF:
     @property
     def user_factors(self) -> np.ndarray:
         """(M, F) user factors P * h: ``user_factors @ item_factors.T`` is the logit minus b."""
-        return _fitted(self._P, "GMF") * self.h
+        return require_fitted(self._P, "GMF") * self.h
 
-    @property
-    def item_factors(self) -> np.ndarray:
-        """(N, F) item embeddings Q."""
-        return _fitted(self._Q, "GMF")
-
-    @property
-    def h(self) -> np.ndarray:
-        """(F,) weights of the prediction layer."""
-        return _fitted(self._h, "GMF")
+    item_factors = fitted_array("_Q", "(N, F) item embeddings Q.")
+    h = fitted_array("_h", "(F,) weights of the prediction layer.")
 
     @property
     def bias(self) -> float:
         """Bias b of the prediction layer (shifts every logit, changes no ranking)."""
-        _fitted(self._h, "GMF")
+        require_fitted(self._h, "GMF")
         return float(self._b)  # type: ignore[arg-type]
 
     def score(self, users: np.ndarray) -> np.ndarray:

@@ -34,9 +34,10 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from dprec.errors import DprecError, NotFittedError
+from dprec.errors import DprecError
 from dprec.models.als import _check_int
-from dprec.models.funk_svd import _check_pairs
+from dprec.models.fitted import fitted_array, require_fitted
+from dprec.models.pairs import check_pairs
 
 __all__ = ["ItemKNN", "KNNRatingConfig", "item_similarity"]
 
@@ -168,20 +169,14 @@ class ItemKNN:
         self._R = R
         return self
 
-    @property
-    def similarity_matrix(self) -> np.ndarray:
-        """(N, N) item-item similarities."""
-        return self._fitted(self._sim)
-
-    @property
-    def item_means(self) -> np.ndarray:
-        """(N,) mean training rating of each item (mu for items without ratings)."""
-        return self._fitted(self._means)
+    similarity_matrix = fitted_array("_sim", "(N, N) item-item similarities.")
+    item_means = fitted_array(
+        "_means", "(N,) mean training rating of each item (mu for items without ratings).")
 
     @property
     def global_mean(self) -> float:
         """mu, the mean of the stored training ratings."""
-        self._fitted(self._sim)
+        require_fitted(self._sim, type(self).__name__)
         return self._mu
 
     @property
@@ -191,18 +186,12 @@ class ItemKNN:
     def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         """r_hat for the pairs (users[j], items[j]), float64 (module docstring)."""
         sim = self.similarity_matrix
-        users, items = _check_pairs(users, items)
+        users, items = check_pairs(users, items)
         R = self._R
         out = np.empty(len(users))
         _predict(R.indptr, R.indices, R.data, sim, self._means, self._item_known, self._mu,
                  users, items, int(self.config.k), bool(self.config.centered), out)
         return out
-
-    @staticmethod
-    def _fitted(x: np.ndarray | None) -> np.ndarray:
-        if x is None:
-            raise NotFittedError("ItemKNN is not fitted; call fit() first")
-        return x
 
 
 def _ratings(R: sp.spmatrix | sp.sparray) -> sp.csr_matrix:

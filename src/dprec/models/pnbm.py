@@ -36,9 +36,11 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from dprec.errors import DprecError, NotFittedError
+from dprec.errors import DprecError
 from dprec.iteration import IterationHook
 from dprec.mechanisms.gradient_laplace import GradientLaplace, error_bound
+from dprec.models.fitted import fitted_array
+from dprec.models.pairs import check_pairs
 from dprec.models.pnbm_config import DPPSPNBMConfig, DPSGDPNBMConfig, PNBMConfig
 from dprec.models.pnbm_kernels import (
     Data,
@@ -113,25 +115,13 @@ class _NeighbourhoodModel:
         model._W, model._W0 = W, W.copy()
         return model
 
-    @property
-    def neighbours(self) -> np.ndarray:
-        """(n_items, k) int32 neighbour ids of each item, sorted."""
-        return self._fitted(self._nbr)
+    neighbours = fitted_array("_nbr", "(n_items, k) int32 neighbour ids of each item, sorted.")
+    weights = fitted_array(
+        "_W", "(n_items, k) similarities s_ij, aligned with :attr:`neighbours`.")
 
-    @property
-    def weights(self) -> np.ndarray:
-        """(n_items, k) similarities s_ij, aligned with :attr:`neighbours`."""
-        return self._fitted(self._W)
-
-    @property
-    def initial_weights(self) -> np.ndarray:
-        """S(1) as drawn (times beta), before the first update."""
-        return self._fitted(self._W0)
-
-    @property
-    def item_means(self) -> np.ndarray:
-        """r_bar_i of the training ratings (the global mean for unrated items)."""
-        return self._fitted(self._means)
+    initial_weights = fitted_array("_W0", "S(1) as drawn (times beta), before the first update.")
+    item_means = fitted_array(
+        "_means", "r_bar_i of the training ratings (the global mean for unrated items).")
 
     @property
     def is_fitted(self) -> bool:
@@ -148,7 +138,7 @@ class _NeighbourhoodModel:
         """r_hat (Eq. 2) of the pairs from each user's training ratings; an unknown user gets
         r_bar_i, an unknown item (outside the training matrix) the global mean."""
         W = self.weights
-        users, items = _pairs(users, items)
+        users, items = check_pairs(users, items)
         h = self._hist
         assert h is not None and self._means is not None and self._nbr is not None
         return nbm_predict(h.indptr, h.indices, h.x, self._nbr, W, self._means, users, items,
@@ -176,23 +166,6 @@ class _NeighbourhoodModel:
                              f"(non-finite similarities); lower lr (got {self.config.lr})")
         if hook is not None:
             hook(t, self)
-
-    @staticmethod
-    def _fitted(x: np.ndarray | None) -> np.ndarray:
-        if x is None:
-            raise NotFittedError("the model is not fitted; call fit() first")
-        return x
-
-
-def _pairs(users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    users, items = np.asarray(users), np.asarray(items)
-    if users.ndim != 1 or items.shape != users.shape:
-        raise DprecError(f"users and items must be 1-d arrays of equal length, "
-                         f"got shapes {users.shape} and {items.shape}")
-    for label, a in (("users", users), ("items", items)):
-        if a.size and not np.issubdtype(a.dtype, np.integer):
-            raise DprecError(f"{label} must hold integer indices, got dtype {a.dtype}")
-    return users.astype(np.int64), items.astype(np.int64)
 
 
 def _batch_size(n: int, fraction: float) -> int:

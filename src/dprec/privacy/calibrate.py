@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from dprec.errors import DprecError, PrivacyParameterError
 
-__all__ = ["BRACKET_GROWTH", "Calibration", "calibrate_to_target", "smallest_noise"]
+__all__ = ["BRACKET_GROWTH", "Calibration", "bisect", "calibrate_to_target", "smallest_noise"]
 
 BRACKET_GROWTH = 4.0
 """The bracket's ratio: the search probes ``1, 4, 16, ...`` (or ``1/4, 1/16, ...``)."""
@@ -72,6 +72,23 @@ def smallest_noise(epsilon_of: Callable[[float], float], epsilon: float, *, rtol
         else:
             lo = mid
     return hi
+
+
+def bisect(above: Callable[[float], bool], lo: float, hi: float, tol: float
+           ) -> tuple[float, float]:
+    """Halve ``[lo, hi]`` at its midpoint until ``hi - lo <= tol``, keeping ``above(lo)``
+    (the threshold lies above ``lo``) and ``not above(hi)``; returns ``(lo, hi)``.
+
+    The plain absolute-tolerance search of an epsilon (or delta) in a hockey-stick or
+    p-value curve; noise calibration is :func:`smallest_noise`'s (relative, in log x).
+    """
+    while hi - lo > tol:
+        mid = 0.5 * (lo + hi)
+        if above(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi
 
 
 @dataclass

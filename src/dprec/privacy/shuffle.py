@@ -50,6 +50,7 @@ from scipy import special, stats
 from scipy.special import expit
 
 from dprec.errors import DprecError, check_positive
+from dprec.privacy.calibrate import bisect
 
 logger = logging.getLogger(__name__)
 
@@ -206,13 +207,7 @@ def numerical_epsilon(
         return eps0  # no amplification worth reporting
     if delta_at(lo) <= delta:
         return 0.0
-    while hi - lo > tol:
-        mid = 0.5 * (lo + hi)
-        if delta_at(mid) <= delta:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return bisect(lambda eps: not delta_at(eps) <= delta, lo, hi, tol)[1]
 
 
 def shuffled_epsilon(eps0: float, n: int, delta: float, method: str = "numerical") -> float:

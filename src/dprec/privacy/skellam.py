@@ -58,7 +58,7 @@ from dp_accounting.rdp import rdp_privacy_accountant
 from scipy.special import ive
 
 from dprec.errors import DprecError
-from dprec.privacy.calibrate import smallest_noise
+from dprec.privacy.calibrate import bisect, smallest_noise
 
 __all__ = [
     "SKELLAM_ORDERS",
@@ -292,10 +292,4 @@ def skellam_exact_epsilon(mu: float, delta: float, shift: int = 1, tol: float = 
     lo, hi = 0.0, 1.0
     while hockey(hi) > delta:
         lo, hi = hi, 2 * hi
-    while hi - lo > tol:
-        mid = 0.5 * (lo + hi)
-        if hockey(mid) > delta:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    return bisect(lambda eps: hockey(eps) > delta, lo, hi, tol)[1]

@@ -50,6 +50,7 @@ __all__ = [
     "aggregator_argument",
     "make_aggregator",
     "planned_unit",
+    "report_arrays",
     "sum_unit",
 ]
 
@@ -95,6 +96,20 @@ def _fold(cells, values, unit, units, reports):  # pragma: no cover - compiled
         reports[c] += 1
         magnitude += abs(q)
     return magnitude, -1
+
+
+def report_arrays(cells: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(cells, values as contiguous float64): DprecError unless they are 1-D of equal length
+    and the cells integers. The range of the cells and the values' finiteness are the
+    caller's to check."""
+    cells_a = np.asarray(cells)
+    vals = np.ascontiguousarray(values, np.float64)
+    if cells_a.ndim != 1 or vals.shape != cells_a.shape:
+        raise DprecError(f"cells and values must be 1-D of equal length, got shapes "
+                         f"{cells_a.shape} and {vals.shape}")
+    if cells_a.size and not np.issubdtype(cells_a.dtype, np.integer):
+        raise DprecError(f"cells must be integers, got dtype {cells_a.dtype}")
+    return cells_a, vals
 
 
 def sum_unit(values: np.ndarray) -> float:
@@ -189,13 +204,7 @@ class CellSums:
         Refuses, before summing: cells that are not integers in [0, n_cells), shapes that
         differ, non-finite values, and reports whose sum of |v| / unit could reach 2^62.
         """
-        cells_a = np.asarray(cells)
-        vals = np.ascontiguousarray(values, np.float64)
-        if cells_a.ndim != 1 or vals.shape != cells_a.shape:
-            raise DprecError(f"cells and values must be 1-D of equal length, got shapes "
-                             f"{cells_a.shape} and {vals.shape}")
-        if cells_a.size and not np.issubdtype(cells_a.dtype, np.integer):
-            raise DprecError(f"cells must be integers, got dtype {cells_a.dtype}")
+        cells_a, vals = report_arrays(cells, values)
         out = cls.zeros(n_cells, FIXED_POINT_UNIT if unit is None else unit)
         if unit is None:
             unit = sum_unit(vals)

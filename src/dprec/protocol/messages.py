@@ -50,6 +50,7 @@ from dprec.errors import DprecError
 __all__ = [
     "HEADER",
     "I64_RANGE",
+    "MAX_FACTORS",
     "MAX_ITEMS",
     "U32_MAX",
     "VERSION",
@@ -72,6 +73,8 @@ __all__ = [
 MAGIC = b"DPRC"
 MAX_ITEMS = 1 << 24
 """Item indices must fit the 24 high bits of a report's index; item counts are <= this."""
+MAX_FACTORS = 1 << 10
+"""Latent factors of a broadcast factor matrix are <= this."""
 VERSION = 2
 """Version 2: value reports use the 4-byte index; DPLCF messages carry the header."""
 HEADER = struct.Struct("<4sBB")
@@ -141,6 +144,14 @@ def real_array(name: str, values: object, ndim: int, dtype: str = "<f4") -> np.n
         width = "float32" if dtype == "<f4" else "float64"
         raise MessageError(f"{name} must be finite (as {width}), got NaN or inf")
     return out
+
+
+def factor_matrix(name: str, values: object) -> np.ndarray:
+    """An (items x F) float64 matrix of finite factors, items <= MAX_ITEMS, F <= MAX_FACTORS."""
+    V = real_array(name, values, 2, "<f8")
+    integer_field("items", V.shape[0], 0, MAX_ITEMS)
+    integer_field("factors", V.shape[1], 0, MAX_FACTORS)
+    return V
 
 
 def unpack_fixed(name: str, payload: memoryview, fixed: struct.Struct) -> tuple[tuple, int]:

@@ -49,6 +49,7 @@ __all__ = [
     "Poisoning",
     "PoisonHook",
     "PoisonedClients",
+    "ReplacingClients",
     "choose_attackers",
     "choose_targets",
     "poison",
@@ -152,20 +153,19 @@ class Poisoning:
             raise DprecError(f"screen must be (z >= 2, threshold >= 1), got {self.screen}")
 
 
-class PoisonedClients(Clients):
-    """``inner``'s clients, the users ``attackers`` sending ``poisoning``'s reports instead.
+class ReplacingClients(Clients, ABC):
+    """``inner``'s clients, the users ``attackers`` replacing their messages with
+    ``poisoning``'s after seeing the whole round's honest ones (full knowledge).
 
-    ``rng`` draws the promoted targets (once, on first use) and the attack's own draws; the
-    simulation's generator is never touched. Which user sent a row is the ``attack``'s
-    (:meth:`Attack.senders`).
+    ``rng`` is the attack's own generator (targets, the attack's draws); the simulation's
+    generator is never touched. ``sent()`` is the inner population's.
     """
 
-    def __init__(self, inner: Clients, attackers: np.ndarray, poisoning: Poisoning,
-                 rng: np.random.Generator, attack: Attack) -> None:
+    def __init__(self, inner: Clients, attackers: np.ndarray, poisoning: Any,
+                 rng: np.random.Generator) -> None:
         self.inner = inner
         self.attackers = np.unique(np.asarray(attackers, np.int64))
         self.poisoning = poisoning
-        self.attack = attack
         self.rng = rng
         self.targets: np.ndarray | None = None
         self.replaced = 0
@@ -179,10 +179,26 @@ class PoisonedClients(Clients):
         if not len(self.attackers):
             yield from messages
             return
-        # full knowledge: the attackers see the whole round's honest reports first
-        held = list(messages)
-        masks = self._masks(held)
-        yield from self._rewrite(held, masks, broadcast)
+        yield from self._replace(list(messages), broadcast)
+
+    @abstractmethod
+    def _replace(self, held: list[Any], broadcast: Any) -> list[Any]:
+        """The round's messages with the attackers' replaced (``held`` is all of them)."""
+
+
+class PoisonedClients(ReplacingClients):
+    """:class:`ReplacingClients` sending ``poisoning``'s reports; ``rng`` draws the promoted
+    targets (once, on first use) and the attack's own draws. Which user sent a row is the
+    ``attack``'s (:meth:`Attack.senders`).
+    """
+
+    def __init__(self, inner: Clients, attackers: np.ndarray, poisoning: Poisoning,
+                 rng: np.random.Generator, attack: Attack) -> None:
+        super().__init__(inner, attackers, poisoning, rng)
+        self.attack = attack
+
+    def _replace(self, held: list[Any], broadcast: Any) -> list[Any]:
+        return self._rewrite(held, self._masks(held), broadcast)
 
     def _masks(self, messages: list[Any]) -> list[np.ndarray]:
         out = []

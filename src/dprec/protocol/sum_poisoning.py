@@ -46,15 +46,19 @@ in-process total equal the lifted sum the secure server publishes, bit for bit.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
 from dprec.errors import DprecError
-from dprec.protocol.engine import Clients, Sent
-from dprec.protocol.poisoning import check_fraction, choose_attackers, choose_targets
+from dprec.protocol.engine import Clients
+from dprec.protocol.poisoning import (
+    ReplacingClients,
+    check_fraction,
+    choose_attackers,
+    choose_targets,
+)
 from dprec.protocol.secure_sum.ring import centred
 
 __all__ = [
@@ -141,31 +145,12 @@ def coalition_vectors(poisoning: SumPoisoning, attackers: int, honest_sum: np.nd
     return rows
 
 
-class PoisonedSumClients(Clients):
-    """``inner``'s clients, the users ``attackers`` sending ``poisoning``'s vectors instead
-    (module docstring). ``rng`` draws the targets (once) and the ``random`` vector; the
-    simulation's generator is never touched. ``sent()`` is the inner population's."""
+class PoisonedSumClients(ReplacingClients):
+    """:class:`ReplacingClients` sending ``poisoning``'s vectors (module docstring); ``rng``
+    draws the targets (once) and the ``random`` vector."""
 
-    def __init__(self, inner: Clients, attackers: np.ndarray, poisoning: SumPoisoning,
-                 rng: np.random.Generator) -> None:
-        self.inner = inner
-        self.attackers = np.unique(np.asarray(attackers, np.int64))
-        self.poisoning = poisoning
-        self._rng = rng
-        self.targets: np.ndarray | None = None
-        self.replaced = 0
-        """Client vectors replaced so far."""
-
-    def sent(self) -> list[Sent]:
-        return self.inner.sent()
-
-    def step(self, broadcast: Any, round: int, rng: np.random.Generator) -> Iterator[Any]:
-        messages = self.inner.step(broadcast, round, rng)
-        if not len(self.attackers):
-            yield from messages
-            return
-        held = list(messages)
-        yield from self._rewrite(held)
+    def _replace(self, held: list[Any], broadcast: Any) -> list[Any]:
+        return self._rewrite(held)
 
     def _rewrite(self, blocks: list[Any]) -> list[Any]:
         if not blocks:
@@ -185,10 +170,10 @@ class PoisonedSumClients(Clients):
                      start=np.zeros(d, np.int64))
         if len(self.attackers) and self.poisoning.strategy in ("promote", "k-hot", "huge") \
                 and (self.targets is None or self.targets.max(initial=0) >= d):
-            self.targets = choose_targets(d, self.poisoning.targets, self._rng)
+            self.targets = choose_targets(d, self.poisoning.targets, self.rng)
         targets = self.targets if self.targets is not None else np.zeros(0, np.int64)
         rows = coalition_vectors(self.poisoning, n_bad, honest, targets, int(params.bits),
-                                 int(params.expected_clients), self._rng)
+                                 int(params.expected_clients), self.rng)
         # the in-process proxy sums integers: move the first row by a multiple of q so the
         # total is the secure server's lifted sum (the same element of Z_q^d)
         total = honest + rows.sum(axis=0)

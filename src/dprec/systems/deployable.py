@@ -240,17 +240,18 @@ class ProtocolInfo:
 
 def check_upload(message: Message, info: ProtocolInfo) -> Message:
     """Refuse (:class:`MessageError`) a client message this protocol's client cannot send."""
-    if type(message) is not info.upload:
-        raise MessageError(f"{info.system} clients send {info.upload.__name__} messages, "
-                           f"got {type(message).__name__}")
+    _check_type(message, info.upload, f"{info.system} clients send", "messages")
     info.deployment.check_upload(message, info)
     return message
 
 
 def check_forwarded(message: Message, info: ProtocolInfo) -> Message:
     """Refuse (:class:`MessageError`) a forwarded batch this protocol's proxy cannot send."""
-    if type(message) is not info.forward:
-        raise MessageError(f"{info.system}'s proxy forwards {info.forward.__name__} batches, "
-                           f"got {type(message).__name__}")
+    _check_type(message, info.forward, f"{info.system}'s proxy forwards", "batches")
     info.deployment.check_forwarded(message, info)
     return message
+
+
+def _check_type(message: Message, expected: type, who: str, what: str) -> None:
+    if type(message) is not expected:
+        raise MessageError(f"{who} {expected.__name__} {what}, got {type(message).__name__}")

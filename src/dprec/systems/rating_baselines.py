@@ -11,6 +11,7 @@ import scipy.sparse as sp
 
 from dprec.errors import DprecError
 from dprec.iteration import IterationHook
+from dprec.models import pairs
 from dprec.systems.base import NotFittedError, RatingPredictor
 from dprec.systems.spec import NoConfig, SystemSpec
 
@@ -48,16 +49,7 @@ def _check_train(name: str, train: sp.csr_matrix) -> sp.csr_matrix:
 def check_pairs(name: str, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray,
                                                                           np.ndarray]:
     """Validate the arguments of :meth:`RatingPredictor.predict`; int64 arrays out."""
-    users = np.asarray(users)
-    items = np.asarray(items)
-    if users.ndim != 1 or items.shape != users.shape:
-        raise DprecError(f"{name}.predict: users and items must be 1-d arrays of equal length, "
-                         f"got shapes {users.shape} and {items.shape}")
-    for label, a in (("users", users), ("items", items)):
-        if a.size and not np.issubdtype(a.dtype, np.integer):
-            raise DprecError(f"{name}.predict: {label} must hold integer indices, "
-                             f"got dtype {a.dtype}")
-    return users.astype(np.int64, copy=False), items.astype(np.int64, copy=False)
+    return pairs.check_pairs(users, items, f"{name}.predict: ")
 
 
 def _lookup(values: np.ndarray, index: np.ndarray) -> np.ndarray:

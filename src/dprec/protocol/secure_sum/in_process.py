@@ -29,7 +29,7 @@ import numpy as np
 
 from dprec.errors import DprecError
 from dprec.protocol.engine import Proxy
-from dprec.protocol.secure_sum.published import PUBLISHED_KEY
+from dprec.protocol.secure_sum.published import PUBLISHED_KEY, hex_key
 from dprec.protocol.secure_sum.sealed import KEY_BYTES, KeyPair
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.protocol.secure_sum.wire import ClientBlock, ExactSum
@@ -146,14 +146,8 @@ class InProcessSumProxy(Proxy):
 
     def adopt_published(self, published: dict[str, Any]) -> None:
         """Over the services: the proxy's published key is what clients seal seeds to."""
-        raw = published.get(PUBLISHED_KEY)
-        try:
-            key = bytes.fromhex(raw) if isinstance(raw, str) else b""
-        except ValueError:
-            key = b""
-        if len(key) != KEY_BYTES:
-            raise DprecError(f"the proxy publishes no {KEY_BYTES}-byte secure-sum key")
-        self.public_key = key
+        self.public_key = hex_key(published.get(PUBLISHED_KEY), KEY_BYTES,
+                                  f"the proxy publishes no {KEY_BYTES}-byte secure-sum key")
 
     def forward(self, messages: Iterable[Any]) -> Iterator[Any]:
         total: np.ndarray | None = None

@@ -21,11 +21,10 @@ import numpy as np
 from dprec.protocol.messages import (
     HEADER,
     I64_RANGE,
-    MAX_ITEMS,
     Message,
     check_length,
+    factor_matrix,
     integer_field,
-    real_array,
     unpack_fixed,
 )
 from dprec.protocol.secure_sum.wire import KeyedState, key_field
@@ -33,7 +32,6 @@ from dprec.protocol.secure_sum.wire import KeyedState, key_field
 __all__ = ["FedAvgModel", "FedAvgState"]
 
 _MODEL = struct.Struct("<QIII")  # contributors, key bytes, items, factors
-_MAX_FACTORS = 1 << 10
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,9 +51,7 @@ class FedAvgModel(Message):
     contributors: int = 0
 
     def __post_init__(self) -> None:
-        V = real_array("factors_matrix", self.factors_matrix, 2, "<f8")
-        integer_field("items", V.shape[0], 0, MAX_ITEMS)
-        integer_field("factors", V.shape[1], 0, _MAX_FACTORS)
+        V = factor_matrix("factors_matrix", self.factors_matrix)
         object.__setattr__(self, "server_key", key_field("server_key", self.server_key, True))
         object.__setattr__(self, "factors_matrix", V)
         object.__setattr__(self, "contributors",

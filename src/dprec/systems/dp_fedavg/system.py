@@ -21,7 +21,7 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
-from dprec.errors import InvalidParameterError, NotFittedError, PrivacyParameterError
+from dprec.errors import InvalidParameterError, PrivacyParameterError
 from dprec.iteration import IterationHook
 from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.events import EventLog
@@ -30,15 +30,14 @@ from dprec.privacy.sampled_skellam import SampledSkellamAccountant
 from dprec.protocol.engine import run_protocol
 from dprec.protocol.secure_sum.checks import PROVED_CLIENT, validity_details
 from dprec.protocol.secure_sum.in_process import total_outcomes
-from dprec.systems.base import Ranker, check_history
-from dprec.systems.central import factor_scores
+from dprec.systems.base import Ranker
 from dprec.systems.dp_fedavg.accounting import sampled_event, update_sensitivity
 from dprec.systems.dp_fedavg.client import FedAvgClients
 from dprec.systems.dp_fedavg.messages import FedAvgModel
 from dprec.systems.dp_fedavg.plan import FedAvgPlan, plan_of, update_check
 from dprec.systems.dp_fedavg.proxy import FedAvgSumProxy
 from dprec.systems.dp_fedavg.server import FedAvgServer
-from dprec.systems.fmf.client import user_vectors
+from dprec.systems.fmf.system import folded_in_scores
 from dprec.systems.reporting import (
     check_shares,
     secure_sum_report,
@@ -233,11 +232,8 @@ class DpFedAvg(Ranker):
 
     def score(self, history: sp.csr_matrix, items: np.ndarray | None = None,
               users: np.ndarray | None = None) -> np.ndarray:
-        if self.V is None:
-            raise NotFittedError(f"{self.name}: call fit before score")
-        history, items, users = check_history(history, self.V.shape[0], items, users)
-        X = user_vectors(self.V, history, self.config.alpha, self.config.reg)
-        return factor_scores(X, self.V, items)
+        return folded_in_scores(self.name, self.V, history, items, users, self.config.alpha,
+                                self.config.reg)
 
     def diagnostics(self) -> dict[str, object]:
         return dict(self._info)

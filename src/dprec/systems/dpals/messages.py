@@ -24,9 +24,9 @@ from dprec.protocol.messages import (
     MAX_ITEMS,
     Message,
     check_length,
+    factor_matrix,
     int_array,
     integer_field,
-    real_array,
     unpack_fixed,
 )
 from dprec.protocol.secure_sum.wire import KEY_BYTES, KeyedState, key_field
@@ -34,7 +34,6 @@ from dprec.protocol.secure_sum.wire import KEY_BYTES, KeyedState, key_field
 __all__ = ["DpalsModel", "DpalsState"]
 
 _MODEL = struct.Struct("<QIII")  # contributors, counts, items, factors
-_MAX_FACTORS = 1 << 10
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,9 +53,7 @@ class DpalsModel(Message):
     contributors: int = 0
 
     def __post_init__(self) -> None:
-        V = real_array("factors_matrix", self.factors_matrix, 2, "<f8")
-        integer_field("items", V.shape[0], 0, MAX_ITEMS)
-        integer_field("factors", V.shape[1], 0, _MAX_FACTORS)
+        V = factor_matrix("factors_matrix", self.factors_matrix)
         counts = int_array("counts", self.counts, "<i8", *I64_RANGE)
         integer_field("counts", counts.size, 0, MAX_ITEMS)
         object.__setattr__(self, "server_key", key_field("server_key", self.server_key))

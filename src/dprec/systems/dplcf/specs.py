@@ -30,28 +30,24 @@ _GRID = {"neighbours": (10, 20, 50, 100)}
 _DEPLOY = "dprec.systems.dplcf"
 """This package runs as services (its deploy.py and serve.py)."""
 
+_VARIANTS = (  # name, flip, estimator, description; lcf-ub alone is not private
+    ("lcf-ub", "none", "naive", "item-CF, Jaccard on the true data (non-private upper bound)"),
+    ("lcf-sp", "symmetric", "naive", "Jaccard straight on symmetrically flipped bits"),
+    ("lcf-ap", "asymmetric", "naive",
+     "Jaccard straight on asymmetrically flipped bits (one-sided)"),
+    ("dplcf-sp", "symmetric", "unbiased",
+     "DPLCF (Gao et al., SIGIR 2020): symmetric flips, n = A^-1 m"),
+    ("dplcf-ap", "asymmetric", "unbiased", "DPLCF, asymmetric flips (presence only)"),
+    ("dplcf-oue", "oue", "unbiased", "DPLCF's estimator with optimised unary encoding"),
+    ("dplcf-eb", "symmetric", "eb",
+     "symmetric flips + empirical-Bayes shrinkage of the counts (ours)"),
+)
+
 SPECS: list[SystemSpec] = [
-    SystemSpec("lcf-ub", LocalItemCFConfig, _build, "ranking", False,
-               "item-CF, Jaccard on the true data (non-private upper bound)",
-               {"flip": "none", "estimator": "naive"}, _GRID, deploy=_DEPLOY),
-    SystemSpec("lcf-sp", LocalItemCFConfig, _build, "ranking", True,
-               "Jaccard straight on symmetrically flipped bits",
-               {"flip": "symmetric", "estimator": "naive"}, audit=_AUDIT, deploy=_DEPLOY),
-    SystemSpec("lcf-ap", LocalItemCFConfig, _build, "ranking", True,
-               "Jaccard straight on asymmetrically flipped bits (one-sided)",
-               {"flip": "asymmetric", "estimator": "naive"}, audit=_AUDIT, deploy=_DEPLOY),
-    SystemSpec("dplcf-sp", LocalItemCFConfig, _build, "ranking", True,
-               "DPLCF (Gao et al., SIGIR 2020): symmetric flips, n = A^-1 m",
-               {"flip": "symmetric", "estimator": "unbiased"}, audit=_AUDIT, deploy=_DEPLOY),
-    SystemSpec("dplcf-ap", LocalItemCFConfig, _build, "ranking", True,
-               "DPLCF, asymmetric flips (presence only)",
-               {"flip": "asymmetric", "estimator": "unbiased"}, audit=_AUDIT, deploy=_DEPLOY),
-    SystemSpec("dplcf-oue", LocalItemCFConfig, _build, "ranking", True,
-               "DPLCF's estimator with optimised unary encoding",
-               {"flip": "oue", "estimator": "unbiased"}, audit=_AUDIT, deploy=_DEPLOY),
-    SystemSpec("dplcf-eb", LocalItemCFConfig, _build, "ranking", True,
-               "symmetric flips + empirical-Bayes shrinkage of the counts (ours)",
-               {"flip": "symmetric", "estimator": "eb"}, audit=_AUDIT, deploy=_DEPLOY),
+    SystemSpec(name, LocalItemCFConfig, _build, "ranking", flip != "none", text,
+               {"flip": flip, "estimator": estimator}, _GRID if flip == "none" else {},
+               audit=None if flip == "none" else _AUDIT, deploy=_DEPLOY)
+    for name, flip, estimator, text in _VARIANTS
 ]
 """lcf-ub, lcf-sp, lcf-ap and the four DPLCF variants (bpr-mf and gmf, its centrally trained
 baselines, are :mod:`dprec.systems.central`'s)."""

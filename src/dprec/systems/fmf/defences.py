@@ -20,6 +20,7 @@ from dprec.protocol.aggregation import (
     CellSums,
     MeanAggregator,
     aggregator_argument,
+    report_arrays,
 )
 
 __all__ = ["FMF_AGGREGATORS", "MedianOfMeansAggregator", "TrimmedMeanAggregator"]
@@ -44,13 +45,7 @@ def _sorted_reports(cells: np.ndarray, values: np.ndarray, n_cells: int
     of the multiset of reports alone (the tie rule: equal keys are equal reports). ``counts``
     int64 ``(n_cells,)``: reports per cell; ``rank[r]``: report r's position in its cell.
     """
-    cells_a = np.asarray(cells)
-    vals = np.ascontiguousarray(values, np.float64)
-    if cells_a.ndim != 1 or vals.shape != cells_a.shape:
-        raise DprecError(f"cells and values must be 1-D of equal length, got shapes "
-                         f"{cells_a.shape} and {vals.shape}")
-    if cells_a.size and not np.issubdtype(cells_a.dtype, np.integer):
-        raise DprecError(f"cells must be integers, got dtype {cells_a.dtype}")
+    cells_a, vals = report_arrays(cells, values)
     if cells_a.size and (cells_a.min() < 0 or cells_a.max() >= n_cells):
         raise DprecError(f"cells must be in [0, {n_cells}), got {cells_a.min()} .. "
                          f"{cells_a.max()}")

@@ -31,6 +31,7 @@ import numpy as np
 from dprec.errors import DprecError
 from dprec.protocol.deployment import ProxySecrets, SecretNotReady
 from dprec.protocol.messages import ItemMatrix64, Message, MessageError
+from dprec.protocol.secure_sum.published import hex_key
 from dprec.random import secure_generator
 from dprec.systems.fmf.cells import assigned_cells, client_tokens, round_seed
 
@@ -91,13 +92,8 @@ class AssignedCellsRelay(ProxySecrets):
         return self._key
 
     def adopt(self, doc: Mapping[str, Any]) -> None:
-        raw = doc.get("cells_key")
-        try:
-            key = bytes.fromhex(raw) if isinstance(raw, str) else b""
-        except ValueError:
-            key = b""
-        if len(key) != _KEY_BYTES:
-            raise DprecError(f"cells_key must be {_KEY_BYTES} bytes in hex")
+        key = hex_key(doc.get("cells_key"), _KEY_BYTES,
+                      f"cells_key must be {_KEY_BYTES} bytes in hex")
         held = self._store(key)
         if held != key:
             raise DprecError("this proxy already holds another cells key (it may have "

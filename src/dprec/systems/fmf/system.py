@@ -36,7 +36,7 @@ from dprec.systems.fmf.defences import FMF_AGGREGATORS
 from dprec.systems.reporting import privacy_report_from_log
 
 __all__ = ["CELL_AGGREGATORS", "FMFConfig", "FederatedMF", "MAX_REPORT_SCALE", "Mechanism",
-           "THREAT_MODEL"]
+           "THREAT_MODEL", "folded_in_scores"]
 
 log = logging.getLogger(__name__)
 
@@ -274,11 +274,8 @@ class FederatedMF(Ranker):
 
     def score(self, history: sp.csr_matrix, items: np.ndarray | None = None,
               users: np.ndarray | None = None) -> np.ndarray:
-        if self.V is None:
-            raise NotFittedError(f"{self.name}: call fit before score")
-        history, items, users = check_history(history, self.V.shape[0], items, users)
-        X = client.user_vectors(self.V, history, self.config.alpha, self.config.regularization)
-        return factor_scores(X, self.V, items)
+        return folded_in_scores(self.name, self.V, history, items, users, self.config.alpha,
+                                self.config.regularization)
 
     def diagnostics(self) -> dict[str, object]:
         return dict(self._diag)
@@ -342,3 +339,14 @@ class FederatedMF(Ranker):
             "upper_from": "; ".join((report.true.mechanism, *report.true.notes)),
         }
         return replace(report, extra={**report.extra, "bounds": {"user": interval}})
+
+
+def folded_in_scores(name: str, V: np.ndarray | None, history: sp.csr_matrix,
+                     items: np.ndarray | None, users: np.ndarray | None, alpha: float,
+                     reg: float) -> np.ndarray:
+    """x_u . v_i for the released item factors V: each history row solves its own x_u
+    (:func:`client.user_vectors`, the device's fold-in); NotFittedError before fit."""
+    if V is None:
+        raise NotFittedError(f"{name}: call fit before score")
+    history, items, users = check_history(history, V.shape[0], items, users)
+    return factor_scores(client.user_vectors(V, history, alpha, reg), V, items)

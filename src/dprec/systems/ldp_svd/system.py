@@ -73,23 +73,10 @@ def _check_eps(name: str, value: object) -> None:
 
 
 @dataclass(frozen=True)
-class SVDFields:
-    """The server's Funk SVD (defaults: Surprise's ``SVD``) and the simulation settings."""
+class SVDFields(FunkSVDConfig):
+    """The server's Funk SVD (:class:`FunkSVDConfig`'s fields and defaults, Surprise's
+    ``SVD``) and the simulation settings."""
 
-    factors: int = 100
-    """Funk SVD: number of latent factors."""
-    lr: float = 0.005
-    """Funk SVD: SGD learning rate."""
-    reg: float = 0.02
-    """Funk SVD: L2 weight on biases and factors."""
-    epochs: int = 20
-    """Funk SVD: passes over the (perturbed) ratings."""
-    biases: bool = True
-    """Funk SVD: mu + b_u + b_i + U.I (True, Surprise's SVD) or the paper's plain U.I."""
-    init_mean: float = 0.0
-    """Funk SVD: mean of the initial factors."""
-    init_std: float = 0.1
-    """Funk SVD: standard deviation of the initial factors."""
     noise_weighting: bool = True
     """Server weights every report by w = 1/(1 + 16 s^2), s^2 = the mechanism's noise variance
     on [0, 1] (lr w, reg / w; server.py); False = Funk SVD exactly as set (the paper)."""

@@ -44,32 +44,27 @@ _SELF_GRID = {"local_lr": (0.05, 0.1, 0.2), "server_lr": (0.5, 1.0, 2.0)}
 _DEPLOYED = {"deploy": "dprec.systems.privrec", "extras": ("torch",)}
 """This package runs as services (its deploy.py and serve.py); building a system needs torch."""
 
+_DP_PAPER = {"rounds": 1000, "initial_clip": 40.0}
+"""dp-privrec's paper settings (the only DP variant, and the only one with an audit)."""
+
+_VARIANTS = (  # name, summary, (algorithm, inputs, dp), default grid
+    ("privrec", "PrivRec (seed 002, Alg. 1): side-feature DNN, Reptile FL + FedProx, "
+     "on-device fine-tuning (non-private)", ("reptile", "features", False), _GRID),
+    ("dp-privrec", "DP-PrivRec (seed 002, Alg. 2): clipped updates, Gaussian noise, adaptive "
+     "clipping; user-level central DP (trusted aggregator)", ("reptile", "features", True), {}),
+    ("privrec-cen", "the PrivRec network trained centrally on pooled examples, then fine-tuned "
+     "on the device (non-private)", ("central", "features", False),
+     {"local_lr": (0.05, 0.1, 0.2, 0.4), "rounds": (5, 10, 20, 40), "batch_size": (64,)}),
+    ("fofl-self", "FOFL-SELF: Reptile FL on item ids and one shared user vector, no side "
+     "information (non-private)", ("reptile", "ids", False), _SELF_GRID),
+    ("nn-self", "NN-SELF: MAML-based FL (second-order meta-gradients), side features "
+     "(non-private)", ("maml", "features", False), _SELF_GRID),
+)
+
 SPECS: list[SystemSpec] = [
-    SystemSpec("privrec", PrivRecConfig, _build, "ranking", False,
-               "PrivRec (seed 002, Alg. 1): side-feature DNN, Reptile FL + FedProx, "
-               "on-device fine-tuning (non-private)",
-               {"algorithm": "reptile", "inputs": "features", "dp": False}, _GRID,
-               protocol=_PROTOCOL, **_DEPLOYED),
-    SystemSpec("dp-privrec", PrivRecConfig, _build, "ranking", True,
-               "DP-PrivRec (seed 002, Alg. 2): clipped updates, Gaussian noise, adaptive "
-               "clipping; user-level central DP (trusted aggregator)",
-               {"algorithm": "reptile", "inputs": "features", "dp": True},
-               protocol=_PROTOCOL, paper={"rounds": 1000, "initial_clip": 40.0},
-               audit=_AUDIT, **_DEPLOYED),
-    SystemSpec("privrec-cen", PrivRecConfig, _build, "ranking", False,
-               "the PrivRec network trained centrally on pooled examples, then fine-tuned "
-               "on the device (non-private)",
-               {"algorithm": "central", "inputs": "features", "dp": False},
-               {"local_lr": (0.05, 0.1, 0.2, 0.4), "rounds": (5, 10, 20, 40), "batch_size": (64,)},
-               protocol=_PROTOCOL, **_DEPLOYED),
-    SystemSpec("fofl-self", PrivRecConfig, _build, "ranking", False,
-               "FOFL-SELF: Reptile FL on item ids and one shared user vector, no side "
-               "information (non-private)",
-               {"algorithm": "reptile", "inputs": "ids", "dp": False}, _SELF_GRID,
-               protocol=_PROTOCOL, **_DEPLOYED),
-    SystemSpec("nn-self", PrivRecConfig, _build, "ranking", False,
-               "NN-SELF: MAML-based FL (second-order meta-gradients), side features "
-               "(non-private)",
-               {"algorithm": "maml", "inputs": "features", "dp": False}, _SELF_GRID,
-               protocol=_PROTOCOL, **_DEPLOYED),
+    SystemSpec(name, PrivRecConfig, _build, "ranking", dp, summary,
+               {"algorithm": algorithm, "inputs": inputs, "dp": dp}, grid,
+               protocol=_PROTOCOL, paper=_DP_PAPER if dp else {},
+               audit=_AUDIT if dp else None, **_DEPLOYED)
+    for name, summary, (algorithm, inputs, dp), grid in _VARIANTS
 ]
