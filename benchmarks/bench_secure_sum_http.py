@@ -1,5 +1,6 @@
 """dp-pop's secure-sum round over the HTTP services, end to end (issue 23 §3 target: 10K
-clients, d = 1,682, one round in <= 5 minutes on this 2-core machine).
+clients, d = 1,682, one round in <= 5 minutes on this 2-core machine; issue 31 with proofs:
+<= 10 minutes, proxy peak <= 2 GB).
 
 ``N`` simulated clients (a MovieLens-like synthetic set with ML-100K's 1,682 items), one
 round: ``dprec serve server`` and ``dprec serve proxy`` on loopback
@@ -33,7 +34,8 @@ sealing and uploading; the requests overlap the proving) and ``close_s`` (the op
 close: the proxy and the server checking every upload, the release, the server's sum).
 
 Prints strict JSON (and writes it to ``--out``). Wall-clock numbers on a shared 2-core
-machine: the load average is printed with them.
+machine: the load average is printed with them (before, sampled every 10 s during the
+proved round: min/mean/max, and after).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ import json
 import math
 import os
 import resource
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -75,6 +78,36 @@ def cpu_seconds(pid: int | None = None) -> float:
         return r.ru_utime + r.ru_stime
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class LoadWatch:
+    """The 1-minute load average sampled every ``every`` seconds while it runs (a thread):
+    what the machine's other work was doing during a wall-clock measurement."""
+
+    def __init__(self, every: float = 10.0) -> None:
+        self.every = every
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="load-watch", daemon=True)
+
+    def _run(self) -> None:
+        while True:
+            self.samples.append(os.getloadavg()[0])
+            if self._stop.wait(self.every):
+                return
+
+    def __enter__(self) -> LoadWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def summary(self) -> dict[str, float]:
+        """min, mean and max of the samples, and how many."""
+        s = self.samples or [float("nan")]
+        return {"min": min(s), "mean": sum(s) / len(s), "max": max(s), "samples": len(s)}
 
 
 def fit(system: str, params: dict[str, str], train: Any, transport: Any = None) -> Any:
@@ -178,8 +211,9 @@ def main() -> None:
     here_t = time.perf_counter()
     here = fit("dp-pop", params, train)
     here_s = time.perf_counter() - here_t
-    secure = run_http("dp-pop", params, {**params, "n_clients": str(n)}, train, n,
-                      args.concurrency)
+    with LoadWatch() as watch:
+        secure = run_http("dp-pop", params, {**params, "n_clients": str(n)}, train, n,
+                          args.concurrency)
     summed = int(secure["model"].diagnostics()["contributors"]) == n
     spread = 6 * math.sqrt(2 * 2 * cal.share.mu * n)  # two independent Sk(mu_share n) sums
     close = bool(np.abs(here.noisy_counts - secure["model"].noisy_counts).max() <= spread)
@@ -195,6 +229,7 @@ def main() -> None:
     out: dict[str, Any] = {
         "clients": n, "items": d, "k": args.k, "epsilon": args.epsilon,
         "load_average_before": load,
+        "load_average_during_round": watch.summary(),
         "secure_sum": {
             "q_bits": p.bits, "m": p.shares, "gamma": p.gamma, "sigma": p.sigma,
             "element_bytes": p.element_bytes,
@@ -218,23 +253,28 @@ def main() -> None:
         "projection_75k_users_10k_items": _projection(cal),
     }
     if not args.no_plain:
-        fmf = {"epochs": "1", "k": str(args.k), "factors": "2",
-               "shuffle_threshold": str(min(n, 1000))}
-        plain = run_http("fmf-ldp", fmf, fmf, train, min(n, 1000), args.concurrency)
-        out["plain_reports"] = {
-            "what": f"one FMF-LDP epoch, k = {args.k} reports per client (4-byte item-factor "
-                    "ids and bits: the wire size of a plain k-hot report), same services",
-            "round_wall_s": plain["wall_s"], "requests": plain["requests"],
-            "uploads_per_second": n / plain["wall_s"],
-            "bytes_per_client": HEADER.size + 12 + 4 * args.k + (args.k + 7) // 8,
-            "cpu_s": plain["cpu_s"],
-            "cpu_ms_per_client": {k: 1e3 * v / n for k, v in plain["cpu_s"].items()},
-        }
+        out["plain_reports"] = plain_round(train, args.k, args.concurrency)
     out["load_average_after"] = os.getloadavg()
     text = json.dumps(strict_json(out), indent=1)
     print(text)
     if args.out is not None:
         args.out.write_text(text + "\n")
+
+
+def plain_round(train: Any, k: int, concurrency: int) -> dict[str, Any]:
+    """One FMF-LDP epoch of ``k`` plain reports per client through the same services."""
+    n = train.shape[0]
+    fmf = {"epochs": "1", "k": str(k), "factors": "2", "shuffle_threshold": str(min(n, 1000))}
+    plain = run_http("fmf-ldp", fmf, fmf, train, min(n, 1000), concurrency)
+    return {
+        "what": f"one FMF-LDP epoch, k = {k} reports per client (4-byte item-factor ids and "
+                "bits: the wire size of a plain k-hot report), same services",
+        "round_wall_s": plain["wall_s"], "requests": plain["requests"],
+        "uploads_per_second": n / plain["wall_s"],
+        "bytes_per_client": HEADER.size + 12 + 4 * k + (k + 7) // 8,
+        "cpu_s": plain["cpu_s"],
+        "cpu_ms_per_client": {name: 1e3 * v / n for name, v in plain["cpu_s"].items()},
+    }
 
 
 def _projection(cal: Any) -> dict[str, Any]:

@@ -86,6 +86,19 @@ def test_ntt_interpolation_and_evaluation(field) -> None:
     assert poly.evaluate_from_prefix(field, prefix, n, pow(w, 13, m)) == values[13]
 
 
+@pytest.mark.parametrize("field", FIELDS)
+@pytest.mark.parametrize("count,n", [(1, 8), (3, 64), (5, 64), (16, 64), (17, 64), (64, 64)])
+def test_ntt_of_few_coefficients_on_many_points(field, count, n) -> None:
+    """The pruned NTT (``count`` coefficients padded to ``n`` points: the low levels are a
+    repeat) gives every row's direct evaluation at the n-th roots."""
+    m, w = field.MODULUS, field.root(n)
+    rows = [draws(field, 40, 10 + r)[r:r + count] for r in range(3)]
+    values = [[sum(c * pow(w, i * j, m) for j, c in enumerate(row)) % m for i in range(n)]
+              for row in rows]
+    got = poly.ntt(field, np.stack([field.from_ints(r) for r in rows]), n)
+    assert [field.to_ints(g) for g in got] == values
+
+
 @pytest.mark.parametrize("low,high", [(-15, 16), (-16, 17), (0, 28), (0, 1), (2, 2), (-5, 0)])
 def test_paired_weighted_range_kernel_matches_the_plain_product(low, high) -> None:
     """Field64's kernel pairs k with low + high - k; the generic method multiplies every

@@ -89,6 +89,9 @@ class ProxyState(Forwarding, Closing):
         """Settings that can never release (refused at start)."""
         self._check_chunk = CHECK_CHUNK_BYTES
         """Bytes of held uploads checked with the server at once (half its batch limit)."""
+        self.upload_limit: int | None = None
+        """The largest submission body (``--max-body``, else the protocol's message size),
+        known once synced: computed once, not per request."""
 
     def check_state(self) -> None:
         """:class:`DprecError` now, at start, if the protocol's secret part cannot be read
@@ -150,6 +153,7 @@ class ProxyState(Forwarding, Closing):
                 raise DprecError("the proxy's own state cannot be used (its operator must "
                                  "read the proxy's log)") from None
             self.info = info
+            self.upload_limit = self.settings.max_body or info.upload_size()
             self._unfit = self._check_release(info) or self._check_fit(info, doc)
             if self._unfit:
                 log.error("%s", self._unfit)
@@ -331,7 +335,8 @@ class ProxyState(Forwarding, Closing):
         problem = self.problem()
         if problem:
             raise ApiError(503, problem)
-        body = await read_body(request, self.settings.max_body or info.upload_size())
+        assert self.upload_limit is not None
+        body = await read_body(request, self.upload_limit)
         try:
             message = Message.from_bytes(body)
         except MessageError as e:

@@ -140,10 +140,11 @@ class Field:
         return out[:n]
 
     @classmethod
-    def butterflies(cls, a: np.ndarray, n: int) -> np.ndarray:
-        """The radix-2 NTT levels on the rows of ``a`` (each row in bit-reversed order):
-        one vector step per level."""
-        m = 2
+    def butterflies(cls, a: np.ndarray, n: int, first: int = 2) -> np.ndarray:
+        """The radix-2 NTT levels ``m = first, 2 first, ..., n`` on the rows of ``a`` (each
+        row in bit-reversed order, the levels below ``first`` done): one vector step per
+        level."""
+        m = first
         while m <= n:
             blocks = a.reshape(a.shape[0], n // m, 2, m // 2)
             u = blocks[:, :, 0, :]
@@ -262,9 +263,9 @@ class Field64(Field):
                                     np.ascontiguousarray(b, dtype=np.uint64))
 
     @classmethod
-    def butterflies(cls, a: np.ndarray, n: int) -> np.ndarray:
+    def butterflies(cls, a: np.ndarray, n: int, first: int = 2) -> np.ndarray:
         a = np.ascontiguousarray(a, dtype=np.uint64)
-        k64.butterflies(a, _twiddle_table(n))
+        k64.butterflies(a, _twiddle_table(n), first)
         return a
 
     @classmethod

@@ -158,21 +158,25 @@ def inv(x):
 
 
 @numba.njit(cache=True)
-def butterflies(a, twiddles):
-    """In place: the radix-2 NTT of every row of ``a`` (rows in bit-reversed order);
-    ``twiddles[m/2 - 1 + j] = w_m^j`` for each level ``m = 2, 4, ..., n``."""
+def butterflies(a, twiddles, first):
+    """In place: the radix-2 NTT levels ``m = first, 2 first, ..., n`` of every row of ``a``
+    (rows in bit-reversed order; ``first = 2``: the whole NTT); ``twiddles[m/2 - 1 + j] =
+    w_m^j`` for each level ``m``. The twiddle products of a block are formed first, in a
+    loop of independent multiplications the compiler can vectorise."""
     rows, n = a.shape
+    tmp = np.empty(max(n // 2, 1), dtype=np.uint64)
     for r in range(rows):
-        m = 2
+        m = first
         while m <= n:
             half = m // 2
             off = half - 1
             for start in range(0, n, m):
                 for j in range(half):
+                    tmp[j] = _mul(a[r, start + j + half], twiddles[off + j])
+                for j in range(half):
                     u = a[r, start + j]
-                    v = _mul(a[r, start + j + half], twiddles[off + j])
-                    a[r, start + j] = _add(u, v)
-                    a[r, start + j + half] = _sub(u, v)
+                    a[r, start + j] = _add(u, tmp[j])
+                    a[r, start + j + half] = _sub(u, tmp[j])
             m *= 2
 
 
@@ -193,17 +197,22 @@ def weighted_range(x0, x1, s, pair_consts, middle, has_middle):
     """``x0 * prod_{k=lo}^{hi} (x1 - k)`` elementwise (1-D ``x0``, ``x1``), pairing ``k``
     with ``lo + hi - k``: ``(x - k)(x - (s - k)) = u + k (s - k)``, ``u = x^2 - s x``,
     ``s = lo + hi`` (``pair_consts`` the ``k (s - k)`` mod p), times ``x - middle`` when the
-    range has odd length: half the multiplications."""
-    out = np.empty(x0.shape[0], dtype=np.uint64)
-    for i in range(x0.shape[0]):
+    range has odd length: half the multiplications. One pass per factor over all the
+    elements (independent multiplications, vectorisable), not one chain per element."""
+    n = x0.shape[0]
+    out = np.empty(n, dtype=np.uint64)
+    u = np.empty(n, dtype=np.uint64)
+    for i in range(n):
         x = x1[i]
-        u = _sub(_mul(x, x), _mul(s, x))
+        u[i] = _sub(_mul(x, x), _mul(s, x))
         acc = x0[i]
         if has_middle:
             acc = _mul(acc, _sub(x, middle))
-        for k in range(pair_consts.shape[0]):
-            acc = _mul(acc, _add(u, pair_consts[k]))
         out[i] = acc
+    for k in range(pair_consts.shape[0]):
+        c = pair_consts[k]
+        for i in range(n):
+            out[i] = _mul(out[i], _add(u[i], c))
     return out
 
 

@@ -53,9 +53,14 @@ def ntt(field: type[Field], coeffs: np.ndarray, n: int) -> np.ndarray:
     a = a.reshape(1, -1) if single else a
     if a.shape[1] > n:
         raise ValueError(f"{a.shape[1]} coefficients do not fit {n} points")
-    padded = field.zeros((a.shape[0], n))
+    k = min(next_power_of_2(max(a.shape[1], 1)), n)
+    padded = field.zeros((a.shape[0], k))
     padded[:, :a.shape[1]] = a
-    a = field.butterflies(padded[:, _bit_reversal(n)], n)
+    # zero-padded from k to n coefficients, the bit-reversed row is nonzero only at the
+    # starts of its n/k-blocks, and the levels m <= n/k turn each block into that start's
+    # value repeated: those levels are one repeat (a pruned NTT; the same values)
+    spread = np.repeat(padded[:, _bit_reversal(k)], n // k, axis=1)
+    a = field.butterflies(spread, n, 2 * (n // k))
     return a[0] if single else a
 
 
