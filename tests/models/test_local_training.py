@@ -1,3 +1,4 @@
+# ruff: noqa: E402  (torch is imported, or the module skipped, before the modules that need it)
 """Batched on-device training (torch.func) against one client at a time, and its data."""
 
 from __future__ import annotations
@@ -6,8 +7,9 @@ import functools
 
 import numpy as np
 import pytest
+
+torch = pytest.importorskip("torch")  # an optional extra ('.[torch]'): skipped without it
 import scipy.sparse as sp
-import torch
 
 from dprec.data.features import side_features
 from dprec.data.synthetic import synthetic

@@ -1,3 +1,4 @@
+# ruff: noqa: E402  (torch is imported, or the module skipped, before the modules that need it)
 """PrivRec, DP-PrivRec and their baselines: the contract of side-feature systems, the server
 step, adaptive clipping, the messages and the privacy report (seed 002)."""
 
@@ -9,8 +10,9 @@ import math
 import dp_accounting
 import numpy as np
 import pytest
+
+torch = pytest.importorskip("torch")  # an optional extra ('.[torch]'): skipped without it
 import scipy.sparse as sp
-import torch
 
 from dprec.data.features import side_features
 from dprec.data.synthetic import synthetic
