@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from dprec.data.dataset import Dataset
 
 __all__ = [
-    "DataDir", "Epsilon", "Params", "ResultsDir", "Seeds", "Split", "err", "fail",
-    "load_dataset", "out", "progress",
+    "DataDir", "Epsilon", "Folds", "Negatives", "Params", "ResultsDir", "Seeds", "Split", "err",
+    "fail", "load_dataset", "out", "progress",
 ]
 
 err = Console(stderr=True)
@@ -41,6 +41,8 @@ Split = Annotated[str | None, typer.Option(
     help="Ranking: latest or random (leave-one-out), or user (the PrivRec protocol). Rating: "
          "kfold or user. Default: latest for ranking, kfold for rating, user for the "
          "side-feature systems (privrec, ...).")]
+Folds = Annotated[int | None, typer.Option(help="k of k-fold (rating systems, default 5).")]
+Negatives = Annotated[int, typer.Option(help="Sampled negatives per test user.")]
 
 
 def fail(e: Exception) -> NoReturn:

@@ -19,7 +19,17 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from dprec.cli.common import DataDir, ResultsDir, Seeds, err, fail, load_dataset, out, progress
+from dprec.cli.common import (
+    DataDir,
+    Folds,
+    ResultsDir,
+    Seeds,
+    err,
+    fail,
+    load_dataset,
+    out,
+    progress,
+)
 from dprec.cli.tables import fitted_tables, print_tables
 from dprec.errors import DprecError
 
@@ -221,8 +231,7 @@ def compare(
         help="ranking (leave-one-out, HR/NDCG), rating (k-fold RMSE/MAE) or privrec (80/20 "
              "user split, on-device fine-tuning, HR/NDCG@5..30 against all unseen items)."
     )] = "ranking",
-    folds: Annotated[int | None, typer.Option(help="k of k-fold (rating, default 5).")
-                     ] = None,
+    folds: Folds = None,
     preset: Annotated[str | None, typer.Option(
         help="default: every system's defaults (the papers' settings except documented "
              "improvements); paper: the papers' own settings for everything; tuned: read "

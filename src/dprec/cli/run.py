@@ -11,6 +11,8 @@ import typer
 from dprec.cli.common import (
     DataDir,
     Epsilon,
+    Folds,
+    Negatives,
     Params,
     ResultsDir,
     Seeds,
@@ -38,9 +40,8 @@ def run(
              "differ (e.g. plain Funk SVD for the LDP rating systems).")] = "default",
     seeds: Seeds = 5,
     split: Split = None,
-    negatives: Annotated[int, typer.Option(help="Sampled negatives per test user.")] = 99,
-    folds: Annotated[int | None, typer.Option(
-        help="k of k-fold (rating systems, default 5).")] = None,
+    negatives: Negatives = 99,
+    folds: Folds = None,
     curve_every: Annotated[int | None, typer.Option(
         help="Also evaluate every N rounds (learning curves, in the JSON).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperCommand
 
-from dprec.cli.common import err, fail, load_dataset, progress
+from dprec.cli.common import Negatives, err, fail, load_dataset, progress
 from dprec.cli.tables import save_and_show
 from dprec.errors import DprecError
 
@@ -399,7 +399,7 @@ def simulate(
     split: Annotated[str | None, typer.Option(
         help="Ranking: latest (default) or random (leave-one-out); rating: user (default, "
              "80/20 users; a simulation trains once per seed).")] = None,
-    negatives: Annotated[int, typer.Option(help="Sampled negatives per test user.")] = 99,
+    negatives: Negatives = 99,
     server: Annotated[str | None, typer.Option(
         help="Use this running server (with --proxy; one seed).")] = None,
     proxy: Annotated[str | None, typer.Option(help="Use this running proxy.")] = None,

@@ -14,6 +14,8 @@ from rich.table import Table
 from dprec.cli.common import (
     DataDir,
     Epsilon,
+    Folds,
+    Negatives,
     Params,
     Split,
     err,
@@ -57,9 +59,8 @@ def tune_cmd(
     param: Params = None,
     seeds: Annotated[int, typer.Option("--seeds", min=1, help="Seeds (0..n-1).")] = 2,
     split: Split = None,
-    negatives: Annotated[int, typer.Option(help="Sampled negatives per user.")] = 99,
-    folds: Annotated[int | None, typer.Option(
-        help="k of k-fold (rating systems, default 5).")] = None,
+    negatives: Negatives = 99,
+    folds: Folds = None,
     out_path: Annotated[Path | None, typer.Option(
         "--out", help="Config to write (default configs/<dataset>/<system>.toml).")] = None,
     force: Annotated[bool, typer.Option(help="Overwrite an existing config file.")] = False,

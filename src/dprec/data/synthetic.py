@@ -22,12 +22,14 @@ result depends on the seed and ``batch_elements`` only, not on the thread count.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -40,9 +42,10 @@ from dprec.random import SeedLike, random_generator
 from dprec.selection import top_k, top_k_row
 
 __all__ = [
-    "BASE_TIME", "check_memory", "check_sizes", "default_interactions", "factor_side_features",
-    "latent_factors", "machine_memory", "memory_estimate", "require_memory", "run_batches",
-    "synthetic", "synthetic_truth", "user_activity",
+    "BASE_TIME", "bound_arguments", "check_memory", "check_sizes", "choose_and_rate",
+    "default_interactions", "factor_side_features", "gumbel_keys", "latent_factors",
+    "machine_memory", "memory_estimate", "named_dataset", "prepare", "require_memory",
+    "run_batches", "synthetic", "synthetic_truth", "user_activity",
 ]
 
 log = logging.getLogger(__name__)
@@ -50,6 +53,8 @@ log = logging.getLogger(__name__)
 BASE_TIME = 946_684_800  # 2000-01-01, seconds since the epoch
 _TIME_SPAN = 3 * 365 * 86_400
 _GIB = 1 << 30
+_NON_NEGATIVE = ("popularity_exponent", "affinity_scale", "spectrum_decay")
+"""The generators' parameters that must be finite and >= 0, in the order they are checked."""
 
 
 def machine_memory() -> int | None:
@@ -213,49 +218,83 @@ def check_sizes(n_users: int, n_items: int, n_interactions: int, *, rank: int,
     return hi
 
 
-def _model(n_users: int, n_items: int, n_interactions: int, hi: int,
-           gen: np.random.Generator, *, rank: int, popularity_exponent: float,
-           activity_sigma: float, min_user_interactions: int, affinity_scale: float,
-           spectrum_decay: float
+def prepare(args: Mapping[str, Any], *, estimate: Callable[..., int] | None = None,
+            prefix: str = "synthetic", memory: bool = True,
+            also: Callable[[], None] | None = None) -> tuple[int, int]:
+    """Check a generator's arguments (its parameter names to values) before any draw:
+    :func:`check_sizes`, then the generator's own checks ``also``, then, with ``memory``,
+    :func:`check_memory` (``estimate``, ``prefix``: as there). Returns (per-user cap,
+    thread count: ``n_threads`` or min(2, cpu count))."""
+    hi = check_sizes(args["n_users"], args["n_items"], args["n_interactions"],
+                     rank=args["rank"], batch_elements=args["batch_elements"],
+                     min_user_interactions=args["min_user_interactions"],
+                     max_user_fraction=args["max_user_fraction"],
+                     activity_sigma=args["activity_sigma"],
+                     **{k: args[k] for k in _NON_NEGATIVE if k in args})
+    if also is not None:
+        also()
+    threads = args.get("n_threads") or min(2, os.cpu_count() or 1)
+    if memory:
+        check_memory(int(args["n_users"]), int(args["n_items"]), int(args["n_interactions"]),
+                     estimate=estimate, prefix=prefix, rank=int(args["rank"]),
+                     batch_elements=int(args["batch_elements"]), n_threads=threads,
+                     max_per_user=hi)
+    return hi, threads
+
+
+def bound_arguments(generator: Callable[..., Dataset], n_users: int, n_items: int,
+                    n_interactions: int, rng: SeedLike, model: Mapping[str, Any]
+                    ) -> dict[str, Any]:
+    """The arguments of ``generator(n_users, n_items, n_interactions, rng=rng, **model)``
+    with its own defaults filled in, so that an oracle has no second copy of them; a
+    DataError for a name the generator does not take."""
+    try:
+        bound = inspect.signature(generator).bind(n_users, n_items, n_interactions, rng=rng,
+                                                  **model)
+    except TypeError as e:
+        raise DataError(f"{generator.__name__}: {e}") from None
+    bound.apply_defaults()
+    return bound.arguments
+
+
+def named_dataset(name: str, matrix: sp.csr_matrix, timestamps: np.ndarray,
+                  factors: tuple[np.ndarray, np.ndarray, np.ndarray], n_batches: int
+                  ) -> Dataset:
+    """The generated :class:`Dataset` (ids 0..n-1, ratings 1..5, the side features of
+    ``factors``: user, item, per-dimension sd), logged with its sizes."""
+    n_users, n_items = matrix.shape
+    log.info("%s: %d users x %d items, %d interactions, %d batches", name, n_users, n_items,
+             matrix.nnz, n_batches)
+    user_features, item_features = factor_side_features(*factors)
+    return Dataset(name=name, matrix=matrix, timestamps=timestamps,
+                   user_ids=np.arange(n_users, dtype=np.int64),
+                   item_ids=np.arange(n_items, dtype=np.int64), user_features=user_features,
+                   item_features=item_features, rating_scale=(1.0, 5.0))
+
+
+def _model(a: Mapping[str, Any], hi: int, gen: np.random.Generator
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The first draws of :func:`synthetic`, in its order: (log popularity, activities,
-    user factors, item factors, factor sd)."""
+    """The first draws of :func:`synthetic` (arguments ``a``), in its order: (log
+    popularity, activities, user factors, item factors, factor sd)."""
+    n_items = int(a["n_items"])
     log_pop = np.empty(n_items, np.float32)
-    log_pop[gen.permutation(n_items)] = -popularity_exponent * np.log(
+    log_pop[gen.permutation(n_items)] = -a["popularity_exponent"] * np.log(
         np.arange(1, n_items + 1, dtype=np.float64))
-    k = user_activity(n_users, n_interactions, min_user_interactions, hi, activity_sigma, gen)
-    user_f, item_f, factor_sd = latent_factors(n_users, n_items, rank, affinity_scale,
-                                               spectrum_decay, gen)
+    k = user_activity(int(a["n_users"]), int(a["n_interactions"]),
+                      int(a["min_user_interactions"]), hi, a["activity_sigma"], gen)
+    user_f, item_f, factor_sd = latent_factors(int(a["n_users"]), n_items, int(a["rank"]),
+                                               a["affinity_scale"], a["spectrum_decay"], gen)
     return log_pop, k, user_f, item_f, factor_sd
 
 
-def synthetic_truth(
-    n_users: int,
-    n_items: int,
-    n_interactions: int,
-    *,
-    rng: SeedLike,
-    rank: int = 16,
-    popularity_exponent: float = 1.3,
-    activity_sigma: float = 1.2,
-    min_user_interactions: int = 20,
-    max_user_fraction: float = 0.5,
-    affinity_scale: float = 2.0,
-    spectrum_decay: float = 1.0,
-) -> SyntheticTruth:
-    """The oracle of ``synthetic(...)`` called with the same arguments (and a fresh ``rng``
-    with the same seed): its first draws replayed, no interaction drawn. Scores are
-    log pop_i + a_ui (:class:`dprec.data.truth.SyntheticTruth`)."""
-    hi = check_sizes(n_users, n_items, n_interactions, rank=rank, batch_elements=1,
-                     min_user_interactions=min_user_interactions,
-                     max_user_fraction=max_user_fraction, activity_sigma=activity_sigma,
-                     popularity_exponent=popularity_exponent,
-                     affinity_scale=affinity_scale, spectrum_decay=spectrum_decay)
-    log_pop, _, user_f, item_f, _ = _model(
-        int(n_users), int(n_items), int(n_interactions), hi, random_generator(rng),
-        rank=int(rank), popularity_exponent=popularity_exponent,
-        activity_sigma=activity_sigma, min_user_interactions=int(min_user_interactions),
-        affinity_scale=affinity_scale, spectrum_decay=spectrum_decay)
+def synthetic_truth(n_users: int, n_items: int, n_interactions: int, *, rng: SeedLike,
+                    **model: Any) -> SyntheticTruth:
+    """The oracle of ``synthetic(n_users, n_items, n_interactions, rng=..., **model)`` (a
+    fresh ``rng`` with the same seed): its first draws replayed, no interaction drawn.
+    Scores are log pop_i + a_ui (:class:`dprec.data.truth.SyntheticTruth`)."""
+    a = bound_arguments(synthetic, n_users, n_items, n_interactions, rng, model)
+    hi, _ = prepare(a, memory=False)
+    log_pop, _, user_f, item_f, _ = _model(a, hi, random_generator(rng))
     return SyntheticTruth(log_popularity=log_pop.astype(np.float64), user_factors=user_f,
                           item_factors=item_f, release=np.full(int(n_items), -np.inf))
 
@@ -292,42 +331,18 @@ def synthetic(
     ``synthetic-<users>x<items>`` unless ``name`` is given. Sizes that cannot fit in this
     machine's memory (:func:`memory_estimate`) are refused before anything is drawn.
     """
-    hi = check_sizes(n_users, n_items, n_interactions, rank=rank,
-                     batch_elements=batch_elements,
-                     min_user_interactions=min_user_interactions,
-                     max_user_fraction=max_user_fraction, activity_sigma=activity_sigma,
-                     popularity_exponent=popularity_exponent,
-                     affinity_scale=affinity_scale, spectrum_decay=spectrum_decay)
+    args = dict(locals())  # the arguments by name, as the oracle binds them
+    hi, threads = prepare(args)
     n_users, n_items, n_interactions = int(n_users), int(n_items), int(n_interactions)
-    threads = n_threads or min(2, os.cpu_count() or 1)
-    check_memory(n_users, n_items, n_interactions, rank=int(rank),
-                 batch_elements=int(batch_elements), n_threads=threads, max_per_user=hi)
     gen = random_generator(rng)
-
-    log_pop, k, user_f, item_f, factor_sd = _model(
-        n_users, n_items, n_interactions, hi, gen, rank=int(rank),
-        popularity_exponent=popularity_exponent, activity_sigma=activity_sigma,
-        min_user_interactions=int(min_user_interactions), affinity_scale=affinity_scale,
-        spectrum_decay=spectrum_decay)
+    log_pop, k, user_f, item_f, factor_sd = _model(args, hi, gen)
     start = BASE_TIME + gen.integers(0, _TIME_SPAN, n_users)
     mean_gap = np.exp(gen.normal(math.log(6 * 3600.0), 1.5, n_users))
     matrix, timestamps, n_batches = _draw_interactions(
         k, n_interactions, log_pop, user_f, item_f, affinity_scale, start, mean_gap, gen,
         batch=max(1, int(batch_elements) // n_items), threads=threads)
-    name = name or f"synthetic-{n_users}x{n_items}"
-    log.info("%s: %d users x %d items, %d interactions, %d batches", name, n_users, n_items,
-             n_interactions, n_batches)
-    user_features, item_features = factor_side_features(user_f, item_f, factor_sd)
-    return Dataset(
-        name=name,
-        matrix=matrix,
-        timestamps=timestamps,
-        user_ids=np.arange(n_users, dtype=np.int64),
-        item_ids=np.arange(n_items, dtype=np.int64),
-        user_features=user_features,
-        item_features=item_features,
-        rating_scale=(1.0, 5.0),
-    )
+    return named_dataset(name or f"synthetic-{n_users}x{n_items}", matrix, timestamps,
+                         (user_f, item_f, factor_sd), n_batches)
 
 
 def _draw_interactions(k: np.ndarray, n_interactions: int, log_pop: np.ndarray,
@@ -384,26 +399,47 @@ def factor_side_features(user_f: np.ndarray, item_f: np.ndarray, factor_sd: np.n
     return users, items
 
 
+def gumbel_keys(affinity: np.ndarray, keys: np.ndarray, log_weight: np.ndarray,
+                rng: np.random.Generator) -> None:
+    """``keys`` <- a_ui + log w_i + G_ui in place, G_ui ~ Gumbel(0, 1) drawn from ``rng`` as
+    -log E (E standard exponential, float32, floored at the smallest normal): the top k of
+    a row are a Plackett-Luce draw without replacement with weights exp(a_ui) w_i."""
+    rng.standard_exponential(out=keys, dtype=np.float32)
+    np.maximum(keys, np.finfo(np.float32).tiny, out=keys)
+    np.log(keys, out=keys)
+    np.subtract(affinity, keys, out=keys)
+    keys += log_weight
+
+
+def choose_and_rate(keys: np.ndarray, affinity: np.ndarray, k: np.ndarray, scale: float,
+                    rng: np.random.Generator
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's ``k`` items of largest key (ties by the smaller item id) and their ratings
+    rint(2.8 + 0.9 a_ui / ``scale`` + N(0, 0.8)) clipped to 1..5 (noise drawn from ``rng``).
+    Returns (items: row's chosen items ascending, then n_items as padding; the same clipped
+    to valid indices; valid: which columns are chosen; ratings float32), shape
+    (rows, max k)."""
+    n_items = keys.shape[1]
+    kmax = int(k.max())
+    cand = top_k(keys, kmax)
+    valid = np.arange(kmax) < k[:, None]
+    items = np.sort(np.where(valid, cand, n_items), axis=1)
+    items_c = np.minimum(items, n_items - 1)
+    z = np.take_along_axis(affinity, items_c, axis=1) / max(scale, 1e-12)
+    r = np.rint(2.8 + 0.9 * z + rng.normal(0.0, 0.8, z.shape))
+    return items, items_c, valid, np.clip(r, 1.0, 5.0).astype(np.float32)
+
+
 def _fill_batch(users: np.ndarray, k: np.ndarray, affinity: np.ndarray, keys: np.ndarray,
                 log_pop: np.ndarray, scale: float, start: np.ndarray, mean_gap: np.ndarray,
                 indptr: np.ndarray, indices: np.ndarray, ratings: np.ndarray,
                 timestamps: np.ndarray, rng: np.random.Generator) -> None:
     """Draw the batch's items by Gumbel-top-k and write them into the CSR arrays
     (``keys`` is a scratch block of the affinity block's shape)."""
-    n_rows, n_items = affinity.shape
+    n_rows = affinity.shape[0]
     kmax = int(k.max())
-    rng.standard_exponential(out=keys, dtype=np.float32)
-    np.maximum(keys, np.finfo(np.float32).tiny, out=keys)
-    np.log(keys, out=keys)
-    np.subtract(affinity, keys, out=keys)  # a_ui + G_ui, since -log E ~ Gumbel(0, 1)
-    keys += log_pop
-    cand = top_k(keys, kmax)  # largest keys first, ties by the smaller item id
-    valid = np.arange(kmax) < k[:, None]
-    items = np.sort(np.where(valid, cand, n_items), axis=1)  # chosen items first, ascending
-    items_c = np.minimum(items, n_items - 1)
-    z = np.take_along_axis(affinity, items_c, axis=1) / max(scale, 1e-12)
-    r = np.rint(2.8 + 0.9 * z + rng.normal(0.0, 0.8, z.shape))
-    r = np.clip(r, 1.0, 5.0).astype(np.float32)
+    gumbel_keys(affinity, keys, log_pop, rng)
+    items, _, valid, r = choose_and_rate(keys, affinity, k, scale, rng)
     gaps = 1.0 + rng.standard_exponential((n_rows, kmax)) * mean_gap[:, None]
     times = start[:, None] + np.cumsum(np.floor(gaps), axis=1).astype(np.int64)
     slot_key = rng.random((n_rows, kmax))

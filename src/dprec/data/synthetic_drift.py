@@ -33,10 +33,10 @@ thread count never changes the result. The oracle: :func:`synthetic_drift_truth`
 
 from __future__ import annotations
 
-import logging
 import math
-import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -45,26 +45,25 @@ from scipy.special import ndtri
 from dprec.data.dataset import Dataset
 from dprec.data.synthetic import (
     BASE_TIME,
-    check_memory,
-    check_sizes,
+    bound_arguments,
+    choose_and_rate,
     default_interactions,
-    factor_side_features,
+    gumbel_keys,
     latent_factors,
     memory_estimate,
+    named_dataset,
+    prepare,
     run_batches,
     user_activity,
 )
 from dprec.data.truth import SyntheticTruth
 from dprec.errors import DataError
 from dprec.random import SeedLike, random_generator
-from dprec.selection import top_k
 
 __all__ = [
     "ML100K_ACTIVITY", "DriftParams", "drift_default_interactions", "drift_memory_estimate",
     "synthetic_drift", "synthetic_drift_truth",
 ]
-
-log = logging.getLogger(__name__)
 
 _DAY = 86_400.0
 ML100K_ACTIVITY = 100_000 / 943
@@ -126,16 +125,17 @@ class _Model:
     """(n_items,) float64, -inf for the back catalogue."""
 
 
-def _draw_model(n_users: int, n_items: int, n_interactions: int, hi: int,
-                gen: np.random.Generator, p: DriftParams, *, rank: int,
-                activity_sigma: float, min_user_interactions: int, affinity_scale: float,
-                spectrum_decay: float) -> _Model:
-    """The model's first draws from ``gen``, in a fixed order."""
+def _draw_model(a: Mapping[str, Any], hi: int, gen: np.random.Generator, p: DriftParams
+                ) -> _Model:
+    """The model's first draws from ``gen`` (the generator's arguments ``a``), in a fixed
+    order."""
+    n_users, n_items = int(a["n_users"]), int(a["n_items"])
     z = np.empty(n_items, np.float64)
     z[gen.permutation(n_items)] = ndtri((n_items - np.arange(n_items) - 0.5) / n_items)
-    k = user_activity(n_users, n_interactions, min_user_interactions, hi, activity_sigma, gen)
-    user_f, item_f, factor_sd = latent_factors(n_users, n_items, rank, affinity_scale,
-                                               spectrum_decay, gen)
+    k = user_activity(n_users, int(a["n_interactions"]), int(a["min_user_interactions"]), hi,
+                      a["activity_sigma"], gen)
+    user_f, item_f, factor_sd = latent_factors(n_users, n_items, int(a["rank"]),
+                                               a["affinity_scale"], a["spectrum_decay"], gen)
     n_new = int(round(p.new_item_share * n_items))
     new_items = np.sort(gen.permutation(n_items)[:n_new])
     release = np.full(n_items, -np.inf)
@@ -186,23 +186,13 @@ def synthetic_drift(
     time (module docstring; ``params``: :class:`DriftParams`). The other arguments are those
     of :func:`dprec.data.synthetic.synthetic`. Named ``synth-<users>x<items>`` unless
     ``name`` is given. Sizes that cannot fit in memory are refused before any draw."""
+    args = dict(locals())  # the arguments by name, as the oracle binds them
     p = params or DriftParams()
-    hi = check_sizes(n_users, n_items, n_interactions, rank=rank,
-                     batch_elements=batch_elements,
-                     min_user_interactions=min_user_interactions,
-                     max_user_fraction=max_user_fraction, activity_sigma=activity_sigma,
-                     affinity_scale=affinity_scale, spectrum_decay=spectrum_decay)
-    p.check(max_user_fraction)
+    hi, threads = prepare(args, estimate=drift_memory_estimate, prefix="synth",
+                          also=lambda: p.check(max_user_fraction))
     n_users, n_items, n_interactions = int(n_users), int(n_items), int(n_interactions)
-    threads = n_threads or min(2, os.cpu_count() or 1)
-    check_memory(n_users, n_items, n_interactions, estimate=drift_memory_estimate,
-                 prefix="synth", rank=int(rank), batch_elements=int(batch_elements),
-                 n_threads=threads, max_per_user=hi)
     gen = random_generator(rng)
-    m = _draw_model(n_users, n_items, n_interactions, hi, gen, p, rank=int(rank),
-                    activity_sigma=activity_sigma,
-                    min_user_interactions=int(min_user_interactions),
-                    affinity_scale=affinity_scale, spectrum_decay=spectrum_decay)
+    m = _draw_model(args, hi, gen, p)
     span = p.time_span_days * _DAY
     session = np.maximum(60.0, np.exp(gen.normal(math.log(p.session_hours * 3600.0), 1.0,
                                                  n_users)))
@@ -231,44 +221,20 @@ def synthetic_drift(
                     indptr, out, children[b])
 
     run_batches(len(batches), (batch, n_items), threads, run)
-    name = name or f"synth-{n_users}x{n_items}"
-    log.info("%s: %d users x %d items, %d interactions, %d batches", name, n_users, n_items,
-             n_interactions, len(batches))
-    user_features, item_features = factor_side_features(m.user_f, m.item_f, m.factor_sd)
-    return Dataset(name=name, matrix=sp.csr_matrix((out[1], out[0], indptr),
-                                                   shape=(n_users, n_items)),
-                   timestamps=out[2], user_ids=np.arange(n_users, dtype=np.int64),
-                   item_ids=np.arange(n_items, dtype=np.int64), user_features=user_features,
-                   item_features=item_features, rating_scale=(1.0, 5.0))
+    return named_dataset(name or f"synth-{n_users}x{n_items}",
+                         sp.csr_matrix((out[1], out[0], indptr), shape=(n_users, n_items)),
+                         out[2], (m.user_f, m.item_f, m.factor_sd), len(batches))
 
 
-def synthetic_drift_truth(
-    n_users: int,
-    n_items: int,
-    n_interactions: int,
-    *,
-    rng: SeedLike,
-    params: DriftParams | None = None,
-    rank: int = 16,
-    activity_sigma: float = 1.2,
-    min_user_interactions: int = 20,
-    max_user_fraction: float = 0.5,
-    affinity_scale: float = 2.0,
-    spectrum_decay: float = 1.0,
-) -> SyntheticTruth:
-    """The oracle of ``synthetic_drift(...)`` with the same arguments (and a fresh ``rng``
-    with the same seed): its model draws replayed, no interaction drawn. Release times are
-    in seconds since the epoch, like the data's timestamps."""
-    p = params or DriftParams()
-    hi = check_sizes(n_users, n_items, n_interactions, rank=rank, batch_elements=1,
-                     min_user_interactions=min_user_interactions,
-                     max_user_fraction=max_user_fraction, activity_sigma=activity_sigma,
-                     affinity_scale=affinity_scale, spectrum_decay=spectrum_decay)
-    p.check(max_user_fraction)
-    m = _draw_model(int(n_users), int(n_items), int(n_interactions), hi,
-                    random_generator(rng), p, rank=int(rank), activity_sigma=activity_sigma,
-                    min_user_interactions=int(min_user_interactions),
-                    affinity_scale=affinity_scale, spectrum_decay=spectrum_decay)
+def synthetic_drift_truth(n_users: int, n_items: int, n_interactions: int, *,
+                          rng: SeedLike, **model: Any) -> SyntheticTruth:
+    """The oracle of ``synthetic_drift(n_users, n_items, n_interactions, rng=..., **model)``
+    (a fresh ``rng`` with the same seed): its model draws replayed, no interaction drawn.
+    Release times are in seconds since the epoch, like the data's timestamps."""
+    a = bound_arguments(synthetic_drift, n_users, n_items, n_interactions, rng, model)
+    p = a["params"] or DriftParams()
+    hi, _ = prepare(a, memory=False, also=lambda: p.check(a["max_user_fraction"]))
+    m = _draw_model(a, hi, random_generator(rng), p)
     return SyntheticTruth(log_popularity=m.log_q, user_factors=m.user_f,
                           item_factors=m.item_f, release=m.release + BASE_TIME,
                           boost=p.release_boost, decay=p.release_decay_days * _DAY)
@@ -309,30 +275,19 @@ def _fill_batch(users: np.ndarray, m: _Model, p: DriftParams, affinity: np.ndarr
                 rng: np.random.Generator) -> None:
     """Draw the batch's items, ratings and times; write them into the CSR arrays ``out``
     (items, ratings, timestamps). ``keys`` is a scratch block of the affinity's shape."""
-    n_rows, n_items = affinity.shape
     k = m.k[users]
     kmax = int(k.max())
     a, b = window
     decay = p.release_decay_days * _DAY
-    rng.standard_exponential(out=keys, dtype=np.float32)
-    np.maximum(keys, np.finfo(np.float32).tiny, out=keys)
-    np.log(keys, out=keys)
-    np.subtract(affinity, keys, out=keys)  # a_ui + G_ui, since -log E ~ Gumbel(0, 1)
-    keys += log_q
+    gumbel_keys(affinity, keys, log_q, rng)
     if len(m.new_items):
         keys[:, m.new_items] += _window_log_weight(m.release[m.new_items], a, b,
                                                    p.release_boost, decay).astype(np.float32)
-    cand = top_k(keys, kmax)  # largest keys first, ties by the smaller item id
-    valid = np.arange(kmax) < k[:, None]
-    items = np.sort(np.where(valid, cand, n_items), axis=1)  # chosen items first, ascending
-    items_c = np.minimum(items, n_items - 1)
-    z = np.take_along_axis(affinity, items_c, axis=1) / max(scale, 1e-12)
-    r = np.rint(2.8 + 0.9 * z + rng.normal(0.0, 0.8, z.shape))
-    r = np.clip(r, 1.0, 5.0).astype(np.float32)
+    items, items_c, valid, r = choose_and_rate(keys, affinity, k, scale, rng)
     rel = m.release[items_c]
     times = _item_times(rel, a[:, None], b[:, None], p.release_boost, decay, rng)
     times = _popular_first(times, valid & ~np.isfinite(rel),
-                           -p.popular_first * m.z[items_c] + rng.standard_normal(z.shape))
+                           -p.popular_first * m.z[items_c] + rng.standard_normal(items.shape))
     ts = _distinct_seconds(times, valid)
     dest = (indptr[users][:, None] + np.arange(kmax))[valid]
     out[0][dest] = items[valid]

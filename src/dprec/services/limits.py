@@ -4,12 +4,11 @@ checked against)."""
 
 from __future__ import annotations
 
-import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from dprec.errors import DprecError
+from dprec.errors import check_real
 from dprec.systems.deployable import ProtocolInfo
 
 __all__ = ["RateLimiter", "TokenBucket", "batch_bytes"]
@@ -27,9 +26,8 @@ class TokenBucket:
 
     def __init__(self, rate: float, burst: float, clock: Callable[[], float] = time.monotonic
                  ) -> None:
-        if not (math.isfinite(rate) and rate > 0) or not (math.isfinite(burst) and burst >= 1):
-            raise DprecError(f"rate must be a finite number > 0 and burst a finite number "
-                             f">= 1, got {rate}, {burst}")
+        check_real("rate", rate, low=0, low_open=True)
+        check_real("burst", burst, low=1)
         self.rate = float(rate)
         self.burst = float(burst)
         self._clock = clock

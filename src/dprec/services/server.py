@@ -63,7 +63,6 @@ import dprec
 from dprec.data.synthetic import machine_memory
 from dprec.errors import DprecError
 from dprec.protocol.deployment import generator_from_json, generator_to_json
-from dprec.protocol.messages import Message, MessageError
 from dprec.services import roles
 from dprec.services.auth import bearer, same_secret
 from dprec.services.http import (
@@ -224,14 +223,8 @@ class _Server:
                 else []}
 
     def accept(self, round: int, key: str | None, body: bytes) -> tuple[int, dict[str, Any]]:
-        try:
-            message = Message.from_bytes(body)
-        except MessageError as e:
-            raise ApiError(400, f"malformed batch: {e}") from None
-        try:
-            check_forwarded(message, self.info)
-        except MessageError as e:
-            raise ApiError(422, f"batch refused: {e}") from None
+        message = roles.checked_message(body, "batch",
+                                        lambda m: check_forwarded(m, self.info))
         assert key is not None
         reports = getattr(message, "k", None)
         if reports is None:

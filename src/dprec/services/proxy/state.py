@@ -17,7 +17,7 @@ from fastapi import Request
 
 from dprec.errors import DprecError
 from dprec.protocol.deployment import ProxySecrets, SecretNotReady
-from dprec.protocol.messages import Message, MessageError
+from dprec.protocol.messages import MessageError
 from dprec.protocol.secure_sum.validity import CHECK_CHUNK_BYTES, ReleaseRule
 from dprec.services.auth import bearer, client_token, same_secret
 from dprec.services.http import (
@@ -28,6 +28,7 @@ from dprec.services.limits import RateLimiter, batch_bytes
 from dprec.services.proxy.closing import Closing
 from dprec.services.proxy.forwarding import Forwarding, Unreachable
 from dprec.services.proxy.settings import ProxySettings
+from dprec.services.roles import checked_message
 from dprec.services.rounds import (
     bounds_problem,
     lose_held,
@@ -337,14 +338,7 @@ class ProxyState(Forwarding, Closing):
             raise ApiError(503, problem)
         assert self.upload_limit is not None
         body = await read_body(request, self.upload_limit)
-        try:
-            message = Message.from_bytes(body)
-        except MessageError as e:
-            raise ApiError(400, f"malformed message: {e}") from None
-        try:
-            check_upload(message, info)
-        except MessageError as e:
-            raise ApiError(422, f"message refused: {e}") from None
+        message = checked_message(body, "message", lambda m: check_upload(m, info))
         if getattr(message, "client_id", client_id) != client_id:
             raise ApiError(422, "the message's client_id is not the authenticated client")
         if self.secrets is not None:
