@@ -1,7 +1,9 @@
 """The proxy's round aggregator: it accepts one upload per sender, opens only the mask seeds,
 keeps ``sum r mod q`` over the accepted senders, and releases ONE batch per round once
 ``threshold`` distinct senders have contributed: the server shares in random order and the
-mask sum over exactly those senders.
+mask sum over exactly those senders (:meth:`SecureSumProxy.release`, in process), or, for
+the service proxy, the mask sum folded chunk by chunk and the senders' message ids only
+(:meth:`SecureSumProxy.fold`, :meth:`SecureSumProxy.mask_release`).
 
 What it sees: senders, sizes, message ids and the seeds (uniform, independent of the data).
 What it refuses, before anything is counted: an upload of another round, a malformed or

@@ -56,8 +56,9 @@ class SecureSumRelay(ProxySecrets):
     """The service proxy's part of the secure sum: its key, the check of every upload
     (its seed box must open under this key for this round, with the round's parameters),
     its verdicts and the share batch the server checks, and the round's release over
-    exactly the agreed uploads (the shuffled server shares and the sum of their masks,
-    recomputed from the held uploads; :mod:`dprec.protocol.secure_sum.validity`).
+    exactly the agreed uploads: the sum of their masks, folded chunk by chunk from the held
+    uploads (:meth:`fold`), and their message ids, never a share (the server sums the
+    shares it kept at its check; :mod:`dprec.protocol.secure_sum.validity`).
 
     ``params``: the secure-sum parameters of every round (dp-pop, dp-fedavg), or the
     function ``round -> parameters`` (dpals, whose rounds differ in length); a round it

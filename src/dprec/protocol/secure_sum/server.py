@@ -7,8 +7,10 @@ unknown to it, so any set of shares short of all of them is uniform; only the co
 batch plus the mask sum gives ``sum v``.
 
 Before a release, :meth:`SecureSumServer.check` gives a verdict on each share of the round
-(no mask sum is involved: :mod:`.validity`), so the proxy releases the mask sum over the
-valid ones only. :meth:`SecureSumServer.aggregate` counts the release's shares against
+(no mask sum is involved: :mod:`.validity`), and keeps each valid share it opened, so the
+proxy releases the mask sum and ids of the valid ones only (:meth:`SecureSumServer.sum_kept`
+counts them first, then adds exactly its kept shares of those ids; the service path).
+:meth:`SecureSumServer.aggregate` (the in-process release) counts the release's shares against
 ``[min_senders, max_senders]`` BEFORE it opens any (it never computes a sum it would
 refuse), then refuses the whole release if one share fails
 (wrong key, tampered, another round or role in the associated data, a repeated message id,
