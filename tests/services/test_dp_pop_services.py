@@ -117,15 +117,18 @@ def test_sigkill_of_the_proxy_and_the_server_mid_round_changes_nothing(tmp_path)
     assert history[0]["batch_senders"] == [240] and history[0]["batches"] == 1
 
 
-def _release(info, server_key, relay, round=0, n=None):
+def _release(info, server_key, relay, admin, round=0, n=None):
     """A proxy's release of ``n`` clients' uploads sealed to ``server_key`` (and the exact
-    sum it must give)."""
+    sum it must give), after the server (``admin``) checked and kept their shares."""
     cal = round_of(info)
     n = cal.n_clients if n is None else n
     rows = synthetic(n, info.n_items, 20 * n, rng=4).binary()
     vectors = noisy_vectors(rows, np.arange(n), 3, "uniform", cal.share, 77)
     block = NoisyVectors(np.arange(n), vectors, round, server_key, relay.keys.public, cal.params)
     uploads = [body for _, body in sealed_uploads(block)]
+    checked = admin.post(f"/v1/rounds/{round}/shares", content=relay.share_batch(uploads, round),
+                         headers={"Content-Type": "application/octet-stream"})
+    assert checked.status_code == 200 and not any(checked.json()["verdicts"].values())
     return relay.release(uploads, round, 2), vectors.sum(axis=0)
 
 
@@ -143,7 +146,7 @@ def test_a_killed_server_applies_its_acknowledged_release_once(tmp_path):
         key = PopularityModel.from_bytes(ServerAPI(srv.url).artefact("model").data).server_key
         relay = SecureSumRelay(round_of(info).params, tmp_path / "p")
         relay.see_broadcast(0, ServerAPI(srv.url).artefact("model").data)
-        release, want = _release(info, key, relay)
+        release, want = _release(info, key, relay, admin)
         body = SumRelease.from_bytes(release).to_bytes()
 
         def post(k: str) -> httpx.Response:

@@ -268,7 +268,7 @@ def test_a_ring_close_opens_each_seed_box_once_checking_in_chunks(tmp_path, monk
     import asyncio
 
     import dprec.protocol.secure_sum.proxy as aggregator
-    from dprec.protocol.secure_sum.messages import Release
+    from dprec.protocol.secure_sum.messages import MaskRelease
     from dprec.protocol.secure_sum.relay import SecureSumRelay
     from dprec.protocol.secure_sum.validity import ReleaseRule
     from dprec.protocol.secure_sum.wire import SumRelease
@@ -297,8 +297,9 @@ def test_a_ring_close_opens_each_seed_box_once_checking_in_chunks(tmp_path, monk
     asyncio.run(settle_round(store, relay, ReleaseRule(10, 10, 30), 0, ask,
                              chunk_bytes=5 * len(ups[0][1])))
     (_, _, senders, body), = store.outbox()
-    release = Release.from_bytes(SumRelease.from_bytes(body).data, r.cal.params)
-    assert len(opened) == 12 and len(asked) == 3 and senders == len(release.shares) == 12
+    release = MaskRelease.from_bytes(SumRelease.from_bytes(body).data, r.cal.params)
+    assert len(opened) == 12 and len(asked) == 3 and senders == len(release.ids) == 12
+    assert not relay._open  # every chunk's seeds and shares were forgotten
     store.close_db()
 
 

@@ -47,6 +47,14 @@ def _blocks(clients, model, round=0):
     return list(clients.step(model, round, np.random.default_rng(9)))
 
 
+def _check(server, relay, rows, round=0):
+    """The server checks the relay's share batch of ``rows`` and keeps each valid share, as
+    the services do before the release (the release carries the mask sum and ids only)."""
+    verdicts = server.check_shares(relay.share_batch(rows, round), round)
+    server.kept_outputs = lambda ids: [verdicts.outputs.get(m) for m in ids]
+    return verdicts
+
+
 def _uploads(blocks):
     return [body for b in blocks for _, body in sealed_uploads(b)]
 
@@ -61,6 +69,7 @@ def test_the_cryptographic_round_equals_the_exact_sum_bit_for_bit(tmp_path, monk
     rows = _uploads(blocks)
     for row in rows:
         relay.admit(SumUpload.from_bytes(row), 0)
+    assert not any(_check(server, relay, rows).values())
     release = SumRelease.from_bytes(relay.release(rows, 0, cal.min_honest))
     assert release.n_clients == N
     sealed = server.aggregate([release], 0)
@@ -108,6 +117,7 @@ def test_a_round_below_min_honest_is_not_released_or_summed(tmp_path):
         relay.release(rows[:N // 2 - 1], 0, cal.min_honest)
     assert list(ExactSumProxy(N // 2).forward(iter([]))) == []
     # a server handed fewer than min_honest shares (a proxy below the threshold) refuses
+    _check(server, relay, rows[:N // 2 - 1])
     small = SumRelease.from_bytes(relay.release(rows[:N // 2 - 1], 0, 2))
     with pytest.raises(DprecError, match="fewer than min_honest"):
         server.aggregate([small], 0)
@@ -116,16 +126,19 @@ def test_a_round_below_min_honest_is_not_released_or_summed(tmp_path):
 def test_the_server_takes_one_intact_batch(tmp_path):
     cal, server, model, relay, clients = _setup(tmp_path)
     rows = _uploads(_blocks(clients, model))
+    _check(server, relay, rows)
     release = SumRelease.from_bytes(relay.release(rows, 0, N))
     with pytest.raises(DprecError, match="takes one"):
         server.aggregate([release, release], 0)
     data = bytearray(release.data)
-    data[-5] ^= 1  # the last share's tag
-    with pytest.raises(MessageError, match="refused"):
+    data[-5] ^= 1  # the last id: an upload the server never accepted
+    with pytest.raises(MessageError, match="did not accept"):
         server.aggregate([SumRelease(bytes(data))], 0)
     fresh = PopularityServer(D, N, N, cal.params, cal.share)  # another key: cannot open
     fresh.start(np.random.default_rng(0))
-    with pytest.raises(MessageError, match="another public key"):
+    verdicts = _check(fresh, relay, rows)
+    assert all("another public key" in why for why in verdicts.values())
+    with pytest.raises(MessageError, match="did not accept"):
         fresh.aggregate([release], 0)
 
 

@@ -38,7 +38,7 @@ from dprec.protocol.secure_sum.checks import validity_terms
 from dprec.protocol.secure_sum.client import SecureSumClient, check_public_key, clip, quantise
 from dprec.protocol.secure_sum.device import DeviceRound, segment_noise, upload
 from dprec.protocol.secure_sum.errors import SecureSumError
-from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, Release, Upload, run_id
+from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, MaskRelease, Upload, run_id
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.proved import (
     ProvedBatch,
@@ -117,9 +117,11 @@ class SecureSumDeployment(Deployment):
             return HEADER.size + max(max(ProvedRelease.size(c, senders),
                                          proved_check_bytes(c, senders)) for c in checks)
 
-        def size(p: SecureSumParams) -> int:
+        def size(p: SecureSumParams) -> int:  # the release (mask sum and ids) or one chunk
+            per_chunk = CHECK_CHUNK_BYTES // Upload.size(p) + 1
             item = MESSAGE_ID_BYTES + p.share_bytes + OVERHEAD
-            return HEADER.size + _RELEASE_HEAD + 8 * p.dimension + senders * item
+            return HEADER.size + max(MaskRelease.size(p, senders),
+                                     _RELEASE_HEAD + min(int(senders), per_chunk) * item)
         return max(size(p) for p in self.all_params(info))
 
     def check_upload(self, message: Message, info: Any) -> None:
@@ -128,7 +130,7 @@ class SecureSumDeployment(Deployment):
 
     def check_forwarded(self, message: Message, info: Any) -> None:
         assert isinstance(message, SumRelease)
-        self._parse(info, message.data, Release, ProvedRelease)
+        self._parse(info, message.data, MaskRelease, ProvedRelease)
 
     def _parse(self, info: Any, data: bytes, plain: Any, proved: Any) -> None:
         """``data`` parsed as a record of its round: ``plain`` with the round's parameters,

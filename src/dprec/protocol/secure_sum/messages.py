@@ -1,12 +1,16 @@
 """The secure sum's messages: a client's upload (both sealed shares in one record, so a
-client contributes both or neither) and the proxy's release (the server shares of one round,
-shuffled, with the sum of the matching masks). Decoders check every length against the
-round's parameters before anything is opened.
+client contributes both or neither) and the proxy's release (the in-process proxy's: the
+server shares of one round, shuffled, with the sum of the matching masks; the service
+proxy's: the mask sum and the agreed message ids only, the server holding the shares it
+checked). Decoders check every length against the round's parameters before anything is
+opened.
 
 Upload:  "DSU1" | round id (u64 BE) | message id (16) | seed box (32 + 56) | share box
          (d * ceil(b/8) + 56)
 Release: "DSR2" | round id (u64 BE) | count (u32 BE) | proxy key (32) | mask sum (d x u64 LE)
          | count x (message id (16) | share box)
+Masks:   "DSR3" | round id (u64 BE) | count (u32 BE) | proxy key (32) | mask sum (d x u64 LE)
+         | count x message id (16), sorted
 Shares:  "DSC2" | round id (u64 BE) | count (u32 BE) | proxy key (32) |
          count x (message id (16) | share box)
          (what the proxy sends the server to check, before any mask sum leaves it)
@@ -32,14 +36,15 @@ from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.ring import SEED_BYTES
 from dprec.protocol.secure_sum.sealed import KEY_BYTES, OVERHEAD
 
-__all__ = ["MESSAGE_ID_BYTES", "ROLES", "RUN_ID_BYTES", "Release", "ShareBatch", "Upload",
-           "associated_data", "run_id"]
+__all__ = ["MESSAGE_ID_BYTES", "ROLES", "RUN_ID_BYTES", "MaskRelease", "Release", "ShareBatch",
+           "Upload", "associated_data", "run_id"]
 
 MESSAGE_ID_BYTES = 16
 ROLES = ("proxy", "server")
 _UPLOAD = b"DSU1"
 _RELEASE = b"DSR2"
 _SHARES = b"DSC2"
+_MASKS = b"DSR3"
 _HEAD = struct.Struct(">4sQ16s")
 _RELEASE_HEAD = struct.Struct(f">4sQI{KEY_BYTES}s")
 RELEASE_HEAD_BYTES = _RELEASE_HEAD.size
@@ -176,3 +181,44 @@ class ShareBatch:
             error = OversizedUploadError if len(data) > expected else MalformedUploadError
             raise error(f"a batch of {count} shares has {expected} bytes, got {len(data)}")
         return cls(round_id, _share_items(data, _RELEASE_HEAD.size, count, params), proxy_key)
+
+
+@dataclasses.dataclass(frozen=True)
+class MaskRelease:
+    """The service proxy's one release of a round: the mask sum over exactly the uploads
+    ``ids`` (their message ids), no share. The server adds the shares of those ids that it
+    opened and kept at the share check (:meth:`~dprec.protocol.secure_sum.server.
+    SecureSumServer.sum_kept`), so the release grows by one id per upload, not by a share."""
+
+    round_id: int
+    ids: tuple[bytes, ...]
+    mask_sum: np.ndarray
+    """``sum r mod q`` over exactly the uploads :attr:`ids` (``uint64``)."""
+    proxy_key: bytes
+
+    @staticmethod
+    def size(params: SecureSumParams, count: int) -> int:
+        """Bytes of a release of ``count`` uploads."""
+        return _RELEASE_HEAD.size + 8 * params.dimension + count * MESSAGE_ID_BYTES
+
+    def to_bytes(self) -> bytes:
+        head = _RELEASE_HEAD.pack(_MASKS, self.round_id, len(self.ids), self.proxy_key)
+        return head + np.ascontiguousarray(self.mask_sum, dtype="<u8").tobytes() \
+            + b"".join(self.ids)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, params: SecureSumParams) -> MaskRelease:
+        """Parse, checking the length that the count and ``params`` fix."""
+        if len(data) < _RELEASE_HEAD.size or data[:4] != _MASKS:
+            raise MalformedUploadError("not a secure-sum mask release")
+        _, round_id, count, proxy_key = _RELEASE_HEAD.unpack_from(data)
+        expected = cls.size(params, count)
+        if len(data) != expected:
+            error = OversizedUploadError if len(data) > expected else MalformedUploadError
+            raise error(f"a mask release of {count} uploads has {expected} bytes, got "
+                        f"{len(data)}")
+        mask_end = _RELEASE_HEAD.size + 8 * params.dimension
+        mask_sum = np.frombuffer(data[_RELEASE_HEAD.size:mask_end], dtype="<u8").copy()
+        ids = tuple(data[o:o + MESSAGE_ID_BYTES]
+                    for o in range(mask_end, len(data), MESSAGE_ID_BYTES))
+        return cls(round_id, ids, mask_sum, proxy_key)

@@ -1,7 +1,9 @@
 """The proxy's round aggregator: it accepts one upload per sender, opens only the mask seeds,
 keeps ``sum r mod q`` over the accepted senders, and releases ONE batch per round once
 ``threshold`` distinct senders have contributed: the server shares in random order and the
-mask sum over exactly those senders.
+mask sum over exactly those senders (:meth:`SecureSumProxy.release`, in process), or, for
+the service proxy, the mask sum folded chunk by chunk and the senders' message ids only
+(:meth:`SecureSumProxy.fold`, :meth:`SecureSumProxy.mask_release`).
 
 What it sees: senders, sizes, message ids and the seeds (uniform, independent of the data).
 What it refuses, before anything is counted: an upload of another round, a malformed or
@@ -32,6 +34,7 @@ from dprec.protocol.secure_sum.errors import (
     WrongRoundError,
 )
 from dprec.protocol.secure_sum.messages import (
+    MaskRelease,
     Release,
     ShareBatch,
     Upload,
@@ -68,6 +71,9 @@ class SecureSumProxy:
         self._seeds: dict[bytes, bytes] = {}
         """Message id -> mask seed (the mask sum is expanded at the release, over its set)."""
         self._released = False
+        self._folded: list[bytes] = []
+        """Message ids whose masks :meth:`fold` added to :attr:`_mask_sum`."""
+        self._mask_sum = np.zeros(params.dimension, dtype=np.uint64)
 
     @property
     def senders(self) -> int:
@@ -133,3 +139,39 @@ class SecureSumProxy:
         self._released = True
         logger.info("round %d: released %d shares", self.round_id, len(shares))
         return Release(self.round_id, tuple(shares), mask_sum, self.keys.public)
+
+    def fold(self, over: Collection[bytes]) -> None:
+        """Add the masks of the accepted uploads ``over`` (a checked chunk's agreed ones) to
+        the round's running mask sum, then forget every seed and share box held so far
+        (those not in ``over`` were refused): the streamed release
+        (:meth:`mask_release`) holds one chunk at a time."""
+        if self._released:
+            raise RoundClosedError(f"round {self.round_id} already released its one batch")
+        unknown = [mid for mid in over if mid not in self._seeds]
+        if unknown or len(set(over)) != len(over):
+            raise ReplayError(f"{len(unknown)} message id(s) to fold were not accepted (or "
+                              f"were folded already, or repeat) in round {self.round_id}: refused")
+        p = self.params
+        for mid in sorted(over):
+            self._mask_sum += expand_mask(self._seeds[mid], p.dimension, p.bits)
+            self._mask_sum &= np.uint64(p.modulus - 1)
+        self._folded.extend(over)
+        self._seeds.clear()
+        self._shares.clear()
+
+    def mask_release(self) -> MaskRelease:
+        """The round's one release over exactly the folded uploads: their mask sum and
+        message ids (sorted), no share; raises below the threshold or after the first
+        release."""
+        if self._released:
+            raise RoundClosedError(f"round {self.round_id} already released its one batch: a "
+                                   "second batch would reveal the sum of a subset")
+        if len(self._folded) < self.threshold:
+            raise BelowThresholdError(
+                f"round {self.round_id} has {len(self._folded)} agreed senders, fewer than "
+                f"the threshold {self.threshold}: nothing released; wait for more clients")
+        self._released = True
+        logger.info("round %d: released the mask sum of %d uploads", self.round_id,
+                    len(self._folded))
+        return MaskRelease(self.round_id, tuple(sorted(self._folded)), self._mask_sum.copy(),
+                           self.keys.public)

@@ -17,7 +17,7 @@ from typing import Any
 from dprec.errors import DprecError
 from dprec.protocol.deployment import ProxySecrets
 from dprec.protocol.messages import Message, MessageError
-from dprec.protocol.secure_sum.errors import SecureSumError
+from dprec.protocol.secure_sum.errors import BelowThresholdError, SecureSumError
 from dprec.protocol.secure_sum.messages import Upload, associated_data, run_id
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.proxy import SecureSumProxy
@@ -56,8 +56,9 @@ class SecureSumRelay(ProxySecrets):
     """The service proxy's part of the secure sum: its key, the check of every upload
     (its seed box must open under this key for this round, with the round's parameters),
     its verdicts and the share batch the server checks, and the round's release over
-    exactly the agreed uploads (the shuffled server shares and the sum of their masks,
-    recomputed from the held uploads; :mod:`dprec.protocol.secure_sum.validity`).
+    exactly the agreed uploads: the sum of their masks, folded chunk by chunk from the held
+    uploads (:meth:`fold`), and their message ids, never a share (the server sums the
+    shares it kept at its check; :mod:`dprec.protocol.secure_sum.validity`).
 
     ``params``: the secure-sum parameters of every round (dp-pop, dp-fedavg), or the
     function ``round -> parameters`` (dpals, whose rounds differ in length); a round it
@@ -163,17 +164,47 @@ class SecureSumRelay(ProxySecrets):
         agg, verdicts = self._aggregator(rows, round)
         return agg.share_batch(verdicts).to_bytes()
 
+    def fold(self, ids: list[bytes], round: int) -> None:
+        """Add the masks of the agreed uploads ``ids`` (of the chunk just checked) to the
+        round's running mask sum, and forget the chunk's seeds and share boxes."""
+        agg, _ = self._aggregator([], round)
+        try:
+            agg.fold(ids)
+        except SecureSumError as e:
+            raise DprecError(f"the release's fold is refused: {e}") from None
+
+    def folded_release(self, ids: list[bytes], round: int) -> bytes:
+        """The round's one release: the folded mask sum over exactly ``ids`` and those ids
+        (:class:`~dprec.protocol.secure_sum.messages.MaskRelease`), no share: the server
+        sums the shares it kept at the share check."""
+        agg, _ = self._aggregator([], round)
+        try:
+            agg.threshold = max(2, len(ids))
+            release = agg.mask_release()
+            if set(release.ids) != set(ids):
+                raise DprecError(f"the folded uploads of round {round} are not the agreed "
+                                 "set; nothing released")
+            return SumRelease(release.to_bytes()).to_bytes()
+        except SecureSumError as e:
+            raise DprecError(str(e)) from None
+        finally:
+            self._open.pop(round, None)
+
     def release(self, rows: list[bytes], round: int, threshold: int) -> bytes:
-        agg, verdicts = self._aggregator(rows, round)
+        """The release over all of ``rows`` at once (each must open on this side), at least
+        ``threshold`` of them."""
+        self.begin_release(round)
+        _, verdicts = self._aggregator(rows, round)
         bad = {mid: why for mid, why in verdicts.items() if why is not None}
         if bad:
             raise DprecError(f"{len(bad)} upload(s) of the release do not open: "
                              f"{next(iter(bad.values()))}")
-        agg.threshold = max(2, int(threshold))
-        try:
-            return SumRelease(agg.release(verdicts).to_bytes()).to_bytes()
-        finally:
-            self._open.pop(round, None)
+        if len(verdicts) < max(2, int(threshold)):
+            raise BelowThresholdError(f"round {round} has {len(verdicts)} uploads, fewer than "
+                                      f"the threshold {threshold}: nothing released")
+        ids = list(verdicts)
+        self.fold(ids, round)
+        return self.folded_release(ids, round)
 
 
 def broadcast_key(body: bytes) -> bytes:

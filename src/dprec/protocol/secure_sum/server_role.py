@@ -1,9 +1,10 @@
 """The secure-sum half of a system's untrusted server role, written once for dp-pop, dpals
 and dp-fedavg (:class:`SecureSumRole`): its X25519 key pair (from the OS CSPRNG; kept by the
 store and restored after a restart), its verdicts on the proxy's share batch (with Prio3
-proofs: its verifier shares, :mod:`.proved`), and the opening of a round's ONE batch into
-an integer sum, refused below ``min_honest`` clients (their shares would carry less noise
-than the guarantee needs) and, for a release, before any share is opened
+proofs: its verifier shares, :mod:`.proved`), keeping each accepted share, and the sum of a
+round's ONE release (the proxy's mask sum and the agreed ids) with the kept shares of those
+ids, refused below ``min_honest`` clients (their shares would carry less noise than the
+guarantee needs) and, for a release, before any kept share is read
 (:class:`~dprec.protocol.secure_sum.server.SecureSumServer`). A system keeps only what it
 does with the sum.
 """
@@ -18,7 +19,7 @@ import numpy as np
 from dprec.errors import DprecError
 from dprec.protocol.messages import MessageError
 from dprec.protocol.secure_sum.errors import SecureSumError
-from dprec.protocol.secure_sum.messages import Release, run_id
+from dprec.protocol.secure_sum.messages import MaskRelease, run_id
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.proved import (
     KeptOutputs,
@@ -48,8 +49,9 @@ class SecureSumRole:
     batches = 0
     """Batches the last round brought (one, or none)."""
     kept_outputs: KeptOutputs | None = None
-    """With proofs: this server's output share of each report it accepted at the share
-    check, by message id (the service reads them from its store)."""
+    """What this server kept of each upload it accepted at the share check, by message id
+    (the opened ring share; with proofs, its output share): the service reads them from its
+    store."""
 
     def round_params(self, round: int) -> SecureSumParams:
         """Round ``round``'s secure-sum parameters (:class:`DprecError` if it has none)."""
@@ -116,9 +118,10 @@ class SecureSumRole:
 
     def open_batch(self, batch: Any, round: int) -> tuple[np.ndarray, int]:
         """(the integer sum, how many clients it sums) of one batch: the in-process proxy's
-        :class:`ExactSum`, or the service proxy's :class:`SumRelease` opened and summed mod
-        ``q`` (a proved one has every report re-verified first). Not yet checked against
-        ``min_honest``: :meth:`refuse_below_min_honest`."""
+        :class:`ExactSum`, or the service proxy's :class:`SumRelease`: its mask sum (or, with
+        proofs, its aggregate share) plus this server's kept shares of exactly the uploads
+        it names, counted against ``[min_honest, n_clients]`` first. Not yet checked
+        against ``min_honest`` for an in-process sum: :meth:`refuse_below_min_honest`."""
         if isinstance(batch, ExactSum):
             return np.asarray(batch.total, np.int64), int(batch.contributors)
         if not isinstance(batch, SumRelease) or self.keys is None:
@@ -128,10 +131,12 @@ class SecureSumRole:
         try:
             if check is not None:
                 return self._proved_sum(batch.data, check, round)
+            if self.kept_outputs is None:
+                raise DprecError("this server kept no shares of the round's uploads")
             params = self._params(round)
-            result = SecureSumServer(params, self.keys).aggregate(
-                Release.from_bytes(batch.data, params), round, self.min_honest,
-                params.expected_clients)
+            release = MaskRelease.from_bytes(batch.data, params)
+            result = SecureSumServer(params, self.keys).sum_kept(
+                release, round, self.min_honest, params.expected_clients, self.kept_outputs)
         except SecureSumError as e:
             raise MessageError(f"the release is refused: {e}") from None
         return result.integer_sum, result.contributors

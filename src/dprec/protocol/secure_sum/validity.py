@@ -10,10 +10,13 @@ A round is released in three steps, so that one bad upload removes that upload o
 2. **Agree.** The proxy intersects the server's valid set with its own (the uploads whose
    seed box it opened) (:func:`agree`) and applies the :class:`ReleaseRule`: at least
    ``max(threshold, min_honest)`` and at most ``n_clients`` uploads.
-3. **Release once.** The proxy releases the mask sum over exactly that set, recorded
-   durably before it is sent, so a retry re-sends the same release and never one over
-   another set; the server refuses a second release of the round and counts the release
-   before opening any share (:meth:`~dprec.protocol.secure_sum.server.SecureSumServer.aggregate`).
+3. **Release once.** The proxy releases the mask sum over exactly that set (folded chunk
+   by chunk), with the set's message ids and no share, recorded durably before it is sent,
+   so a retry re-sends the same release and never one over another set; the server refuses
+   a second release of the round, counts the release against ``[min_honest, n_clients]``
+   and sums the shares it kept at step 1 of exactly those ids, refusing the whole release
+   if one id is not a share it accepted
+   (:meth:`~dprec.protocol.secure_sum.server.SecureSumServer.sum_kept`).
 
 The hook. :class:`ShareCheck` is what the server runs on one opened share (its default,
 :class:`RingMembership`: the length ``d ceil(b/8)`` and every value ``< q``). A Prio3
@@ -37,8 +40,8 @@ from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.ring import decode_elements
 
-__all__ = ["CHECK_CHUNK_BYTES", "ProvedVerdicts", "ReleaseRule", "RingMembership", "ShareCheck",
-           "agree"]
+__all__ = ["CHECK_CHUNK_BYTES", "KeptVerdicts", "ProvedVerdicts", "ReleaseRule", "RingMembership",
+           "ShareCheck", "agree"]
 
 CHECK_CHUNK_BYTES = 16 << 20
 """Held uploads the proxy checks at once at a close (step 1 and 2 run chunk by chunk, so
@@ -153,17 +156,25 @@ class ReleaseRule:
         return ids, refused, []
 
 
-class ProvedVerdicts(dict):
-    """The server's verdicts (message id -> None or the reason) on a batch of proved
-    reports, with :attr:`verifier_shares`: its Prio3 verifier share of each report it could
-    prepare, which the server service answers beside the verdicts so the proxy decides each
-    report itself (:mod:`dprec.protocol.secure_sum.proved`)."""
+class KeptVerdicts(dict):
+    """The server's verdicts (message id -> None or the reason) on a share batch, with
+    :attr:`outputs`: what it keeps of each upload that passes, by message id, until the
+    release names the ones it sums (the opened ring share; a proof's output share)."""
+
+    def __init__(self, verdicts: Mapping[bytes, str | None],
+                 outputs: Mapping[bytes, bytes] | None = None) -> None:
+        super().__init__(verdicts)
+        self.outputs = dict(outputs or {})
+
+
+class ProvedVerdicts(KeptVerdicts):
+    """:class:`KeptVerdicts` of a batch of proved reports (the outputs: the server's encoded
+    output shares), with :attr:`verifier_shares`: its Prio3 verifier share of each report it
+    could prepare, which the server service answers beside the verdicts so the proxy decides
+    each report itself (:mod:`dprec.protocol.secure_sum.proved`)."""
 
     def __init__(self, verdicts: Mapping[bytes, str | None],
                  verifier_shares: Mapping[bytes, bytes],
                  outputs: Mapping[bytes, bytes] | None = None) -> None:
-        super().__init__(verdicts)
+        super().__init__(verdicts, outputs)
         self.verifier_shares = dict(verifier_shares)
-        self.outputs = dict(outputs or {})
-        """The server's encoded output share of each report that passes (the service keeps
-        them, by message id, until the release names the ones it sums)."""

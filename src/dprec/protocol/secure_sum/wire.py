@@ -87,17 +87,17 @@ class SumUpload(_Record):
 
 @dataclass(frozen=True, eq=False)
 class SumRelease(_Record):
-    """The proxy's one batch of a round (:class:`dprec.protocol.secure_sum.messages.Release`
-    bytes: the shuffled server shares and the mask sum, or with proofs the proxy's aggregate
-    share and the agreed ids; checked against the round's parameters by the deployment)."""
+    """The proxy's one batch of a round (:class:`dprec.protocol.secure_sum.messages.MaskRelease`
+    bytes: the mask sum and the agreed ids, or with proofs the proxy's aggregate share and the
+    agreed ids; checked against the round's parameters by the deployment)."""
 
     KIND: ClassVar[int] = 41
 
     def __post_init__(self) -> None:
         data = _raw("data", self.data)
-        if len(data) < _RELEASE_HEAD.size or data[:4] not in (b"DSR2", b"DSR4"):
+        if len(data) < _RELEASE_HEAD.size or data[:4] not in (b"DSR2", b"DSR3", b"DSR4"):
             raise MessageError("a SumRelease holds a secure-sum release (starting b'DSR2', "
-                               "or b'DSR4' with proofs)")
+                               "b'DSR3' (a mask sum and ids), or b'DSR4' with proofs)")
         object.__setattr__(self, "data", data)
 
     @property
