@@ -22,14 +22,17 @@ run: $(STAMP)
 reproduce: $(STAMP)
 	$(BIN)/python scripts/reproduce.py
 
+# Every test, the `slow` and `browser` ones too (as CI runs them), on every core (pytest-xdist:
+# each test keeps its own tmp_path, ports come from the OS, Ray starts its own local cluster),
+# then the golden tests again on other CPU kernels. TEST_WORKERS=0 runs them in one process.
+TEST_WORKERS ?= auto
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS)
 	$(MAKE) --no-print-directory test-cpu
 
 # The development loop: every test but the `slow` end-to-end checks (services as processes, kill
 # and restart, inproc == http, Ray, fresh interpreters) and the browser one, on every core
 # (pytest-xdist), stopping at the first failure. `make test` (and CI) still runs them all.
-TEST_WORKERS ?= auto
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow and not browser" -x \
 		-n $(TEST_WORKERS)
@@ -40,7 +43,7 @@ test-cpu: $(STAMP)
 	if [ "$$(uname -m)" = x86_64 ]; then \
 		NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR" OPENBLAS_CORETYPE=Haswell \
 		NUMBA_CPU_NAME=haswell $(BIN)/python -m pytest -q -p no:cacheprovider \
-		tests/test_golden.py tests/test_selection.py; fi
+		-n $(TEST_WORKERS) tests/test_golden.py tests/test_selection.py; fi
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks experiments scripts
