@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dprec.protocol.messages import MessageError, ShuffledReports
-from dprec.services.http import ApiError
-from dprec.services.roles import checked_message
+from dprec.services.http import ApiError, checked_message
 
 _BATCH = ShuffledReports([3, 1], [0, 1], [1, 0])
 

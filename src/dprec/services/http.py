@@ -27,10 +27,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from dprec.protocol.messages import Message as WireMessage
+from dprec.protocol.messages import MessageError
+
 log = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_BODY_LIMIT", "ERROR_SCHEMA", "ApiError", "BodyLimit", "BodyRefused",
-           "error_responses", "install_body_limit", "install_error_handlers", "read_body"]
+           "checked_message", "error_responses", "install_body_limit", "install_error_handlers",
+           "read_body"]
 
 DEFAULT_BODY_LIMIT = 64 << 10
 """Largest body of a request whose route states no limit of its own (64 KiB: the operator's
@@ -181,3 +185,18 @@ async def read_body(request: Request, limit: int) -> bytes:
     except ClientDisconnect:
         raise ApiError(400, "the client disconnected before sending the whole body") from None
     return b"".join(chunks)
+
+
+def checked_message(body: bytes, what: str, check: Callable[[WireMessage], None]) -> WireMessage:
+    """The message ``body`` carries, once ``check`` accepts it: :class:`ApiError` 400
+    ``malformed <what>`` if it does not decode, 422 ``<what> refused`` if ``check`` raises
+    :class:`MessageError` (a peer's bytes are hostile until both pass)."""
+    try:
+        message = WireMessage.from_bytes(body)
+    except MessageError as e:
+        raise ApiError(400, f"malformed {what}: {e}") from None
+    try:
+        check(message)
+    except MessageError as e:
+        raise ApiError(422, f"{what} refused: {e}") from None
+    return message

@@ -15,7 +15,6 @@ Every function here asks the descriptor; none knows a system.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -23,11 +22,10 @@ import numpy as np
 from dprec.errors import DprecError
 from dprec.protocol.aggregation import Aggregator, make_aggregator
 from dprec.protocol.engine import Server
-from dprec.protocol.messages import Message, MessageError
-from dprec.services.http import ApiError
+from dprec.protocol.messages import Message
 from dprec.systems.deployable import ProtocolInfo
 
-__all__ = ["aggregator", "check_role_memory", "checked_message", "decode_broadcast",
+__all__ = ["aggregator", "check_role_memory", "decode_broadcast",
            "describe_role", "diagnostics", "encode_broadcast", "encode_state", "initial_state",
            "initialise", "published_artefacts", "restore", "role_memory", "server_role"]
 
@@ -118,21 +116,6 @@ def restore(info: ProtocolInfo, role: Any, body: bytes | None) -> None:
 def diagnostics(info: ProtocolInfo, role: Any) -> dict[str, Any]:
     """What the role measured in its last round (published with the round)."""
     return info.serving().diagnostics(role)
-
-
-def checked_message(body: bytes, what: str, check: Callable[[Message], None]) -> Message:
-    """The message ``body`` carries, once ``check`` accepts it: :class:`ApiError` 400
-    ``malformed <what>`` if it does not decode, 422 ``<what> refused`` if ``check`` raises
-    :class:`MessageError` (a peer's bytes are hostile until both pass)."""
-    try:
-        message = Message.from_bytes(body)
-    except MessageError as e:
-        raise ApiError(400, f"malformed {what}: {e}") from None
-    try:
-        check(message)
-    except MessageError as e:
-        raise ApiError(422, f"{what} refused: {e}") from None
-    return message
 
 
 def parse_forwarded(body: bytes) -> Message:

@@ -68,6 +68,7 @@ from dprec.services.auth import bearer, same_secret
 from dprec.services.http import (
     DEFAULT_BODY_LIMIT,
     ApiError,
+    checked_message,
     error_responses,
     install_body_limit,
     install_error_handlers,
@@ -223,7 +224,7 @@ class _Server:
                 else []}
 
     def accept(self, round: int, key: str | None, body: bytes) -> tuple[int, dict[str, Any]]:
-        message = roles.checked_message(body, "batch",
+        message = checked_message(body, "batch",
                                         lambda m: check_forwarded(m, self.info))
         assert key is not None
         reports = getattr(message, "k", None)

@@ -22,13 +22,13 @@ from dprec.protocol.secure_sum.validity import CHECK_CHUNK_BYTES, ReleaseRule
 from dprec.services.auth import bearer, client_token, same_secret
 from dprec.services.http import (
     ApiError,
+    checked_message,
     read_body,
 )
 from dprec.services.limits import RateLimiter, batch_bytes
 from dprec.services.proxy.closing import Closing
 from dprec.services.proxy.forwarding import Forwarding, Unreachable
 from dprec.services.proxy.settings import ProxySettings
-from dprec.services.roles import checked_message
 from dprec.services.rounds import (
     bounds_problem,
     lose_held,
