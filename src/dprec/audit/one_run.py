@@ -1,6 +1,6 @@
 """One-run audit of a federated system with canary clients (Steinke, Nasr, Jagielski,
 NeurIPS 2023); the system gives its training (:class:`~dprec.systems.audits.CanaryTraining`,
-e.g. DP-PrivRec's :class:`~dprec.systems.privrec.canaries.PrivRecCanaries`).
+from its spec's audit hook, e.g. DP-PrivRec's canary training in its own folder).
 
 Setup (white-box canary clients, their Sec. 7 and Andrew et al. 2023's canary clients for
 federated learning): ``m`` canary slots are added to the training population, so the

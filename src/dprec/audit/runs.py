@@ -9,8 +9,8 @@ achieved), and the noise is rebuilt from the run's published description (its
 assumptions) by the clients' own code, with no accountant in between:
 
 the system's own noise hook (``run_noise`` of its spec's
-:class:`~dprec.systems.audits.SystemAudit`: dp-pop's
-:mod:`~dprec.systems.dp_pop.run_audit`, dpals' :mod:`~dprec.systems.dpals.run_audit`) draws
+:class:`~dprec.systems.audits.SystemAudit`, each system's ``run_audit`` module in its own
+folder) draws
 what ``min_honest`` honest clients add on the audited user's ``k`` coordinates.
 
 The pair is the user's k-hot vector (present) vs zeros (absent, zero-out adjacency: the

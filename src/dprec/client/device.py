@@ -7,8 +7,7 @@ protocol's client step (its system's descriptor, :mod:`dprec.protocol.deployment
 user's history with a cryptographically secure generator,
 keeps the user's privacy ledger on disk (:class:`~dprec.client.ledger.DiskLedger`), submits
 through the proxy with its token, and ranks items on the device. The client step is the
-simulation's own (FMF-LDP's :class:`~dprec.systems.fmf.client.FederatedClients`, DPLCF's
-:func:`~dprec.systems.dplcf.client.obfuscate`) on a population of one.
+simulation's own, run by the system's descriptor on a population of one.
 
 Order of a report, so that no message is ever sent uncharged, a crash never under-charges
 the ledger, and no round of a run ever gets two different messages (steps 2 to 4 hold the
