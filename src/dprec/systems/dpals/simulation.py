@@ -92,6 +92,8 @@ def run_secure(cfg: dict[str, Any], train: sp.csr_matrix, rng: np.random.Generat
         assert isinstance(broadcast, DpalsModel)
         rp = plan.round(r)
         contributors.append(int(broadcast.contributors))
+        if rp.kind == "init":
+            current[0] = broadcast.factors_matrix
         if rp.kind != "step":
             return
         start = current[0] if current[0] is not None else server.initial_factors

@@ -54,11 +54,19 @@ from dprec.systems.dpals.client import (
 from dprec.systems.dpals.frequency import head_mask, item_regularisation, uses_counts
 from dprec.systems.dpals.plan import (
     RunPlan,
+    init_iterations,
     items_bound,
     n_steps,
     paper_steps,
     releases,
     round_check,
+)
+from dprec.systems.dpals.power_init import (
+    INIT_RELEASE,
+    init_gamma,
+    init_round_id,
+    power_factors,
+    power_statistics,
 )
 from dprec.systems.dpals.server import solve_items
 from dprec.systems.dpals.simulation import run_secure
@@ -95,6 +103,12 @@ def _positive_int(name: str, value: object, allow_none: bool = False) -> None:
         return
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
         raise InvalidParameterError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+def _scale_of(release: str, gamma: float, gamma0: float) -> float:
+    """The quantisation scale of ``release``: 1 (counts), ``gamma0`` (init_power) or
+    ``gamma``: its noise in clip units is its standard deviation over this."""
+    return {"item_counts": 1.0, INIT_RELEASE: gamma0}.get(release, gamma)
 
 
 def _positive(name: str, value: float) -> None:
@@ -168,7 +182,18 @@ class DpalsConfig:
     gram_noise_ratio: float = 1.0
     """Noise multiplier of the global Gramian relative to the per-item statistics'."""
     init_scale: float = 0.1
-    """Standard deviation of the random initial item factors (public)."""
+    """Standard deviation of the random initial item factors (public); the root mean square
+    of the power-iteration start's entries."""
+    init: Literal["random", "power"] = "random"
+    """The item factors the first ALS step solves the users from: random (public), or
+    power: ``init_iterations`` noisy power iterations on the users' weighted item matrix, a
+    DP estimate of its top-F right singular subspace (:mod:`.power_init`; Chien et al.,
+    ICML 2021), accounted with the other releases (``init_power``)."""
+    init_iterations: int = 1
+    """init = power: the noisy power iterations (secure-sum rounds)."""
+    init_noise_ratio: float = 1.0
+    """init = power: the noise multiplier of ``init_power`` relative to the training
+    releases'."""
     shares: ShareDraws = "summed"
     """secure: per-client (each client's share from its own generator) or summed (their sum
     at once, split among the clients by a binary tree of binomials: the same distribution,
@@ -189,18 +214,20 @@ class DpalsConfig:
             raise PrivacyParameterError(f"epsilon must be finite and > 0, got {self.epsilon}")
         if not 0 < self.delta < 1:
             raise PrivacyParameterError(f"delta must be in (0, 1), got {self.delta}")
+        if self.init not in ("random", "power"):
+            raise InvalidParameterError(f"init must be 'random' or 'power', got {self.init!r}")
         if self.validity not in ("prio3", "none"):
             raise InvalidParameterError(f"validity must be 'prio3' or 'none', got "
                                         f"{self.validity!r}")
         if self.weighting not in ("uniform", "tail", "adaptive"):
             raise InvalidParameterError(f"weighting must be uniform, tail or adaptive, got "
                                         f"{self.weighting!r}")
-        for name in ("k", "factors"):
+        for name in ("k", "factors", "init_iterations"):
             _positive_int(name, getattr(self, name))
         for name in ("steps", "min_honest", "max_items", "count_k", "n_clients", "head_items"):
             _positive_int(name, getattr(self, name), allow_none=True)
         for name in ("reg", "unobserved_weight", "clip", "rhs_weight", "count_noise_ratio",
-                     "gram_noise_ratio", "init_scale"):
+                     "gram_noise_ratio", "init_scale", "init_noise_ratio"):
             _positive(name, getattr(self, name))
         if self.gamma is not None:
             _positive("gamma", self.gamma)
@@ -292,6 +319,11 @@ class Dpals(Ranker):
         head = None if counts is None else head_mask(counts, c.head_items)
         reg = item_regularisation(c.reg, counts, c.reg_exponent)
         self._V = c.init_scale * rng.standard_normal((d, c.factors))
+        gamma0 = init_gamma(min(c.items_bound, d), c.factors)
+        for i in range(init_iterations(asdict(c))):
+            exact = power_statistics(self._V, weights, gamma0, seed, init_round_id(i), users)
+            self._V = power_factors(release(INIT_RELEASE, exact, init_round_id(i)), gamma0,
+                                    c.init_scale, head)
         clipped, norms = [], []
         for step in range(c.n_steps):
             U = solve_users(self._V, train, c.reg, c.unobserved_weight)
@@ -314,8 +346,8 @@ class Dpals(Ranker):
                               median_user_norm=norms),
             "releases": [{"name": r.name, "mu": r.mu(z), "l1_sensitivity": r.l1,
                           "l2_sensitivity": r.l2, "noise_ratio": r.ratio, "count": r.count,
-                          "noise_std_clip_units": r.ratio * z * r.l2 / (
-                              1.0 if r.name == "item_counts" else gamma)}
+                          "noise_std_clip_units": r.ratio * z * r.l2 / _scale_of(
+                              r.name, gamma, gamma0)}
                          for r in releases],
         }
         return self
@@ -339,8 +371,8 @@ class Dpals(Ranker):
             "refused_reasons": run.refused_reasons,
             "releases": [{"name": r.name, "mu": r.mu(p.multiplier), "l1_sensitivity": r.l1,
                           "l2_sensitivity": r.l2, "noise_ratio": r.ratio, "count": r.count,
-                          "noise_std_clip_units": r.ratio * p.multiplier * r.l2 / (
-                              1.0 if r.name == "item_counts" else p.gamma)}
+                          "noise_std_clip_units": r.ratio * p.multiplier * r.l2 / _scale_of(
+                              r.name, p.gamma, p.init_gamma)}
                          for r in p.releases],
         }
         return self
@@ -378,7 +410,9 @@ class Dpals(Ranker):
         shapes = {"item_statistics": (d * stats_width(c.factors),
                                       weight * max(1.0, c.rhs_weight), gamma),
                   "global_gramian": (triangle_size(c.factors), 1.0, gamma),
-                  "item_counts": (d, 1.0, 1.0)}
+                  "item_counts": (d, 1.0, 1.0),
+                  INIT_RELEASE: (d * c.factors, 1.0,
+                                 init_gamma(min(c.items_bound, d), c.factors))}
         out: dict[str, object] = {}
         for r in info["releases"]:  # type: ignore[attr-defined]
             dim, bound, g = shapes[r["name"]]
@@ -420,6 +454,10 @@ class Dpals(Ranker):
                  f"dprec.systems.dpals.accounting (randomised rounding included)")
         if c.uses_counts:
             bound += f"; once: a k-hot count vector of {c.count_k or c.k} items"
+        if c.init == "power":
+            bound += (f"; {c.init_iterations} power iteration(s) before the steps: a (a^T Q), "
+                      f"a the unit-norm contribution weights, Q the client's own "
+                      f"orthonormalisation of the broadcast factors (||.||_F <= 1)")
         if c.head_items is not None:
             bound += (f"; contributions among the {c.head_items} items of largest DP count "
                       f"only (post-processing of the counts)")
