@@ -136,3 +136,26 @@ def test_bad_init_settings_are_refused() -> None:
         _cfg(init="power", init_iterations=0)
     with pytest.raises(InvalidParameterError):
         _cfg(init="power", init_noise_ratio=0.0)
+
+
+def test_a_device_sends_its_power_step_in_an_init_round() -> None:
+    """Over the services a device builds the init round's vector itself (deploy.py)."""
+    from dataclasses import asdict
+    from types import SimpleNamespace
+
+    from dprec.systems.dpals.deploy import DEPLOYMENT
+    from dprec.systems.dpals.messages import DpalsModel
+    from dprec.systems.dpals.plan import plan_of
+
+    cfg = asdict(_cfg(init="power", n_clients=300))
+    plan = plan_of(cfg, 40)
+    assert plan.rounds[0].kind == "init"
+    model = DpalsModel(b"\x01" * 32, np.random.default_rng(0).standard_normal((40, 3)),
+                       np.zeros(0, np.int64))
+    history = _blocks()[:1]
+    y = DEPLOYMENT.device_vector(SimpleNamespace(settings=cfg, n_items=40), history, 0,
+                                 np.random.default_rng(1), model, 0)
+    assert y.shape == (40 * 3,)
+    n = history.nnz
+    assert 0 < np.linalg.norm(y) <= plan.init_gamma + np.sqrt(n * 3)
+    assert (y.reshape(40, 3)[history.toarray()[0] == 0] == 0).all()
