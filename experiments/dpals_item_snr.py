@@ -23,7 +23,7 @@ from typing import Any
 from dprec.systems.dpals.plan import run_plan
 from dprec.systems.registry import make_config, read_config
 
-OUT = Path("docs/results/dpals_targets_synthetic-75000x10000.json")
+OUT = Path("docs/results/dpals_item_snr.json")
 SIZES: dict[str, dict[str, Any]] = {
     "synthetic-10000x2000": {
         "users": 10000, "items": 2000, "user_q50": 73,
@@ -50,11 +50,10 @@ def row(path: str, eps: int, name: str, size: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
-    rows = [row(f"configs/synthetic-75000x10000/dpals/eps{eps}.toml", eps, name, size)
+    rows = [row(f"configs/synthetic-10000x2000/dpals/eps{eps}.toml", eps, name, size)
             for eps in (1, 8) for name, size in SIZES.items()]
     doc = {"experiment": "issue 33 §3 at synthetic-75000x10000",
-           "status": "targets not measured (see the .md)",
-           "reading": "back-of-envelope: n_star = F sigma / c_eff users make an item's "
+                      "reading": "back-of-envelope: n_star = F sigma / c_eff users make an item's "
                       "Gramian diagonal signal equal the noise std (users at the clip)",
            "item_user_quantiles_source": "docs/results/generator_stats.md (seed 0)",
            "command": "PYTHONPATH=src .venv/bin/python experiments/dpals_item_snr.py",
