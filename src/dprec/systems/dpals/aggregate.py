@@ -12,18 +12,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 
 from dprec.mechanisms.skellam import SkellamMechanism
 from dprec.protocol.secure_sum.noise_shares import noise_share
 from dprec.random import derive_generator
+from dprec.systems.dpals.config import Aggregation, ShareDraws
 
 __all__ = ["Aggregation", "ShareDraws", "noisy_release"]
-
-Aggregation = Literal["secure", "trusted"]
-ShareDraws = Literal["summed", "per-client"]
 
 
 def noisy_release(exact: np.ndarray, mu: float, aggregation: Aggregation, n_clients: int,

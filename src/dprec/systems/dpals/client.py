@@ -28,7 +28,7 @@ and the kernels run over all users at once (numba, in parallel).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 import numba
 import numpy as np
@@ -37,6 +37,7 @@ import scipy.sparse as sp
 from dprec.errors import InvalidParameterError
 from dprec.models.als import solve_user_factors
 from dprec.random import derive_generator
+from dprec.systems.dpals.config import Weighting
 from dprec.systems.dpals.draws import pair_state, stream_key, uniform_at
 from dprec.systems.dpals.frequency import head_mask
 from dprec.systems.dpals.statistics import stats_width, triangle_size
@@ -45,7 +46,6 @@ __all__ = ["COUNT", "GRAM", "SELECT", "STATS", "Weighting", "client_generator",
            "clip_users", "contributions", "count_sample", "gram_statistics",
            "item_statistics", "restrict_to", "select_items", "solve_users"]
 
-Weighting = Literal["uniform", "tail", "adaptive"]
 
 SELECT, COUNT, STATS, GRAM = "select", "count", "stats", "gram"
 """Purposes of the client's generators (its noise shares' are
