@@ -10,6 +10,8 @@ outside a ``Literal``), before the class's own validation runs. Values are kept 
 received (an integer for a float field stays an integer), so a decoded description
 re-encodes to the same bytes. The server is untrusted (docs/architecture.md, "hostile
 input").
+:func:`recorded_config` reads back the config a finished run recorded in its results file
+(``parameters``: the same fields; a field the record lacks takes its default).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 
 from dprec.errors import DprecError
 
-__all__ = ["config_from_json", "config_to_json", "field_kinds"]
+__all__ = ["config_from_json", "config_to_json", "field_kinds", "recorded_config"]
 
 _SCALARS: dict[Any, str] = {int: "integer", float: "number", bool: "boolean", str: "string"}
 
@@ -104,3 +106,15 @@ def config_from_json(cls: type, doc: Any) -> Any:
             raise DprecError(f"config.{name} must be {want}{' or null' if optional else ''}, "
                              f"got {value!r}")
     return cls(**{k: doc[k] for k in kinds})
+
+
+def recorded_config(cls: type, params: Mapping[str, Any]) -> Any:
+    """The config ``cls`` a finished run recorded (its results file's ``parameters``): the
+    fields ``params`` holds, type-checked as :func:`config_from_json` does, the others at
+    their defaults; :class:`DprecError` for a value the class refuses."""
+    if not isinstance(params, Mapping):
+        raise DprecError(f"a run's parameters must be a JSON object, got {type(params).__name__}")
+    kinds = field_kinds(cls)
+    given = {k: v for k, v in params.items() if k in kinds}
+    defaults = config_to_json(cls())
+    return config_from_json(cls, {**defaults, **given})

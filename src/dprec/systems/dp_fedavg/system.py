@@ -15,7 +15,6 @@ and the event log records one sampled release per client and round, composed by
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -94,7 +93,7 @@ class DpFedAvg(Ranker):
         if c.n_clients is not None and c.n_clients != n:
             raise InvalidParameterError(f"n_clients = {c.n_clients}, but the training data has "
                                         f"{n} users: drop n_clients or match it")
-        plan = plan_of(asdict(c), n_items, n)
+        plan = plan_of(c, n_items, n)
         dim, gamma, mu = plan.dimension, plan.gamma, plan.mu
         if plan.share_mu is not None and plan.min_honest is not None:
             check_shares("update", mu, plan.share_mu, plan.min_honest)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -193,7 +192,7 @@ class DpPop(_RankedList):
         if c.n_clients is not None and c.n_clients != n:
             raise DprecError(f"n_clients = {c.n_clients}, but the training data has {n} "
                              "users: drop n_clients or match it")
-        cal = calibrate(asdict(c), d, n)
+        cal = calibrate(c, d, n)
         check_shares("counts", cal.mu, cal.share.mu, cal.min_honest)
         self._round = cal
         server = PopularityServer(d, n, cal.min_honest, cal.params, cal.share)
@@ -230,7 +229,7 @@ class DpPop(_RankedList):
         with ``validity = none``)."""
         if self.transport is None:
             return None
-        return contribution_check(asdict(self.config), n_items, n_clients)
+        return contribution_check(self.config, n_items, n_clients)
 
     def _fit_trusted(self, train: sp.csr_matrix, rng: np.random.Generator,
                      on_iteration: IterationHook | None) -> DpPop:
@@ -270,7 +269,7 @@ class DpPop(_RankedList):
     def _validity_details(self) -> dict[str, object]:
         """``validity``: the check and its cost (:func:`validity_details`)."""
         c, info = self.config, self._fit_info
-        check = contribution_check(asdict(c), int(info["n_items"]),  # type: ignore[call-overload]
+        check = contribution_check(c, int(info["n_items"]),  # type: ignore[call-overload]
                                    int(info["n_clients"]))  # type: ignore[call-overload]
         assert check is not None
         return validity_details([check], c.epsilon, c.delta)

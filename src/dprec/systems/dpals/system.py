@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -113,7 +112,7 @@ class Dpals(Ranker):
 
     def releases(self, n_items: int) -> tuple[float, list[Release]]:
         """(gamma, the releases of one run) for ``n_items`` items (:func:`~.plan.releases`)."""
-        return releases(asdict(self.config), n_items)
+        return releases(self.config, n_items)
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
             on_iteration: IterationHook | None = None) -> Dpals:
@@ -141,7 +140,7 @@ class Dpals(Ranker):
             sample = count_sample(train, kc, seed)
             exact = np.asarray(sample.sum(axis=0), dtype=np.int64).ravel()
             counts = release("item_counts", exact, 0).astype(np.float64)
-        weights = contributions(train, asdict(c), seed, counts, c.items_bound)
+        weights = contributions(train, c, seed, counts, c.items_bound)
         head = None if counts is None else head_mask(counts, c.head_items)
         reg = item_regularisation(c.reg, counts, c.reg_exponent)
         self._V = c.init_scale * rng.standard_normal((d, c.factors))
@@ -176,7 +175,7 @@ class Dpals(Ranker):
     def _fit_secure(self, train: sp.csr_matrix, rng: np.random.Generator, seed: int,
                     on_iteration: IterationHook | None) -> Dpals:
         """The secure path through the round engine (:mod:`.simulation`)."""
-        run = run_secure(asdict(self.config), train, rng, seed, self.transport, on_iteration,
+        run = run_secure(self.config, train, rng, seed, self.transport, on_iteration,
                          self)
         p, n = run.plan, train.shape[0]
         self._V, self.events, self._plan = run.factors, run.events, run.plan
