@@ -33,7 +33,6 @@ import json  # noqa: E402
 import math  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
-from dataclasses import asdict  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -107,8 +106,8 @@ def dpals_case(d: int, rng: np.random.Generator, round: int):
     ``d (F (F + 3) / 2) + F (F + 1) / 2`` statistics) at its defaults (k = 50, F = 4,
     weighting tail), through the deployment's own path (its check, its noise segments);
     ``v`` = 0 (the prover's work does not depend on the values)."""
-    cfg = asdict(DpalsConfig(epsilon=EPSILON, delta=DELTA, weighting="tail",
-                             n_clients=CLIENTS, validity="prio3"))
+    cfg = DpalsConfig(epsilon=EPSILON, delta=DELTA, weighting="tail",
+                             n_clients=CLIENTS, validity="prio3")
     check = DPALS.round_check(cfg, d, round)
     rd = DPALS.device_round(cfg, d, round)
     dim = rd.params.dimension

@@ -3,7 +3,6 @@ vectors exactly (the secure sum's output), and the run gives the in-process mode
 and privacy report bit for bit, for any number of shards."""
 
 import json
-from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -84,7 +83,7 @@ def test_dp_pop_sharded_keeps_recency_sampling_and_min_honest(pop_train):
 
 
 def test_the_descriptor_names_the_integer_sum_adapter():
-    info = ProtocolInfo("dp-pop", 40, asdict(DpPopConfig(k=3, n_clients=60)))
+    info = ProtocolInfo("dp-pop", 40, DpPopConfig(k=3, n_clients=60))
     serving = info.serving()
     role = serving.server_role(info, make_aggregator("mean"))
     adapter = adapter_for(role, 60, ExactSumProxy(60))

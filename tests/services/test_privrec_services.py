@@ -5,7 +5,6 @@ report over HTTP states the trusted aggregator."""
 from __future__ import annotations
 
 import base64
-from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -28,7 +27,7 @@ TINY = {"rounds": 3, "clients_per_round": 10, "local_epochs": 1, "finetune_epoch
 def test_the_server_service_says_it_is_a_trusted_aggregator_and_starts_from_the_initial_model(
         tmp_path):
     cfg = make_config("dp-privrec", {"clients_per_round": 4, "rounds": 2, "n_params": 6})
-    info = ProtocolInfo("dp-privrec", 10, asdict(cfg))
+    info = ProtocolInfo("dp-privrec", 10, cfg)
     theta0, enrolled = np.linspace(-1, 1, 6), np.arange(2, 12)
     initial = base64.b64encode(InitialModel(theta0, enrolled).to_bytes()).decode()
 

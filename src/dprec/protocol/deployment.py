@@ -13,6 +13,9 @@ halves so that a device never loads server code:
   ``client`` module.
 - ``systems/<name>/serve.py``, ``SERVING``: a :class:`Serving` (the server role, its memory,
   the broadcast codec and the artefacts made from it, the state a restart restores).
+- ``systems/<name>/config.py``: the system's frozen config dataclass
+  (:attr:`Deployment.config_class`), which a published protocol carries and every method
+  here reads by attribute.
 
 This module holds only the abstract classes (and the JSON form of a generator that a
 simulation hands its server); the layers are drawn in docs/architecture.md.

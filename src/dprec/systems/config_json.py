@@ -27,7 +27,8 @@ from dprec.errors import DprecError
 
 __all__ = ["config_from_json", "config_to_json", "field_kinds", "recorded_config"]
 
-_SCALARS: dict[Any, str] = {int: "integer", float: "number", bool: "boolean", str: "string"}
+_SCALARS: dict[Any, str] = {int: "an integer", float: "a number", bool: "true or false",
+                             str: "a string"}
 
 
 def config_to_json(config: Any) -> dict[str, Any]:
@@ -72,13 +73,13 @@ def _arms(hint: Any) -> tuple[Any, ...]:
 
 def _kind(value: Any) -> str | None:
     if isinstance(value, bool):
-        return "boolean"
+        return "true or false"
     if isinstance(value, int):
-        return "integer"
+        return "an integer"
     if isinstance(value, float):
-        return "number"
+        return "a number"
     if isinstance(value, str):
-        return "string"
+        return "a string"
     return None
 
 
@@ -99,7 +100,7 @@ def config_from_json(cls: type, doc: Any) -> Any:
         value, kind = doc[name], _kind(doc[name])
         if value is None and optional:
             continue
-        ok = kind in taken or (kind == "integer" and "number" in taken)
+        ok = kind in taken or (kind == "an integer" and "a number" in taken)
         if not ok or (allowed is not None and value not in allowed):
             want = " or ".join(repr(a) for a in allowed) if allowed is not None else \
                 " or ".join(taken)

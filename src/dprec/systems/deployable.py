@@ -246,6 +246,8 @@ class ProtocolInfo:
                 raise DprecError("a protocol description's config must be a JSON object")
             info = cls(doc["system"], doc["n_items"], config, doc.get("aggregator", "mean"),
                        published_family=doc["family"])
+        except DprecError:
+            raise
         except (KeyError, TypeError, ValueError) as e:
             raise DprecError(f"malformed protocol description: {e!r}") from None
         return info

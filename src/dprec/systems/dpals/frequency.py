@@ -21,11 +21,15 @@ which any of these options switches on (:func:`uses_counts`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from dprec.errors import DprecError
 from dprec.selection import top_k_row
-from dprec.systems.dpals.config import DpalsConfig
+
+if TYPE_CHECKING:
+    from dprec.systems.dpals.config import DpalsConfig
 
 __all__ = ["head_mask", "item_regularisation", "uses_counts"]
 

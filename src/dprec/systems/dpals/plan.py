@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from dprec.errors import DprecError
 from dprec.protocol.secure_sum.params import SecureSumParams, choose_params
@@ -35,9 +36,11 @@ from dprec.systems.dpals.accounting import (
     gram_sensitivity,
     item_stats_sensitivity,
 )
-from dprec.systems.dpals.config import DpalsConfig
 from dprec.systems.dpals.frequency import uses_counts
 from dprec.systems.dpals.statistics import stats_width, triangle_size
+
+if TYPE_CHECKING:
+    from dprec.systems.dpals.config import DpalsConfig
 
 __all__ = ["RoundPlan", "RunPlan", "Segment", "items_bound", "n_steps", "paper_steps",
            "plan_of", "releases", "round_check", "run_plan"]

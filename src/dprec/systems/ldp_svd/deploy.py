@@ -144,14 +144,16 @@ class RatingDeployment(Deployment):
         if mechanism == "laplace-rr":
             raise DprecError("Laplace-RR has no finite guarantee (its event is non-private): "
                              "a device cannot be charged for it")
-        return self.mechanism({"mechanism": mechanism, "epsilon": epsilon})
+        return LDPSVDConfig(mechanism=mechanism, epsilon=epsilon).build_mechanism()  # type: ignore[arg-type]
 
     def client_step(self, terms: Any, history: Any, round: int, rng: np.random.Generator,
                     client_id: int, artefact: Callable[[], Any]) -> bytes:
         """The simulation's client step on a population of one (its ratings, perturbed once;
         ``hide_items``: with its fake reports); needs no artefact."""
-        return device.client_upload(terms, self.mechanism(terms.settings), history, rng,
-                                    client_id)
+        s = terms.settings  # the device's own terms (device.read_terms), not the config
+        mech = (LaplaceRRSVDConfig(eps1=s["eps1"], eps2=s["eps2"]).build_mechanism()
+                if "eps1" in s else self.build_mechanism(s["mechanism"], s["epsilon"]))
+        return device.client_upload(terms, mech, history, rng, client_id)
 
     def decode_artefact(self, terms: Any, body: bytes) -> RatingModel:
         return device.decode_model(terms, body)
