@@ -32,7 +32,7 @@ def pop_train() -> sp.csr_matrix:
     return synthetic(500, 60, 12_000, rng=3).matrix.tocsr()
 
 
-_CALIBRATED: dict[str, object] = {}
+_CALIBRATED: dict[object, object] = {}
 
 
 @pytest.fixture(autouse=True)
@@ -41,7 +41,7 @@ def calibrate_once(monkeypatch):
     calibrate = dp_pop_system.calibrate
 
     def cached(config, n_items, n_clients):
-        key = json.dumps([config, n_items, n_clients], sort_keys=True)
+        key = (config, n_items, n_clients)  # a frozen config is hashable
         if key not in _CALIBRATED:
             _CALIBRATED[key] = calibrate(config, n_items, n_clients)
         return _CALIBRATED[key]

@@ -14,7 +14,6 @@ from dprec.protocol.aggregation import make_aggregator
 from dprec.protocol.messages import Message, MessageError
 from dprec.services import roles
 from dprec.systems.deployable import ProtocolInfo, check_forwarded, check_upload
-from dprec.systems.privrec.config import PrivRecConfig
 from dprec.systems.privrec.messages import (
     InitialModel,
     ModelBroadcast,
@@ -102,7 +101,7 @@ def test_a_service_role_rebuilt_each_round_from_its_kept_state_is_the_simulation
     of one role kept in memory, bit for bit (DP-PrivRec's noise included)."""
     info = _info(name)
     serving, deployment = info.serving(), info.deployment
-    cfg = PrivRecConfig(**info.config)
+    cfg = info.config
     sim = ReptileServer(np.random.default_rng(5).normal(size=P), USERS, 60, cfg, n_items=25)
     initial = serving.initial_state(sim)
     start = np.random.default_rng(7)
