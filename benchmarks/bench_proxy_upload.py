@@ -67,7 +67,7 @@ def measure(uploads: int, spacing: float) -> dict[str, object]:
     """CPU milliseconds of the proxy process per upload, per block of :data:`BLOCK`."""
     params = {"k": "50", "epsilon": "1.0", "validity": "prio3", "n_clients": str(N_CLIENTS)}
     info = ProtocolInfo("dp-pop", D, DpPopConfig(epsilon=1.0, k=50, n_clients=N_CLIENTS,
-                                                        validity="prio3"))
+                                                 validity="prio3"))
     with Loopback() as lb:
         srv = lb.server("dp-pop", D, params)
         prx = lb.proxy(srv.url, N_CLIENTS, N_CLIENTS)

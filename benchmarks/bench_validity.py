@@ -55,6 +55,7 @@ from dprec.protocol.secure_sum.vdaf.noise_bounds import (  # noqa: E402
 )
 from dprec.systems.dp_fedavg.accounting import calibrate_mu, choose_gamma  # noqa: E402
 from dprec.systems.dp_pop.calibration import calibrate  # noqa: E402
+from dprec.systems.dp_pop.config import DpPopConfig  # noqa: E402
 from dprec.systems.dpals.deploy import DEPLOYMENT as DPALS  # noqa: E402
 from dprec.systems.dpals.system import DpalsConfig  # noqa: E402
 
@@ -72,8 +73,7 @@ def median_ms(fn, reps: int) -> float:
 
 
 def dp_pop_case(d: int, rng: np.random.Generator):
-    cal = calibrate({"k": K, "epsilon": EPSILON, "delta": DELTA, "min_honest": None}, d,
-                    CLIENTS)
+    cal = calibrate(DpPopConfig(epsilon=EPSILON, delta=DELTA, k=K), d, CLIENTS)
     tr = choose_truncation(cal.share.mu, d, CLIENTS)
     check = dp_pop_check(d, K, tr)
     v = np.zeros(d, dtype=np.int64)
@@ -106,8 +106,8 @@ def dpals_case(d: int, rng: np.random.Generator, round: int):
     ``d (F (F + 3) / 2) + F (F + 1) / 2`` statistics) at its defaults (k = 50, F = 4,
     weighting tail), through the deployment's own path (its check, its noise segments);
     ``v`` = 0 (the prover's work does not depend on the values)."""
-    cfg = DpalsConfig(epsilon=EPSILON, delta=DELTA, weighting="tail",
-                             n_clients=CLIENTS, validity="prio3")
+    cfg = DpalsConfig(epsilon=EPSILON, delta=DELTA, weighting="tail", n_clients=CLIENTS,
+                      validity="prio3")
     check = DPALS.round_check(cfg, d, round)
     rd = DPALS.device_round(cfg, d, round)
     dim = rd.params.dimension

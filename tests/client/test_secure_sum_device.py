@@ -43,8 +43,8 @@ def _pop(**kw):
 
 def _dpals():
     return ProtocolInfo("dpals", D, DpalsConfig(epsilon=2.0, k=4, weighting="tail",
-                                                       factors=3, n_clients=40,
-                                                       min_honest=20))
+                                                factors=3, n_clients=40,
+                                                min_honest=20))
 
 
 def _fedavg():

@@ -82,7 +82,7 @@ def test_the_cryptographic_round_equals_the_exact_sum_bit_for_bit(tmp_path, monk
 def _info(cal):
     from dprec.systems.deployable import ProtocolInfo
     return ProtocolInfo("dp-pop", D, DpPopConfig(epsilon=2.0, k=K, n_clients=N,
-                                                        validity="none"))  # ring uploads
+                                                 validity="none"))  # ring uploads
 
 
 def test_the_relay_refuses_what_it_cannot_open(tmp_path):

@@ -29,7 +29,7 @@ P, USERS, M = 40, np.arange(3, 60, 2), 6
 
 def _info(name: str = "dp-privrec", **over: object) -> ProtocolInfo:
     cfg = make_config(name, {"clients_per_round": M, "rounds": 4, "n_params": P,
-                             "initial_clip": 0.5, **over})
+                      "initial_clip": 0.5, **over})
     return ProtocolInfo(name, 25, cfg)
 
 
