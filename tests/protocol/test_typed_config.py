@@ -88,6 +88,8 @@ def test_another_system_s_config_class_is_refused():
     with pytest.raises(DprecError, match="fmf-ldp's config must be a FMFConfig, got DpPopConfig"):
         ProtocolInfo("fmf-ldp", 20, DpPopConfig(n_clients=30))
     assert type(ProtocolInfo("fmf-ldp", 20, FMFConfig()).config) is FMFConfig
+    with pytest.raises(DprecError, match="dp-pop's config must be a DpPopConfig, got dict"):
+        ProtocolInfo("dp-pop", 20, asdict(DpPopConfig(n_clients=30)))  # no dict configs
 
 
 def test_laplace_rr_svd_decodes_into_its_own_class():

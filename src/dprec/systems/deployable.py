@@ -24,7 +24,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from functools import cache
 from types import SimpleNamespace
@@ -143,9 +142,9 @@ class ProtocolInfo:
     n_items: int
     """N, the number of items."""
     config: Any
-    """The system's typed frozen config (the class its descriptor's
-    :meth:`~dprec.protocol.deployment.Deployment.config_type` names). A mapping given here
-    (a published description's JSON object) is decoded strictly into it."""
+    """The system's typed frozen config: an instance of exactly the class its descriptor's
+    :meth:`~dprec.protocol.deployment.Deployment.config_type` names (:meth:`from_json`
+    decodes a published description's JSON object into it)."""
     aggregator: str = "mean"
     """The server's aggregator (:mod:`dprec.protocol.aggregation`)."""
     published_family: str | None = field(default=None, repr=False, compare=False)
@@ -164,9 +163,7 @@ class ProtocolInfo:
         found = (deployment(self.system) if self.published_family is None
                  else family_deployment(self.published_family))
         cls = found.config_type(self.system)
-        if isinstance(self.config, Mapping):
-            object.__setattr__(self, "config", config_from_json(cls, self.config))
-        elif type(self.config) is not cls:
+        if type(self.config) is not cls:
             raise DprecError(f"{self.system}'s config must be a {cls.__name__}, got "
                              f"{type(self.config).__name__}")
         found.validate(self.config)
@@ -236,16 +233,22 @@ class ProtocolInfo:
 
     @classmethod
     def from_json(cls, doc: Any) -> ProtocolInfo:
-        """Parse a published description (its descriptor found by its ``family``);
-        :class:`DprecError` on anything malformed."""
+        """Parse a published description (its descriptor found by its ``family``, its config
+        decoded strictly into the system's config class:
+        :func:`~dprec.systems.config_json.config_from_json`); :class:`DprecError` on
+        anything malformed."""
         if not isinstance(doc, dict):
             raise DprecError("a protocol description must be a JSON object")
         try:
-            config = doc["config"]
-            if not isinstance(config, dict):
+            family, system = doc["family"], doc["system"]
+            if not isinstance(system, str):
+                raise DprecError(f"system must be a name, got {system!r}")
+            if not isinstance(doc["config"], dict):
                 raise DprecError("a protocol description's config must be a JSON object")
-            info = cls(doc["system"], doc["n_items"], config, doc.get("aggregator", "mean"),
-                       published_family=doc["family"])
+            config = config_from_json(family_deployment(family).config_type(system),
+                                      doc["config"])
+            info = cls(system, doc["n_items"], config, doc.get("aggregator", "mean"),
+                       published_family=family)
         except DprecError:
             raise
         except (KeyError, TypeError, ValueError) as e:
