@@ -15,7 +15,6 @@ from dprec.errors import DprecError
 from dprec.protocol.deployment import generator_to_json
 from dprec.services.server import ServerSettings, create_server_app
 from dprec.systems.deployable import ProtocolInfo
-from dprec.systems.privrec.config import PrivRecConfig
 from dprec.systems.privrec.messages import InitialModel, ModelBroadcast
 from dprec.systems.privrec.server import ReptileServer
 from dprec.systems.registry import make_config
@@ -41,7 +40,7 @@ def test_the_server_service_says_it_is_a_trusted_aggregator_and_starts_from_the_
         assert refused.status_code == 422 and "initial model" in refused.json()["error"]
         assert start(c, initial="not base64!").status_code == 422
         assert start(c, initial=initial).status_code == 200
-        expected = ReptileServer(theta0, enrolled, None, PrivRecConfig(**info.config)
+        expected = ReptileServer(theta0, enrolled, None, info.config
                                  ).start(np.random.default_rng(3))
         art = c.get("/v1/artefacts/model")
         assert ModelBroadcast.from_bytes(art.content) == expected
