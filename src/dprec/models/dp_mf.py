@@ -81,7 +81,7 @@ from dprec.errors import DprecError
 from dprec.iteration import IterationHook, iterations
 from dprec.models.als import _check_int
 from dprec.models.dp_mf_config import DPPSMFConfig, DPSGDMFConfig
-from dprec.models.fitted import fitted_array, require_fitted
+from dprec.models.fitted import fitted_array, fitted_flag, require_fitted
 from dprec.models.funk_svd import _check_real
 from dprec.models.pairs import check_pairs
 from dprec.models.sgd_kernels import biased_prediction, sgd_step
@@ -218,9 +218,7 @@ class _RatingMF:
             raise DprecError(f"{type(self).__name__} diverged in epoch {epoch + 1} "
                              f"(non-finite parameters); lower lr (got {self.config.lr})")
 
-    @property
-    def is_fitted(self) -> bool:
-        return self._U is not None
+    is_fitted = fitted_flag("_U")
 
     user_factors = fitted_array("_U", "(M, d) user factors U (released).")
     item_factors = fitted_array("_V", "(N, d) item factors V (released).")

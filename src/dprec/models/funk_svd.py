@@ -30,7 +30,7 @@ import scipy.sparse as sp
 from dprec.errors import DprecError
 from dprec.iteration import IterationHook, iterations
 from dprec.models.als import _check_int
-from dprec.models.fitted import fitted_array, require_fitted
+from dprec.models.fitted import fitted_array, fitted_flag, fitted_value, require_fitted
 from dprec.models.pairs import check_pairs
 from dprec.models.sgd_kernels import biased_prediction, sgd_step
 
@@ -148,15 +148,8 @@ class FunkSVD:
     user_biases = fitted_array("_bu", "(M,) user biases b_u (all 0 when ``biases`` is False).")
     item_biases = fitted_array("_bi", "(N,) item biases b_i (all 0 when ``biases`` is False).")
 
-    @property
-    def global_mean(self) -> float:
-        """mu, the mean of the stored training ratings."""
-        require_fitted(self._U, type(self).__name__)
-        return self._mu
-
-    @property
-    def is_fitted(self) -> bool:
-        return self._U is not None
+    global_mean = fitted_value("_mu", "_U", "mu, the mean of the stored training ratings.")
+    is_fitted = fitted_flag("_U")
 
     @property
     def known(self) -> tuple[np.ndarray, np.ndarray]:

@@ -30,7 +30,6 @@ CSPRNG with a snapping or discrete sampler (Mironov, CCS 2012).
 
 from __future__ import annotations
 
-import logging
 import math
 
 import numpy as np
@@ -39,7 +38,7 @@ import scipy.sparse as sp
 from dprec.errors import DprecError
 from dprec.iteration import IterationHook
 from dprec.mechanisms.gradient_laplace import GradientLaplace, error_bound
-from dprec.models.fitted import fitted_array
+from dprec.models.fitted import fitted_array, fitted_flag
 from dprec.models.pairs import check_pairs
 from dprec.models.pnbm_config import DPPSPNBMConfig, DPSGDPNBMConfig, PNBMConfig
 from dprec.models.pnbm_kernels import (
@@ -54,8 +53,6 @@ from dprec.models.pnbm_kernels import (
     touched_pairs,
 )
 from dprec.privacy.events import EventLog, LocalReportDpEvent
-
-logger = logging.getLogger(__name__)
 
 __all__ = ["DPPSPNBM", "DPSGDPNBM", "PNBM", "pair_inclusion_probability"]
 
@@ -123,9 +120,7 @@ class _NeighbourhoodModel:
     item_means = fitted_array(
         "_means", "r_bar_i of the training ratings (the global mean for unrated items).")
 
-    @property
-    def is_fitted(self) -> bool:
-        return self._W is not None
+    is_fitted = fitted_flag("_W")
 
     def similarity(self) -> sp.csr_matrix:
         """S as a sparse (n_items, n_items) matrix with at most k entries per row."""
