@@ -8,13 +8,14 @@ reads. A model implements only :meth:`FactorModel._fit`.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Generic, Self, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
 
 from dprec.errors import DprecError
 from dprec.iteration import IterationHook
+from dprec.models.configured import Configured
 
 __all__ = ["FactorModel", "check_users"]
 
@@ -33,29 +34,25 @@ def check_users(users: np.ndarray, n_users: int) -> np.ndarray:
     return users.astype(np.int64, copy=False)
 
 
-class FactorModel(Generic[C]):
-    """Config, fit and score shared by the implicit factor models (module docstring).
+class FactorModel(Configured[C]):
+    """Fit and score shared by the implicit factor models (module docstring).
 
     A model declares its config class and label with the class, e.g.
     ``class BPRMF(FactorModel[BPRConfig], config=BPRConfig, label="BPR")``, and its learned
     arrays as class attributes that are None until :meth:`_fit` sets them.
     """
 
-    config_type: ClassVar[type]
-    """The config dataclass; ``config_type()`` holds the defaults."""
     label: ClassVar[str]
     """The model's short name, shown on its progress bar."""
-    config: C
     user_factors: Any
     item_factors: Any
 
-    def __init_subclass__(cls, *, config: type, label: str, **kwargs: Any) -> None:
+    def __init_subclass__(cls, *, label: str, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls.config_type = config
         cls.label = label
 
     def __init__(self, config: C | None = None) -> None:
-        self.config = config if config is not None else self.config_type()
+        super().__init__(config)
         self.loss_history: list[float] = []
         """The objective after each pass of the last fit (what it holds: the model's
         docstring; ALS and BPR fill it when fitted with ``track_loss=True``)."""

@@ -37,6 +37,7 @@ import scipy.sparse as sp
 from dprec.errors import DprecError
 from dprec.iteration import IterationHook
 from dprec.models.als import _check_int
+from dprec.models.configured import Configured
 from dprec.models.fitted import fitted_array, fitted_flag, fitted_value
 from dprec.models.pairs import check_pairs
 
@@ -137,7 +138,7 @@ def _ratio(num: np.ndarray, sq_denom: np.ndarray) -> np.ndarray:
     return np.divide(num, d, out=np.zeros_like(num), where=d > 0)
 
 
-class ItemKNN:
+class ItemKNN(Configured[KNNRatingConfig], config=KNNRatingConfig):
     """Item-based kNN rating predictor (module docstring; Surprise KNNWithMeans, item-based).
 
     ``fit`` computes the dense item-item similarity matrix (N^2 float64: 23 MB for
@@ -147,13 +148,11 @@ class ItemKNN:
     and not used.
     """
 
-    def __init__(self, config: KNNRatingConfig | None = None) -> None:
-        self.config = config if config is not None else KNNRatingConfig()
-        self._sim: np.ndarray | None = None
-        self._R: sp.csr_matrix | None = None
-        self._means: np.ndarray | None = None
-        self._item_known: np.ndarray | None = None
-        self._mu = 0.0
+    _sim: np.ndarray | None = None
+    _R: sp.csr_matrix | None = None
+    _means: np.ndarray | None = None
+    _item_known: np.ndarray | None = None
+    _mu = 0.0
 
     def fit(self, R: sp.spmatrix | sp.sparray, rng: np.random.Generator | None = None,
             on_iteration: IterationHook | None = None) -> ItemKNN:
