@@ -35,7 +35,7 @@ from dprec.data.truth import SyntheticTruth
 from dprec.errors import DataError, UnknownDatasetError
 from dprec.random import derive_generator
 
-__all__ = ["KNOWN_DATASETS", "dataset_truth", "load_dataset", "split_filters"]
+__all__ = ["KNOWN_DATASETS", "dataset_truth", "load_dataset", "missing_data", "split_filters"]
 
 log = logging.getLogger(__name__)
 
@@ -263,6 +263,26 @@ def _number(spec: str, options: dict[str, str], key: str) -> float:
         return float(text)
     except ValueError:
         raise DataError(f"csv:{spec}: {key}={text!r} must be a number") from None
+
+
+def missing_data(name: str, data_dir: str | Path | None = None) -> str | None:
+    """Why ``load_dataset(name)`` cannot find its files here (what to run or pass), or None
+    when they are there (or need none: ML-100K is fetched, synthetic data drawn). A cheap
+    look for the folder or the cache; loading still verifies them."""
+    low = split_filters(name)[0].lower()
+    if low not in _LOCAL:
+        return None
+    spec = _LOCAL[low]
+    root = data_dir if data_dir is not None else os.environ.get("DPREC_DATA")
+    if root:
+        base = Path(root).expanduser()
+        if any((f / spec.marker).is_file() for f in (base, *(base / f for f in spec.folders))):
+            return None
+    if low in ARCHIVES and movielens_cache_path(low).is_dir():
+        return None
+    fetch = f"run `dprec data fetch {low}`, or " if low in ARCHIVES else ""
+    return (f"{spec.label} is not on this machine: {fetch}pass --data-dir PATH pointing at "
+            f"{spec.hint} (or set DPREC_DATA)")
 
 
 def _load_local(name: str, data_dir: str | Path | None) -> Dataset:
