@@ -41,8 +41,8 @@ from pathlib import Path
 from dprec.data.registry import missing_data
 from dprec.evaluation.provenance import git_commit
 
-__all__ = ["MAX_FILE_BYTES", "NEEDS_DATA", "STEPS", "Step", "StepResult", "expand", "main", "run_step",
-           "run_steps", "shown", "shrink", "write_summary"]
+__all__ = ["MAX_FILE_BYTES", "NEEDS_DATA", "STEPS", "Step", "StepResult", "expand", "main",
+           "run_step", "run_steps", "shown", "shrink", "write_summary"]
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_FILE_BYTES = 50_000
