@@ -175,6 +175,11 @@ STEPS: tuple[Step, ...] = (
          "strong generalisation, 10,000 held-out users folded in on the device; Recall@20/50, "
          "NDCG@100 against the per-user eps (needs `dprec data fetch ml-20m`)",
          timeout_s=14400, needs=("ml-20m",)),
+    Step("dpals-ml20m-synthetic", "dpals", _strong("synth-137000x20000-10000000"),
+         COMPARE_FILES,
+         "dpals-ml20m's pipeline on a synthetic stand-in of ML-20M's size (137K users x 20K "
+         "items, 10M interactions, the drift generator): time and memory at that scale",
+         timeout_s=14400),
 )
 
 
