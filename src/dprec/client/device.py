@@ -36,6 +36,16 @@ A protocol whose client step needs the device's own secret from the proxy (its d
 once, authenticated with the client's token), and the descriptor checks it into the terms
 (:meth:`~dprec.protocol.deployment.Deployment.with_client_secret`). This module knows no
 system: what a system's device does is its descriptor's.
+
+A protocol that trains on the user's side features (PrivRec) takes them as ``features=``
+of :meth:`DeviceClient.report`, :meth:`~DeviceClient.scores` and
+:meth:`~DeviceClient.recommend`; its descriptor checks them
+(:meth:`~dprec.protocol.deployment.Deployment.with_side_features`) before anything is
+computed, and they never leave the device. A client step may answer None (the round's
+server did not select this client): nothing is charged, stored or sent. A report in the
+clear to a trusted aggregator is sent only under a policy with ``trust_aggregator``; its
+charge (:meth:`~dprec.client.policy.DevicePolicy.cost`, from the run's reports charged
+before) is stored with the ledger's note of what it rests on.
 """
 
 from __future__ import annotations

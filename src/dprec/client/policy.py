@@ -19,6 +19,11 @@ computed:
   epsilon, user level, replace-one: any history against any other). For DPLCF-SP and OUE this
   is exact for pure epsilon: the worst pair of N-bit vectors differs in every bit, each in
   the direction of the larger per-bit ratio.
+- A report in the clear to a server the protocol declares a trusted aggregator (the terms'
+  ``trusted_aggregator``: PrivRec's model update) is refused unless ``trust_aggregator``
+  is set; with it :meth:`DevicePolicy.cost` charges the aggregator's Gaussian release the
+  report enters (its noise multiplier and delta from the config), and the ledger notes that
+  the guarantee rests on that server (:meth:`DevicePolicy.trust_note`).
 """
 
 from __future__ import annotations
