@@ -181,3 +181,46 @@ def test_the_policy_option_is_a_boolean_and_travels_in_policy_files(tmp_path):
     path.write_text("trust_aggregator = true\n")
     assert DevicePolicy.load(path).trust_aggregator is True
     assert DevicePolicy().to_dict()["trust_aggregator"] is False
+
+
+@pytest.mark.parametrize("field, value, match", [
+    ("hidden_layers", 10**6, "hidden_layers must be an integer in"),
+    ("local_epochs", 10**9, "local_epochs must be an integer in"),
+    ("finetune_epochs", -1, "finetune_epochs must be an integer in"),
+    ("dp", "yes", "dp must be true or false"),
+    ("algorithm", "sgd", "algorithm must be one of"),
+    ("n_params", 0, "n_params must be an integer"),
+    ("local_lr", float("nan"), "local_lr must be finite"),
+])
+def test_a_hostile_config_is_a_bad_reply_before_anything_is_built(field, value, match):
+    from dprec.client.errors import BadReply
+
+    info, _ = _info("dp-privrec")
+    hostile = ProtocolInfo("dp-privrec", DS.n_items, {**info.config, field: value})
+    with pytest.raises(BadReply, match=match):
+        TRUST.read(hostile)
+
+
+def test_simulated_clients_drawing_as_devices_train_each_alone_from_its_own_generator(
+        monkeypatch):
+    """``devices=True`` (over the services): each selected client is the population-of-one
+    step from its own generator (here a planted seed in place of the CSPRNG)."""
+    import dprec.systems.privrec.client as clients_module
+
+    cfg = make_config("dp-privrec", TINY)
+    net = _net(cfg)
+    like, users = parameters_of(net), UserRows.from_block(FEATURES.users)
+    theta = to_vector(like).numpy()
+    b = ModelBroadcast(theta, np.array([7, 2, 11]), 0, 0.05)
+    monkeypatch.setattr(clients_module, "secure_generator", lambda: np.random.default_rng(4))
+    devices = SideNetClients(LocalTrainer(net), like, RATINGS, users, cfg, None, None,
+                             devices=True)
+    (batch,) = list(devices.step(b, 0, np.random.default_rng(0)))
+    assert batch.clients.tolist() == [2, 7, 11]
+    seeded = SideNetClients(LocalTrainer(net), like, RATINGS, users, cfg, None, None)
+    for j, c in enumerate(batch.clients):
+        (one,) = list(seeded.step(ModelBroadcast(theta, np.array([c]), 0, 0.05), 0,
+                                  np.random.default_rng(4)))
+        assert np.array_equal(batch.deltas[j], one.deltas[0])
+        assert batch.unclipped[j] == one.unclipped[0]
+    assert np.all(np.linalg.norm(batch.deltas, axis=1) <= 0.05 * (1 + 1e-6))
