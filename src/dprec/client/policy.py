@@ -234,6 +234,11 @@ class DevicePolicy:
     declares a trusted aggregator (PrivRec's update; DP-PrivRec's noise is that server's).
     False (the default): refused. True: sent, and the ledger records with each such charge
     that the guarantee rests on that server being trusted (:meth:`DevicePolicy.cost`)."""
+    accept_no_dp: bool = False
+    """Also send a trusted aggregator's report that no one adds noise to (plain PrivRec: no
+    DP guarantee at all, epsilon infinite). False (the default): refused even with
+    ``trust_aggregator``. True: sent, charged 0, and the ledger's note says that no guarantee
+    holds."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.mechanisms, Mapping):
@@ -253,6 +258,8 @@ class DevicePolicy:
                                  f"{', '.join(NOISY[family])} (none uploads the raw data)")
             accepted[family] = frozenset(names)
         object.__setattr__(self, "mechanisms", MappingProxyType(accepted))
+        if not isinstance(self.accept_no_dp, bool):
+            raise DprecError(f"accept_no_dp must be true or false, got {self.accept_no_dp!r}")
         if not isinstance(self.trust_aggregator, bool):
             raise DprecError(f"trust_aggregator must be true or false, got "
                              f"{self.trust_aggregator!r}")
@@ -389,7 +396,8 @@ class DevicePolicy:
         2017; improved conversion): the device's own account of the releases its data
         entered, with no amplification by the server's sampling. It holds against everyone
         who sees the released models, not against the aggregator. z = 0 (no noise, no DP):
-        charged 0, and the ledger's note says that no guarantee holds."""
+        refused unless ``accept_no_dp`` too; then charged 0, and the ledger's note says that
+        no guarantee holds."""
         if not self.trust_aggregator:
             raise PolicyViolation(
                 f"{terms.system} sends its report in the clear, without local DP, to the "
@@ -397,6 +405,11 @@ class DevicePolicy:
                 "sets trust_aggregator = true (the guarantee then rests on that server)")
         z = terms.noise_multiplier
         if z == 0:
+            if not self.accept_no_dp:
+                raise PolicyViolation(
+                    f"{terms.system} adds no noise anywhere: its report carries no DP "
+                    "guarantee (epsilon infinite); the device policy refuses it unless it "
+                    "also sets accept_no_dp = true")
             return 0.0
         if not 0 < terms.delta <= self.max_delta:
             raise PolicyViolation(f"{terms.system} guarantees delta {terms.delta!r}, outside "

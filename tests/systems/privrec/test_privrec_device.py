@@ -43,6 +43,7 @@ DS = synthetic(40, 30, 800, rng=7)
 FEATURES = side_features(DS)
 RATINGS = sp.csr_matrix(DS.matrix)
 TRUST = DevicePolicy(trust_aggregator=True)
+NO_DP = DevicePolicy(trust_aggregator=True, accept_no_dp=True)
 
 
 def _net(cfg: PrivRecConfig) -> SideFeatureNet:
@@ -142,12 +143,15 @@ def test_a_selected_device_sends_the_simulations_update_and_is_charged_before_se
         assert len(top) == 5 and not set(top) & set(RATINGS[u].indices)
 
 
-def test_privrec_without_noise_is_charged_nothing_and_noted_without_a_guarantee(tmp_path):
+def test_privrec_without_noise_is_refused_unless_accepted_then_noted_without_a_guarantee(
+        tmp_path):
     info, net = _info("privrec")
     with Stack(tmp_path, info, threshold=1) as s:
         b = _start(s, net)
         u = int(b.clients[1])
-        d = _device(s, tmp_path, u)
+        with pytest.raises(PolicyViolation, match="no DP guarantee .* accept_no_dp = true"):
+            _device(s, tmp_path, u).report(RATINGS[u], features=_own(u))
+        d = _device(s, tmp_path, u, policy=NO_DP)
         assert d.report(RATINGS[u], features=_own(u))
         assert d.ledger.spent == 0
         (note,) = d.ledger.notes.values()
