@@ -13,8 +13,9 @@ from dprec.data.synthetic import synthetic
 from dprec.errors import DprecError
 from dprec.mechanisms.skellam import SkellamMechanism
 from dprec.privacy.skellam import SkellamDpEvent, skellam_epsilon, skellam_tight_epsilon
+from dprec.protocol.secure_sum.curator import Curator
 from dprec.systems.dp_pop.client import k_hot, noisy_vectors
-from dprec.systems.dp_pop.server import rank_items, trusted_noisy_sum
+from dprec.systems.dp_pop.server import rank_items
 from dprec.systems.dp_pop.system import DpPop, DpPopConfig, LdpPop
 from dprec.systems.registry import make_system
 
@@ -76,7 +77,9 @@ def test_secure_and_trusted_noise_have_the_same_law() -> None:
     contrib = sp.csr_matrix((40, 2_000), dtype=np.int64)
     mech = SkellamMechanism(5.0)
     secure = noisy_vectors(contrib, np.arange(40), 5, "uniform", mech.share(40), 4).sum(axis=0)
-    trusted = trusted_noisy_sum(contrib, mech, np.random.default_rng(5))
+    curator = Curator(mech.mu)
+    curator.start(np.random.default_rng(5))
+    trusted = curator.noisy(np.zeros(2_000, np.int64), 0)
     assert secure.var() == pytest.approx(10.0, rel=0.1)
     assert trusted.var() == pytest.approx(10.0, rel=0.1)
 

@@ -15,7 +15,6 @@ from dprec.protocol.secure_sum.vdaf.contribution import dp_pop_check
 from dprec.protocol.secure_sum.vdaf.noise_bounds import choose_truncation
 from dprec.protocol.secure_sum.wire import ClientBlock
 from dprec.systems.dp_fedavg.proxy import FedAvgSumProxy
-from dprec.systems.dp_pop import messages as pop_messages
 from dprec.systems.dp_pop.proxy import ExactSumProxy as PopSumProxy
 from dprec.systems.dpals.proxy import ExactSumProxy as DpalsSumProxy
 
@@ -26,8 +25,6 @@ SHARED = ("__init__", "forward", "forward_sum", "account", "adopt_published", "s
 def _block(proxy: type, rows: np.ndarray):
     """One message of ``len(rows)`` clients whose vectors are ``rows`` (int64)."""
     ids = np.arange(len(rows))
-    if proxy is PopSumProxy:
-        return pop_messages.NoisyVectors(ids, rows, 0, b"s" * 32, None, None)
     return ClientBlock(ids, rows.sum(axis=0), lambda: rows, 0, b"s" * 32, None, None)
 
 
