@@ -73,7 +73,7 @@ def test_the_cryptographic_round_equals_the_exact_sum_bit_for_bit(tmp_path, monk
     release = SumRelease.from_bytes(relay.release(rows, 0, cal.min_honest))
     assert release.n_clients == N
     sealed = server.aggregate([release], 0)
-    want = np.concatenate([b.vectors for b in blocks]).sum(axis=0)
+    want = np.concatenate([b.vectors() for b in blocks]).sum(axis=0)
     np.testing.assert_array_equal(plain.counts, want)
     np.testing.assert_array_equal(sealed.counts, want)
     assert sealed.contributors == plain.contributors == N

@@ -19,6 +19,7 @@ from dprec.evaluation.runner import Experiment
 from dprec.evaluation.split import LeaveOneOutSplit
 from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.rdp_accountant import RdpAccountant
+from dprec.protocol.secure_sum.curator import Curator
 from dprec.protocol.secure_sum.noise_shares import ShareNoise, noise_share
 from dprec.systems.dpals import client
 from dprec.systems.dpals.accounting import (
@@ -343,6 +344,29 @@ def test_trusted_aggregation_reports_the_central_model() -> None:
                               "k": "3"}).fit(_train(), np.random.default_rng(0))
     assert m.privacy_report().extra["model"] == "central"
     assert "secure_sum" not in m.privacy_report().extra
+
+
+def test_trusted_runs_the_secure_runs_clients_on_the_engine_and_only_the_noise_differs(
+        monkeypatch) -> None:
+    """aggregation=trusted: the same clients on the round engine (no shares), the server's
+    curator adds each release's Sk(mu); the event log is the engine's, the secure run's."""
+    train = _train()
+    params = {"steps": "2", "factors": "2", "k": "3", "weighting": "tail"}
+
+    def fit(aggregation: str) -> Dpals:
+        return make_system("dpals", {**params, "aggregation": aggregation}).fit(
+            train, np.random.default_rng(4))
+
+    secure, trusted = fit("secure"), fit("trusted")
+    assert trusted.events.to_json() == secure.events.to_json()
+    assert not np.array_equal(trusted.item_factors, secure.item_factors)
+    report = trusted.privacy_report()
+    assert "trusted curator" in report.threat_model
+    assert report.extra["adjacency"] == "add_remove_one"
+    monkeypatch.setattr(ShareNoise, "range_sum",
+                        lambda self, start, stop: np.zeros(self.dimension, np.int64))
+    monkeypatch.setattr(Curator, "noisy", lambda self, total, round: total)
+    np.testing.assert_array_equal(fit("trusted").item_factors, fit("secure").item_factors)
 
 
 # -- system ---------------------------------------------------------------------------------
