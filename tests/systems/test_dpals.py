@@ -361,7 +361,8 @@ def test_trusted_runs_the_secure_runs_clients_on_the_engine_and_only_the_noise_d
     assert trusted.events.to_json() == secure.events.to_json()
     assert not np.array_equal(trusted.item_factors, secure.item_factors)
     report = trusted.privacy_report()
-    assert "trusted curator" in report.threat_model
+    assert report.threat_model.startswith("central: a trusted curator sees every user's")
+    assert "add/remove-one-user adjacency" in report.threat_model
     assert report.extra["adjacency"] == "add_remove_one"
     monkeypatch.setattr(ShareNoise, "range_sum",
                         lambda self, start, stop: np.zeros(self.dimension, np.int64))

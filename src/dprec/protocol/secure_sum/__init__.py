@@ -20,9 +20,9 @@ Modules, one job each: :mod:`.params` (q, gamma, m and the no-wrap bound), :mod:
 :mod:`.server` (the three roles' steps), :mod:`.errors`, :mod:`.noise_shares` (the clients'
 Skellam noise shares, for any range of clients), :mod:`.in_process` (the simulation's
 proxy: one exact sum per round, at ``min_honest``) and :mod:`.curator` (the trusted curator
-of ``aggregation=trusted``: the central noise on that exact sum); :mod:`.vdaf` (validity proofs for the
-contributions: Prio3, draft-irtf-cfrg-vdaf; not yet wired into the round flow). The package
-imports no role module,
+of ``aggregation=trusted``: the central noise on that exact sum); :mod:`.vdaf` (validity
+proofs for the contributions: Prio3, draft-irtf-cfrg-vdaf; not yet wired into the round
+flow). The package imports no role module,
 so a client importing it never reaches the proxy's or the server's code.
 """
 

@@ -76,10 +76,10 @@ SECURE_THREAT_MODEL = (
     "neighbour (their statistics replaced by zeros) carries the same noise"
 )
 TRUSTED_THREAT_MODEL = (
-    "central: a trusted curator sums the clients' quantised statistics and adds one Skellam "
-    "draw per release; DP protects what the published item factors reveal (joint DP: each "
-    "user's own vector stays on the device); add/remove-one-user adjacency (the central "
-    "draws do not depend on who is present)"
+    "central: a trusted curator sees every user's quantised statistics, sums them and adds "
+    "one Skellam draw per release; DP protects what the published item factors reveal "
+    "(joint DP: each user's own vector stays on the device); add/remove-one-user adjacency "
+    "(the central draws do not depend on who is present)"
 )
 
 
