@@ -11,7 +11,9 @@ services seal).
   and global Gramian term (:func:`~.client.item_statistics`, :func:`~.client.gram_statistics`),
   with the items it selected once from the DP counts (:func:`~.frequency.contributions`).
 
-Each release gets the client's noise share (:class:`ShareNoise`). Every draw comes
+Each release gets the client's noise share (:class:`ShareNoise`); with
+``aggregation=trusted`` none (the server's curator adds the noise,
+:class:`~dprec.protocol.secure_sum.curator.Curator`). Every draw comes
 from generators keyed by the run's seed and the client's global id, so a block, a shard or
 one device produces the same integers, and ``total`` of a block is the sum of its clients'
 own vectors bit for bit.
@@ -101,6 +103,9 @@ class DpalsClients(Clients):
         if self.ids.shape != (self.train.shape[0],) or (np.diff(self.ids) <= 0).any():
             raise DprecError("ids must be the training rows' increasing global user ids")
         self.cfg, self.plan, self.seed, self.events = dict(cfg), plan, int(seed), events
+        self.shares = self.cfg.get("aggregation", "secure") == "secure"
+        """Whether the clients add noise shares (secure aggregation) or send their exact
+        vectors to a trusted curator."""
         self._proxy_key = proxy_key
         self.weights: sp.csr_matrix | None = None
         self.lengths: dict[int, np.ndarray] = {}
@@ -137,7 +142,7 @@ class DpalsClients(Clients):
         needs_counts = rp.kind == "step" and uses_counts(c)
         model = check_model(broadcast, plan.n_items, int(c["factors"]), needs_counts)
         self._round, self._U = rp, None
-        self._noise = self.round_noise(rp)
+        self._noise = self.round_noise(rp) if self.shares else []
         if rp.kind == "counts":
             return
         if self.weights is None:
@@ -195,12 +200,15 @@ class DpalsClients(Clients):
 
     def block_total(self, a: int, b: int) -> np.ndarray:
         """Rows ``a..b-1``'s noisy vectors, summed (int64, the round's length)."""
-        return self._exact(a, b) + self._noise_sum(a, b)
+        exact = self._exact(a, b)
+        return exact + self._noise_sum(a, b) if self._noise else exact
 
     def block_vectors(self, a: int, b: int) -> np.ndarray:
         """Rows ``a..b-1``'s own noisy vectors (what each device seals); as devices, each
         share ``Sk(mu_share)`` of each release from the client's own fresh CSPRNG."""
         exact = np.stack([self._exact(i, i + 1) for i in range(a, b)])
+        if not self._noise:
+            return exact
         if self.devices:
             noise = [np.stack([SkellamMechanism(n.mu_share).noise(n.dimension,
                                                                   secure_generator())
@@ -245,7 +253,7 @@ class DpalsClients(Clients):
             yield ClientBlock(self.ids, None if self.devices else self.block_total(0, n),
                               RowVectors(self, n), round, broadcast.server_key,
                               None if self._proxy_key is None else self._proxy_key(),
-                              rp.params, check)
+                              rp.params if self.shares else None, check)
         self._sent = self.round_sent(0, n)
 
     def sent(self) -> list[Sent]:
