@@ -5,8 +5,8 @@ generator (a CSPRNG on a device): the vector it adds to the round's secure sum.
 ``outer(w_u, x_u)`` (``||.||_2 <= C``, :func:`~dprec.systems.dp_fedavg.client.clipped_weights`),
 the Poisson coin ``Bernoulli(rate)`` (kept on the device), ``R(gamma g_u)`` if sampled else
 0 (:func:`~dprec.protocol.secure_sum.client.quantise`), plus the share ``Sk(share_mu)``
-(every client, sampled or not; truncated to the round's check with ``validity=prio3``). The draws come in that order from ``rng``: the coin, the
-rounding, the share.
+(every client, sampled or not; truncated to the round's check with ``validity=prio3``).
+The draws come in that order from ``rng``: the coin, the rounding, the share.
 """
 
 from __future__ import annotations
