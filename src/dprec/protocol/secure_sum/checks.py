@@ -64,7 +64,7 @@ def validity_details(checks: Sequence[ContributionCheck], epsilon: float, delta:
 
 PROVED_CLIENT = (
     "validity=prio3 (the default): in process the honest simulated clients' vectors are "
-    "summed as block totals (they pass the check but with probability n (eta + eta_2), "
+    "summed as block totals (they fail the check with probability at most n (eta + eta_2), "
     "counted in delta_total) and a simulated malicious client's plaintext vector is refused "
     "where the proof would refuse it; over the services every upload proves (Prio3, "
     "verified jointly by the proxy and the server) that each coordinate is within the "
