@@ -128,13 +128,12 @@ def in_process_checks(cfg: dict[str, Any], plan: RunPlan, clients_hook: Any
     round's :func:`~.plan.round_check`, evaluated on every client's plaintext vector, when
     the run simulates malicious clients (``clients_hook``, e.g.
     :func:`dprec.protocol.sum_poisoning.poison_sum`); None otherwise. Every simulated client
-    is then the honest code, whose vector meets the check but with probability at most
-    ``n (eta + eta_2) <= 2^-40`` over the round (its untruncated share is, within that total
-    variation, the truncated one a device proves; the report adds the cost to
+    is then the honest code, whose vectors fail the check with probability at most
+    ``n (eta + eta_2) <= 2^-40 + n 2^-50`` over the round (its untruncated share is, within
+    that total variation, the truncated one a device proves; the report adds the cost to
     ``delta_total``), so the round sums the block totals without building each client's
     vector (per fit at 1,000 x 1,682: 0.6 s unchecked at load 3, 212 s checked at load 15).
-    Over the services every
-    upload is proved (:meth:`~.deploy.DpalsDeployment.round_check`)."""
+    Over the services every upload is proved (:meth:`~.deploy.DpalsDeployment.round_check`)."""
     if cfg.get("validity", "prio3") != "prio3" or clients_hook is None:
         return None
     return [round_check(plan, rp) for rp in plan.rounds]
