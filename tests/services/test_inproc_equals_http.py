@@ -90,6 +90,15 @@ def _dpals(a: Doc, b: Doc, services: Path) -> None:
     rounds = privacy["secure_sum"]["deployed_rounds"]
     assert [r["kind"] for r in rounds] == ["counts", "step", "step"]
     assert [r["dimension"] for r in rounds] == [80, 80 * 14 + 10, 80 * 14 + 10]
+    _every_upload_proved_and_summed(b, b["diagnostics"][0]["n_clients"] * 3)
+
+
+def _every_upload_proved_and_summed(b: Doc, uploads: int) -> None:
+    """validity=prio3 is the default: every simulated device proved its uploads, drawn
+    through the devices' one draw path (truncated shares), and none was refused."""
+    assert b["privacy"]["validity"]["kind"] == "prio3"
+    assert b["diagnostics"][0]["upload_outcomes"] == {"summed": uploads, "refused": 0,
+                                                      "below_threshold": 0, "lost": 0}
 
 
 def _dp_fedavg(a: Doc, b: Doc, services: Path) -> None:
@@ -107,6 +116,7 @@ def _dp_fedavg(a: Doc, b: Doc, services: Path) -> None:
     assert privacy["threat_model_assumptions"]["server_proxy_collusion"] is False
     assert privacy["threat_model_assumptions"]["min_honest"] == 120
     assert privacy["secure_sum"]["dimension"] == 80 * 2
+    _every_upload_proved_and_summed(b, n * 2)
 
 
 def _nothing_more(a: Doc, b: Doc, services: Path) -> None:

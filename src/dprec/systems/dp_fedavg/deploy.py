@@ -86,10 +86,10 @@ class FedAvgDeployment(SecureSumDeployment):
 
     def round_check(self, settings: Mapping[str, Any], n_items: int, round: int
                     ) -> ContributionCheck | None:
-        """``validity = prio3``: every round's update proves each coordinate within ``C +
-        T`` and ``||y||^2 <= B^2`` (:func:`~.plan.update_check`); the same check each
-        round."""
-        if settings.get("validity", "none") != "prio3":
+        """``validity = prio3`` (the default): every round's update proves each coordinate
+        within ``C + T`` and ``||y||^2 <= B^2`` (:func:`~.plan.update_check`); the same
+        check each round."""
+        if settings.get("validity", "prio3") != "prio3":
             return None
         plan = plan_of(settings, int(n_items), int(settings["n_clients"]))
         return update_check(plan, float(settings["clip"]))

@@ -104,9 +104,9 @@ class DpalsDeployment(SecureSumDeployment):
 
     def round_check(self, settings: Mapping[str, Any], n_items: int, round: int
                     ) -> ContributionCheck | None:
-        """``validity = prio3``: round ``round``'s vector proves each coordinate within
-        ``C + T`` and the round's L2 bound (:func:`~.plan.round_check`)."""
-        if settings.get("validity", "none") != "prio3":
+        """``validity = prio3`` (the default): round ``round``'s vector proves each
+        coordinate within ``C + T`` and the round's L2 bound (:func:`~.plan.round_check`)."""
+        if settings.get("validity", "prio3") != "prio3":
             return None
         plan = plan_of(settings, int(n_items))
         return plan_check(plan, plan.round(round))
