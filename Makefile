@@ -19,8 +19,9 @@ run: $(STAMP)
 # Every seed's table and figure analogue that fits this machine (ML-100K and synthetic data,
 # about 60 min on 2 cores): small summaries under docs/results/<seed>/<step>/, each with its
 # command and date; docs/results/reproduce.json has every step's status and wall time.
+# ONLY="step ..." runs some steps (`make reproduce ONLY=dpals-ml20m`; `--list` names them).
 reproduce: $(STAMP)
-	$(BIN)/python scripts/reproduce.py
+	$(BIN)/python scripts/reproduce.py $(if $(ONLY),--only $(ONLY))
 
 # Every test, the `slow` and `browser` ones too (as CI runs them), on every core (pytest-xdist:
 # each test keeps its own tmp_path, ports come from the OS, Ray starts its own local cluster),

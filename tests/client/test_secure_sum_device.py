@@ -42,14 +42,17 @@ def _pop(**kw):
 
 
 def _dpals():
+    """A ring run (``validity=none``; the default proves): these tests open the uploads."""
     return ProtocolInfo("dpals", D, DpalsConfig(epsilon=2.0, k=4, weighting="tail",
                                                 factors=3, n_clients=40,
-                                                min_honest=20))
+                                                min_honest=20, validity="none"))
 
 
 def _fedavg():
+    """A ring run (``validity=none``), as :func:`_dpals`."""
     return ProtocolInfo("dp-fedavg", D, DpFedAvgConfig(
-        epsilon=2.0, factors=2, rounds=2, rate=1.0, min_honest=20, n_clients=40))
+        epsilon=2.0, factors=2, rounds=2, rate=1.0, min_honest=20, n_clients=40,
+        validity="none"))
 
 
 def _open(body: bytes, params, keys: tuple[KeyPair, KeyPair], round: int) -> np.ndarray:

@@ -72,6 +72,13 @@ def test_dp_pop_sharded_equals_in_process_with_1_2_and_3_shards(pop_train):
         _same(_fit(pop_train, LocalBackend(shards, block_size=128)), inproc)
 
 
+def test_trusted_dp_pop_sharded_equals_in_process(pop_train):
+    """The trusted curator is the server's: the clients' exact k-hot vectors are summed in
+    the shards and the curator noises the total, as in process."""
+    inproc = _fit(pop_train, None, aggregation="trusted")
+    _same(_fit(pop_train, LocalBackend(3, block_size=128), aggregation="trusted"), inproc)
+
+
 def test_dp_pop_sharded_keeps_recency_sampling_and_min_honest(pop_train):
     rng = np.random.default_rng(0)
     ts = pop_train.copy().astype(np.float64)

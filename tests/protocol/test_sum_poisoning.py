@@ -95,7 +95,7 @@ def test_the_simulated_attack_is_the_cryptographic_rounds_sum_bit_for_bit(train,
     p = cal.params
     agg = SecureSumProxy(p, proxy_keys, 0, N, server_key=model.server_key)
     for b in blocks:
-        for uid, v in zip(b.ids, b.vectors, strict=True):
+        for uid, v in zip(b.ids, b.vectors(), strict=True):
             agg.submit(str(uid), _any_seal(p, proxy_keys.public, model.server_key, v, 0))
     sealed = SecureSumServer(p, server.keys).aggregate(agg.release(), 0).integer_sum
     np.testing.assert_array_equal(simulated, sealed)

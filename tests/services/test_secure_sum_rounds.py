@@ -22,10 +22,10 @@ from dprec.protocol.secure_sum.messages import (
 )
 from dprec.protocol.secure_sum.ring import SEED_BYTES, encode_elements
 from dprec.protocol.secure_sum.sealed import KeyPair, seal
-from dprec.protocol.secure_sum.wire import SumUpload
+from dprec.protocol.secure_sum.wire import ClientBlock, SumUpload
 from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dp_pop.deploy import round_of
-from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel
+from dprec.systems.dp_pop.messages import PopularityModel
 from dprec.systems.dp_pop.system import DpPopConfig
 
 N_ITEMS = 16
@@ -50,8 +50,9 @@ class PopRound:
         self.proxy_key = bytes.fromhex(state["published"]["secure_sum_proxy_key"])
 
     def uploads(self, ids, vectors) -> list[tuple[int, bytes]]:
-        block = NoisyVectors(np.asarray(ids), np.asarray(vectors, np.int64), 0,
-                             self.server_key, self.proxy_key, self.cal.params)
+        rows = np.asarray(vectors, np.int64)
+        block = ClientBlock(np.asarray(ids), rows.sum(axis=0), lambda: rows, 0,
+                            self.server_key, self.proxy_key, self.cal.params)
         return list(sealed_uploads(block))
 
     def crafted(self, client: int, share: bytes, share_key: bytes | None = None
@@ -216,8 +217,9 @@ def test_the_servers_secret_closes_no_round_on_the_proxy(tmp_path):
 def test_an_upload_sealed_for_another_run_is_refused_at_the_proxy(tmp_path):
     with Stack(tmp_path, pop_info(30, 10), threshold=10, batch_senders=10) as s:
         r = PopRound(s)
-        other_run = NoisyVectors(np.array([1]), honest(1), 0, KeyPair().public, r.proxy_key,
-                                 r.cal.params)
+        rows = honest(1)
+        other_run = ClientBlock(np.array([1]), rows.sum(axis=0), lambda: rows, 0,
+                                KeyPair().public, r.proxy_key, r.cal.params)
         _, body = next(sealed_uploads(other_run))
         refused = s.submit(0, 1, body)
         assert refused.status_code == 422 and "another run" in refused.json()["error"]

@@ -95,8 +95,9 @@ def test_each_clients_own_vector_adds_up_to_its_blocks_sum():
 
 def test_the_opened_release_gives_the_in_process_model(tmp_path):
     """Seal every client's upload, let the proxy's secure-sum part release them, open it:
-    the same item factors as from the exact sum the in-process proxy forwards."""
-    info = _info()
+    the same item factors as from the exact sum the in-process proxy forwards (the plain
+    ring path: ``validity=none``)."""
+    info = _info(validity="none")
     relay = SecureSumRelay(DEPLOYMENT.all_params(info)[0], tmp_path)
     config = info.config
     secure, exact = server_of(config, N_ITEMS, N_USERS), server_of(config, N_ITEMS, N_USERS)

@@ -4,6 +4,7 @@ gives the in-process exact sum bit for bit, and every role refuses what it must.
 from __future__ import annotations
 
 import stat
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from dprec.systems.dp_pop import client as pop_client
 from dprec.systems.dp_pop.calibration import calibrate
 from dprec.systems.dp_pop.client import PopClients
 from dprec.systems.dp_pop.deploy import DEPLOYMENT
-from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel, PopularityState
+from dprec.systems.dp_pop.messages import PopularityModel, PopularityState
 from dprec.systems.dp_pop.proxy import ExactSumProxy
 from dprec.systems.dp_pop.server import PopularityServer
 from dprec.systems.dp_pop.system import DpPopConfig
@@ -72,7 +73,7 @@ def test_the_cryptographic_round_equals_the_exact_sum_bit_for_bit(tmp_path, monk
     release = SumRelease.from_bytes(relay.release(rows, 0, cal.min_honest))
     assert release.n_clients == N
     sealed = server.aggregate([release], 0)
-    want = np.concatenate([b.vectors for b in blocks]).sum(axis=0)
+    want = np.concatenate([b.vectors() for b in blocks]).sum(axis=0)
     np.testing.assert_array_equal(plain.counts, want)
     np.testing.assert_array_equal(sealed.counts, want)
     assert sealed.contributors == plain.contributors == N
@@ -89,8 +90,7 @@ def test_the_relay_refuses_what_it_cannot_open(tmp_path):
     cal, _, model, relay, clients = _setup(tmp_path)
     block = _blocks(clients, model)[0]
     good = SumUpload.from_bytes(next(sealed_uploads(block))[1])
-    other = NoisyVectors(block.ids, block.vectors, 0, block.server_key, KeyPair().public,
-                         block.params)
+    other = replace(block, proxy_key=KeyPair().public)
     wrong_key = SumUpload.from_bytes(next(sealed_uploads(other))[1])
     with pytest.raises(MessageError, match="another public key"):
         relay.admit(wrong_key, 0)

@@ -40,7 +40,10 @@ def train():
 
 
 def _cfg(**kw):
-    return DpalsConfig(epsilon=2.0, k=5, n_clients=N_USERS, **kw)
+    """A dpals config of the plain ring path (``validity=none``: these tests are about the
+    rounds, the ring and the relay; the proved path is tests/services/test_bounded_proofs.py)."""
+    return DpalsConfig(**{"epsilon": 2.0, "k": 5, "n_clients": N_USERS,
+                          "validity": "none", **kw})
 
 
 def test_the_shares_of_any_grouping_of_clients_add_up_to_the_same_total():
@@ -78,7 +81,7 @@ def test_a_dpals_config_is_deployed_by_dpals_and_a_dp_pop_config_still_by_dp_pop
 
 
 def test_the_upload_at_ml100k_with_four_factors_is_one_vector_of_items_times_14_plus_10():
-    cfg = DpalsConfig(epsilon=1.0, factors=4, n_clients=943)
+    cfg = DpalsConfig(epsilon=1.0, factors=4, n_clients=943, validity="none")
     plan = run_plan(cfg, 1682, 943)
     assert [r.dimension for r in plan.rounds] == [1682 * 14 + 10] * 2
     p = plan.rounds[0].params

@@ -64,10 +64,10 @@ def test_the_relay_checks_and_releases_each_round_with_that_rounds_parameters(tm
 
 
 def test_dpals_relay_is_the_secure_sum_relay_on_its_plan(tmp_path):
-    config = DpalsConfig(epsilon=2.0, k=5, n_clients=30)
+    config = DpalsConfig(epsilon=2.0, k=5, n_clients=30, validity="none")
     plan = plan_of(config, 40)
     relay = DPALS.proxy_secrets(ProtocolInfo("dpals", 40, config), tmp_path)
-    assert type(relay) is SecureSumRelay
+    assert type(relay) is SecureSumRelay  # the plain ring's (the default proves: ProvedRelay)
     assert relay.params_of(1) == plan.round(1).params
     with pytest.raises(MessageError):
         relay.release([], len(plan.rounds), 30)

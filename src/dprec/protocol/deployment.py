@@ -298,8 +298,19 @@ class Deployment(ABC):
 
     @abstractmethod
     def client_step(self, terms: Any, history: Any, round: int, rng: np.random.Generator,
-                    client_id: int, artefact: Callable[[], Any]) -> bytes:
-        """One client's message of ``round`` (``artefact()`` fetches the device's one)."""
+                    client_id: int, artefact: Callable[[], Any]) -> bytes | None:
+        """One client's message of ``round`` (``artefact()`` fetches the device's one); None:
+        this client takes no part in the round (e.g. the server did not select it), so
+        nothing is charged, stored or sent."""
+
+    def with_side_features(self, terms: Any, features: Any) -> Any:
+        """``terms`` with the user's own side features (``DeviceClient.report(...,
+        features=)``), checked; :class:`DprecError` for features this protocol does not take
+        or cannot use (the default: it takes none), or none where it needs them."""
+        if features is not None:
+            raise DprecError(f"{terms.system} takes no side features: call report / scores "
+                             "without features=")
+        return terms
 
     def needs_client_secret(self, terms: Any) -> bool:
         """True: :meth:`client_step` needs what the proxy hands this client alone

@@ -50,8 +50,8 @@ from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.protocol.secure_sum.vdaf.noise_bounds import truncated_noise_share
 from dprec.protocol.secure_sum.wire import SumRelease, SumUpload
 
-__all__ = ["SecureSumDeployment", "proved_check_bytes", "proved_row", "proved_upload",
-           "sealed_uploads", "truncated_share"]
+__all__ = ["SecureSumDeployment", "device_share", "proved_check_bytes", "proved_row",
+           "proved_upload", "sealed_uploads", "truncated_share"]
 
 _RELEASE_HEAD = 48  # "DSR2", round u64, count u32, proxy key (32)
 _ROUND = slice(4, 12)  # the round id inside every secure-sum record (plain or proved)
@@ -298,8 +298,8 @@ class SecureSumDeployment(Deployment):
             return SumUpload(upload(rd, terms.proxy_key, model.server_key, x, round,
                                     rng)).to_bytes()
         v = self.device_measurement(rd, x, rng)
-        return proved_upload(check, terms.proxy_key, model.server_key, v, round, rng,
-                             rd.segments)
+        return proved_row(check, terms.proxy_key, model.server_key,
+                          v + device_share(v, rng, rd.segments, check), round)
 
     def check_published_validity(self, terms: Any, settings: Any,
                                  n_items: int) -> None:
@@ -367,8 +367,8 @@ def proved_upload(check: ContributionCheck, proxy_key: bytes, server_key: bytes,
     bytes, not low-order, distinct) plus its truncated noise share (:func:`truncated_share`)
     drawn from ``rng``."""
     v = np.asarray(x, dtype=np.int64)
-    return proved_row(check, proxy_key, server_key, v + truncated_share(check, v, rng, segments),
-                      round_id)
+    return proved_row(check, proxy_key, server_key,
+                      v + truncated_share(check, v, rng, segments), round_id)
 
 
 def proved_row(check: ContributionCheck, proxy_key: bytes, server_key: bytes,
@@ -399,6 +399,23 @@ def truncated_share(check: ContributionCheck, v: np.ndarray, rng: np.random.Gene
     return truncated_noise_share(check.truncation, rng, vector=v,
                                  l2_bound_sq=check.circuit.l2_bound_sq,
                                  draw=None if segments is None else segment_noise(segments))
+
+
+def device_share(v: np.ndarray, rng: np.random.Generator,
+                 segments: Sequence[tuple[int, float]],
+                 check: ContributionCheck | None = None) -> np.ndarray:
+    """A client's noise share (int64) for its integer vector ``v``, drawn from ``rng`` as
+    every device draws it: the one draw path of dpals' and dp-fedavg's clients, a device's
+    :meth:`SecureSumDeployment.client_step` and the simulated clients over the services
+    alike (as dp-pop's :func:`~dprec.systems.dp_pop.draws.device_vector`). With ``check``
+    (``validity = prio3``): :func:`truncated_share`, redrawn until ``v + z`` meets the
+    check's truncation and L2 bound, so an honest upload always proves; else each segment
+    ``(dimension, mu_share)``'s ``Sk(mu_share)`` (:func:`segment_noise`, the draws of
+    :meth:`SecureSumClient.prepare`)."""
+    v = np.asarray(v, dtype=np.int64)
+    if check is not None:
+        return truncated_share(check, v, rng, segments)
+    return segment_noise(segments)(v.size, rng)
 
 
 def _keys_checked(proxy_key: bytes, server_key: bytes) -> bytes:

@@ -79,11 +79,14 @@ class DpFedAvgConfig:
     """The clients enrolled, which fix each share and the secure sum's modulus: what a
     server started on its own needs (``--param n_clients=N``); a run checks it against the
     training data's users (None: the data's)."""
-    validity: Literal["prio3", "none"] = "none"
-    """secure, in process: prio3 refuses every update its Prio3 validity proof would refuse
-    (:func:`~.plan.update_check`), counted with its reason; none sums every update (the
-    default: the check builds every client's own vector, which the in-process sum
-    otherwise never does; the numbers are the same)."""
+    validity: Literal["prio3", "none"] = "prio3"
+    """secure: prio3 (the default) makes every upload over the services prove with Prio3
+    that each coordinate is within C + T and ``||y||^2 <= B^2`` (:func:`~.plan.update_check`),
+    each device's share truncated to T; an upload that does not verify is refused with its
+    reason and the round releases the rest. In process the clients are the honest code and
+    their block totals are summed as with none (the same numbers bit for bit; the report
+    adds the truncation's delta). none: every update is summed, one malicious client can
+    add any element of Z_q^d."""
 
     def __post_init__(self) -> None:
         if not (self.epsilon > 0 and math.isfinite(self.epsilon)):

@@ -87,9 +87,9 @@ class FedAvgDeployment(SecureSumDeployment):
 
     def round_check(self, settings: DpFedAvgConfig, n_items: int, round: int
                     ) -> ContributionCheck | None:
-        """``validity = prio3``: every round's update proves each coordinate within ``C +
-        T`` and ``||y||^2 <= B^2`` (:func:`~.plan.update_check`); the same check each
-        round."""
+        """``validity = prio3`` (the default): every round's update proves each coordinate
+        within ``C + T`` and ``||y||^2 <= B^2`` (:func:`~.plan.update_check`); the same
+        check each round."""
         if settings.validity != "prio3":
             return None
         plan = plan_of(settings, int(n_items), int(settings.n_clients))

@@ -103,7 +103,7 @@ class DpFedAvg(Ranker):
                            gamma, c.rate * n, None if secure else mu, plan.params,
                            plan.min_honest or 1, n)
         check = update_check(plan, c.clip) if secure and c.validity == "prio3" else None
-        proxy = FedAvgSumProxy(plan.min_honest or 1, check)
+        proxy = FedAvgSumProxy(plan.min_honest or 1)  # honest clients only (``validity``)
         clients = FedAvgClients(
             train, factors=c.factors, alpha=c.alpha, reg=c.reg, clip=c.clip, gamma=gamma,
             rate=c.rate, share_mu=plan.share_mu, event=event, batch_size=c.batch_size,

@@ -25,6 +25,7 @@ from dprec.protocol.secure_sum.deploy import SecureSumDeployment, proved_row
 from dprec.protocol.secure_sum.device import DeviceRound
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
+from dprec.protocol.secure_sum.wire import ClientBlock
 from dprec.systems.dp_pop.calibration import (
     RoundCalibration,
     calibrate,
@@ -32,7 +33,7 @@ from dprec.systems.dp_pop.calibration import (
 )
 from dprec.systems.dp_pop.config import DpPopConfig
 from dprec.systems.dp_pop.draws import device_vector
-from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel
+from dprec.systems.dp_pop.messages import PopularityModel
 
 __all__ = ["DEPLOYMENT", "PopDeployment", "check_of", "own_items", "round_of"]
 
@@ -64,7 +65,7 @@ class PopDeployment(SecureSumDeployment):
     name = "dp_pop"
     label = "dp-pop"
     config_class = DpPopConfig
-    block_type = NoisyVectors
+    block_type = ClientBlock
 
     def mechanism(self, config: DpPopConfig) -> SkellamMechanism:
         """Each client's noise share ``Sk(mu / min_honest)``, for k at most the item count

@@ -11,7 +11,9 @@ services seal).
   and global Gramian term (:func:`~.client.item_statistics`, :func:`~.client.gram_statistics`),
   with the items it selected once from the DP counts (:func:`~.frequency.contributions`).
 
-Each release gets the client's noise share (:class:`ShareNoise`). Every draw comes
+Each release gets the client's noise share (:class:`ShareNoise`); with
+``aggregation=trusted`` none (the server's curator adds the noise,
+:class:`~dprec.protocol.secure_sum.curator.Curator`). Every draw comes
 from generators keyed by the run's seed and the client's global id, so a block, a shard or
 one device produces the same integers, and ``total`` of a block is the sum of its clients'
 own vectors bit for bit.
@@ -26,9 +28,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from dprec.errors import DprecError
-from dprec.mechanisms.skellam import SkellamMechanism
 from dprec.protocol.engine import Clients, Sent
+from dprec.protocol.secure_sum.deploy import device_share
 from dprec.protocol.secure_sum.noise_shares import ShareNoise, consecutive_runs
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.protocol.secure_sum.wire import ClientBlock
 from dprec.random import secure_generator
 from dprec.systems.dpals.client import (
@@ -102,6 +105,9 @@ class DpalsClients(Clients):
         if self.ids.shape != (self.train.shape[0],) or (np.diff(self.ids) <= 0).any():
             raise DprecError("ids must be the training rows' increasing global user ids")
         self.cfg, self.plan, self.seed, self.events = cfg, plan, int(seed), events
+        self.shares = self.cfg.aggregation == "secure"
+        """Whether the clients add noise shares (secure aggregation) or send their exact
+        vectors to a trusted curator."""
         self._proxy_key = proxy_key
         self.weights: sp.csr_matrix | None = None
         self.lengths: dict[int, np.ndarray] = {}
@@ -109,6 +115,9 @@ class DpalsClients(Clients):
         self._round: RoundPlan | None = None
         self._U: np.ndarray | None = None
         self._noise: list[ShareNoise] = []
+        self._check: ContributionCheck | None = None
+        """``validity=prio3``: the round's check (each device's share is truncated to it and
+        its upload proved over the services); None: no proofs."""
         self._sent: list[Sent] = []
         self._device_seeds = (secure_generator().integers(0, 2 ** 63, size=self.ids.size)
                               if self.devices else None)
@@ -138,7 +147,9 @@ class DpalsClients(Clients):
         needs_counts = rp.kind == "step" and uses_counts(c)
         model = check_model(broadcast, plan.n_items, int(c.factors), needs_counts)
         self._round, self._U = rp, None
-        self._noise = self.round_noise(rp)
+        self._noise = self.round_noise(rp) if self.shares else []
+        self._check = (round_check(plan, rp)
+                       if self.shares and c.validity == "prio3" else None)
         if rp.kind == "counts":
             return
         if self.weights is None:
@@ -196,17 +207,21 @@ class DpalsClients(Clients):
 
     def block_total(self, a: int, b: int) -> np.ndarray:
         """Rows ``a..b-1``'s noisy vectors, summed (int64, the round's length)."""
-        return self._exact(a, b) + self._noise_sum(a, b)
+        exact = self._exact(a, b)
+        return exact + self._noise_sum(a, b) if self._noise else exact
 
     def block_vectors(self, a: int, b: int) -> np.ndarray:
         """Rows ``a..b-1``'s own noisy vectors (what each device seals); as devices, each
-        share ``Sk(mu_share)`` of each release from the client's own fresh CSPRNG."""
+        client's shares ``Sk(mu_share)`` of its releases from its own fresh CSPRNG, drawn as
+        a device draws them (:func:`~dprec.protocol.secure_sum.deploy.device_share`:
+        truncated to the round's check with ``validity=prio3``, so an honest upload proves)."""
         exact = np.stack([self._exact(i, i + 1) for i in range(a, b)])
+        if not self._noise:
+            return exact
         if self.devices:
-            noise = [np.stack([SkellamMechanism(n.mu_share).noise(n.dimension,
-                                                                  secure_generator())
-                               for _ in range(a, b)]) for n in self._noise]
-            return exact + np.hstack(noise).astype(np.int64)
+            segments = [(n.dimension, n.mu_share) for n in self._noise]
+            return np.stack([row + device_share(row, secure_generator(), segments, self._check)
+                             for row in exact])
         runs = consecutive_runs(self.ids[a:b])
         noise = [np.concatenate([n.leaves(lo, hi) for lo, hi in runs]) for n in self._noise]
         return exact + np.hstack(noise)
@@ -242,11 +257,10 @@ class DpalsClients(Clients):
         n = self.ids.size
         if n:
             # devices: each vector exists once, drawn as it is sealed; no total is formed
-            check = round_check(self.plan, rp) if self.cfg.validity == "prio3" else None
             yield ClientBlock(self.ids, None if self.devices else self.block_total(0, n),
                               RowVectors(self, n), round, broadcast.server_key,
                               None if self._proxy_key is None else self._proxy_key(),
-                              rp.params, check)
+                              rp.params if self.shares else None, self._check)
         self._sent = self.round_sent(0, n)
 
     def sent(self) -> list[Sent]:

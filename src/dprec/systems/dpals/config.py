@@ -108,12 +108,15 @@ class DpalsConfig:
     n_clients: int | None = None
     """secure: the clients enrolled (they fix each share and q); None: the training rows. A
     server started as a service needs it."""
-    validity: Literal["prio3", "none"] = "none"
-    """secure, in process: prio3 refuses every client vector its Prio3 validity proof would
-    refuse (:func:`~.plan.round_check`: each coordinate within C + T, the L2 bound),
-    counted with its reason; none sums every vector. Default none: the check builds every
-    client's own vector (the in-process sum otherwise forms only block totals), about
-    35 s instead of 0.4 s per fit at 1,000 x 1,682; the numbers are the same."""
+    validity: Literal["prio3", "none"] = "prio3"
+    """secure: prio3 (the default) makes every upload over the services prove with Prio3
+    that each coordinate is within C + T and the round's L2 bound (:func:`~.plan.round_check`),
+    each device's share truncated to T; an upload that does not verify is refused with its
+    reason and the round releases the rest. In process the honest simulated clients' block
+    totals are summed as with none (the same numbers bit for bit; the report adds the
+    truncation's delta), and a simulated malicious client's vector (``clients_hook``) is
+    refused where the proof would refuse it (:func:`~.simulation.in_process_checks`). none:
+    every vector is summed, one malicious client can add any element of Z_q^d."""
 
     def __post_init__(self) -> None:
         if not (self.epsilon > 0 and math.isfinite(self.epsilon)):

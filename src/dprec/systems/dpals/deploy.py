@@ -105,8 +105,8 @@ class DpalsDeployment(SecureSumDeployment):
 
     def round_check(self, settings: DpalsConfig, n_items: int, round: int
                     ) -> ContributionCheck | None:
-        """``validity = prio3``: round ``round``'s vector proves each coordinate within
-        ``C + T`` and the round's L2 bound (:func:`~.plan.round_check`)."""
+        """``validity = prio3`` (the default): round ``round``'s vector proves each
+        coordinate within ``C + T`` and the round's L2 bound (:func:`~.plan.round_check`)."""
         if settings.validity != "prio3":
             return None
         plan = plan_of(settings, int(n_items))

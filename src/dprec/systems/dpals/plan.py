@@ -206,9 +206,18 @@ def round_check(plan: RunPlan, rp: RoundPlan) -> ContributionCheck:
     largest share ``Sk(max mu_share)``, which bound every release's smaller share too (a
     Skellam of larger ``mu`` is the smaller plus an independent symmetric Skellam)."""
     by_name = {r.name: r for r in plan.releases}
-    truncation = choose_truncation(max(s.mu_share for s in rp.segments), rp.dimension,
-                                   plan.n_clients)
     bound = math.sqrt(sum(by_name[s.name].l2 ** 2 for s in rp.segments))
-    bound_sq, eta = l2_bound_sq(bound, truncation)
-    return bounded_range_check(rp.dimension, rp.params.client_bound, truncation,
-                               l2_bound_sq=bound_sq, l2_tv=eta)
+    return _bounded_check(rp.dimension, rp.params.client_bound,
+                          max(s.mu_share for s in rp.segments), plan.n_clients, bound)
+
+
+@lru_cache(maxsize=32)
+def _bounded_check(dimension: int, client_bound: int, mu_share: float, n_clients: int,
+                   l2: float) -> ContributionCheck:
+    """:func:`round_check`'s check from its public numbers, built once per process (the
+    truncation's tail sums and the circuit take about a second at ML-100K's size; every
+    ALS round of a run has the same)."""
+    truncation = choose_truncation(mu_share, dimension, n_clients)
+    bound_sq, eta = l2_bound_sq(l2, truncation)
+    return bounded_range_check(dimension, client_bound, truncation, l2_bound_sq=bound_sq,
+                               l2_tv=eta)

@@ -39,26 +39,16 @@ from dprec.protocol.engine import Clients
 from dprec.protocol.secure_sum.checks import PROVED_CLIENT, validity_details
 from dprec.protocol.secure_sum.messages import Upload
 from dprec.systems.base import Ranker, check_history
-from dprec.systems.dpals.accounting import Release, adjacency_of, calibrate
-from dprec.systems.dpals.aggregate import noisy_release
-from dprec.systems.dpals.client import (
-    clip_users,
-    contributions,
-    count_sample,
-    gram_statistics,
-    item_statistics,
-    solve_users,
-)
+from dprec.systems.dpals.accounting import Release, adjacency_of
+from dprec.systems.dpals.client import solve_users
 from dprec.systems.dpals.config import DpalsConfig
-from dprec.systems.dpals.frequency import head_mask, item_regularisation
 from dprec.systems.dpals.plan import (
     RunPlan,
     paper_steps,
     releases,
     round_check,
 )
-from dprec.systems.dpals.server import solve_items
-from dprec.systems.dpals.simulation import run_secure
+from dprec.systems.dpals.simulation import run_engine
 from dprec.systems.dpals.statistics import stats_width, triangle_size
 from dprec.systems.reporting import (
     secure_sum_report,
@@ -80,10 +70,10 @@ SECURE_THREAT_MODEL = (
     "neighbour (their statistics replaced by zeros) carries the same noise"
 )
 TRUSTED_THREAT_MODEL = (
-    "central: a trusted curator sums the clients' quantised statistics and adds one Skellam "
-    "draw per release; DP protects what the published item factors reveal (joint DP: each "
-    "user's own vector stays on the device); add/remove-one-user adjacency (the central "
-    "draws do not depend on who is present)"
+    "central: a trusted curator sees every user's quantised statistics, sums them and adds "
+    "one Skellam draw per release; DP protects what the published item factors reveal "
+    "(joint DP: each user's own vector stays on the device); add/remove-one-user adjacency "
+    "(the central draws do not depend on who is present)"
 )
 
 
@@ -103,7 +93,8 @@ class Dpals(Ranker):
         self._V: np.ndarray | None = None
         self._fit_info: dict[str, object] = {}
         self._plan: RunPlan | None = None
-        """The secure run's plan: one secure sum per round over the services."""
+        """The secure run's plan: one secure sum per round over the services (None for a
+        trusted run)."""
         self._share_mu: dict[str, float] = {}
         """Each release's per-client share as the clients drew it (secure path)."""
         self.clients_hook: Callable[[Clients, int], Clients] | None = None
@@ -116,69 +107,15 @@ class Dpals(Ranker):
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
             on_iteration: IterationHook | None = None) -> Dpals:
-        c = self.config
-        n, d = train.shape
+        """The run on the round engine (:mod:`.simulation`), for either aggregation: the
+        clients' seed is drawn first, then the rounds run."""
         seed = int(rng.integers(0, 2 ** 63 - 1))
-        if c.aggregation == "secure":
-            return self._fit_secure(train, rng, seed, on_iteration)
-        gamma, releases = self.releases(d)
-        z = calibrate(releases, c.epsilon, c.delta, adjacency=adjacency_of(c.aggregation))
-        by_name = {r.name: r for r in releases}
-        users = np.arange(n)
-        self.events = EventLog(n)
-
-        def release(name: str, exact: np.ndarray, round_id: int) -> np.ndarray:
-            r = by_name[name]
-            assert self.events is not None
-            self.events.record(round_id, r.event(z), users, unit="user")
-            return noisy_release(exact, r.mu(z), c.aggregation, n, c.min_honest, seed, name,
-                                 round_id, c.shares)
-
-        counts = None
-        if c.uses_counts:
-            kc = c.k if c.count_k is None else c.count_k
-            sample = count_sample(train, kc, seed)
-            exact = np.asarray(sample.sum(axis=0), dtype=np.int64).ravel()
-            counts = release("item_counts", exact, 0).astype(np.float64)
-        weights = contributions(train, c, seed, counts, c.items_bound)
-        head = None if counts is None else head_mask(counts, c.head_items)
-        reg = item_regularisation(c.reg, counts, c.reg_exponent)
-        self._V = c.init_scale * rng.standard_normal((d, c.factors))
-        clipped, norms = [], []
-        for step in range(c.n_steps):
-            U = solve_users(self._V, train, c.reg, c.unobserved_weight)
-            length = np.linalg.norm(U, axis=1)
-            clipped.append(float(np.mean(length > c.clip)))
-            norms.append(float(np.median(length)))
-            U = clip_users(U, c.clip)
-            stats = release("item_statistics", item_statistics(U, weights, gamma, seed, step + 1,
-                                                            c.rhs_weight),
-                            step + 1)
-            gram = release("global_gramian", gram_statistics(U, gamma, seed, step + 1), step + 1)
-            self._V = solve_items(stats, gram, gamma, c.factors, reg, c.unobserved_weight,
-                                  c.clip, c.rhs_weight, head)
-            if on_iteration is not None:
-                on_iteration(step, self)
-        self._fit_info = {
-            "n_clients": n, "n_items": d, "gamma": gamma, "noise_multiplier": z,
-            "steps": c.n_steps, "items_bound": min(c.items_bound, d),
-            **simulation_only(contributed_pairs=int(weights.nnz), clipped_fraction=clipped,
-                              median_user_norm=norms),
-            "releases": [{"name": r.name, "mu": r.mu(z), "l1_sensitivity": r.l1,
-                          "l2_sensitivity": r.l2, "noise_ratio": r.ratio, "count": r.count,
-                          "noise_std_clip_units": r.ratio * z * r.l2 / (
-                              1.0 if r.name == "item_counts" else gamma)}
-                         for r in releases],
-        }
-        return self
-
-    def _fit_secure(self, train: sp.csr_matrix, rng: np.random.Generator, seed: int,
-                    on_iteration: IterationHook | None) -> Dpals:
-        """The secure path through the round engine (:mod:`.simulation`)."""
-        run = run_secure(self.config, train, rng, seed, self.transport, on_iteration,
+        run = run_engine(self.config, train, rng, seed, self.transport, on_iteration,
                          self)
         p, n = run.plan, train.shape[0]
-        self._V, self.events, self._plan = run.factors, run.events, run.plan
+        self._V, self.events = run.factors, run.events
+        secure = self.config.aggregation == "secure"
+        self._plan = p if secure else None
         self._share_mu = dict(run.share_mu)
         self._fit_info = {
             "n_clients": n, "n_items": train.shape[1], "gamma": p.gamma,
@@ -187,8 +124,8 @@ class Dpals(Ranker):
             **simulation_only(contributed_pairs=run.contributed_pairs,
                               clipped_fraction=run.clipped_fraction,
                               median_user_norm=run.median_user_norm),
-            "upload_outcomes": run.upload_outcomes,
-            "refused_reasons": run.refused_reasons,
+            **({"upload_outcomes": run.upload_outcomes,
+                "refused_reasons": run.refused_reasons} if secure else {}),
             "releases": [{"name": r.name, "mu": r.mu(p.multiplier), "l1_sensitivity": r.l1,
                           "l2_sensitivity": r.l2, "noise_ratio": r.ratio, "count": r.count,
                           "noise_std_clip_units": r.ratio * p.multiplier * r.l2 / (
