@@ -76,7 +76,8 @@ STEPS: tuple[Step, ...] = (
                   "--eps-grid", "0.5,1,2,3", "--sweep-seeds", "2"),
          COMPARE_FILES,
          "DPLCF paper Table 2 and FMF-LDP benchmark table analogue: leave-one-out (latest), "
-         "sampled (99 negatives) and full HR@K; eps sweep"),
+         "full ranking first (top-K list metrics), then sampled (99 negatives) and full "
+         "HR@K; eps sweep (scripts/reproduction_tables.py rebuilds REPRODUCTION.md's table)"),
     Step("dplcf-vs-users", "003",
          ("{py}", "experiments/dplcf_vs_users.py", "--users", "1000", "10000", "75000",
           "--seeds", "1", "--out", "{out}"),
