@@ -8,7 +8,9 @@ the tail of the step's output (``log.txt``). A file over :data:`MAX_FILE_BYTES` 
 smaller where that loses nothing a reader needs (JSON without indentation, a PNG with a
 256-colour palette, then at half size) and is otherwise not copied and listed as left out. A
 failing step (non-zero exit, a timeout, no output) is recorded as failed and the next step
-runs; the run exits 1 at the end if any step failed. docs/results/reproduce.json is the
+runs; the run exits 1 at the end if any step failed. After a ``ranking-table`` step that
+succeeded, scripts/reproduction_tables.py rebuilds docs/REPRODUCTION.md's full-ranking table
+from its results. docs/results/reproduce.json is the
 run's summary: every step's status and wall time (a run of some steps with --only keeps the
 others' entries).
 
@@ -379,6 +381,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r.folder + '/' + r.name:<28} {r.status:<8} {r.wall_time_s:>9.0f} "
               f"{r.cpu_time_s:>8.0f}")
     print(f"total {time.monotonic() - start:.0f} s (shared machine: other jobs inflate it)")
+    if any(r.name == "ranking-table" and r.status == "ok" for r in results) and \
+            args.docs.resolve() == (ROOT / "docs" / "results").resolve():
+        subprocess.run([sys.executable, str(ROOT / "scripts" / "reproduction_tables.py")],
+                       check=False)
     bad = [r.name for r in results if r.status != "ok"]
     if bad:
         print(f"FAILED: {', '.join(bad)} (see docs/results/<folder>/<step>/log.txt)")
