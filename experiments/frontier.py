@@ -431,8 +431,8 @@ def _plot(doc: dict[str, Any], proto: str, path: Path) -> Path:
              for label, pts in doc["systems"].items()}
     refs = {r["label"]: r[proto]["mean"] for r in doc["references"].values()}
     return plot_metric_vs_eps(
-        sweep, path, f"{PLOT_LABELS[proto]} against the per-user ε on {doc['dataset']} "
-        "(bars: 95% interval)", ylabel=PLOT_LABELS[proto], references=refs,
+        sweep, path, f"{PLOT_LABELS[proto]}, {doc['dataset']}",
+        ylabel=f"{PLOT_LABELS[proto].split(' (')[0]} (bars: 95% interval)", references=refs,
         x="user_epsilon", log_x=True, legend_outside=True,
         xlabel=f"per-user ε, {AXIS.describe()} (δ = {doc['delta']:g}; local-DP systems: "
                "their replace-one ε, an upper bound; log scale)")
