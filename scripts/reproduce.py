@@ -10,7 +10,9 @@ smaller where that loses nothing a reader needs (JSON without indentation, a PNG
 failing step (non-zero exit, a timeout, no output) is recorded as failed and the next step
 runs; the run exits 1 at the end if any step failed. A step whose data set cannot be had here
 (``needs``: ML-20M is not fetched, no network) is recorded as "needs the data", with what to
-run, and is not a failure. docs/results/reproduce.json is the
+run, and is not a failure. After a ``ranking-table`` step that succeeded,
+scripts/reproduction_tables.py rebuilds docs/REPRODUCTION.md's full-ranking table from its
+results. docs/results/reproduce.json is the
 run's summary: every step's status and wall time (a run of some steps with --only keeps the
 others' entries).
 
@@ -91,7 +93,8 @@ STEPS: tuple[Step, ...] = (
                   "--eps-grid", "0.5,1,2,3", "--sweep-seeds", "2"),
          COMPARE_FILES,
          "DPLCF paper Table 2 and FMF-LDP benchmark table analogue: leave-one-out (latest), "
-         "sampled (99 negatives) and full HR@K; eps sweep"),
+         "full ranking first (top-K list metrics), then sampled (99 negatives) and full "
+         "HR@K; eps sweep (scripts/reproduction_tables.py rebuilds REPRODUCTION.md's table)"),
     Step("dplcf-vs-users", "003",
          ("{py}", "experiments/dplcf_vs_users.py", "--users", "1000", "10000", "75000",
           "--seeds", "1", "--out", "{out}"),
@@ -422,6 +425,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r.folder + '/' + r.name:<28} {r.status:<8} {r.wall_time_s:>9.0f} "
               f"{r.cpu_time_s:>8.0f}")
     print(f"total {time.monotonic() - start:.0f} s (shared machine: other jobs inflate it)")
+    if any(r.name == "ranking-table" and r.status == "ok" for r in results) and \
+            args.docs.resolve() == (ROOT / "docs" / "results").resolve():
+        subprocess.run([sys.executable, str(ROOT / "scripts" / "reproduction_tables.py")],
+                       check=False)
     bad = [r.name for r in results if r.status not in ("ok", NEEDS_DATA)]
     if bad:
         print(f"FAILED: {', '.join(bad)} (see docs/results/<folder>/<step>/log.txt)")
