@@ -49,7 +49,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from dprec.data.registry import load_dataset, split_filter
+from dprec.data.registry import load_dataset, split_filters
 from dprec.errors import DprecError
 from dprec.evaluation.compare import level_epsilon
 from dprec.evaluation.frontier_summary import AXIS, axis_guarantee, summary_markdown
@@ -463,7 +463,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     configs = args.configs if args.configs is not None else Path("configs") / args.dataset
     systems = [s.replace(";", ",") for s in _labels(args.systems)]
     references = _labels(args.references)
-    if split_filter(args.dataset)[0].lower().startswith("synthetic-") and \
+    if split_filters(args.dataset)[0].lower().startswith("synthetic-") and \
             ORACLE not in references:
         references.append(ORACLE)
     for label in [*systems, *(r for r in references if r != ORACLE)]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from dprec.data.registry import dataset_truth, split_filter
+from dprec.data.registry import dataset_truth, split_filters
 from dprec.errors import DprecError
 from dprec.iteration import IterationHook
 from dprec.systems.base import Ranker, UnknownUserError, check_history, gather
@@ -45,7 +45,7 @@ class OracleRanker(Ranker):
                  item_ids: np.ndarray | None = None) -> None:
         """``user_ids`` / ``item_ids``: the data set's raw ids of its internal indices
         (``Dataset.user_ids`` / ``item_ids``; None: the indices are the raw ids)."""
-        base = split_filter(config.dataset)[0].lower()
+        base = split_filters(config.dataset)[0].lower()
         if not base.startswith("synthetic-"):
             raise DprecError(f"the oracle scores synthetic-<users>x<items> data sets only, got "
                              f"{config.dataset!r} (synth-* drifts in time: its oracle needs the "
