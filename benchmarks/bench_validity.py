@@ -35,7 +35,6 @@ import json  # noqa: E402
 import math  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
-from dataclasses import asdict  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -60,6 +59,7 @@ from dprec.systems.dp_fedavg.accounting import calibrate_mu, choose_gamma  # noq
 from dprec.systems.dp_fedavg.deploy import DEPLOYMENT as FEDAVG  # noqa: E402
 from dprec.systems.dp_fedavg.system import DpFedAvgConfig  # noqa: E402
 from dprec.systems.dp_pop.calibration import calibrate  # noqa: E402
+from dprec.systems.dp_pop.config import DpPopConfig  # noqa: E402
 from dprec.systems.dpals.deploy import DEPLOYMENT as DPALS  # noqa: E402
 from dprec.systems.dpals.system import DpalsConfig  # noqa: E402
 
@@ -77,8 +77,7 @@ def median_ms(fn, reps: int) -> float:
 
 
 def dp_pop_case(d: int, rng: np.random.Generator):
-    cal = calibrate({"k": K, "epsilon": EPSILON, "delta": DELTA, "min_honest": None}, d,
-                    CLIENTS)
+    cal = calibrate(DpPopConfig(epsilon=EPSILON, delta=DELTA, k=K), d, CLIENTS)
     tr = choose_truncation(cal.share.mu, d, CLIENTS)
     check = dp_pop_check(d, K, tr)
     v = np.zeros(d, dtype=np.int64)
@@ -111,8 +110,8 @@ def dpals_case(d: int, rng: np.random.Generator, round: int):
     ``d (F (F + 3) / 2) + F (F + 1) / 2`` statistics) at its defaults (k = 50, F = 4,
     weighting tail), through the deployment's own path (its check, its noise segments);
     ``v`` = 0 (the prover's work does not depend on the values)."""
-    cfg = asdict(DpalsConfig(epsilon=EPSILON, delta=DELTA, weighting="tail",
-                             n_clients=CLIENTS, validity="prio3"))
+    cfg = DpalsConfig(epsilon=EPSILON, delta=DELTA, weighting="tail", n_clients=CLIENTS,
+                      validity="prio3")
     check = DPALS.round_check(cfg, d, round)
     rd = DPALS.device_round(cfg, d, round)
     dim = rd.params.dimension
@@ -124,8 +123,7 @@ def dpals_case(d: int, rng: np.random.Generator, round: int):
 def fedavg_deployed_case(d: int, rng: np.random.Generator):
     """dp-fedavg's deployed check at its defaults over ``d`` items (an update of ``d F``
     coordinates), through the deployment's own path; ``v`` = 0 as for dpals."""
-    cfg = asdict(DpFedAvgConfig(epsilon=EPSILON, delta=DELTA, n_clients=CLIENTS,
-                                validity="prio3"))
+    cfg = DpFedAvgConfig(epsilon=EPSILON, delta=DELTA, n_clients=CLIENTS, validity="prio3")
     check = FEDAVG.round_check(cfg, d, 0)
     rd = FEDAVG.device_round(cfg, d, 0)
     dim = rd.params.dimension

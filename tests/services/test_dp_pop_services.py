@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import asdict
 
 import httpx
 import numpy as np
@@ -137,8 +136,8 @@ def _release(info, server_key, relay, admin, round=0, n=None):
 def test_a_killed_server_applies_its_acknowledged_release_once(tmp_path):
     config = {"k": "3", "epsilon": "2", "n_clients": "30", "min_honest": "20",
               "validity": "none"}  # a ring release, made by hand below
-    info = ProtocolInfo("dp-pop", 20, asdict(DpPopConfig(epsilon=2.0, k=3, n_clients=30,
-                                                         min_honest=20, validity="none")))
+    info = ProtocolInfo("dp-pop", 20, DpPopConfig(epsilon=2.0, k=3, n_clients=30,
+                                                  min_honest=20, validity="none"))
     with Loopback(tmp_path) as lb:
         srv = lb.server("dp-pop", 20, config)
         admin = httpx.Client(base_url=srv.url, headers={"Authorization": "Bearer "

@@ -5,8 +5,6 @@ would release such a set refuses to start."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import numpy as np
 import pytest
 from starlette.testclient import TestClient
@@ -37,8 +35,8 @@ def _release_of(info: ProtocolInfo, server_key: bytes, relay: SecureSumRelay, n:
 
 
 def test_the_server_answers_409_with_the_roles_reason_and_keeps_the_round_open(tmp_path):
-    info = ProtocolInfo("dp-pop", 20, asdict(DpPopConfig(epsilon=2.0, k=3, n_clients=30,
-                                                         min_honest=20, validity="none")))
+    info = ProtocolInfo("dp-pop", 20, DpPopConfig(epsilon=2.0, k=3, n_clients=30,
+                                                  min_honest=20, validity="none"))
     app = create_server_app(ServerSettings(info, tmp_path / "s", SECRET))
     with TestClient(app, raise_server_exceptions=False) as c:
         assert c.post("/v1/start", headers=AUTH, json={}).status_code == 200

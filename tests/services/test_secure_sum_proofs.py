@@ -10,7 +10,6 @@ import json
 import secrets
 import subprocess
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 import httpx
@@ -42,8 +41,8 @@ DEVICE = Path(__file__).with_name("device_proc.py")
 
 
 def proved_info(n_clients: int = 20, min_honest: int = 10) -> ProtocolInfo:
-    return ProtocolInfo("dp-pop", N_ITEMS, asdict(DpPopConfig(
-        epsilon=2.0, k=K, n_clients=n_clients, min_honest=min_honest, validity="prio3")))
+    return ProtocolInfo("dp-pop", N_ITEMS, DpPopConfig(
+        epsilon=2.0, k=K, n_clients=n_clients, min_honest=min_honest, validity="prio3"))
 
 
 class ProvedRound:

@@ -7,7 +7,6 @@ close (500) or released below min_honest."""
 from __future__ import annotations
 
 import secrets
-from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -34,8 +33,8 @@ N_ITEMS = 16
 
 def pop_info(n_clients: int, min_honest: int) -> ProtocolInfo:
     """A ring round (``validity=none``): these tests craft ring shares by hand."""
-    return ProtocolInfo("dp-pop", N_ITEMS, asdict(DpPopConfig(
-        epsilon=2.0, k=3, n_clients=n_clients, min_honest=min_honest, validity="none")))
+    return ProtocolInfo("dp-pop", N_ITEMS, DpPopConfig(
+        epsilon=2.0, k=3, n_clients=n_clients, min_honest=min_honest, validity="none"))
 
 
 class PopRound:

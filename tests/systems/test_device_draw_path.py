@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from dataclasses import asdict
 from types import SimpleNamespace
 
 import numpy as np
@@ -64,8 +63,8 @@ def _meets(check: ContributionCheck, v: np.ndarray, y: np.ndarray) -> bool:
 
 
 def test_dpals_simulated_devices_draw_the_truncated_share_a_device_proves(train, monkeypatch):
-    cfg = asdict(DpalsConfig(epsilon=2.0, k=5, steps=1, n_clients=N_USERS))
-    assert cfg["validity"] == "prio3"  # the default
+    cfg = DpalsConfig(epsilon=2.0, k=5, steps=1, n_clients=N_USERS)
+    assert cfg.validity == "prio3"  # the default
     plan = dpals_plan(cfg, N_ITEMS)
     real = dpals_clients.round_check
     monkeypatch.setattr(dpals_clients, "round_check", lambda p, rp: tightened(
@@ -83,14 +82,14 @@ def test_dpals_simulated_devices_draw_the_truncated_share_a_device_proves(train,
 def test_dp_fedavg_simulated_devices_draw_what_a_device_uploads(train, monkeypatch):
     """The simulated device's noisy update is the device's own ``y`` bit for bit (the same
     generator), and with a tightened check both are truncated to it."""
-    cfg = asdict(DpFedAvgConfig(epsilon=2.0, rounds=1, rate=1.0, n_clients=N_USERS))
+    cfg = DpFedAvgConfig(epsilon=2.0, rounds=1, rate=1.0, n_clients=N_USERS)
     plan = fedavg_plan(cfg, N_ITEMS, N_USERS)
-    check = tightened(update_check(plan, cfg["clip"]), [(plan.dimension, plan.share_mu)])
+    check = tightened(update_check(plan, cfg.clip), [(plan.dimension, plan.share_mu)])
     monkeypatch.setattr(FEDAVG, "check_of_round", lambda settings, d, r: check)
     seen = []
     monkeypatch.setattr(deploy_module, "proved_row",
                         lambda chk, pk, sk, y, r: seen.append(y) or b"")
-    V = np.random.default_rng(4).normal(scale=0.1, size=(N_ITEMS, cfg["factors"]))
+    V = np.random.default_rng(4).normal(scale=0.1, size=(N_ITEMS, cfg.factors))
     model = FedAvgModel(bytes(range(32)), V)
     terms = SimpleNamespace(settings=cfg, n_items=N_ITEMS, proxy_key=bytes(32),
                             proxy_published={"validity": validity_terms(
@@ -98,13 +97,13 @@ def test_dp_fedavg_simulated_devices_draw_what_a_device_uploads(train, monkeypat
     for u in range(N_USERS):
         FEDAVG.client_step(terms, train[u], 0, np.random.default_rng([u, 9]), u,
                            lambda: model)
-        y, sampled = client_update(V, train[u], alpha=cfg["alpha"], reg=cfg["reg"],
-                                   clip=cfg["clip"], gamma=plan.gamma, rate=1.0,
+        y, sampled = client_update(V, train[u], alpha=cfg.alpha, reg=cfg.reg,
+                                   clip=cfg.clip, gamma=plan.gamma, rate=1.0,
                                    share_mu=plan.share_mu, rng=np.random.default_rng([u, 9]),
                                    check=check)
         assert sampled
         np.testing.assert_array_equal(seen[-1], y)
-        v, _ = client_update(V, train[u], alpha=cfg["alpha"], reg=cfg["reg"],
-                             clip=cfg["clip"], gamma=plan.gamma, rate=1.0, share_mu=None,
+        v, _ = client_update(V, train[u], alpha=cfg.alpha, reg=cfg.reg,
+                             clip=cfg.clip, gamma=plan.gamma, rate=1.0, share_mu=None,
                              rng=np.random.default_rng([u, 9]))
         assert _meets(check, v, y)

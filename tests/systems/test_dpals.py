@@ -455,16 +455,15 @@ def test_at_a_huge_epsilon_dpals_ranks_like_implicit_als() -> None:
     {"weighting": "adaptive"}, {"weighting": "adaptive", "max_items": 12, "gamma": 40.0},
     {"k": 500, "rhs_weight": 2.0, "gram_noise_ratio": 3.0}])
 def test_the_system_and_the_plan_share_one_derivation_of_steps_bound_and_releases(params):
-    from dataclasses import asdict
+    from dataclasses import replace
 
     from dprec.systems.dpals import plan, system
 
     assert system.paper_steps is plan.paper_steps
     cfg = DpalsConfig(**params)
-    fields = asdict(cfg)
-    assert cfg.n_steps == plan.n_steps(fields)
-    assert cfg.items_bound == plan.items_bound(fields)
-    assert Dpals("dpals", cfg).releases(80) == plan.releases(fields, 80)
-    p = plan.run_plan({**fields, "aggregation": "secure"}, 80, 50)
-    assert p.releases == tuple(plan.releases(fields, 80)[1])
+    assert cfg.n_steps == plan.n_steps(cfg)
+    assert cfg.items_bound == plan.items_bound(cfg)
+    assert Dpals("dpals", cfg).releases(80) == plan.releases(cfg, 80)
+    p = plan.run_plan(replace(cfg, aggregation="secure"), 80, 50)
+    assert p.releases == tuple(plan.releases(cfg, 80)[1])
     assert sum(r.kind == "step" for r in p.rounds) == cfg.n_steps

@@ -342,8 +342,15 @@ class ServerAPI(_Endpoint):
         """Conditional fetches answered 304 (counter)."""
 
     def protocol(self) -> ProtocolInfo:
-        """The published description, parsed (:class:`DprecError` if malformed)."""
-        return ProtocolInfo.from_json(self.protocol_doc())
+        """The published description, parsed: its config decoded into the system's typed
+        config (:class:`BadReply` if malformed: an unknown, missing or ill-typed field)."""
+        doc = self.protocol_doc()
+        try:
+            return ProtocolInfo.from_json(doc)
+        except BadReply:
+            raise
+        except DprecError as e:
+            raise BadReply(f"GET /v1/protocol: {e}") from None
 
     def protocol_doc(self) -> dict[str, Any]:
         return _fetch(self.client, "GET", "/v1/protocol", limit=MAX_JSON_BYTES,

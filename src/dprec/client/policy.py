@@ -104,8 +104,9 @@ class ProtocolTerms:
     """A secure sum's exact upload size per round (empty: every round ``message_bytes``)."""
     artefact_exact: bool = True
     """False: the artefact's size changes within the run (at most ``artefact_bytes``)."""
-    settings: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
-    """A secure sum's config as published and read under the policy (read-only)."""
+    settings: Any = field(default=None, hash=False, compare=False)
+    """A secure sum's typed frozen config as published and read under the policy (an LDP
+    rating system's own values it computes with)."""
     proxy_key: bytes = b""
     """A secure sum's proxy key, fetched from the proxy by
     :class:`~dprec.client.device.DeviceClient` (never part of the server's description)."""
@@ -138,8 +139,8 @@ class ProtocolTerms:
             raise BadReply(f"the protocol's {self.mechanism} mechanism: {e}") from None
 
 
-def _real(config: Mapping[str, Any], name: str, *, positive: bool) -> float:
-    value = config.get(name)
+def _real(config: Any, name: str, *, positive: bool) -> float:
+    value = getattr(config, name, None)
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
             or not math.isfinite(value) or value < 0 or (positive and value == 0):
         rule = "> 0" if positive else ">= 0"
@@ -148,10 +149,11 @@ def _real(config: Mapping[str, Any], name: str, *, positive: bool) -> float:
     return float(value)
 
 
-def _integer(config: Mapping[str, Any], name: str, high: int, limit: str | None) -> int:
-    """config[name], an integer in [1, high]: above ``high`` a :class:`PolicyViolation` of
-    the policy field ``limit`` (a :class:`BadReply` without one)."""
-    value = config.get(name)
+def _integer(config: Any, name: str, high: int, limit: str | None) -> int:
+    """The config's field ``name``, an integer in [1, high]: above ``high`` a
+    :class:`PolicyViolation` of the policy field ``limit`` (a :class:`BadReply` without
+    one)."""
+    value = getattr(config, name, None)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1 \
             or (limit is None and value > high):
         rule = ">= 1" if limit is not None else f"in [1, {high}]"
@@ -162,8 +164,8 @@ def _integer(config: Mapping[str, Any], name: str, high: int, limit: str | None)
     return value
 
 
-def _choice(config: Mapping[str, Any], name: str, allowed: tuple[str, ...]) -> str:
-    value = config.get(name)
+def _choice(config: Any, name: str, allowed: tuple[str, ...]) -> str:
+    value = getattr(config, name, None)
     if value not in allowed:
         raise BadReply(f"the protocol's config.{name} must be one of {', '.join(allowed)}, got "
                        f"{value!r}")
@@ -171,10 +173,10 @@ def _choice(config: Mapping[str, Any], name: str, allowed: tuple[str, ...]) -> s
 
 
 class _Reader(DeviceReader):
-    """A config read by a device under ``policy``: malformed is a :class:`BadReply`, beyond
-    the policy a :class:`PolicyViolation`."""
+    """A typed config read by a device under ``policy``, field by field: malformed is a
+    :class:`BadReply`, beyond the policy a :class:`PolicyViolation`."""
 
-    def __init__(self, policy: DevicePolicy, config: Mapping[str, Any]) -> None:
+    def __init__(self, policy: DevicePolicy, config: Any) -> None:
         self.policy, self.config = policy, config
 
     def real(self, name: str, *, positive: bool) -> float:

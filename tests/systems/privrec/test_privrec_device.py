@@ -8,7 +8,6 @@ guarantee rests on that server."""
 import base64
 import json
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -55,8 +54,7 @@ def _info(name: str) -> tuple[ProtocolInfo, SideFeatureNet]:
     cfg = make_config(name, TINY)
     net = _net(cfg)
     n = int(sum(p.numel() for p in net.parameters()))
-    return ProtocolInfo(name, DS.n_items, asdict(make_config(name, {**TINY, "n_params": n}))
-                        ), net
+    return ProtocolInfo(name, DS.n_items, make_config(name, {**TINY, "n_params": n})), net
 
 
 def _start(stack: Stack, net: SideFeatureNet) -> ModelBroadcast:
@@ -101,7 +99,7 @@ def test_a_selected_device_sends_the_simulations_update_and_is_charged_before_se
     ledger charges the Gaussian release eps(1) at z_eff, then eps(2) - eps(1), each with
     its note; a device the round did not select sends nothing and is not charged."""
     info, net = _info("dp-privrec")
-    cfg = PrivRecConfig(**info.config)
+    cfg = info.config
     z = privrec_noise_multipliers(cfg.noise_multiplier, cfg.budget_balance, cfg.server_lr)[2]
     with Stack(tmp_path, info, threshold=1) as s:
         b = _start(s, net)
@@ -190,19 +188,25 @@ def test_the_policy_option_is_a_boolean_and_travels_in_policy_files(tmp_path):
 @pytest.mark.parametrize("field, value, match", [
     ("hidden_layers", 10**6, "hidden_layers must be an integer in"),
     ("local_epochs", 10**9, "local_epochs must be an integer in"),
-    ("finetune_epochs", -1, "finetune_epochs must be an integer in"),
+    ("finetune_epochs", -1, "finetune_epochs must be an integer"),
     ("dp", "yes", "dp must be true or false"),
-    ("algorithm", "sgd", "algorithm must be one of"),
+    ("algorithm", "sgd", "algorithm must be .reptile. or .maml."),
     ("n_params", 0, "n_params must be an integer"),
-    ("local_lr", float("nan"), "local_lr must be finite"),
+    ("local_lr", float("nan"), "local_lr must be .*finite"),
 ])
 def test_a_hostile_config_is_a_bad_reply_before_anything_is_built(field, value, match):
+    """The published config as a device receives it: decoded into PrivRecConfig (its own
+    checks), then the sizes that bound the device's work read under the policy."""
     from dprec.client.errors import BadReply
+    from dprec.client.http import ServerAPI
 
     info, _ = _info("dp-privrec")
-    hostile = ProtocolInfo("dp-privrec", DS.n_items, {**info.config, field: value})
+    doc = info.to_json()
+    doc["config"] = {**doc["config"], field: value}
+    api = ServerAPI.__new__(ServerAPI)
+    api.protocol_doc = lambda: doc  # type: ignore[method-assign]
     with pytest.raises(BadReply, match=match):
-        TRUST.read(hostile)
+        TRUST.read(api.protocol())
 
 
 def test_simulated_clients_drawing_as_devices_train_each_alone_from_its_own_generator(

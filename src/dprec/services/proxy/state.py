@@ -50,10 +50,10 @@ exceed it, or the server's batch limit, takes no upload at all (a proved release
 
 
 def published_threshold(info: ProtocolInfo) -> int | None:
-    """The anonymity threshold the protocol publishes (FMF-LDP's ``shuffle_threshold``;
-    None for a protocol that states none)."""
-    value = info.config.get("shuffle_threshold")
-    return None if value is None else int(value)
+    """The anonymity threshold the protocol publishes (its descriptor's
+    :meth:`~dprec.protocol.deployment.Deployment.published_threshold`; None for a protocol
+    that states none)."""
+    return info.deployment.published_threshold(info.config)
 
 
 class ProxyState(Forwarding, Closing):

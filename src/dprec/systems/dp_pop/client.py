@@ -12,7 +12,7 @@ server's curator adds the noise (:class:`~dprec.protocol.secure_sum.curator.Cura
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -23,13 +23,13 @@ from dprec.protocol.engine import Clients, Sent
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.wire import ClientBlock
 from dprec.random import secure_generator
+from dprec.systems.dp_pop.config import Sampling
 from dprec.systems.dp_pop.draws import device_vector
 from dprec.systems.dp_pop.messages import PopularityModel
 
 __all__ = ["BLOCK_CELLS", "PopClients", "Sampling", "client_generator", "device_vector", "k_hot",
            "no_proxy_key", "noisy_vectors"]
 
-Sampling = Literal["uniform", "recency"]
 
 
 def k_hot(train: sp.csr_matrix, k: int, sampling: Sampling, rng: np.random.Generator,

@@ -42,6 +42,7 @@ from dprec.systems.dpals.client import (
     item_statistics,
     solve_users,
 )
+from dprec.systems.dpals.config import DpalsConfig
 from dprec.systems.dpals.frequency import uses_counts
 from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import RoundPlan, RunPlan, items_bound, round_check
@@ -91,7 +92,7 @@ class DpalsClients(Clients):
     config fields ``cfg`` and the run's client seed ``seed``; ``proxy_key()`` gives the key
     a client seals its mask seed to (over the services)."""
 
-    def __init__(self, train: sp.csr_matrix, ids: np.ndarray, cfg: Mapping[str, Any],
+    def __init__(self, train: sp.csr_matrix, ids: np.ndarray, cfg: DpalsConfig,
                  plan: RunPlan, seed: int, events: Mapping[str, Any],
                  proxy_key: Callable[[], bytes | None] | None = None,
                  devices: bool = False) -> None:
@@ -103,8 +104,8 @@ class DpalsClients(Clients):
         self.ids = np.asarray(ids, dtype=np.int64)
         if self.ids.shape != (self.train.shape[0],) or (np.diff(self.ids) <= 0).any():
             raise DprecError("ids must be the training rows' increasing global user ids")
-        self.cfg, self.plan, self.seed, self.events = dict(cfg), plan, int(seed), events
-        self.shares = self.cfg.get("aggregation", "secure") == "secure"
+        self.cfg, self.plan, self.seed, self.events = cfg, plan, int(seed), events
+        self.shares = self.cfg.aggregation == "secure"
         """Whether the clients add noise shares (secure aggregation) or send their exact
         vectors to a trusted curator."""
         self._proxy_key = proxy_key
@@ -144,11 +145,11 @@ class DpalsClients(Clients):
         plan, c = self.plan, self.cfg
         rp = plan.round(round)
         needs_counts = rp.kind == "step" and uses_counts(c)
-        model = check_model(broadcast, plan.n_items, int(c["factors"]), needs_counts)
+        model = check_model(broadcast, plan.n_items, int(c.factors), needs_counts)
         self._round, self._U = rp, None
         self._noise = self.round_noise(rp) if self.shares else []
         self._check = (round_check(plan, rp)
-                       if self.shares and c.get("validity", "prio3") == "prio3" else None)
+                       if self.shares and c.validity == "prio3" else None)
         if rp.kind == "counts":
             return
         if self.weights is None:
@@ -161,17 +162,17 @@ class DpalsClients(Clients):
                     contributions(self.train[i:i + 1], c, self._seed(i, i + 1), counts,
                                   items_bound(c), self.ids[i:i + 1])
                     for i in range(self.ids.size)], format="csr")
-        U = solve_users(model.factors_matrix, self.train, float(c["reg"]),
-                        float(c["unobserved_weight"]))
+        U = solve_users(model.factors_matrix, self.train, float(c.reg),
+                        float(c.unobserved_weight))
         self.lengths[rp.round_id] = np.linalg.norm(U, axis=1)
-        self._U = clip_users(U, float(c["clip"]))
+        self._U = clip_users(U, float(c.clip))
 
     def round_noise(self, rp: RoundPlan) -> list[ShareNoise]:
         """The noise shares the clients draw in round ``rp``, one :class:`ShareNoise` per
         release (nothing is drawn until asked): what :meth:`prepare_round` uses, and what a
         report reads to show the share parameter actually drawn."""
         return [ShareNoise(s.mu_share, s.dimension, self.plan.n_clients, self.seed, s.name,
-                           rp.round_id, str(self.cfg["shares"])) for s in rp.segments]
+                           rp.round_id, str(self.cfg.shares)) for s in rp.segments]
 
     def drawn_share_mu(self) -> dict[str, float]:
         """Each release's per-client share parameter ``Sk(mu_share)`` as the clients draw it
@@ -188,13 +189,13 @@ class DpalsClients(Clients):
         rp, c, ids, seed = self._round, self.cfg, self.ids[a:b], self._seed(a, b)
         assert rp is not None
         if rp.kind == "counts":
-            kc = int(c["k"] if c.get("count_k") is None else c["count_k"])
+            kc = int(c.k if c.count_k is None else c.count_k)
             sample = count_sample(self.train[a:b], kc, seed, ids=ids)
             return np.asarray(sample.sum(axis=0), dtype=np.int64).ravel()
         assert self._U is not None and self.weights is not None
         g = self.plan.gamma
         stats = item_statistics(self._U[a:b], self.weights[a:b], g, seed, rp.round_id,
-                                float(c["rhs_weight"]), ids)
+                                float(c.rhs_weight), ids)
         gram = gram_statistics(self._U[a:b], g, seed, rp.round_id, ids)
         return np.concatenate([stats.ravel(), gram])
 

@@ -18,12 +18,10 @@ the steps, the items bound and the releases of a config (:class:`~.system.DpalsC
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dprec.errors import DprecError
 from dprec.protocol.secure_sum.params import SecureSumParams, choose_params
@@ -40,6 +38,9 @@ from dprec.systems.dpals.accounting import (
 )
 from dprec.systems.dpals.frequency import uses_counts
 from dprec.systems.dpals.statistics import stats_width, triangle_size
+
+if TYPE_CHECKING:
+    from dprec.systems.dpals.config import DpalsConfig
 
 __all__ = ["RoundPlan", "RunPlan", "Segment", "items_bound", "n_steps", "paper_steps",
            "plan_of", "releases", "round_check", "run_plan"]
@@ -108,58 +109,58 @@ def paper_steps(epsilon: float) -> int:
     return 3 if epsilon <= 1 else 4 if epsilon <= 5 else 5
 
 
-def n_steps(cfg: Mapping[str, Any]) -> int:
+def n_steps(cfg: DpalsConfig) -> int:
     """The ALS steps a config runs (``steps``, or :func:`paper_steps` when it is None)."""
-    if cfg.get("steps") is not None:
-        return int(cfg["steps"])
-    return paper_steps(float(cfg["epsilon"]))
+    if cfg.steps is not None:
+        return int(cfg.steps)
+    return paper_steps(float(cfg.epsilon))
 
 
-def items_bound(cfg: Mapping[str, Any], n_items: int | None = None) -> int:
+def items_bound(cfg: DpalsConfig, n_items: int | None = None) -> int:
     """M, the most items one user contributes to: k (uniform, tail) or max_items (adaptive;
     every item when None), capped at ``n_items`` when given (2^62 stands for every item)."""
-    if cfg["weighting"] != "adaptive":
-        m = int(cfg["k"])
+    if cfg.weighting != "adaptive":
+        m = int(cfg.k)
     else:
-        m = 2 ** 62 if cfg.get("max_items") is None else int(cfg["max_items"])
+        m = 2 ** 62 if cfg.max_items is None else int(cfg.max_items)
     return m if n_items is None else min(m, int(n_items))
 
 
-def releases(cfg: Mapping[str, Any], n_items: int) -> tuple[float, list[Release]]:
+def releases(cfg: DpalsConfig, n_items: int) -> tuple[float, list[Release]]:
     """(gamma, the releases of one run) for ``n_items`` items: sensitivities from
     :mod:`.accounting`, statistics and Gramian per step, counts once
     (:func:`~.frequency.uses_counts`)."""
-    k, f, beta, steps = cfg["k"], int(cfg["factors"]), float(cfg["rhs_weight"]), n_steps(cfg)
+    k, f, beta, steps = cfg.k, int(cfg.factors), float(cfg.rhs_weight), n_steps(cfg)
     m = items_bound(cfg, n_items)
-    gamma = float(cfg["gamma"]) if cfg.get("gamma") is not None else choose_gamma(k, m, f, beta)
+    gamma = float(cfg.gamma) if cfg.gamma is not None else choose_gamma(k, m, f, beta)
     out = [Release("item_statistics", *item_stats_sensitivity(k, m, f, gamma, beta), 1.0,
                    steps),
            Release("global_gramian", *gram_sensitivity(f, gamma),
-                   float(cfg["gram_noise_ratio"]), steps)]
+                   float(cfg.gram_noise_ratio), steps)]
     if uses_counts(cfg):
-        kc = min(int(k if cfg.get("count_k") is None else cfg["count_k"]), n_items)
+        kc = min(int(k if cfg.count_k is None else cfg.count_k), n_items)
         out.append(Release("item_counts", *count_sensitivity(kc),
-                           float(cfg["count_noise_ratio"]), 1))
+                           float(cfg.count_noise_ratio), 1))
     return gamma, out
 
 
-def run_plan(cfg: Mapping[str, Any], n_items: int, n_clients: int) -> RunPlan:
+def run_plan(cfg: DpalsConfig, n_items: int, n_clients: int) -> RunPlan:
     """The plan of a run of ``cfg`` (dpals' config fields; module docstring)."""
     if isinstance(n_clients, bool) or int(n_clients) != n_clients or n_clients < 1:
         raise DprecError(f"n_clients must be an integer >= 1, got {n_clients!r}")
     n, d = int(n_clients), int(n_items)
-    t = n if cfg.get("min_honest") is None else int(cfg["min_honest"])
+    t = n if cfg.min_honest is None else int(cfg.min_honest)
     if t > n:
         raise DprecError(f"min_honest ({t}) must be <= the {n} enrolled clients")
     gamma, rels = releases(cfg, d)
-    z = calibrate(rels, float(cfg["epsilon"]), float(cfg["delta"]),
-                  adjacency=adjacency_of(str(cfg["aggregation"])))
+    z = calibrate(rels, float(cfg.epsilon), float(cfg.delta),
+                  adjacency=adjacency_of(str(cfg.aggregation)))
     by_name = {r.name: r for r in rels}
-    f = int(cfg["factors"])
-    weight = math.sqrt(float(cfg["k"])) if cfg["weighting"] == "adaptive" else 1.0
+    f = int(cfg.factors)
+    weight = math.sqrt(float(cfg.k)) if cfg.weighting == "adaptive" else 1.0
     # (dimension, the largest |quantised coordinate| before rounding up)
     shapes = {"item_statistics": (d * stats_width(f),
-                                  gamma * weight * max(1.0, float(cfg["rhs_weight"]))),
+                                  gamma * weight * max(1.0, float(cfg.rhs_weight))),
               "global_gramian": (triangle_size(f), gamma), "item_counts": (d, 1.0)}
 
     def plan(kind: str, round_id: int, names: tuple[str, ...]) -> RoundPlan:
@@ -177,24 +178,23 @@ def run_plan(cfg: Mapping[str, Any], n_items: int, n_clients: int) -> RunPlan:
     rounds = [plan("counts", 0, ("item_counts",))] if "item_counts" in by_name else []
     rounds += [plan("step", s + 1, ("item_statistics", "global_gramian"))
                for s in range(n_steps(cfg))]
-    head = cfg.get("head_items")
+    head = cfg.head_items
     return RunPlan(d, n, t, gamma, z, tuple(rels), tuple(rounds),
-                   None if head is None else int(head), float(cfg.get("reg_exponent", 0.0)))
+                   None if head is None else int(head), float(cfg.reg_exponent))
 
 
-def plan_of(config: Mapping[str, Any], n_items: int) -> RunPlan:
+def plan_of(config: DpalsConfig, n_items: int) -> RunPlan:
     """:func:`run_plan` of a published description (``config`` with ``n_clients``), computed
-    once per description (the proxy asks for every upload)."""
-    if config.get("n_clients") is None:
+    once per (frozen, hashable) config (the proxy asks for every upload)."""
+    if config.n_clients is None:
         raise DprecError("a dpals service needs n_clients, the clients enrolled (they fix "
                          "each noise share and the modulus q): --param n_clients=N")
-    return _plan(json.dumps(dict(config), sort_keys=True), int(n_items))
+    return _plan(config, int(n_items))
 
 
 @lru_cache(maxsize=16)
-def _plan(config: str, n_items: int) -> RunPlan:
-    cfg = json.loads(config)
-    return run_plan(cfg, n_items, int(cfg["n_clients"]))
+def _plan(config: DpalsConfig, n_items: int) -> RunPlan:
+    return run_plan(config, n_items, int(config.n_clients))
 
 
 def round_check(plan: RunPlan, rp: RoundPlan) -> ContributionCheck:

@@ -29,6 +29,7 @@ from dprec.protocol.secure_sum.in_process import total_outcomes
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.systems.dpals.client import contributions, solve_users
 from dprec.systems.dpals.clients import DpalsClients
+from dprec.systems.dpals.config import DpalsConfig
 from dprec.systems.dpals.frequency import uses_counts
 from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import RunPlan, items_bound, round_check, run_plan
@@ -61,21 +62,21 @@ class EngineRun:
     """The refused uploads by reason (``validity: range`` / ``l2``), over all rounds."""
 
 
-def run_engine(cfg: dict[str, Any], train: sp.csr_matrix, rng: np.random.Generator,
+def run_engine(cfg: DpalsConfig, train: sp.csr_matrix, rng: np.random.Generator,
                seed: int, transport: Transport | None, on_step: IterationHook | None = None,
                model: Any = None) -> EngineRun:
     """Run dpals (config fields ``cfg``, client seed ``seed``) through the engine; the
     hook ``on_step(step, model)`` after every ALS round, with ``model`` holding the new
     factors in ``_V``."""
     n, d = train.shape
-    if cfg.get("n_clients") is not None and int(cfg["n_clients"]) != n:
-        raise DprecError(f"n_clients = {cfg['n_clients']}, but the training data has {n} "
+    if cfg.n_clients is not None and int(cfg.n_clients) != n:
+        raise DprecError(f"n_clients = {cfg.n_clients}, but the training data has {n} "
                          "users: drop n_clients or match it")
     plan = run_plan(cfg, d, n)
-    secure = cfg["aggregation"] == "secure"
-    server = DpalsServer(plan, int(cfg["factors"]), float(cfg["reg"]),
-                         float(cfg["unobserved_weight"]), float(cfg["clip"]),
-                         float(cfg["rhs_weight"]), float(cfg["init_scale"]),
+    secure = cfg.aggregation == "secure"
+    server = DpalsServer(plan, int(cfg.factors), float(cfg.reg),
+                         float(cfg.unobserved_weight), float(cfg.clip),
+                         float(cfg.rhs_weight), float(cfg.init_scale),
                          trusted=not secure)
     clients_hook = getattr(model, "clients_hook", None)
     proxy = ExactSumProxy(server.min_honest,
@@ -118,7 +119,7 @@ def run_engine(cfg: dict[str, Any], train: sp.csr_matrix, rng: np.random.Generat
     final = run.broadcast
     assert isinstance(final, DpalsModel)
     lengths = _lengths(clients, plan, before, train, cfg)
-    c = float(cfg["clip"])
+    c = float(cfg.clip)
     return EngineRun(final.factors_matrix, log, plan,
                      int(clients.weights.nnz) if clients.weights is not None else _pairs(
                          cfg, train, seed, final, plan),
@@ -128,7 +129,7 @@ def run_engine(cfg: dict[str, Any], train: sp.csr_matrix, rng: np.random.Generat
                      dict(proxy.refused_reasons))
 
 
-def in_process_checks(cfg: dict[str, Any], plan: RunPlan, clients_hook: Any
+def in_process_checks(cfg: DpalsConfig, plan: RunPlan, clients_hook: Any
                       ) -> list[ContributionCheck] | None:
     """The checks the in-process proxy applies (``validity=prio3``, the default): each
     round's :func:`~.plan.round_check`, evaluated on every client's plaintext vector, when
@@ -140,13 +141,13 @@ def in_process_checks(cfg: dict[str, Any], plan: RunPlan, clients_hook: Any
     ``delta_total``), so the round sums the block totals without building each client's
     vector (per fit at 1,000 x 1,682: 0.6 s unchecked at load 3, 212 s checked at load 15).
     Over the services every upload is proved (:meth:`~.deploy.DpalsDeployment.round_check`)."""
-    if cfg.get("validity", "prio3") != "prio3" or clients_hook is None:
+    if cfg.validity != "prio3" or clients_hook is None:
         return None
     return [round_check(plan, rp) for rp in plan.rounds]
 
 
 def _lengths(clients: DpalsClients, plan: RunPlan, before: dict[int, np.ndarray],
-             train: sp.csr_matrix, cfg: dict[str, Any]) -> list[np.ndarray]:
+             train: sp.csr_matrix, cfg: DpalsConfig) -> list[np.ndarray]:
     """Each ALS round's unclipped user norms: measured by the clients where they ran in this
     process, else solved again from the factors that round started from (a sharded run)."""
     out = []
@@ -156,13 +157,13 @@ def _lengths(clients: DpalsClients, plan: RunPlan, before: dict[int, np.ndarray]
         if rp.round_id in clients.lengths:
             out.append(clients.lengths[rp.round_id])
         else:
-            U = solve_users(before[rp.round_id], train, float(cfg["reg"]),
-                            float(cfg["unobserved_weight"]))
+            U = solve_users(before[rp.round_id], train, float(cfg.reg),
+                            float(cfg.unobserved_weight))
             out.append(np.linalg.norm(U, axis=1))
     return out
 
 
-def _pairs(cfg: dict[str, Any], train: sp.csr_matrix, seed: int, final: DpalsModel,
+def _pairs(cfg: DpalsConfig, train: sp.csr_matrix, seed: int, final: DpalsModel,
            plan: RunPlan) -> int:
     """The (user, item) pairs the clients contributed to (a sharded run's clients selected
     them in their shards): the same selection, made again."""

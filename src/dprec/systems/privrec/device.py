@@ -29,7 +29,7 @@ torch (and the accountant) are imported only by the functions that use them.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import fields, replace
 from typing import Any
 
@@ -52,9 +52,12 @@ MAX_EPOCHS = 10_000
 _MAX_WIDTH = 1 << 16
 
 
-def _config(read: DeviceReader, c: Mapping[str, Any]) -> PrivRecConfig:
-    """The published config as the system's dataclass (its own checks), the sizes that
-    bound the device's work read under the policy."""
+def _config(read: DeviceReader, c: PrivRecConfig) -> PrivRecConfig:
+    """The published config (the system's dataclass, its own checks run as it was decoded),
+    the sizes that bound the device's work read under the policy."""
+    if not isinstance(c, PrivRecConfig):
+        raise DprecError(f"the protocol's config is not a PrivRec config: "
+                         f"{type(c).__name__}")
     for name in ("hidden_layers", "embedding_dim", "hidden_width", "local_epochs",
                  "batch_size", "clients_per_round", "rounds"):
         read.integer(name, None, {"hidden_layers": MAX_LAYERS, "local_epochs": MAX_EPOCHS,
@@ -63,24 +66,19 @@ def _config(read: DeviceReader, c: Mapping[str, Any]) -> PrivRecConfig:
     read.choice("algorithm", ("reptile", "maml"))
     read.choice("inputs", ("features", "ids"))
     read.choice("clip_update", ("linear", "geometric"))
-    ft = c.get("finetune_epochs")
+    ft = c.finetune_epochs
     if isinstance(ft, bool) or not isinstance(ft, int) or not 0 <= ft <= MAX_EPOCHS:
         raise DprecError(f"the protocol's config.finetune_epochs must be an integer in "
                          f"[0, {MAX_EPOCHS}], got {ft!r}")
     for name in ("dp", "batched"):
-        if not isinstance(c.get(name), bool):
+        if not isinstance(getattr(c, name), bool):
             raise DprecError(f"the protocol's config.{name} must be true or false, got "
-                             f"{c.get(name)!r}")
+                             f"{getattr(c, name)!r}")
     for f in fields(PrivRecConfig):
-        v = c.get(f.name)
+        v = getattr(c, f.name)
         if isinstance(v, float) and not math.isfinite(v):
             raise DprecError(f"the protocol's config.{f.name} must be finite, got {v!r}")
-    try:
-        cfg = PrivRecConfig(**{f.name: c[f.name] for f in fields(PrivRecConfig)
-                               if f.name in c})
-    except TypeError as e:
-        raise DprecError(f"the protocol's config is not a PrivRec config: {e}") from None
-    return cfg
+    return c
 
 
 def read_terms(read: DeviceReader, info: Any) -> dict[str, Any]:
