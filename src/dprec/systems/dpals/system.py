@@ -7,7 +7,7 @@ Least Squares", ICML 2021, Alg. 1; google-research ``dp_alternating_minimization
   the noisy sum gives the DP item counts its selection needs;
 - rounds 1..steps: every client solves and clips its own vector from the published item
   factors and sends its quantised per-item statistics and global Gramian term
-  (:mod:`.client`); the secure sum releases their noisy sums (:mod:`.aggregate`); the server
+  (:mod:`.client`); the secure sum releases their noisy sums (:mod:`.simulation`); the server
   solves the item factors after the PSD projection (:mod:`.server`) and publishes them.
 
 A user's vector never leaves the device (joint DP, the "billboard" model); scoring solves
