@@ -11,8 +11,8 @@ from dprec.systems.registry import make_system
 ray = pytest.importorskip("ray")
 from dprec.distributed.ray_backend import RayBackend  # noqa: E402
 
-# Every test here needs Ray (a module-wide local cluster), on one xdist worker: one start.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray-backend")]
+# Every test here starts Ray (a module-wide local cluster; one worker runs them: tests/conftest.py)
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -38,9 +38,6 @@ from dprec.systems.dp_pop.server import PopularityServer
 from dprec.systems.dp_pop.system import DpPopConfig
 from dprec.systems.registry import make_system
 
-# The calibrations below (about 1 s of CPU each) run once: one xdist worker runs the module.
-pytestmark = pytest.mark.xdist_group("sum-poisoning")
-
 N, D, K = 60, 40, 4
 
 

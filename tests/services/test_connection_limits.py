@@ -44,7 +44,7 @@ def _healthy(url: str) -> bool:
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
-    """One server process for the module (its tests share one xdist group: one start)."""
+    """One server process for the module (one worker runs its tests: tests/conftest.py)."""
     with Loopback(tmp_path_factory.mktemp("limits")) as lb:
         srv = lb.server("dplcf-sp", 20, {"neighbours": "3"},
                         extra=["--header-timeout", "3", "--body-timeout", "3",
@@ -53,7 +53,6 @@ def service(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("limited-service")
 def test_half_sent_requests_are_closed_and_the_service_stays_responsive(service):
     lb, srv = service
     partial = [_open(srv.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ")
@@ -78,7 +77,6 @@ def test_half_sent_requests_are_closed_and_the_service_stays_responsive(service)
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("limited-service")
 def test_connections_beyond_the_cap_are_refused_at_once(service):
     _, srv = service
     held = [_open(srv.port) for _ in range(CAP + 10)]

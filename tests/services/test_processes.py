@@ -89,7 +89,6 @@ def test_simulate_reports_the_enforced_threshold_and_the_servers_batches(tmp_pat
 
 
 @pytest.mark.slow  # a server and a proxy as processes
-@pytest.mark.xdist_group("running-services")
 def test_a_running_proxy_states_the_threshold_the_report_uses(running, capsys):
     from dprec.cli.serve import _enforced_threshold
 
@@ -147,8 +146,8 @@ def test_sigkill_and_restart_mid_round_lose_nothing_and_count_nothing_twice(tmp_
 
 @pytest.fixture(scope="module")
 def running(tmp_path_factory):
-    """A server and a proxy as processes, started once: the tests that use them share one
-    xdist group (``make test`` runs ``--dist loadgroup``), so one worker runs them all."""
+    """A server and a proxy as processes, started once: under ``make test`` one worker runs
+    the tests that use them (tests/conftest.py, ``SHARED``)."""
     with Loopback(tmp_path_factory.mktemp("services")) as lb:
         srv = lb.server("fmf-ldp", 40, {"epochs": "2", "k": "5", "factors": "3"},
                         extra=["--log-level", "debug"], wait=False)
@@ -159,7 +158,6 @@ def running(tmp_path_factory):
 
 
 @pytest.mark.slow  # a server and a proxy as processes
-@pytest.mark.xdist_group("running-services")
 @pytest.mark.parametrize("name", ["server", "proxy"])
 def test_the_committed_openapi_documents_are_the_running_apps(running, name):
     _, srv, prx = running
@@ -171,7 +169,6 @@ def test_the_committed_openapi_documents_are_the_running_apps(running, name):
 
 
 @pytest.mark.slow  # a server and a proxy as processes
-@pytest.mark.xdist_group("running-services")
 def test_the_proxy_keeps_no_token_or_client_id_in_its_store_or_logs(running):
     lb, srv, prx = running
     admin = keepalive_client(srv.url, headers={"Authorization": "Bearer " + lb.secret.decode()})
