@@ -1,10 +1,10 @@
-"""tests/conftest.py's table of tests that share a module's fixture names real tests, and its
+"""shared_fixtures.py's table of tests that share a module's fixture names real tests, and its
 scheduler's grouping follows it (a renamed test would silently lose its group)."""
 
 import ast
 from pathlib import Path
 
-from conftest import ALL, SHARED, shared_group
+from shared_fixtures import ALL, SHARED, shared_group
 
 ROOT = Path(__file__).parents[1]
 
