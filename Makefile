@@ -25,14 +25,11 @@ reproduce: $(STAMP)
 # Every test, the `slow` and `browser` ones too (as CI runs them), on every core (pytest-xdist:
 # each test keeps its own tmp_path, ports come from the OS, Ray starts its own local cluster),
 # then the golden tests again on other CPU kernels. TEST_WORKERS=0 runs them in one process.
-# --dist loadgroup: the tests sharing a module's service processes, Ray or a calibration
-# (tests/conftest.py, SHARED) run on one worker, so that fixture starts once; every other
-# test is sent alone.
 # Bytecode is written (__pycache__, git-ignored) even where the environment turns it off: each
 # worker and each service process then compiles a module once, not once per process.
 TEST_WORKERS ?= auto
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -p no:cacheprovider \
-	-n $(TEST_WORKERS) --dist loadgroup
+	-n $(TEST_WORKERS)
 test: $(STAMP)
 	$(PYTEST)
 	$(MAKE) --no-print-directory test-cpu

@@ -11,8 +11,7 @@ from dprec.systems.registry import make_system
 ray = pytest.importorskip("ray")
 from dprec.distributed.ray_backend import RayBackend  # noqa: E402
 
-# Every test here starts Ray (a module-wide local cluster; one worker runs them: tests/conftest.py)
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow  # every test here starts Ray (a module-wide local cluster)
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -44,7 +44,6 @@ def _healthy(url: str) -> bool:
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
-    """One server process for the module (one worker runs its tests: tests/conftest.py)."""
     with Loopback(tmp_path_factory.mktemp("limits")) as lb:
         srv = lb.server("dplcf-sp", 20, {"neighbours": "3"},
                         extra=["--header-timeout", "3", "--body-timeout", "3",

@@ -146,8 +146,6 @@ def test_sigkill_and_restart_mid_round_lose_nothing_and_count_nothing_twice(tmp_
 
 @pytest.fixture(scope="module")
 def running(tmp_path_factory):
-    """A server and a proxy as processes, started once: under ``make test`` one worker runs
-    the tests that use them (tests/conftest.py, ``SHARED``)."""
     with Loopback(tmp_path_factory.mktemp("services")) as lb:
         srv = lb.server("fmf-ldp", 40, {"epochs": "2", "k": "5", "factors": "3"},
                         extra=["--log-level", "debug"], wait=False)
