@@ -142,6 +142,10 @@ def test_no_more_uploads_than_n_clients_are_taken_so_the_ring_cannot_wrap(tmp_pa
         codes = r.submit_all(r.uploads(range(1, 6), one_hot))
         assert codes[:3] == [202] * 3 and codes[3:] == [409, 409]
         assert "full" in s.submit(0, 9, r.uploads([9], one_hot[:1])[0][1]).json()["error"]
+        # a resend by a client already held (its answer was lost) is not "full": the device
+        # reads "already submitted" on a resend as accepted
+        again = s.submit(0, 1, r.uploads([1], one_hot[:1])[0][1])
+        assert again.status_code == 409 and "already submitted" in again.json()["error"]
         out = s.close(0).json()
         assert out["outcomes"]["summed"] == 3 and out["senders"] == 3
         assert out["release_rule"] == {"fewest": 2, "most": 3}
