@@ -19,31 +19,34 @@ run: $(STAMP)
 # Every seed's table and figure analogue that fits this machine (ML-100K and synthetic data,
 # about 60 min on 2 cores): small summaries under docs/results/<seed>/<step>/, each with its
 # command and date; docs/results/reproduce.json has every step's status and wall time.
+# ONLY="step ..." runs some steps (`make reproduce ONLY=dpals-ml20m`; `--list` names them).
 reproduce: $(STAMP)
-	$(BIN)/python scripts/reproduce.py
+	$(BIN)/python scripts/reproduce.py $(if $(ONLY),--only $(ONLY))
 
 # Every test, the `slow` and `browser` ones too (as CI runs them), on every core (pytest-xdist:
 # each test keeps its own tmp_path, ports come from the OS, Ray starts its own local cluster),
 # then the golden tests again on other CPU kernels. TEST_WORKERS=0 runs them in one process.
+# Bytecode is written (__pycache__, git-ignored) even where the environment turns it off: each
+# worker and each service process then compiles a module once, not once per process.
 TEST_WORKERS ?= auto
+PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -p no:cacheprovider \
+	-n $(TEST_WORKERS)
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS)
+	$(PYTEST)
 	$(MAKE) --no-print-directory test-cpu
 
 # The development loop: every test but the `slow` end-to-end checks (services as processes, kill
 # and restart, inproc == http, Ray, fresh interpreters) and the browser one, on every core
 # (pytest-xdist), stopping at the first failure. `make test` (and CI) still runs them all.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow and not browser" -x \
-		-n $(TEST_WORKERS)
+	$(PYTEST) -m "not slow and not browser" -x
 
 # The same seed gives the same numbers on every CPU: on x86-64, the golden and tie-rule tests
 # again with numpy's AVX-512 kernels off, OpenBLAS's Haswell kernels and numba for Haswell.
 test-cpu: $(STAMP)
 	if [ "$$(uname -m)" = x86_64 ]; then \
 		NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR" OPENBLAS_CORETYPE=Haswell \
-		NUMBA_CPU_NAME=haswell $(BIN)/python -m pytest -q -p no:cacheprovider \
-		-n $(TEST_WORKERS) tests/test_golden.py tests/test_selection.py; fi
+		NUMBA_CPU_NAME=haswell $(PYTEST) tests/test_golden.py tests/test_selection.py; fi
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks experiments scripts

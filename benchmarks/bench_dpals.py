@@ -73,9 +73,9 @@ def dpals_round(train: sp.csr_matrix, factors: int, aggregation: str,
 
 def phases(train: sp.csr_matrix, factors: int, args: argparse.Namespace) -> dict[str, float]:
     """Each step of one round, timed alone (trusted noise and the secure summed shares)."""
+    from dprec.protocol.secure_sum.curator import Curator
     from dprec.protocol.secure_sum.noise_shares import ShareNoise
     from dprec.systems.dpals import client
-    from dprec.systems.dpals.aggregate import noisy_release
     from dprec.systems.dpals.server import solve_items
     from dprec.systems.dpals.statistics import stats_width
 
@@ -98,8 +98,9 @@ def phases(train: sp.csr_matrix, factors: int, args: argparse.Namespace) -> dict
     U = timed("clip_users", lambda: client.clip_users(U, cfg.clip))
     stats = timed("item_statistics", lambda: client.item_statistics(U, w, gamma, args.seed, 1))
     gram = timed("gram_statistics", lambda: client.gram_statistics(U, gamma, args.seed, 1))
-    timed("noise trusted (curator draw)",
-          lambda: noisy_release(stats, 1e6, "trusted", n, None, args.seed, "s", 1))
+    curator = Curator(1e6)
+    curator.start(np.random.default_rng(args.seed))
+    timed("noise trusted (curator draw)", lambda: curator.noisy(stats.ravel(), 1))
     timed("noise secure (summed shares)",
           lambda: ShareNoise(1e6 / n, d * stats_width(factors), n, args.seed, "s",
                              1).range_sum(0, n))

@@ -26,7 +26,6 @@ import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
 from pathlib import Path
 
 import httpx
@@ -67,8 +66,8 @@ def unproved_upload(check: ContributionCheck, proxy_key: bytes, server_key: byte
 def measure(uploads: int, spacing: float) -> dict[str, object]:
     """CPU milliseconds of the proxy process per upload, per block of :data:`BLOCK`."""
     params = {"k": "50", "epsilon": "1.0", "validity": "prio3", "n_clients": str(N_CLIENTS)}
-    info = ProtocolInfo("dp-pop", D, asdict(DpPopConfig(epsilon=1.0, k=50, n_clients=N_CLIENTS,
-                                                        validity="prio3")))
+    info = ProtocolInfo("dp-pop", D, DpPopConfig(epsilon=1.0, k=50, n_clients=N_CLIENTS,
+                                                 validity="prio3"))
     with Loopback() as lb:
         srv = lb.server("dp-pop", D, params)
         prx = lb.proxy(srv.url, N_CLIENTS, N_CLIENTS)

@@ -41,7 +41,6 @@ proved round: min/mean/max, and after).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import os
@@ -203,8 +202,7 @@ def main() -> None:
     train = load_dataset(f"synthetic-{n}x{D}").matrix.tocsr()
     n, d = train.shape
     params = {"k": str(args.k), "epsilon": repr(args.epsilon), "validity": args.validity}
-    config = dataclasses.asdict(DpPopConfig(epsilon=args.epsilon, k=args.k,
-                                            validity=args.validity))
+    config = DpPopConfig(epsilon=args.epsilon, k=args.k, validity=args.validity)
     cal = calibrate(config, d, n)
     check = contribution_check(config, d, n)
 

@@ -50,7 +50,6 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -212,7 +211,7 @@ def components(system: str, params: dict[str, str], train: Any, batch_senders: i
 
     model.clients_hook = hook
     model.fit(train[:2000], derive_generator(0, "system", system))
-    info = ProtocolInfo(system, int(train.shape[1]), asdict(model.config))
+    info = ProtocolInfo(system, int(train.shape[1]), model.config)
     deployment = info.deployment
     next_id = 0
     for m in captured:  # ids as the HTTP transport numbers them

@@ -10,6 +10,8 @@ Two circuits, at d = 1,682 and 10,000, n = 1,000 clients, epsilon 1, delta 1e-6:
 - dpals-counts, dpals-als (``--cases``): dpals' deployed checks at its defaults (the DP count
   round over the d items; an ALS round of d * 14 + 10 statistics at F = 4), built by the
   deployment (``DEPLOYMENT.round_check``), its noise segments truncated;
+- dp-fedavg (``--cases``): dp-fedavg's deployed check at its defaults (F = 2: an update of
+  2 d coordinates), built by the deployment (``DEPLOYMENT.round_check``);
 - bounded-range: dp-fedavg's L2 clip C = 2 with its automatic gamma (gamma C = 100 sqrt(d)),
   its calibrated Skellam share; y_j in [-(ceil(gamma C) + T), ceil(gamma C) + T] (too wide
   for one polynomial: base-B digits, the smallest upload of the options) and
@@ -33,7 +35,6 @@ import json  # noqa: E402
 import math  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
-from dataclasses import asdict  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -55,7 +56,10 @@ from dprec.protocol.secure_sum.vdaf.noise_bounds import (  # noqa: E402
     truncated_noise_share,
 )
 from dprec.systems.dp_fedavg.accounting import calibrate_mu, choose_gamma  # noqa: E402
+from dprec.systems.dp_fedavg.deploy import DEPLOYMENT as FEDAVG  # noqa: E402
+from dprec.systems.dp_fedavg.system import DpFedAvgConfig  # noqa: E402
 from dprec.systems.dp_pop.calibration import calibrate  # noqa: E402
+from dprec.systems.dp_pop.config import DpPopConfig  # noqa: E402
 from dprec.systems.dpals.deploy import DEPLOYMENT as DPALS  # noqa: E402
 from dprec.systems.dpals.system import DpalsConfig  # noqa: E402
 
@@ -73,8 +77,7 @@ def median_ms(fn, reps: int) -> float:
 
 
 def dp_pop_case(d: int, rng: np.random.Generator):
-    cal = calibrate({"k": K, "epsilon": EPSILON, "delta": DELTA, "min_honest": None}, d,
-                    CLIENTS)
+    cal = calibrate(DpPopConfig(epsilon=EPSILON, delta=DELTA, k=K), d, CLIENTS)
     tr = choose_truncation(cal.share.mu, d, CLIENTS)
     check = dp_pop_check(d, K, tr)
     v = np.zeros(d, dtype=np.int64)
@@ -107,8 +110,8 @@ def dpals_case(d: int, rng: np.random.Generator, round: int):
     ``d (F (F + 3) / 2) + F (F + 1) / 2`` statistics) at its defaults (k = 50, F = 4,
     weighting tail), through the deployment's own path (its check, its noise segments);
     ``v`` = 0 (the prover's work does not depend on the values)."""
-    cfg = asdict(DpalsConfig(epsilon=EPSILON, delta=DELTA, weighting="tail",
-                             n_clients=CLIENTS, validity="prio3"))
+    cfg = DpalsConfig(epsilon=EPSILON, delta=DELTA, weighting="tail", n_clients=CLIENTS,
+                      validity="prio3")
     check = DPALS.round_check(cfg, d, round)
     rd = DPALS.device_round(cfg, d, round)
     dim = rd.params.dimension
@@ -117,7 +120,19 @@ def dpals_case(d: int, rng: np.random.Generator, round: int):
     return check, check.truncation, y, rd.params, np.zeros(dim), max(m for _, m in rd.segments)
 
 
-CASES = {"dp-pop": dp_pop_case, "bounded-range": fedavg_case,
+def fedavg_deployed_case(d: int, rng: np.random.Generator):
+    """dp-fedavg's deployed check at its defaults over ``d`` items (an update of ``d F``
+    coordinates), through the deployment's own path; ``v`` = 0 as for dpals."""
+    cfg = DpFedAvgConfig(epsilon=EPSILON, delta=DELTA, n_clients=CLIENTS, validity="prio3")
+    check = FEDAVG.round_check(cfg, d, 0)
+    rd = FEDAVG.device_round(cfg, d, 0)
+    dim = rd.params.dimension
+    v = np.zeros(dim, np.int64)
+    y = v + truncated_share(check, v, rng, rd.segments)
+    return check, check.truncation, y, rd.params, np.zeros(dim), max(m for _, m in rd.segments)
+
+
+CASES = {"dp-pop": dp_pop_case, "bounded-range": fedavg_case, "dp-fedavg": fedavg_deployed_case,
          "dpals-counts": lambda d, rng: dpals_case(d, rng, 0),
          "dpals-als": lambda d, rng: dpals_case(d, rng, 1)}
 
@@ -155,6 +170,14 @@ def measure(name: str, d: int, reps: int, seed: int = 0) -> dict[str, object]:
     sizes = check.sizes()
     with_proof = framing + sizes["upload"]  # the helper's seed replaces today's mask seed
     c = check.circuit
+    dim = c.dimension
+    split = {"ring_share_bytes": params.share_bytes,
+             "field_vector_bytes": 8 * dim,
+             "range_encoding_bytes": 8 * (sizes["measurement_elements"] - dim),
+             "proof_bytes": 8 * sizes["proof_elements"],
+             "framing_today_bytes": len(upload_today) - params.share_bytes,
+             "framing_with_proof_bytes": with_proof - 8 * (sizes["measurement_elements"]
+                                                          + sizes["proof_elements"])}
     return {
         "circuit": name, "d": d, "dimension": check.circuit.dimension, "clients": CLIENTS,
         "share_mu": share_mu,
@@ -171,6 +194,7 @@ def measure(name: str, d: int, reps: int, seed: int = 0) -> dict[str, object]:
                        "aggregator_exchange_bytes": 2 * sizes["verifier_share"]
                        + sizes["verifier_message"]},
         "upload_ratio": with_proof / len(upload_today),
+        "upload_split": split,
         "targets": {"upload_at_most_doubles": with_proof <= 2 * len(upload_today),
                     "verification_le_5ms": max(helper_ms, leader_ms) <= 5.0},
     }
@@ -194,6 +218,24 @@ def markdown(rows: list[dict], command: str) -> str:
             f"{w['upload_bytes']:,} | {r['upload_ratio']:.1f}x | {t['client_ms']:.2f} | "
             f"{w['client_ms']:.1f} | {w['proxy_ms']:.2f} | {w['server_ms']:.2f} | "
             f"{w['aggregator_exchange_bytes']:,} |")
+    lines += ["", "Where the bytes go (issue 31 §1's upload target): today's ring share "
+              "(`d ceil(b/8)`), the same vector as Field64 elements (`8 d`), the range "
+              "proof's encoding (digits and slack values, `8 (MEAS_LEN - d)`), the proof "
+              "shares (`8 PROOFS PROOF_LEN`) and the rest (seeds, blinds, boxes, headers).",
+              "",
+              "| circuit | dimension | ring share (B) | Field64 vector (B) | range encoding (B) "
+              "| proofs (B) | rest today / with proof (B) | proof / (field vector + "
+              "encoding) | field vector / ring share |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        s = r["upload_split"]
+        meas = s["field_vector_bytes"] + s["range_encoding_bytes"]
+        lines.append(
+            f"| {r['circuit']} | {r['dimension']:,} | {s['ring_share_bytes']:,} | "
+            f"{s['field_vector_bytes']:,} | {s['range_encoding_bytes']:,} | "
+            f"{s['proof_bytes']:,} | {s['framing_today_bytes']:,} / "
+            f"{s['framing_with_proof_bytes']:,} | {100 * s['proof_bytes'] / meas:.0f}% | "
+            f"{s['field_vector_bytes'] / s['ring_share_bytes']:.1f}x |")
     lines += ["", "Targets (issue 31): the proof at most doubles the upload; verification "
               "<= 5 ms per client at d = 1,682 on one core.", ""]
     for r in rows:

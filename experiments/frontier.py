@@ -1,12 +1,15 @@
 """Issue 24 §3: the HR@10 / per-user ε frontier of every private ranking system.
 
-Full-ranking HR@10 (each test user's top 10 over every unseen item, the headline of issue
-33; Recall@20, NDCG@10, MRR and Coverage@10 beside it at ε_user 1 and 8), sampled HR@10 (99
-negatives) and full HR@10 with random ties (issue 24's column) against the per-user ε (all
-of one user's data, the tightest sound analysis each system's privacy report gives,
-δ = 1e-6), with non-private popularity, ALS
-(mf-np, tuned where ``configs/<dataset>/mf-np.toml`` exists) and random as horizontal
-lines. Each system runs at the per-user ε of :data:`USER_EPSILONS`, and each seed system
+Full ranking first (issue 33 §1): HR@10, Recall@20 and NDCG@10 of each test user's top
+list over every unseen item against ε_user (MRR and Coverage@10 beside them at ε_user 1 and
+8), then sampled HR@10 (99 negatives) and full HR@10 with random ties (issue 24's column).
+ε_user is the per-user ε (all of one user's data, the tightest sound analysis each system's
+privacy report gives, δ = 1e-6) on one privacy axis, zero-out (issue 33 §5; the local-DP
+systems' replace-one ε is a sound zero-out bound, :mod:`dprec.privacy.relations`). Non-private
+popularity, ALS (mf-np), EASE (each tuned where ``configs/<dataset>/<system>.toml`` exists),
+random and, on ``synthetic-*`` data, the generator's oracle (a ceiling,
+:mod:`dprec.evaluation.oracle`) are horizontal lines and reference rows. Each system runs
+at the per-user ε of :data:`USER_EPSILONS`, and each seed system
 also at its own paper setting (:data:`PAPER_POINTS`: ε per bit or per report as published),
 placed at the per-user ε its report accounts.
 
@@ -22,9 +25,9 @@ read from the report: :func:`dprec.evaluation.compare.level_epsilon`, reused her
 Resumable: every (system, ε, seed) cell is one JSON under
 ``results/frontier/<dataset>/cells/``; a cell whose file exists is loaded, not rerun. A cell
 file whose config differs from the one asked for is an error (``--force`` reruns and
-rewrites it, saying so). Outputs: ``frontier.json``, ``frontier_sampled.png`` and
-``frontier_full.png`` under ``results/frontier/<dataset>/``, and the summary table
-``docs/results/frontier_<dataset>.md`` (command and date at the top).
+rewrites it, saying so). Outputs: ``frontier.json``, ``frontier_full-topk.png``,
+``frontier_sampled.png`` and ``frontier_full.png`` under ``results/frontier/<dataset>/``,
+and the summary table ``docs/results/frontier_<dataset>.md`` (command and date at the top).
 
 Usage: nice -n 10 .venv/bin/python experiments/frontier.py --dataset ml-100k --seeds 3
        [--systems dpals,popularity,...] [--user-eps 0.5 1 2 4 8 16] [--no-paper-points]
@@ -46,15 +49,16 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from dprec.data.registry import load_dataset
+from dprec.data.registry import load_dataset, split_filters
 from dprec.errors import DprecError
 from dprec.evaluation.compare import level_epsilon
+from dprec.evaluation.frontier_summary import AXIS, axis_guarantee, summary_markdown
 from dprec.evaluation.frontier_summary import METRIC as _METRIC
 from dprec.evaluation.frontier_summary import PROTOCOLS as _PROTOCOLS
-from dprec.evaluation.frontier_summary import summary_markdown
 from dprec.evaluation.frontier_summary import targets as _targets
 from dprec.evaluation.intervals import summarise
 from dprec.evaluation.metrics import FULL_LIST, HEADLINE
+from dprec.evaluation.oracle import OracleConfig, OracleRanker
 from dprec.evaluation.plots import plot_metric_vs_eps
 from dprec.evaluation.provenance import git_commit, run_command, utc_date
 from dprec.evaluation.runner import Experiment, RunResult
@@ -63,12 +67,13 @@ from dprec.privacy.events import strict_json
 from dprec.systems.registry import make_config, make_system, parse_label, read_config, spec
 
 __all__ = [
-    "CALIBRATE_AS", "DELTA", "PAPER_POINTS", "REFERENCES", "SYSTEMS", "TOLERANCE",
+    "CALIBRATE_AS", "DELTA", "ORACLE", "PAPER_POINTS", "REFERENCES", "SYSTEMS", "TOLERANCE",
     "USER_EPSILONS", "Calibration", "Frontier", "calibrate", "main", "start_epsilon",
     "summary_markdown",
 ]
 
 USER_EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+ORACLE = "oracle"
 DELTA = 1e-6
 SYSTEMS = (
     "lcf-sp", "lcf-ap", "dplcf-sp", "dplcf-ap", "dplcf-oue", "dplcf-eb", "bpr-mf", "gmf",
@@ -78,7 +83,9 @@ SYSTEMS = (
 """Every private ranking system of the leave-one-out protocol (dp-privrec runs on the
 PrivRec user split and is not on this plot)."""
 REFERENCES = {"random": "random", "popularity": "popularity (non-private)",
-              "mf-np": "ALS (mf-np, non-private)"}
+              "mf-np": "ALS (mf-np, non-private)", "ease": "EASE (non-private)",
+              ORACLE: "oracle (the generator's scores, ceiling)"}
+"""The reference lines; :data:`ORACLE` is added on every ``synthetic-*`` data set."""
 PAPER_POINTS = ("lcf-sp", "lcf-ap", "dplcf-sp", "dplcf-ap", "dplcf-oue", "dplcf-eb", "bpr-mf",
                 "gmf", "fmf-ldp")
 """The seed systems, also run at their paper setting (the default config: ε 1 per bit for
@@ -149,7 +156,9 @@ class Frontier:
     def config(self, label: str, paper: bool = False) -> tuple[Any, str]:
         """(config, provenance) of ``label``: the tuned file of its system if any, else the
         system's defaults (its paper setting with ``paper``), the label's own settings on
-        top."""
+        top; the oracle's: its data set."""
+        if label == ORACLE:
+            return OracleConfig(self.dataset_name), "the generator's own scores (no fit)"
         name, own = parse_label(label)
         cf = self.tuned.get(name)
         if paper:
@@ -159,6 +168,14 @@ class Frontier:
         base = make_config(name, cf.params)
         at = f" at ε {cf.params['epsilon']}" if "epsilon" in cf.params else ""
         return make_config(name, own, base), f"tuned ({cf.path}{at})"
+
+    def make(self, label: str, config: Any) -> Any:
+        """A fresh system of ``label`` at ``config``; the oracle scores with the data set's
+        generator (:class:`~dprec.evaluation.oracle.OracleRanker`)."""
+        if label == ORACLE:
+            ds = self.experiment(self.seeds[0]).dataset
+            return OracleRanker(config, ds.user_ids, ds.item_ids)
+        return make_system(parse_label(label)[0], config=config)
 
     def _known_probes(self, proxy: str, base_json: object) -> list[tuple[float, float]]:
         """Every stored probe of ``proxy``'s ε searches with this config (other targets)."""
@@ -189,9 +206,8 @@ class Frontier:
             return doc
         if path.exists():
             self.console.print(f"[yellow]--force: rewriting {path}[/]")
-        name = parse_label(label)[0]
         if result is None:
-            result = self.experiment(seed).run(lambda: make_system(name, config=config))
+            result = self.experiment(seed).run(lambda: self.make(label, config))
         doc = _cell_doc(label, kind, target, seed, config, provenance, result, calibration)
         doc["dataset"] = self.dataset_name
         _write_new(path, doc, force=True)
@@ -296,16 +312,21 @@ def _summary(cells: list[dict[str, Any]], proto: str, metric: str) -> dict[str, 
 def _point(cells: list[dict[str, Any]]) -> dict[str, Any]:
     """One frontier point from its seeds' cells: mean, std and 95% interval of each
     protocol's HR@10 (and of every headline metric of the full top-K lists), the largest
-    accounted per-user ε and δ (the report that holds for every seed's model)."""
+    accounted per-user ε and δ (the report that holds for every seed's model), and that
+    guarantee on the one privacy axis (:data:`AXIS`: ``axis_epsilon``, ``axis_delta``; None
+    where there is no sound conversion)."""
     first = cells[0]
     users = [c["user_epsilon"] for c in cells if c["user_epsilon"] is not None]
     deltas = [c["user_delta"] for c in cells if c["user_delta"] is not None]
+    axis = axis_guarantee(max(users) if users else None, max(deltas) if deltas else None,
+                          first["adjacency"])
     return {
         "kind": first["kind"], "target_user_epsilon": first["target_user_epsilon"],
         "user_epsilon": max(users) if users else None,
         "user_delta": max(deltas) if deltas else None,
         "mechanism_epsilon": first["mechanism_epsilon"], "sides": first["sides"],
         "model": first["model"], "adjacency": first["adjacency"],
+        "axis_epsilon": axis[0] if axis else None, "axis_delta": axis[1] if axis else None,
         "config_provenance": first["config_provenance"] if first["config"] else "no settings",
         "calibration": first["calibration"],
         "over_target": any(c["over_target"] for c in cells),
@@ -365,6 +386,7 @@ def build_document(result: dict[str, Any], args: argparse.Namespace, command: st
     doc = {"dataset": args.dataset, "command": command, "date": utc_date(),
            "commit": git_commit(), "seeds": args.seeds, "seeds_of": args.seeds_of, "delta": DELTA,
            "user_epsilons": [float(e) for e in args.user_eps], "metric": _METRIC,
+           "axis": AXIS.value,
            "provenance": provenance, "notes": list(args.note), **result}
     doc["targets"] = _targets(doc)
     return doc
@@ -383,22 +405,37 @@ def save(doc: dict[str, Any], root: Path, docs: Path | None, console: Console) -
         if not all(p.get(proto) for pts in [*doc["systems"].values(),
                                              list(doc["references"].values())] for p in pts):
             continue  # cells stored before the metric existed
-        sweep = {label: [{"user_epsilon": _number(p["user_epsilon"]), "mean": p[proto]["mean"],
-                          "std": p[proto]["std"], "sides": p["sides"]} for p in
-                         sorted(pts, key=lambda q: _number(q["user_epsilon"]))]
-                 for label, pts in doc["systems"].items()}
-        refs = {r["label"]: r[proto]["mean"] for r in doc["references"].values()}
-        paths.append(plot_metric_vs_eps(
-            sweep, root / f"frontier_{proto}.png",
-            f"HR@10 ({proto}) against the per-user ε on {doc['dataset']}",
-            ylabel=f"HR@10 ({proto})", references=refs, x="user_epsilon", log_x=True,
-            xlabel=f"per-user ε (δ = {doc['delta']:g}, tightest sound analysis; log scale)",
-            legend_outside=True))
+        paths.append(_plot(doc, proto, root / f"frontier_{proto}.png"))
     if docs is not None:
         docs.mkdir(parents=True, exist_ok=True)
         paths.append(docs / f"frontier_{_slug(doc['dataset'])}.md")
         paths[-1].write_text(summary_markdown(doc))
     return paths
+
+
+PLOT_LABELS = {FULL_LIST: "HR@10, full ranking (every unseen item)",
+               "sampled": "HR@10, sampled (99 negatives)",
+               "full": "HR@10, full ranking, random ties"}
+
+
+def _plot(doc: dict[str, Any], proto: str, path: Path) -> Path:
+    """HR@10 of ``proto`` against the per-user ε on the one privacy axis (bars: 95%
+    interval over seeds, none for one seed), the references (the oracle a ceiling) as
+    horizontal lines."""
+    def bar(summary: dict[str, Any]) -> float:
+        return float(summary.get("ci95") or 0.0)
+
+    sweep = {label: [{"user_epsilon": _number(p["axis_epsilon"]), "mean": p[proto]["mean"],
+                      "std": bar(p[proto]), "sides": p["sides"]} for p in
+                     sorted(pts, key=lambda q: _number(q["axis_epsilon"]))]
+             for label, pts in doc["systems"].items()}
+    refs = {r["label"]: r[proto]["mean"] for r in doc["references"].values()}
+    return plot_metric_vs_eps(
+        sweep, path, f"{PLOT_LABELS[proto]}, {doc['dataset']}",
+        ylabel=f"{PLOT_LABELS[proto].split(' (')[0]} (bars: 95% interval)", references=refs,
+        x="user_epsilon", log_x=True, legend_outside=True,
+        xlabel=f"per-user ε, {AXIS.describe()} (δ = {doc['delta']:g}; local-DP systems: "
+               "their replace-one ε, an upper bound; log scale)")
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -408,7 +445,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--systems", default=",".join(SYSTEMS),
                     help="comma-separated labels; a label may carry [KEY=VALUE;...]")
-    ap.add_argument("--references", default=",".join(REFERENCES))
+    ap.add_argument("--references", default=",".join(r for r in REFERENCES if r != ORACLE),
+                    help="comma-separated; the oracle is added on synthetic-* data sets")
     ap.add_argument("--user-eps", type=float, nargs="+", default=list(USER_EPSILONS))
     ap.add_argument("--no-paper-points", action="store_true")
     ap.add_argument("--configs", type=Path, default=None,
@@ -425,7 +463,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     configs = args.configs if args.configs is not None else Path("configs") / args.dataset
     systems = [s.replace(";", ",") for s in _labels(args.systems)]
     references = _labels(args.references)
-    for label in [*systems, *references]:
+    if split_filters(args.dataset)[0].lower().startswith("synthetic-") and \
+            ORACLE not in references:
+        references.append(ORACLE)
+    for label in [*systems, *(r for r in references if r != ORACLE)]:
         if spec(parse_label(label)[0]).task != "ranking":
             raise DprecError(f"{label} is not a ranking system")
     console = Console(stderr=True)

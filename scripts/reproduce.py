@@ -8,7 +8,11 @@ the tail of the step's output (``log.txt``). A file over :data:`MAX_FILE_BYTES` 
 smaller where that loses nothing a reader needs (JSON without indentation, a PNG with a
 256-colour palette, then at half size) and is otherwise not copied and listed as left out. A
 failing step (non-zero exit, a timeout, no output) is recorded as failed and the next step
-runs; the run exits 1 at the end if any step failed. docs/results/reproduce.json is the
+runs; the run exits 1 at the end if any step failed. A step whose data set cannot be had here
+(``needs``: ML-20M is not fetched, no network) is recorded as "needs the data", with what to
+run, and is not a failure. After a ``ranking-table`` step that succeeded,
+scripts/reproduction_tables.py rebuilds docs/REPRODUCTION.md's full-ranking table from its
+results. docs/results/reproduce.json is the
 run's summary: every step's status and wall time (a run of some steps with --only keeps the
 others' entries).
 
@@ -36,15 +40,18 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from dprec.data.registry import missing_data
 from dprec.evaluation.provenance import git_commit
 
-__all__ = ["MAX_FILE_BYTES", "STEPS", "Step", "StepResult", "expand", "main", "run_step",
-           "run_steps", "shown", "shrink", "write_summary"]
+__all__ = ["MAX_FILE_BYTES", "NEEDS_DATA", "STEPS", "Step", "StepResult", "expand", "main",
+           "run_step", "run_steps", "shown", "shrink", "write_summary"]
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_FILE_BYTES = 50_000
 """A committed file's size limit (docs/results files must be small)."""
 LOG_TAIL_LINES = 120
+NEEDS_DATA = "needs the data"
+"""The status of a step whose data set is not on this machine (not a failure)."""
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
@@ -60,10 +67,20 @@ class Step:
     outputs: tuple[str, ...]
     about: str
     timeout_s: int = 1200
+    needs: tuple[str, ...] = ()
+    """Data sets the step reads that may be missing here (:func:`missing_data`)."""
 
 
 def _compare(*extra: str) -> tuple[str, ...]:
     return ("{dprec}", "compare", "--dataset", "ml-100k", *extra, "--out", "{out}")
+
+
+def _strong(dataset: str) -> tuple[str, ...]:
+    """Strong generalisation on ``dataset`` (10,000 held-out users, Liang et al.'s): the
+    baselines that fold a user in, ALS, and dpals at per-user eps 1 and 8."""
+    return ("{dprec}", "compare", "--dataset", dataset, "--task", "strong:10000",
+            "--seeds", "1", "--systems", "popularity,mf-np,dpals", "--eps-grid", "1,8",
+            "--sweep-seeds", "1", "--out", "{out}")
 
 
 COMPARE_FILES = ("*/compare-*/results.csv", "*/compare-*/*.png")
@@ -76,7 +93,8 @@ STEPS: tuple[Step, ...] = (
                   "--eps-grid", "0.5,1,2,3", "--sweep-seeds", "2"),
          COMPARE_FILES,
          "DPLCF paper Table 2 and FMF-LDP benchmark table analogue: leave-one-out (latest), "
-         "sampled (99 negatives) and full HR@K; eps sweep"),
+         "full ranking first (top-K list metrics), then sampled (99 negatives) and full "
+         "HR@K; eps sweep (scripts/reproduction_tables.py rebuilds REPRODUCTION.md's table)"),
     Step("dplcf-vs-users", "003",
          ("{py}", "experiments/dplcf_vs_users.py", "--users", "1000", "10000", "75000",
           "--seeds", "1", "--out", "{out}"),
@@ -155,6 +173,16 @@ STEPS: tuple[Step, ...] = (
          ("*.json", "*.md", "*.png"),
          "DP-PNBM Figure 6: DPSGD- against DPPS-PNBM on the paper's axis and on the proved "
          "eps (why the paper's cannot be drawn honestly)"),
+    Step("dpals-ml20m", "dpals", _strong("ml-20m:gt3.5:min5"), COMPARE_FILES,
+         "The DPALS protocol (Chien et al., ICML 2021): ML-20M, ratings > 3.5, users with >= 5; "
+         "strong generalisation, 10,000 held-out users folded in on the device; Recall@20/50, "
+         "NDCG@100 against the per-user eps (needs `dprec data fetch ml-20m`)",
+         timeout_s=14400, needs=("ml-20m",)),
+    Step("dpals-ml20m-synthetic", "dpals", _strong("synth-137000x20000-10000000"),
+         COMPARE_FILES,
+         "dpals-ml20m's pipeline on a synthetic stand-in of ML-20M's size (137K users x 20K "
+         "items, 10M interactions, the drift generator): time and memory at that scale",
+         timeout_s=14400),
 )
 
 
@@ -244,11 +272,14 @@ def shrink(path: Path, target: Path) -> str | None:
 def run_step(step: Step, scratch_base: Path, docs: Path, cwd: Path = ROOT) -> StepResult:
     """Run one step and copy its outputs; never raises for a failing command."""
     scratch = scratch_base / step.name
+    command = shown(step)
+    date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    missing = [m for d in step.needs if (m := missing_data(d)) is not None]
+    if missing:
+        return _needs_data(step, docs, command, date, missing)
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
     argv = expand(step.argv, scratch)
-    command = shown(step)
-    date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     print(f"\n=== {step.folder}/{step.name}: {command}", flush=True)
     start = time.monotonic()
     cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -308,6 +339,22 @@ def run_step(step: Step, scratch_base: Path, docs: Path, cwd: Path = ROOT) -> St
     print(f"--- {step.folder}/{step.name}: {status} in {wall:.0f} s ({cpu:.0f} CPU-s) "
           f"({len(files)} files kept{', ' + str(len(left_out)) + ' left out' if left_out else ''})",
           flush=True)
+    return result
+
+
+def _needs_data(step: Step, docs: Path, command: str, date: str,
+                missing: list[str]) -> StepResult:
+    """The record of a step not run because its data are not here: what to fetch or pass."""
+    target = docs / step.folder / step.name
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    (target / "log.txt").write_text("\n".join(missing) + "\n")
+    result = StepResult(step.name, step.folder, command, NEEDS_DATA, None, 0.0, 0.0, [], [],
+                        date)
+    (target / "command.json").write_text(json.dumps(
+        {**result.to_json(), "about": step.about, "commit": _commit(), "needs": missing},
+        indent=2) + "\n")
+    print(f"--- {step.folder}/{step.name}: {NEEDS_DATA}: {'; '.join(missing)}", flush=True)
     return result
 
 
@@ -378,7 +425,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r.folder + '/' + r.name:<28} {r.status:<8} {r.wall_time_s:>9.0f} "
               f"{r.cpu_time_s:>8.0f}")
     print(f"total {time.monotonic() - start:.0f} s (shared machine: other jobs inflate it)")
-    bad = [r.name for r in results if r.status != "ok"]
+    if any(r.name == "ranking-table" and r.status == "ok" for r in results) and \
+            args.docs.resolve() == (ROOT / "docs" / "results").resolve():
+        subprocess.run([sys.executable, str(ROOT / "scripts" / "reproduction_tables.py")],
+                       check=False)
+    bad = [r.name for r in results if r.status not in ("ok", NEEDS_DATA)]
     if bad:
         print(f"FAILED: {', '.join(bad)} (see docs/results/<folder>/<step>/log.txt)")
         return 1

@@ -90,3 +90,20 @@ def test_public_entry_points_raise_the_specific_type(call, cls, message):
         call()
     assert message in str(info.value)
     assert isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize("value", [True, "x", None, [1.0]])
+def test_as_float_refuses_what_is_not_a_number_with_the_given_error(value):
+    from dprec.errors import as_float
+    with pytest.raises(PrivacyParameterError, match="^eps refused$"):
+        as_float(value, "eps refused", PrivacyParameterError)
+
+
+def test_as_float_reads_numbers_and_refuses_non_finite_ones_only_when_asked():
+    import math
+
+    from dprec.errors import as_float
+    assert as_float("2.5", "m") == 2.5 and as_float(np.float32(1.5), "m") == 1.5
+    assert math.isinf(as_float("inf", "m"))
+    with pytest.raises(InvalidParameterError, match="^m$"):
+        as_float(float("nan"), "m", finite=True)

@@ -21,7 +21,7 @@ import numpy as np
 
 __all__ = [
     "DataError", "DprecError", "InvalidParameterError", "NotFittedError",
-    "PrivacyParameterError", "UnknownDatasetError", "UnknownNameError", "check_int",
+    "PrivacyParameterError", "UnknownDatasetError", "UnknownNameError", "as_float", "check_int",
     "check_positive", "check_real",
 ]
 
@@ -55,6 +55,21 @@ class UnknownDatasetError(DataError, UnknownNameError):
 class NotFittedError(DprecError):
     """A model or system asked to score or predict before ``fit``: the message names it and
     says to call ``fit`` first."""
+
+
+def as_float(value: object, message: str, error: type[DprecError] = InvalidParameterError,
+             *, finite: bool = False) -> float:
+    """``float(value)``; ``error(message)`` when ``value`` is a bool or something float()
+    refuses, and (``finite``) when the number is NaN or infinite."""
+    if isinstance(value, bool):
+        raise error(message)
+    try:
+        out = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise error(message) from None
+    if finite and not math.isfinite(out):
+        raise error(message)
+    return out
 
 
 def check_positive(name: str, value: float) -> float:

@@ -4,7 +4,6 @@ is charged N x eps before anything is sent, and ranks with the server's model, i
 factor folded in on the device. Laplace-RR (no finite guarantee) is refused by any policy."""
 
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +27,7 @@ N, M = 12, 6
 
 
 def _info(cfg) -> ProtocolInfo:
-    return ProtocolInfo(cfg_name(cfg), N, asdict(cfg))
+    return ProtocolInfo(cfg_name(cfg), N, cfg)
 
 
 def cfg_name(cfg) -> str:

@@ -133,3 +133,20 @@ def test_the_ledger_folder_and_files_are_private(tmp_path):
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     for f in folder.iterdir():
         assert stat.S_IMODE(f.stat().st_mode) == 0o600, f.name
+
+
+def test_a_note_travels_with_its_charge_and_a_stray_note_is_refused(tmp_path):
+    """A charge's note (what its guarantee rests on: a trusted aggregator) is kept on disk
+    with it; a ledger whose note names no charge is refused, not guessed at."""
+    path = tmp_path / "ledger.json"
+    ledger = DiskLedger(path, 5.0)
+    assert ledger.charge("run/round-0", 1.5, "rests on a trusted aggregator")
+    assert ledger.charge("run/round-1", 0.5)
+    again = DiskLedger(path, 5.0)
+    assert again.notes == {"run/round-0": "rests on a trusted aggregator"}
+    assert again.count_under("run/") == 2 and again.spent == 2.0
+    doc = json.loads(path.read_text())
+    doc["notes"]["run/round-9"] = "a note without a charge"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(DprecError, match="unreadable"):
+        DiskLedger(path, 5.0)

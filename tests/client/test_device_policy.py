@@ -113,10 +113,18 @@ def test_load_toml_and_json_closed_and_strict(tmp_path):
             DevicePolicy.from_dict(bad)
 
 
-def test_a_malformed_config_is_a_bad_reply_not_a_policy_matter():
-    info = ProtocolInfo("fmf-ldp", 30, {**fmf_info().config, "clip": -1.0})
-    with pytest.raises(BadReply, match="config.clip must be a finite number > 0, got -1.0"):
-        DEFAULT.read(info)
-    info = ProtocolInfo("fmf-ldp", 30, {**fmf_info().config, "epochs": True})
-    with pytest.raises(BadReply, match="config.epochs must be an integer"):
-        DEFAULT.read(info)
+@pytest.mark.parametrize("change, match", [
+    ({"clip": -1.0}, "clip must be"), ({"epochs": True}, "config.epochs must be an integer"),
+    ({"cells": "mine"}, "config.cells must be 'chosen' or 'assigned'"),
+    ({"shuffle": 1}, "does not have: shuffle")])
+def test_a_malformed_config_is_a_bad_reply_not_a_policy_matter(change, match):
+    """The device decodes the published config into FMF-LDP's typed config: a field of the
+    wrong type or range, or one the config does not have, is a bad reply."""
+    from dprec.client.http import ServerAPI
+
+    doc = fmf_info().to_json()
+    doc["config"] = {**doc["config"], **change}
+    api = ServerAPI.__new__(ServerAPI)
+    api.protocol_doc = lambda: doc  # type: ignore[method-assign]
+    with pytest.raises(BadReply, match=match):
+        api.protocol()

@@ -5,7 +5,7 @@ opens to the device's quantised vector plus its noise share."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -38,18 +38,21 @@ def _pop(**kw):
     ring shares (the proved device: tests/services/test_secure_sum_proofs.py)."""
     cfg = {"epsilon": 1.0, "k": 3, "n_clients": 40, "min_honest": 20, "validity": "none",
            **kw}
-    return ProtocolInfo("dp-pop", D, asdict(DpPopConfig(**cfg)))
+    return ProtocolInfo("dp-pop", D, DpPopConfig(**cfg))
 
 
 def _dpals():
-    return ProtocolInfo("dpals", D, asdict(DpalsConfig(epsilon=2.0, k=4, weighting="tail",
-                                                       factors=3, n_clients=40,
-                                                       min_honest=20)))
+    """A ring run (``validity=none``; the default proves): these tests open the uploads."""
+    return ProtocolInfo("dpals", D, DpalsConfig(epsilon=2.0, k=4, weighting="tail",
+                                                factors=3, n_clients=40,
+                                                min_honest=20, validity="none"))
 
 
 def _fedavg():
-    return ProtocolInfo("dp-fedavg", D, asdict(DpFedAvgConfig(
-        epsilon=2.0, factors=2, rounds=2, rate=1.0, min_honest=20, n_clients=40)))
+    """A ring run (``validity=none``), as :func:`_dpals`."""
+    return ProtocolInfo("dp-fedavg", D, DpFedAvgConfig(
+        epsilon=2.0, factors=2, rounds=2, rate=1.0, min_honest=20, n_clients=40,
+        validity="none"))
 
 
 def _open(body: bytes, params, keys: tuple[KeyPair, KeyPair], round: int) -> np.ndarray:

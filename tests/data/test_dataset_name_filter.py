@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dprec.cli import app
-from dprec.data.registry import KNOWN_DATASETS, load_dataset, split_filter
+from dprec.data.registry import KNOWN_DATASETS, load_dataset, split_filters
 from dprec.errors import DataError
 
 pytestmark = pytest.mark.usefixtures("no_releases")
@@ -23,13 +23,17 @@ def write_ml20m(root):
     return root
 
 
-def test_split_filter():
-    assert split_filter("ml-20m:min60") == ("ml-20m", 60)
-    assert split_filter(" ML-1M:MIN5 ") == ("ML-1M", 5)
-    assert split_filter("ml-20m") == ("ml-20m", None)
-    assert split_filter("csv:data/r.csv?user=a:min3") == ("csv:data/r.csv?user=a", 3)
+def test_split_filters():
+    assert split_filters("ml-20m:min60") == ("ml-20m", (("min", 60),))
+    assert split_filters(" ML-1M:MIN5 ") == ("ML-1M", (("min", 5),))
+    assert split_filters("ml-20m") == ("ml-20m", ())
+    assert split_filters("csv:data/r.csv?user=a:min3") == ("csv:data/r.csv?user=a",
+                                                           (("min", 3),))
+    assert split_filters("ml-20m:gt3.5:min5") == ("ml-20m", (("gt", 3.5), ("min", 5)))
     with pytest.raises(DataError, match=r":min0 needs N >= 1"):
-        split_filter("ml-1m:min0")
+        split_filters("ml-1m:min0")
+    with pytest.raises(DataError, match=r":min2.5 needs N >= 1 .* whole number"):
+        split_filters("ml-1m:min2.5")
     assert "<any of these>:min<N>" in KNOWN_DATASETS
 
 
@@ -69,6 +73,35 @@ def test_the_filtered_data_set_is_named_apart_and_keeps_the_base_data():
     rated = np.bincount(a.matrix.indices, minlength=a.n_items) > 0
     assert b.n_users == a.n_users and b.n_items == int(rated.sum())
     assert (a.matrix[:, np.flatnonzero(rated)] != b.matrix).nnz == 0
+
+
+def write_graded(root):
+    """User u (1..8) rated items 1..u+1; item i got rating 3.5 when i is odd, else 4.5, so
+    user u has floor((u + 1) / 2) ratings > 3.5."""
+    folder = root / "ml-20m"
+    folder.mkdir()
+    rows = [f"{u},{i},{3.5 if i % 2 else 4.5},{1112486027 + u * 10 + i}"
+            for u in range(1, 9) for i in range(1, u + 2)]
+    (folder / "ratings.csv").write_text("userId,movieId,rating,timestamp\n" + "\n".join(rows)
+                                        + "\n")
+    return root
+
+
+def test_gt_then_min_is_liang_et_al_preprocessing(tmp_path):
+    root = write_graded(tmp_path)
+    ds = load_dataset("ml-20m:gt3.5:min3", data_dir=root)
+    assert ds.name == "ml-20m:gt3.5:min3"
+    # users 5..8 have 3, 3, 4, 4 ratings of 4.5 (items 2, 4, 6, 8); 3.5 is not > 3.5
+    assert ds.user_ids.tolist() == [5, 6, 7, 8]
+    assert np.diff(ds.matrix.indptr).tolist() == [3, 3, 4, 4]
+    assert set(ds.item_ids.tolist()) == {2, 4, 6, 8} and (ds.matrix.data == 1).all()
+    assert ds.rating_scale is None
+    assert list(ds.history[-2:]) == ["binarise(rating>3.5)",
+                                     "min_interactions(user>=3,item>=1,one-pass)"]
+    with pytest.raises(DataError, match=r"no rating of ml-20m is > 5; lower T"):
+        load_dataset("ml-20m:gt5", data_dir=root)
+    with pytest.raises(DataError, match="implicit feedback .* drop the filter"):
+        load_dataset("ml-20m:gt3.5:gt0.5", data_dir=root)
 
 
 def test_the_cli_help_documents_the_filter():

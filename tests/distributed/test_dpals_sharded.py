@@ -34,7 +34,8 @@ def _same(a, b) -> None:
 
 
 @pytest.mark.parametrize("params", [{}, {"weighting": "tail"},
-                                    {"weighting": "adaptive", "shares": "per-client"}])
+                                    {"weighting": "adaptive", "shares": "per-client"},
+                                    {"aggregation": "trusted", "weighting": "tail"}])
 def test_dpals_in_local_shards_equals_the_in_process_run(als_train, params):
     expected = _fit(als_train, None, **params)
     for shards in (1, 3):

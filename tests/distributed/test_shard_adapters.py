@@ -1,6 +1,5 @@
 """The sharded backend takes a system's adapter from its descriptor (issue 22 §1)."""
 
-from dataclasses import asdict
 
 from dprec.distributed.shards import adapter_for
 from dprec.protocol.aggregation import make_aggregator
@@ -11,9 +10,9 @@ from dprec.systems.fmf.system import FMFConfig
 
 
 def test_each_server_half_names_the_adapter_the_backend_builds():
-    cases = [(ProtocolInfo("dplcf-sp", 20, asdict(LocalItemCFConfig(neighbours=3))),
+    cases = [(ProtocolInfo("dplcf-sp", 20, LocalItemCFConfig(neighbours=3)),
               PassThrough(), None),
-             (ProtocolInfo("fmf-ldp", 30, asdict(FMFConfig(epochs=3, k=4, factors=3))),
+             (ProtocolInfo("fmf-ldp", 30, FMFConfig(epochs=3, k=4, factors=3)),
               ShufflingProxy(2), 4)]
     for info, proxy, k in cases:
         serving = info.serving()

@@ -94,7 +94,8 @@ def test_the_json_has_every_field(run):
     assert paper[0]["user_epsilon"] > max(EPS)
     assert (tmp / "out" / DATASET / "cells" / "dplcf-sp" / "paper" / "seed0.json").exists()
     assert not [p for p in on_disk["systems"]["dp-pop"] if p["kind"] == "paper"]
-    assert set(on_disk["references"]) == {"random", "popularity"}
+    # the generator's oracle is a reference on every synthetic-* data set
+    assert set(on_disk["references"]) == {"random", "popularity", "oracle"}
     for name in ("frontier_sampled.png", "frontier_full.png"):
         assert (tmp / "out" / DATASET / name).stat().st_size > 1000
     md = (tmp / "docs" / f"frontier_{DATASET}.md").read_text()
@@ -176,7 +177,8 @@ def test_the_summary_leads_with_full_ranking_and_labels_the_sampled_metric(run):
     tmp, doc = run
     md = (tmp / "docs" / f"frontier_{DATASET}.md").read_text()
     full = md.index("## Full-ranking HR@10")
-    assert full < md.index("## Sampled HR@10 (99 negatives)") < md.index(
+    assert full < md.index("## Full-ranking Recall@20") < md.index("## Full-ranking NDCG@10") \
+        < md.index("## Sampled HR@10 (99 negatives)") < md.index(
         "## Full HR@10, ties broken at random")
     # every headline metric at ε_user 1, beside the references, one seed said as such
     detail = md[md.index("### Every full-ranking metric"):md.index("## Sampled HR@10")]
@@ -199,3 +201,45 @@ def test_cells_stored_before_the_full_ranking_metrics_show_a_dash():
     assert point["full-topk"] is None and point["sampled"]["n"] == 2
     assert fmt_point(point, "full-topk") == "–"
     assert fmt_point(point, "sampled") == "0.500 ± 0.000"
+
+
+def test_the_oracle_is_a_ceiling_row_above_every_system(run):
+    tmp, doc = run
+    oracle = doc["references"]["oracle"]
+    assert oracle["config_provenance"].startswith("the generator's own scores")
+    assert oracle["user_epsilon"] is None and oracle["axis_epsilon"] is None
+    best = max(p["full-topk"]["mean"] for pts in doc["systems"].values() for p in pts)
+    assert oracle["full-topk"]["mean"] > max(best, doc["references"]["popularity"][
+        "full-topk"]["mean"])
+    md = (tmp / "docs" / f"frontier_{DATASET}.md").read_text()
+    table = md[md.index("## Full-ranking HR@10"):md.index("## Full-ranking Recall@20")]
+    assert "| oracle (the generator's scores, ceiling) | the generator's own scores | 1 |" \
+        in table
+
+
+def test_one_privacy_axis_zero_out_with_the_relation_said(run):
+    tmp, doc = run
+    for label, relation in (("dp-pop", "zero_out"), ("dplcf-sp", "replace_one")):
+        for p in doc["systems"][label]:
+            assert p["adjacency"] == relation
+            # replace-one holds unchanged under zero-out; zero-out is the axis itself
+            assert (p["axis_epsilon"], p["axis_delta"]) == (p["user_epsilon"], p["user_delta"])
+    md = (tmp / "docs" / f"frontier_{DATASET}.md").read_text()
+    assert "One privacy axis" in md and "under **zero-out** adjacency" in md
+    assert "ε_user: per-user ε under zero-out adjacency" in md
+    accounted = md[md.index("## Accounted per-user ε"):]
+    assert "| accounted under |" in accounted and "| replace-one at ε_user 1 |" in accounted
+    row = next(r for r in accounted.splitlines() if r.startswith("| dp-pop |"))
+    assert "| zero-out |" in row
+    eps1 = next(p for p in doc["systems"]["dp-pop"] if p["target_user_epsilon"] == 1.0)
+    two = 2 * eps1["user_epsilon"]
+    assert f"({two:.4g}, {(1 + math.exp(eps1['user_epsilon'])) * 1e-6:.2g})" in row
+
+
+def test_a_guarantee_of_an_unknown_relation_is_off_the_axis():
+    from dprec.evaluation.frontier_summary import axis_guarantee
+
+    assert axis_guarantee(1.0, 1e-6, "replace_one") == (1.0, 1e-6)
+    assert axis_guarantee(1.0, 1e-6, "zero_out") == (1.0, 1e-6)
+    assert axis_guarantee(1.0, 1e-6, "add_remove_one") is None  # no sound conversion
+    assert axis_guarantee(1.0, 1e-6, "a") is None and axis_guarantee(None, None, None) is None

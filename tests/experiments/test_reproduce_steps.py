@@ -161,3 +161,31 @@ def test_a_step_records_the_cpu_time_of_its_command(
     meta = json.loads((docs / "000" / "spin" / "command.json").read_text())
     assert meta["cpu_time_s"] >= 0.3
     assert json.loads((docs / "reproduce.json").read_text())["total_cpu_time_s"] >= 0.3
+
+
+def test_a_step_whose_data_are_not_here_is_recorded_as_needing_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ML-20M cannot be fetched here: the step is not run, not a failure, and says what to
+    run; the next step still runs."""
+    monkeypatch.delenv("DPREC_DATA", raising=False)
+    monkeypatch.setattr("dprec.data.registry.movielens_cache_path",
+                        lambda name: tmp_path / "no-cache" / name)
+    write = "import sys, pathlib; pathlib.Path(sys.argv[1], 'a.json').write_text('{}')"
+    needs = reproduce.Step("big-data", "dpals", ("{py}", "-c", "raise SystemExit(9)", "{out}"),
+                           ("*.json",), "needs ML-20M", timeout_s=60, needs=("ml-20m:gt3.5",))
+    monkeypatch.setattr(reproduce, "STEPS", (needs, _writer("after", "000", write)))
+    docs = tmp_path / "docs"
+    assert reproduce.main(["--docs", str(docs), "--scratch", str(tmp_path / "s")]) == 0
+    meta = json.loads((docs / "dpals" / "big-data" / "command.json").read_text())
+    assert meta["status"] == reproduce.NEEDS_DATA and meta["returncode"] is None
+    assert "dprec data fetch ml-20m" in meta["needs"][0]
+    assert not (tmp_path / "s" / "big-data").exists()
+    summary = json.loads((docs / "reproduce.json").read_text())
+    assert [(e["name"], e["status"]) for e in summary["steps"]] == [
+        ("big-data", reproduce.NEEDS_DATA), ("after", "ok")]
+    # with the data there (a folder holding ratings.csv), the step runs (and here fails)
+    (tmp_path / "d" / "ml-20m").mkdir(parents=True)
+    (tmp_path / "d" / "ml-20m" / "ratings.csv").write_text("userId,movieId,rating,timestamp\n")
+    monkeypatch.setenv("DPREC_DATA", str(tmp_path / "d"))
+    assert reproduce.main(["--docs", str(docs), "--scratch", str(tmp_path / "s"),
+                           "--only", "big-data"]) == 1

@@ -6,14 +6,18 @@ import numpy as np
 import pytest
 
 from dprec.errors import NotFittedError
-from dprec.models.fitted import fitted_array, require_fitted
+from dprec.models.configured import Configured
+from dprec.models.fitted import fitted_array, fitted_flag, fitted_value, require_fitted
 
 
 class _Model:
     weights = fitted_array("_w", "(n,) the weights.")
+    mean = fitted_value("_mu", "_w", "mu, a learned scalar.")
+    is_fitted = fitted_flag("_w")
 
     def __init__(self) -> None:
         self._w: np.ndarray | None = None
+        self._mu = 0.0
 
 
 def test_a_fitted_array_raises_not_fitted_naming_the_class_until_it_is_set():
@@ -35,3 +39,30 @@ def test_require_fitted_passes_an_array_through():
     assert require_fitted(x, "M") is x
     with pytest.raises(NotFittedError, match="M is not fitted"):
         require_fitted(None, "M")
+
+
+def test_a_fitted_value_is_guarded_by_its_array_and_the_flag_follows_it():
+    m = _Model()
+    assert m.is_fitted is False
+    with pytest.raises(NotFittedError, match=r"^_Model is not fitted"):
+        _ = m.mean
+    m._w, m._mu = np.arange(3.0), 2.5
+    assert m.is_fitted is True
+    assert m.mean == 2.5
+    with pytest.raises(AttributeError):
+        m.is_fitted = False
+
+
+def test_configured_holds_the_given_config_or_the_defaults():
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Cfg:
+        k: int = 3
+
+    class M(Configured[Cfg], config=Cfg):
+        pass
+
+    assert M().config == Cfg()
+    given = Cfg(k=7)
+    assert M(given).config is given

@@ -182,3 +182,21 @@ def test_the_mean_aggregator_is_found_by_name():
                           .totals())
     with pytest.raises(DprecError, match="aggregator must be one of"):
         make_aggregator("median")
+
+
+def test_an_aggregator_with_one_parameter_reads_and_writes_it_as_name_colon_arg():
+    class Scaled(MeanAggregator):
+        name = "scaled"
+        argument = ("factor", float)
+
+        def __init__(self, factor: float = 2.0) -> None:
+            self.factor = float(factor)
+
+    table = {"scaled": Scaled, "mean": MeanAggregator}
+    assert make_aggregator("scaled", table).spec == "scaled:2.0"
+    agg = make_aggregator("scaled:0.25", table)
+    assert agg.factor == 0.25 and make_aggregator(agg.spec, table).spec == "scaled:0.25"
+    with pytest.raises(DprecError, match=r"scaled:ARG needs a float, got 'x'"):
+        make_aggregator("scaled:x", table)
+    with pytest.raises(DprecError, match="aggregator mean takes no argument"):
+        make_aggregator("mean:3", table)

@@ -5,7 +5,6 @@ protocol) know no system by name, and a device never loads a system's server hal
 import ast
 import subprocess
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -58,8 +57,8 @@ def test_the_family_check_sees_a_switch(tmp_path):
 
 
 def _infos():
-    return [ProtocolInfo("dplcf-sp", 20, asdict(LocalItemCFConfig(neighbours=3))),
-            ProtocolInfo("fmf-ldp", 30, asdict(FMFConfig(epochs=3, k=4, factors=3)))]
+    return [ProtocolInfo("dplcf-sp", 20, LocalItemCFConfig(neighbours=3)),
+            ProtocolInfo("fmf-ldp", 30, FMFConfig(epochs=3, k=4, factors=3))]
 
 
 def test_each_registered_system_has_one_descriptor_and_one_server_half():

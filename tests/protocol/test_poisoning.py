@@ -4,8 +4,6 @@ and accounting are untouched, and poisoning measurably hurts HR@10."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import numpy as np
 import pytest
 
@@ -145,7 +143,7 @@ def _client_messages(rounds):
 @pytest.mark.parametrize("system, params", CASES)
 def test_poisoned_reports_pass_the_services_checks(train, system, params, strategy):
     model, hook, rec = _record(system, params, train, Poisoning(0.1, strategy))
-    info = ProtocolInfo(system, N_ITEMS, asdict(model.config))
+    info = ProtocolInfo(system, N_ITEMS, model.config)
     attackers = set(hook.clients.attackers.tolist())
     assert len(attackers) == 30
     for r, per in enumerate(_client_messages(rec.rounds)):

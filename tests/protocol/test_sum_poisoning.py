@@ -6,7 +6,6 @@ and the bounded (k-hot) attack adds exactly one per attacker."""
 from __future__ import annotations
 
 import secrets
-from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -49,7 +48,7 @@ def train():
 @pytest.fixture(scope="module")
 def cal():
     """The round's public numbers, calibrated once (the Skellam calibration takes seconds)."""
-    return calibrate(asdict(DpPopConfig(epsilon=2.0, k=K, n_clients=N)), D, N)
+    return calibrate(DpPopConfig(epsilon=2.0, k=K, n_clients=N), D, N)
 
 
 @pytest.fixture
@@ -96,7 +95,7 @@ def test_the_simulated_attack_is_the_cryptographic_rounds_sum_bit_for_bit(train,
     p = cal.params
     agg = SecureSumProxy(p, proxy_keys, 0, N, server_key=model.server_key)
     for b in blocks:
-        for uid, v in zip(b.ids, b.vectors, strict=True):
+        for uid, v in zip(b.ids, b.vectors(), strict=True):
             agg.submit(str(uid), _any_seal(p, proxy_keys.public, model.server_key, v, 0))
     sealed = SecureSumServer(p, server.keys).aggregate(agg.release(), 0).integer_sum
     np.testing.assert_array_equal(simulated, sealed)
@@ -165,7 +164,7 @@ def test_poisoning_needs_the_secure_path_and_valid_settings():
 @pytest.fixture(scope="module")
 def cal_one_spare():
     """The round of dp-pop at min_honest = N - 1: one refused client leaves a release."""
-    return calibrate(asdict(DpPopConfig(epsilon=2.0, k=K, n_clients=N, min_honest=N - 1)),
+    return calibrate(DpPopConfig(epsilon=2.0, k=K, n_clients=N, min_honest=N - 1),
                      D, N)
 
 

@@ -28,14 +28,22 @@ def test_the_full_ranking_table_comes_first():
     assert "HR@10 sampled (99 negatives)" in headers
     ease = dict(first.rows)["ease"]
     assert ease[0] == "0.2000 ± 0.0248" and ease[4] == "0.2500 (1 seed)"
+    # then one table per protocol, full ranking first, sampled last
     assert [t.caption for t in tables[1:]] == [
-        "sampled (99 negatives)", "full ranking, random ties",
-        "full ranking, every top-K list metric"]
+        "full ranking, every top-K list metric", "full ranking, random ties",
+        "sampled (99 negatives)"]
 
 
 def test_an_older_file_without_lists_or_intervals_still_reads():
     tables = metric_tables({"popularity": run_doc("popularity", 0.39)})
-    assert [t.caption for t in tables] == ["sampled (99 negatives)",
-                                           "full ranking, random ties"]
+    assert [t.caption for t in tables] == ["full ranking, random ties",
+                                           "sampled (99 negatives)"]
     # 2 seeds, std 0.01: t_{.975,1} 0.01 / sqrt 2 = 0.0898
-    assert dict(tables[0].rows)["popularity"][2] == "0.3900 ± 0.0898"  # HR@10
+    assert dict(tables[1].rows)["popularity"][2] == "0.3900 ± 0.0898"  # HR@10
+
+
+def test_the_figures_lead_with_full_ranking_and_name_the_sampled_protocol(report_html):
+    text = report_html
+    full = text.index("HR@K (full ranking, random ties)")
+    assert full < text.index("HR@K (sampled (99 negatives))")
+    assert "HR@10, sampled (99 negatives) against the per-user ε" in text

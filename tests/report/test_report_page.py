@@ -88,7 +88,7 @@ def test_one_privacy_card_per_system_with_claim_levels_adjacency_and_threat_mode
 
 def test_images_are_inline_pngs_and_nothing_links_outside(page):
     images = [a["src"] for t, a in page.tags if t == "img"]
-    assert len(images) == 3 + 2 + 1  # HR@K sampled, full and per-user ε of the comparison;
+    assert len(images) == 3 + 2 + 1  # HR@K full, sampled and per-user ε of the comparison;
     # HR@K and per-user ε of the run files; the experiment's figure
     for src in images:
         assert src.startswith("data:image/png;base64,")
@@ -211,7 +211,8 @@ def test_a_label_matplotlib_refuses_leaves_a_note_not_a_crash(tmp_path):
         doc["parameters"] = {"epsilon": eps}
         (tmp_path / f"run-{eps}.json").write_text(json.dumps(doc))
     html = render_report(tmp_path)
-    assert "HR@10 against the per-user ε: not drawn, matplotlib refused a label" in html
+    assert ("HR@10, sampled (99 negatives) against the per-user ε: not drawn, matplotlib "
+            "refused a label") in html
     assert html.count('<article class="card') == 2
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import warnings
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -28,12 +27,12 @@ OPERATOR_AUTH = {"Authorization": "Bearer " + OPERATOR.decode()}
 
 def fmf_info(n_items: int = 30, **config: object) -> ProtocolInfo:
     cfg = {"epochs": 3, "k": 4, "factors": 3, **config}
-    return ProtocolInfo("fmf-ldp", n_items, asdict(FMFConfig(**cfg)))  # type: ignore[arg-type]
+    return ProtocolInfo("fmf-ldp", n_items, FMFConfig(**cfg))  # type: ignore[arg-type]
 
 
 def dplcf_info(n_items: int = 20, **config: object) -> ProtocolInfo:
     cfg = {"neighbours": 3, **config}
-    return ProtocolInfo("dplcf-sp", n_items, asdict(LocalItemCFConfig(**cfg)))  # type: ignore[arg-type]
+    return ProtocolInfo("dplcf-sp", n_items, LocalItemCFConfig(**cfg))  # type: ignore[arg-type]
 
 
 def headers(client_id: int, key: bytes = TOKEN_KEY) -> dict[str, str]:

@@ -7,7 +7,7 @@ the honest sum (the honest ``y``'s replayed from their seeded generators: a test
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -33,15 +33,15 @@ N_ITEMS, N_CLIENTS, MIN_HONEST, N_HONEST = 8, 14, 10, 11
 
 def dpals_info() -> ProtocolInfo:
     """dpals with a DP count round (round 0: a count vector over the items) and one step."""
-    return ProtocolInfo("dpals", N_ITEMS, asdict(DpalsConfig(
+    return ProtocolInfo("dpals", N_ITEMS, DpalsConfig(
         epsilon=2.0, k=3, factors=2, steps=1, weighting="tail", n_clients=N_CLIENTS,
-        min_honest=MIN_HONEST, validity="prio3")))
+        min_honest=MIN_HONEST, validity="prio3"))
 
 
 def fedavg_info() -> ProtocolInfo:
-    return ProtocolInfo("dp-fedavg", N_ITEMS, asdict(DpFedAvgConfig(
+    return ProtocolInfo("dp-fedavg", N_ITEMS, DpFedAvgConfig(
         epsilon=2.0, rounds=1, factors=2, n_clients=N_CLIENTS, min_honest=MIN_HONEST,
-        validity="prio3")))
+        validity="prio3"))
 
 
 class Round0:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import asdict
 
 import httpx
 import numpy as np
@@ -21,14 +20,14 @@ from dprec.client.http import ProxyAPI, ServerAPI, ServiceError
 from dprec.data.synthetic import synthetic
 from dprec.protocol.secure_sum.deploy import sealed_uploads
 from dprec.protocol.secure_sum.relay import SecureSumRelay
-from dprec.protocol.secure_sum.wire import SumRelease, SumUpload
+from dprec.protocol.secure_sum.wire import ClientBlock, SumRelease, SumUpload
 from dprec.services.auth import client_token
 from dprec.services.launch import Loopback
 from dprec.services.transport import HttpTransport
 from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dp_pop.client import noisy_vectors
 from dprec.systems.dp_pop.deploy import round_of
-from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel
+from dprec.systems.dp_pop.messages import PopularityModel
 from dprec.systems.dp_pop.system import DpPopConfig
 from dprec.systems.registry import make_system
 
@@ -124,7 +123,8 @@ def _release(info, server_key, relay, admin, round=0, n=None):
     n = cal.n_clients if n is None else n
     rows = synthetic(n, info.n_items, 20 * n, rng=4).binary()
     vectors = noisy_vectors(rows, np.arange(n), 3, "uniform", cal.share, 77)
-    block = NoisyVectors(np.arange(n), vectors, round, server_key, relay.keys.public, cal.params)
+    block = ClientBlock(np.arange(n), vectors.sum(axis=0), lambda: vectors, round, server_key,
+                        relay.keys.public, cal.params)
     uploads = [body for _, body in sealed_uploads(block)]
     checked = admin.post(f"/v1/rounds/{round}/shares", content=relay.share_batch(uploads, round),
                          headers={"Content-Type": "application/octet-stream"})
@@ -136,8 +136,8 @@ def _release(info, server_key, relay, admin, round=0, n=None):
 def test_a_killed_server_applies_its_acknowledged_release_once(tmp_path):
     config = {"k": "3", "epsilon": "2", "n_clients": "30", "min_honest": "20",
               "validity": "none"}  # a ring release, made by hand below
-    info = ProtocolInfo("dp-pop", 20, asdict(DpPopConfig(epsilon=2.0, k=3, n_clients=30,
-                                                         min_honest=20, validity="none")))
+    info = ProtocolInfo("dp-pop", 20, DpPopConfig(epsilon=2.0, k=3, n_clients=30,
+                                                  min_honest=20, validity="none"))
     with Loopback(tmp_path) as lb:
         srv = lb.server("dp-pop", 20, config)
         admin = httpx.Client(base_url=srv.url, headers={"Authorization": "Bearer "
@@ -195,8 +195,9 @@ def test_the_proxy_publishes_its_key_and_refuses_bad_uploads(running):
     cal = round_of(info)
 
     def upload(round: int = 0) -> bytes:
-        block = NoisyVectors(np.array([0]), np.zeros((1, 16), np.int64), round,
-                             model.server_key, proxy_key, cal.params)
+        rows = np.zeros((1, 16), np.int64)
+        block = ClientBlock(np.array([0]), rows[0], lambda: rows, round, model.server_key,
+                            proxy_key, cal.params)
         return next(sealed_uploads(block))[1]
 
     def submit(client: int, body: bytes) -> int:

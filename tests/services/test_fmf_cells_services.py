@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from svc import OPERATOR_AUTH, Stack, fmf_info
 
-from dprec.client.errors import BadReply
 from dprec.client.policy import DevicePolicy
+from dprec.errors import DprecError
 from dprec.protocol.messages import GradientReports, ItemMatrix64
+from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.fmf.cells import assigned_cells, client_tokens, round_seed
 
 KEY = bytes(range(32))
@@ -65,9 +66,9 @@ def test_a_proxy_of_chosen_cells_takes_no_operator_secret(tmp_path):
 
 def test_a_device_refuses_a_cell_rule_it_does_not_know():
     DevicePolicy().read(fmf_info(cells="assigned"))  # tests/client/test_device_assigned_cells
-    info = fmf_info(cells="chosen")
-    info.config["cells"] = "mine"
-    with pytest.raises(BadReply, match="config.cells must be one of chosen, assigned"):
-        DevicePolicy().read(info)
+    doc = fmf_info(cells="chosen").to_json()
+    doc["config"]["cells"] = "mine"
+    with pytest.raises(DprecError, match="config.cells must be 'chosen' or 'assigned'"):
+        ProtocolInfo.from_json(doc)
 
 

@@ -5,7 +5,6 @@ report over HTTP states the trusted aggregator."""
 from __future__ import annotations
 
 import base64
-from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -16,7 +15,6 @@ from dprec.errors import DprecError
 from dprec.protocol.deployment import generator_to_json
 from dprec.services.server import ServerSettings, create_server_app
 from dprec.systems.deployable import ProtocolInfo
-from dprec.systems.privrec.config import PrivRecConfig
 from dprec.systems.privrec.messages import InitialModel, ModelBroadcast
 from dprec.systems.privrec.server import ReptileServer
 from dprec.systems.registry import make_config
@@ -28,7 +26,7 @@ TINY = {"rounds": 3, "clients_per_round": 10, "local_epochs": 1, "finetune_epoch
 def test_the_server_service_says_it_is_a_trusted_aggregator_and_starts_from_the_initial_model(
         tmp_path):
     cfg = make_config("dp-privrec", {"clients_per_round": 4, "rounds": 2, "n_params": 6})
-    info = ProtocolInfo("dp-privrec", 10, asdict(cfg))
+    info = ProtocolInfo("dp-privrec", 10, cfg)
     theta0, enrolled = np.linspace(-1, 1, 6), np.arange(2, 12)
     initial = base64.b64encode(InitialModel(theta0, enrolled).to_bytes()).decode()
 
@@ -42,7 +40,7 @@ def test_the_server_service_says_it_is_a_trusted_aggregator_and_starts_from_the_
         assert refused.status_code == 422 and "initial model" in refused.json()["error"]
         assert start(c, initial="not base64!").status_code == 422
         assert start(c, initial=initial).status_code == 200
-        expected = ReptileServer(theta0, enrolled, None, PrivRecConfig(**info.config)
+        expected = ReptileServer(theta0, enrolled, None, info.config
                                  ).start(np.random.default_rng(3))
         art = c.get("/v1/artefacts/model")
         assert ModelBroadcast.from_bytes(art.content) == expected

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -32,8 +31,8 @@ KEY = bytes(range(32))
 
 
 def _dp_pop() -> ProtocolInfo:
-    return ProtocolInfo("dp-pop", 20, asdict(DpPopConfig(epsilon=2.0, k=3, n_clients=30,
-                                                         min_honest=20)))
+    return ProtocolInfo("dp-pop", 20, DpPopConfig(epsilon=2.0, k=3, n_clients=30,
+                                                  min_honest=20))
 
 
 def test_the_proxy_is_not_ready_until_the_operator_gives_the_cells_key(tmp_path):

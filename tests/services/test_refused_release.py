@@ -5,8 +5,6 @@ would release such a set refuses to start."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import numpy as np
 import pytest
 from starlette.testclient import TestClient
@@ -15,13 +13,13 @@ from svc import AUTH, SECRET
 from dprec.errors import DprecError
 from dprec.protocol.secure_sum.deploy import sealed_uploads
 from dprec.protocol.secure_sum.relay import SecureSumRelay
-from dprec.protocol.secure_sum.wire import SumRelease
+from dprec.protocol.secure_sum.wire import ClientBlock, SumRelease
 from dprec.services.launch import Loopback
 from dprec.services.server import ServerSettings, create_server_app
 from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dp_pop.client import noisy_vectors
 from dprec.systems.dp_pop.deploy import round_of
-from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel
+from dprec.systems.dp_pop.messages import PopularityModel
 from dprec.systems.dp_pop.system import DpPopConfig
 
 
@@ -31,13 +29,14 @@ def _release_of(info: ProtocolInfo, server_key: bytes, relay: SecureSumRelay, n:
     rows = np.zeros((n, info.n_items), np.int64)
     rows[:, :3] = 1
     vectors = noisy_vectors(rows, np.arange(n), 3, "uniform", cal.share, 77)
-    block = NoisyVectors(np.arange(n), vectors, 0, server_key, relay.keys.public, cal.params)
+    block = ClientBlock(np.arange(n), vectors.sum(axis=0), lambda: vectors, 0, server_key,
+                        relay.keys.public, cal.params)
     return relay.release([body for _, body in sealed_uploads(block)], 0, 2)
 
 
 def test_the_server_answers_409_with_the_roles_reason_and_keeps_the_round_open(tmp_path):
-    info = ProtocolInfo("dp-pop", 20, asdict(DpPopConfig(epsilon=2.0, k=3, n_clients=30,
-                                                         min_honest=20, validity="none")))
+    info = ProtocolInfo("dp-pop", 20, DpPopConfig(epsilon=2.0, k=3, n_clients=30,
+                                                  min_honest=20, validity="none"))
     app = create_server_app(ServerSettings(info, tmp_path / "s", SECRET))
     with TestClient(app, raise_server_exceptions=False) as c:
         assert c.post("/v1/start", headers=AUTH, json={}).status_code == 200

@@ -1,7 +1,6 @@
 """A server role names its own public parameters (issue 32 §3): ``describe_role`` reads
 them off the role (``Server.public``), not off a union of every system's fields."""
 
-from dataclasses import asdict
 
 from dprec.protocol.aggregation import make_aggregator
 from dprec.services.roles import describe_role
@@ -15,8 +14,8 @@ def _role(info):
 
 
 def test_each_role_describes_exactly_the_parameters_it_names_public():
-    dplcf = _role(ProtocolInfo("dplcf-sp", 20, asdict(LocalItemCFConfig(neighbours=3))))
-    fmf = _role(ProtocolInfo("fmf-ldp", 30, asdict(FMFConfig(epochs=3, k=4, factors=3))))
+    dplcf = _role(ProtocolInfo("dplcf-sp", 20, LocalItemCFConfig(neighbours=3)))
+    fmf = _role(ProtocolInfo("fmf-ldp", 30, FMFConfig(epochs=3, k=4, factors=3)))
     d, f = describe_role(dplcf), describe_role(fmf)
     assert set(d) == {"role", "mechanism", *type(dplcf).public}
     assert (d["role"], d["n_items"], d["neighbours"]) == ("SimilarityServer", 20, 3)

@@ -10,7 +10,6 @@ import json
 import secrets
 import subprocess
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 import httpx
@@ -27,14 +26,14 @@ from dprec.protocol.secure_sum.messages import run_id
 from dprec.protocol.secure_sum.proved import ProvedBatch, ProvedUpload, server_verify
 from dprec.protocol.secure_sum.proved_relay import ProvedRelay
 from dprec.protocol.secure_sum.sealed import KeyPair
-from dprec.protocol.secure_sum.wire import SumUpload
+from dprec.protocol.secure_sum.wire import ClientBlock, SumUpload
 from dprec.services import roles
 from dprec.services.auth import client_token
 from dprec.services.launch import Loopback
 from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dp_pop.deploy import check_of, round_of
 from dprec.systems.dp_pop.draws import device_vector
-from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel
+from dprec.systems.dp_pop.messages import PopularityModel
 from dprec.systems.dp_pop.system import DpPopConfig
 
 N_ITEMS, K, N_HONEST = 16, 3, 11
@@ -42,8 +41,8 @@ DEVICE = Path(__file__).with_name("device_proc.py")
 
 
 def proved_info(n_clients: int = 20, min_honest: int = 10) -> ProtocolInfo:
-    return ProtocolInfo("dp-pop", N_ITEMS, asdict(DpPopConfig(
-        epsilon=2.0, k=K, n_clients=n_clients, min_honest=min_honest, validity="prio3")))
+    return ProtocolInfo("dp-pop", N_ITEMS, DpPopConfig(
+        epsilon=2.0, k=K, n_clients=n_clients, min_honest=min_honest, validity="prio3"))
 
 
 class ProvedRound:
@@ -119,8 +118,9 @@ def test_a_ring_upload_is_refused_by_a_proved_round_at_the_proxy(tmp_path):
 
     with Stack(tmp_path, proved_info(), threshold=10, batch_senders=10) as s:
         r = ProvedRound(s)
-        block = NoisyVectors(np.array([1]), np.zeros((1, N_ITEMS), np.int64), 0,
-                             r.server_key, r.proxy_key, round_of(s.info).params)
+        rows = np.zeros((1, N_ITEMS), np.int64)
+        block = ClientBlock(np.array([1]), rows[0], lambda: rows, 0, r.server_key,
+                            r.proxy_key, round_of(s.info).params)
         (_, body), = sealed_uploads(block)
         assert s.submit(0, 1, body).status_code in (400, 413, 422)
 

@@ -7,7 +7,6 @@ close (500) or released below min_honest."""
 from __future__ import annotations
 
 import secrets
-from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -23,10 +22,10 @@ from dprec.protocol.secure_sum.messages import (
 )
 from dprec.protocol.secure_sum.ring import SEED_BYTES, encode_elements
 from dprec.protocol.secure_sum.sealed import KeyPair, seal
-from dprec.protocol.secure_sum.wire import SumUpload
+from dprec.protocol.secure_sum.wire import ClientBlock, SumUpload
 from dprec.systems.deployable import ProtocolInfo
 from dprec.systems.dp_pop.deploy import round_of
-from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel
+from dprec.systems.dp_pop.messages import PopularityModel
 from dprec.systems.dp_pop.system import DpPopConfig
 
 N_ITEMS = 16
@@ -34,8 +33,8 @@ N_ITEMS = 16
 
 def pop_info(n_clients: int, min_honest: int) -> ProtocolInfo:
     """A ring round (``validity=none``): these tests craft ring shares by hand."""
-    return ProtocolInfo("dp-pop", N_ITEMS, asdict(DpPopConfig(
-        epsilon=2.0, k=3, n_clients=n_clients, min_honest=min_honest, validity="none")))
+    return ProtocolInfo("dp-pop", N_ITEMS, DpPopConfig(
+        epsilon=2.0, k=3, n_clients=n_clients, min_honest=min_honest, validity="none"))
 
 
 class PopRound:
@@ -51,8 +50,9 @@ class PopRound:
         self.proxy_key = bytes.fromhex(state["published"]["secure_sum_proxy_key"])
 
     def uploads(self, ids, vectors) -> list[tuple[int, bytes]]:
-        block = NoisyVectors(np.asarray(ids), np.asarray(vectors, np.int64), 0,
-                             self.server_key, self.proxy_key, self.cal.params)
+        rows = np.asarray(vectors, np.int64)
+        block = ClientBlock(np.asarray(ids), rows.sum(axis=0), lambda: rows, 0,
+                            self.server_key, self.proxy_key, self.cal.params)
         return list(sealed_uploads(block))
 
     def crafted(self, client: int, share: bytes, share_key: bytes | None = None
@@ -142,6 +142,10 @@ def test_no_more_uploads_than_n_clients_are_taken_so_the_ring_cannot_wrap(tmp_pa
         codes = r.submit_all(r.uploads(range(1, 6), one_hot))
         assert codes[:3] == [202] * 3 and codes[3:] == [409, 409]
         assert "full" in s.submit(0, 9, r.uploads([9], one_hot[:1])[0][1]).json()["error"]
+        # a resend by a client already held (its answer was lost) is not "full": the device
+        # reads "already submitted" on a resend as accepted
+        again = s.submit(0, 1, r.uploads([1], one_hot[:1])[0][1])
+        assert again.status_code == 409 and "already submitted" in again.json()["error"]
         out = s.close(0).json()
         assert out["outcomes"]["summed"] == 3 and out["senders"] == 3
         assert out["release_rule"] == {"fewest": 2, "most": 3}
@@ -217,8 +221,9 @@ def test_the_servers_secret_closes_no_round_on_the_proxy(tmp_path):
 def test_an_upload_sealed_for_another_run_is_refused_at_the_proxy(tmp_path):
     with Stack(tmp_path, pop_info(30, 10), threshold=10, batch_senders=10) as s:
         r = PopRound(s)
-        other_run = NoisyVectors(np.array([1]), honest(1), 0, KeyPair().public, r.proxy_key,
-                                 r.cal.params)
+        rows = honest(1)
+        other_run = ClientBlock(np.array([1]), rows.sum(axis=0), lambda: rows, 0,
+                                KeyPair().public, r.proxy_key, r.cal.params)
         _, body = next(sealed_uploads(other_run))
         refused = s.submit(0, 1, body)
         assert refused.status_code == 422 and "another run" in refused.json()["error"]

@@ -80,10 +80,18 @@ def test_huge_epsilon_matches_fcf():
                               "server_steps": 2})
     fed = make_system("dp-fedavg", {"factors": 3, "reg": 0.1, "lr": 0.1, "rounds": 3,
                                     "server_steps": 2, "clip": 1e4, "gamma": 1e6,
-                                    "epsilon": 1e15})
+                                    "epsilon": 1e15, "validity": "none"})
     fcf.fit(train, np.random.default_rng(5))
     fed.fit(train, np.random.default_rng(5))
     np.testing.assert_allclose(fed.V, fcf.V, rtol=1e-3, atol=5e-5)
+
+
+def test_a_range_the_proof_cannot_check_is_refused_with_what_to_do():
+    """clip 1e4 at gamma 1e6: coordinates of 1e10 wrap Field64 (validity=prio3, the
+    default, above; validity=none runs)."""
+    fed = make_system("dp-fedavg", {"rounds": 1, "clip": 1e4, "gamma": 1e6})
+    with pytest.raises(DprecError, match="cannot check this round in Field64.*validity=none"):
+        fed.fit(_train(), np.random.default_rng(5))
 
 
 def test_result_does_not_depend_on_the_block_size():

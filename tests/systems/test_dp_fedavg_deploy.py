@@ -5,7 +5,7 @@ add up to a block's sum bit for bit, with the shares split from one summed draw.
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -30,9 +30,9 @@ from dprec.systems.registry import SYSTEMS
 N_USERS, N_ITEMS = 40, 50
 
 
-def _config(**kw) -> dict:
-    return asdict(DpFedAvgConfig(**{"rounds": 2, "rate": 0.5, "factors": 2,
-                                    "n_clients": N_USERS, "min_honest": 30, **kw}))
+def _config(**kw) -> DpFedAvgConfig:
+    return DpFedAvgConfig(**{"rounds": 2, "rate": 0.5, "factors": 2,
+                                    "n_clients": N_USERS, "min_honest": 30, **kw})
 
 
 def _info(**kw) -> ProtocolInfo:
@@ -42,11 +42,11 @@ def _info(**kw) -> ProtocolInfo:
 def _clients(config: dict, batch_size: int = 7, key=None) -> FedAvgClients:
     train = synthetic(N_USERS, N_ITEMS, 1000, rng=5).binary()
     plan = plan_of(config, N_ITEMS, N_USERS)
-    return FedAvgClients(train, factors=config["factors"], alpha=config["alpha"],
-                         reg=config["reg"], clip=config["clip"], gamma=plan.gamma,
-                         rate=config["rate"], share_mu=plan.share_mu,
-                         event=sampled_event(plan.mu, plan.dimension, config["clip"],
-                                             plan.gamma, config["rate"]),
+    return FedAvgClients(train, factors=config.factors, alpha=config.alpha,
+                         reg=config.reg, clip=config.clip, gamma=plan.gamma,
+                         rate=config.rate, share_mu=plan.share_mu,
+                         event=sampled_event(plan.mu, plan.dimension, config.clip,
+                                             plan.gamma, config.rate),
                          batch_size=batch_size, params=plan.params,
                          proxy_key=(lambda: key))
 
@@ -95,8 +95,9 @@ def test_each_clients_own_vector_adds_up_to_its_blocks_sum():
 
 def test_the_opened_release_gives_the_in_process_model(tmp_path):
     """Seal every client's upload, let the proxy's secure-sum part release them, open it:
-    the same item factors as from the exact sum the in-process proxy forwards."""
-    info = _info()
+    the same item factors as from the exact sum the in-process proxy forwards (the plain
+    ring path: ``validity=none``)."""
+    info = _info(validity="none")
     relay = SecureSumRelay(DEPLOYMENT.all_params(info)[0], tmp_path)
     config = info.config
     secure, exact = server_of(config, N_ITEMS, N_USERS), server_of(config, N_ITEMS, N_USERS)
@@ -166,7 +167,7 @@ def test_the_plan_is_the_one_fit_reports():
     cfg = DpFedAvgConfig(rounds=2, rate=0.5, factors=2, min_honest=30)
     from dprec.systems.dp_fedavg.system import DpFedAvg
     model = DpFedAvg("dp-fedavg", cfg).fit(train, np.random.default_rng(0))
-    plan = plan_of(asdict(replace(cfg, n_clients=N_USERS)), N_ITEMS, N_USERS)
+    plan = plan_of(replace(cfg, n_clients=N_USERS), N_ITEMS, N_USERS)
     assert model.diagnostics()["mu"] == plan.mu
     ss = model.privacy_report().extra["secure_sum"]
     assert ss["q"] == plan.params.modulus and ss["dimension"] == plan.params.dimension

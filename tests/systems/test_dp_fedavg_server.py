@@ -1,5 +1,6 @@
-"""The dp-fedavg server draws its curator noise from the generator it is given when that is
-the deployed CSPRNG, never from a PCG64 seeded from it."""
+"""The dp-fedavg server's curator (:class:`~dprec.protocol.secure_sum.curator.Curator`)
+draws its noise from the generator it is given when that is the deployed CSPRNG, never from
+a PCG64 seeded from it."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def test_a_deployed_server_keeps_drawing_from_its_csprng():
     server = _server()
     rng = secure_generator()
     server.start(rng)
-    assert server._rng is rng and is_secure(server._rng)
+    assert server.curator.rng is rng and is_secure(server.curator.rng)
     assert server.aggregate([ExactSum(np.zeros(10, np.int64), 4)], 0) is not None
 
 
@@ -26,6 +27,6 @@ def test_a_simulated_server_is_reproducible_from_its_seed():
     a, b = _server(), _server()
     a.start(np.random.default_rng(1))
     b.start(np.random.default_rng(1))
-    assert not is_secure(a._rng)
+    assert not is_secure(a.curator.rng)
     batch = [ExactSum(np.arange(10, dtype=np.int64), 4)]
     np.testing.assert_array_equal(a.aggregate(batch, 0), b.aggregate(batch, 0))

@@ -13,8 +13,9 @@ from dprec.data.synthetic import synthetic
 from dprec.errors import DprecError
 from dprec.mechanisms.skellam import SkellamMechanism
 from dprec.privacy.skellam import SkellamDpEvent, skellam_epsilon, skellam_tight_epsilon
+from dprec.protocol.secure_sum.curator import Curator
 from dprec.systems.dp_pop.client import k_hot, noisy_vectors
-from dprec.systems.dp_pop.server import rank_items, trusted_noisy_sum
+from dprec.systems.dp_pop.server import rank_items
 from dprec.systems.dp_pop.system import DpPop, DpPopConfig, LdpPop
 from dprec.systems.registry import make_system
 
@@ -76,9 +77,24 @@ def test_secure_and_trusted_noise_have_the_same_law() -> None:
     contrib = sp.csr_matrix((40, 2_000), dtype=np.int64)
     mech = SkellamMechanism(5.0)
     secure = noisy_vectors(contrib, np.arange(40), 5, "uniform", mech.share(40), 4).sum(axis=0)
-    trusted = trusted_noisy_sum(contrib, mech, np.random.default_rng(5))
+    curator = Curator(mech.mu)
+    curator.start(np.random.default_rng(5))
+    trusted = curator.noisy(np.zeros(2_000, np.int64), 0)
     assert secure.var() == pytest.approx(10.0, rel=0.1)
     assert trusted.var() == pytest.approx(10.0, rel=0.1)
+
+
+def test_trusted_clients_send_their_exact_k_hot_vectors_and_the_curator_adds_the_noise(
+        monkeypatch) -> None:
+    train = _train()
+    monkeypatch.setattr(Curator, "noisy", lambda self, total, round: total)
+    model = make_system("dp-pop", {"k": "5", "aggregation": "trusted"}).fit(
+        train, np.random.default_rng(0))
+    counts = model.noisy_counts
+    popularity = np.asarray(train.sum(axis=0)).ravel()
+    assert counts.sum() == np.minimum(np.diff(train.indptr), 5).sum()
+    assert counts.sum() == model.diagnostics()["simulation_only"]["contributed_items"]
+    assert np.all((0 <= counts) & (counts <= popularity))
 
 
 def test_ranking_ties_by_the_smaller_item() -> None:
@@ -102,6 +118,11 @@ def test_report_has_the_skellam_accounting(aggregation: str) -> None:
     assert doc["events"]["events"][0]["event"]["type"] == "SkellamDpEvent"
     want = "secure-sum" if aggregation == "secure" else "central"
     assert doc["model"] == want and user["model"] == want
+    log = model.events.to_json()
+    assert log["rounds"] == [0] and log["participants"] == {"0": train.shape[0]}
+    if aggregation == "trusted":
+        assert doc["threat_model"].startswith("central: a trusted curator sees every user's")
+        assert "add/remove-one-user adjacency" in doc["threat_model"]
     if aggregation == "secure":
         assert doc["threat_model_assumptions"]["min_honest"] == train.shape[0]
         assert doc["threat_model_assumptions"]["server_proxy_collusion"] is False

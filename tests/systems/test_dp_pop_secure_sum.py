@@ -4,7 +4,7 @@ gives the in-process exact sum bit for bit, and every role refuses what it must.
 from __future__ import annotations
 
 import stat
-from dataclasses import asdict
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -22,7 +22,7 @@ from dprec.systems.dp_pop import client as pop_client
 from dprec.systems.dp_pop.calibration import calibrate
 from dprec.systems.dp_pop.client import PopClients
 from dprec.systems.dp_pop.deploy import DEPLOYMENT
-from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel, PopularityState
+from dprec.systems.dp_pop.messages import PopularityModel, PopularityState
 from dprec.systems.dp_pop.proxy import ExactSumProxy
 from dprec.systems.dp_pop.server import PopularityServer
 from dprec.systems.dp_pop.system import DpPopConfig
@@ -32,7 +32,7 @@ N, D, K = 40, 30, 4
 
 def _setup(tmp_path, min_honest=None):
     train = synthetic(N, D, 800, rng=3).binary()
-    cal = calibrate(asdict(DpPopConfig(epsilon=2.0, k=K, n_clients=N, min_honest=min_honest)),
+    cal = calibrate(DpPopConfig(epsilon=2.0, k=K, n_clients=N, min_honest=min_honest),
                     D, N)
     server = PopularityServer(D, N, cal.min_honest, cal.params, cal.share)
     model = server.start(np.random.default_rng(0))
@@ -73,7 +73,7 @@ def test_the_cryptographic_round_equals_the_exact_sum_bit_for_bit(tmp_path, monk
     release = SumRelease.from_bytes(relay.release(rows, 0, cal.min_honest))
     assert release.n_clients == N
     sealed = server.aggregate([release], 0)
-    want = np.concatenate([b.vectors for b in blocks]).sum(axis=0)
+    want = np.concatenate([b.vectors() for b in blocks]).sum(axis=0)
     np.testing.assert_array_equal(plain.counts, want)
     np.testing.assert_array_equal(sealed.counts, want)
     assert sealed.contributors == plain.contributors == N
@@ -82,16 +82,15 @@ def test_the_cryptographic_round_equals_the_exact_sum_bit_for_bit(tmp_path, monk
 
 def _info(cal):
     from dprec.systems.deployable import ProtocolInfo
-    return ProtocolInfo("dp-pop", D, asdict(DpPopConfig(epsilon=2.0, k=K, n_clients=N,
-                                                        validity="none")))  # ring uploads
+    return ProtocolInfo("dp-pop", D, DpPopConfig(epsilon=2.0, k=K, n_clients=N,
+                                                 validity="none"))  # ring uploads
 
 
 def test_the_relay_refuses_what_it_cannot_open(tmp_path):
     cal, _, model, relay, clients = _setup(tmp_path)
     block = _blocks(clients, model)[0]
     good = SumUpload.from_bytes(next(sealed_uploads(block))[1])
-    other = NoisyVectors(block.ids, block.vectors, 0, block.server_key, KeyPair().public,
-                         block.params)
+    other = replace(block, proxy_key=KeyPair().public)
     wrong_key = SumUpload.from_bytes(next(sealed_uploads(other))[1])
     with pytest.raises(MessageError, match="another public key"):
         relay.admit(wrong_key, 0)
@@ -160,7 +159,7 @@ def test_the_proxy_key_survives_a_restart_and_stays_private(tmp_path):
     again = proxy_keys(tmp_path)
     assert first.public == again.public
     assert stat.S_IMODE((tmp_path / KEY_FILE).stat().st_mode) == 0o600
-    relay = SecureSumRelay(calibrate(asdict(DpPopConfig(n_clients=5, k=2)), 4, 5).params,
+    relay = SecureSumRelay(calibrate(DpPopConfig(n_clients=5, k=2), 4, 5).params,
                            tmp_path)
     assert relay.published() == {"secure_sum_proxy_key": first.public.hex()}
     (tmp_path / KEY_FILE).write_bytes(b"short")
@@ -188,6 +187,6 @@ def test_only_secure_dp_pop_is_deployable():
     from dprec.systems.deployable import ProtocolInfo
 
     with pytest.raises(DprecError, match="aggregation=secure only"):
-        ProtocolInfo("dp-pop", 5, asdict(DpPopConfig(aggregation="trusted", n_clients=3)))
+        ProtocolInfo("dp-pop", 5, DpPopConfig(aggregation="trusted", n_clients=3))
     with pytest.raises(DprecError, match="n_clients"):
-        ProtocolInfo("dp-pop", 5, asdict(DpPopConfig()))
+        ProtocolInfo("dp-pop", 5, DpPopConfig())

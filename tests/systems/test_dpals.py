@@ -19,7 +19,8 @@ from dprec.evaluation.runner import Experiment
 from dprec.evaluation.split import LeaveOneOutSplit
 from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.rdp_accountant import RdpAccountant
-from dprec.protocol.secure_sum.noise_shares import noise_share
+from dprec.protocol.secure_sum.curator import Curator
+from dprec.protocol.secure_sum.noise_shares import ShareNoise, noise_share
 from dprec.systems.dpals import client
 from dprec.systems.dpals.accounting import (
     Release,
@@ -29,7 +30,6 @@ from dprec.systems.dpals.accounting import (
     item_stats_sensitivity,
     releases_epsilon,
 )
-from dprec.systems.dpals.aggregate import noisy_release
 from dprec.systems.dpals.client import (
     clip_users,
     gram_statistics,
@@ -166,17 +166,18 @@ def test_whole_fits_agree_for_any_number_of_chunks(monkeypatch) -> None:
 
 
 def test_per_client_shares_are_each_clients_own_draws_and_sum_to_the_central_noise() -> None:
-    exact = np.zeros(4000, dtype=np.int64)
-    n, mu = 25, 8.0
-    per_client = noisy_release(exact, mu, "secure", n, None, 11, "item_statistics", 1,
-                               "per-client")
-    again = sum(noise_share(mu / n, exact.shape, 11, "item_statistics", 1, u)
-                for u in range(n))
+    n, mu, dim = 25, 8.0, 4000
+
+    def shares(t: int, how: str) -> np.ndarray:
+        return ShareNoise(mu / t, dim, n, 11, "item_statistics", 1, how).range_sum(0, n)
+
+    per_client = shares(n, "per-client")
+    again = sum(noise_share(mu / n, dim, 11, "item_statistics", 1, u) for u in range(n))
     np.testing.assert_array_equal(per_client, again)
-    summed = noisy_release(exact, mu, "secure", n, None, 11, "item_statistics", 1, "summed")
+    summed = shares(n, "summed")
     for draw in (per_client, summed):  # both Sk(mu): variance 2 mu (sd of the estimate ~2%)
         assert abs(draw.var() / (2 * mu) - 1) < 0.1
-    honest = noisy_release(exact, mu, "secure", n, 5, 11, "item_statistics", 1, "summed")
+    honest = shares(5, "summed")
     assert abs(honest.var() / (2 * mu * n / 5) - 1) < 0.1
 
 
@@ -345,6 +346,30 @@ def test_trusted_aggregation_reports_the_central_model() -> None:
     assert "secure_sum" not in m.privacy_report().extra
 
 
+def test_trusted_runs_the_secure_runs_clients_on_the_engine_and_only_the_noise_differs(
+        monkeypatch) -> None:
+    """aggregation=trusted: the same clients on the round engine (no shares), the server's
+    curator adds each release's Sk(mu); the event log is the engine's, the secure run's."""
+    train = _train()
+    params = {"steps": "2", "factors": "2", "k": "3", "weighting": "tail"}
+
+    def fit(aggregation: str) -> Dpals:
+        return make_system("dpals", {**params, "aggregation": aggregation}).fit(
+            train, np.random.default_rng(4))
+
+    secure, trusted = fit("secure"), fit("trusted")
+    assert trusted.events.to_json() == secure.events.to_json()
+    assert not np.array_equal(trusted.item_factors, secure.item_factors)
+    report = trusted.privacy_report()
+    assert report.threat_model.startswith("central: a trusted curator sees every user's")
+    assert "add/remove-one-user adjacency" in report.threat_model
+    assert report.extra["adjacency"] == "add_remove_one"
+    monkeypatch.setattr(ShareNoise, "range_sum",
+                        lambda self, start, stop: np.zeros(self.dimension, np.int64))
+    monkeypatch.setattr(Curator, "noisy", lambda self, total, round: total)
+    np.testing.assert_array_equal(fit("trusted").item_factors, fit("secure").item_factors)
+
+
 # -- system ---------------------------------------------------------------------------------
 
 
@@ -430,16 +455,15 @@ def test_at_a_huge_epsilon_dpals_ranks_like_implicit_als() -> None:
     {"weighting": "adaptive"}, {"weighting": "adaptive", "max_items": 12, "gamma": 40.0},
     {"k": 500, "rhs_weight": 2.0, "gram_noise_ratio": 3.0}])
 def test_the_system_and_the_plan_share_one_derivation_of_steps_bound_and_releases(params):
-    from dataclasses import asdict
+    from dataclasses import replace
 
     from dprec.systems.dpals import plan, system
 
     assert system.paper_steps is plan.paper_steps
     cfg = DpalsConfig(**params)
-    fields = asdict(cfg)
-    assert cfg.n_steps == plan.n_steps(fields)
-    assert cfg.items_bound == plan.items_bound(fields)
-    assert Dpals("dpals", cfg).releases(80) == plan.releases(fields, 80)
-    p = plan.run_plan({**fields, "aggregation": "secure"}, 80, 50)
-    assert p.releases == tuple(plan.releases(fields, 80)[1])
+    assert cfg.n_steps == plan.n_steps(cfg)
+    assert cfg.items_bound == plan.items_bound(cfg)
+    assert Dpals("dpals", cfg).releases(80) == plan.releases(cfg, 80)
+    p = plan.run_plan(replace(cfg, aggregation="secure"), 80, 50)
+    assert p.releases == tuple(plan.releases(cfg, 80)[1])
     assert sum(r.kind == "step" for r in p.rounds) == cfg.n_steps

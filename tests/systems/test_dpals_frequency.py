@@ -5,6 +5,8 @@ engine, a device's own vector) applies them the same way."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -47,7 +49,7 @@ def test_a_head_restriction_contributes_to_head_items_only_within_the_budget() -
     head = head_mask(counts, 20)
     assert head is not None
     for weighting in ("uniform", "tail", "adaptive"):
-        cfg = {"weighting": weighting, "k": 5, "exponent": -0.1, "head_items": 20}
+        cfg = DpalsConfig(weighting=weighting, k=5, exponent=-0.1, head_items=20)
         w = contributions(train, cfg, seed=3, counts=counts, max_items=10)
         assert w.nnz > 0 and head[w.indices].all()
         assert (w.multiply(w).sum(axis=1) <= 5 + 1e-9).all()  # sum_j c_j^2 <= k
@@ -76,8 +78,8 @@ def test_the_item_solve_takes_one_reg_per_item_and_zeroes_the_tail() -> None:
 @pytest.mark.parametrize("option", [{"head_items": 30}, {"reg_exponent": 0.5}])
 def test_either_option_switches_on_an_accounted_count_round_and_keeps_the_sensitivities(
         option: dict[str, float]) -> None:
-    base = {**DpalsConfig(epsilon=2.0, steps=2, factors=3, k=5).__dict__}
-    cfg = {**base, **option}
+    base = DpalsConfig(epsilon=2.0, steps=2, factors=3, k=5)
+    cfg = replace(base, **option)
     assert not uses_counts(base) and uses_counts(cfg)
     plain, shaped = run_plan(base, 80, 60), run_plan(cfg, 80, 60)
     assert [r.kind for r in shaped.rounds] == ["counts", "step", "step"]
@@ -130,5 +132,5 @@ def test_bad_options_are_refused(bad: dict[str, float]) -> None:
 def test_the_deployment_counts_the_rounds_the_plan_runs(option: dict[str, object]) -> None:
     from dprec.systems.dpals.deploy import DEPLOYMENT
 
-    cfg = {**DpalsConfig(epsilon=2.0, steps=2, factors=3, k=5).__dict__, **option}
+    cfg = replace(DpalsConfig(epsilon=2.0, steps=2, factors=3, k=5), **option)
     assert DEPLOYMENT.rounds(cfg) == len(run_plan(cfg, 80, 60).rounds)

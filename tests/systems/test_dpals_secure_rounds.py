@@ -4,8 +4,6 @@ of a round equal to the in-process exact sum bit for bit, and what each role ref
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import numpy as np
 import pytest
 
@@ -42,7 +40,10 @@ def train():
 
 
 def _cfg(**kw):
-    return asdict(DpalsConfig(epsilon=2.0, k=5, n_clients=N_USERS, **kw))
+    """A dpals config of the plain ring path (``validity=none``: these tests are about the
+    rounds, the ring and the relay; the proved path is tests/services/test_bounded_proofs.py)."""
+    return DpalsConfig(**{"epsilon": 2.0, "k": 5, "n_clients": N_USERS,
+                          "validity": "none", **kw})
 
 
 def test_the_shares_of_any_grouping_of_clients_add_up_to_the_same_total():
@@ -71,16 +72,16 @@ def test_a_dpals_config_is_deployed_by_dpals_and_a_dp_pop_config_still_by_dp_pop
     info = ProtocolInfo("dpals", N_ITEMS, _cfg())
     assert info.family == "dpals" and info.deployment is DEPLOYMENT
     assert info.rounds == 2 and ProtocolInfo("dpals", N_ITEMS, _cfg(weighting="tail")).rounds == 3
-    pop = ProtocolInfo("dp-pop", N_ITEMS, asdict(DpPopConfig(n_clients=N_USERS)))
+    pop = ProtocolInfo("dp-pop", N_ITEMS, DpPopConfig(n_clients=N_USERS))
     assert pop.family == "dp_pop"
     with pytest.raises(DprecError, match="n_clients"):
-        ProtocolInfo("dpals", N_ITEMS, asdict(DpalsConfig()))
+        ProtocolInfo("dpals", N_ITEMS, DpalsConfig())
     with pytest.raises(DprecError, match="aggregation=secure"):
-        ProtocolInfo("dpals", N_ITEMS, asdict(DpalsConfig(aggregation="trusted", n_clients=3)))
+        ProtocolInfo("dpals", N_ITEMS, DpalsConfig(aggregation="trusted", n_clients=3))
 
 
 def test_the_upload_at_ml100k_with_four_factors_is_one_vector_of_items_times_14_plus_10():
-    cfg = asdict(DpalsConfig(epsilon=1.0, factors=4, n_clients=943))
+    cfg = DpalsConfig(epsilon=1.0, factors=4, n_clients=943, validity="none")
     plan = run_plan(cfg, 1682, 943)
     assert [r.dimension for r in plan.rounds] == [1682 * 14 + 10] * 2
     p = plan.rounds[0].params

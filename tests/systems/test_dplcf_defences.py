@@ -5,7 +5,7 @@ history cap enforced by the client, with its privacy cost reported."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -122,16 +122,16 @@ def test_aggregators_by_name_and_spec():
 
 
 def test_the_services_server_runs_the_named_defence():
-    cfg = asdict(make_system("dplcf-sp").config)
+    cfg = make_system("dplcf-sp").config
     info = ProtocolInfo("dplcf-sp", 50, cfg, "dplcf-range:0.001")
     role = server_role(info, make_aggregator(info.aggregator))
     assert isinstance(role.aggregator, BitRangeAggregator)
     assert role.aggregator.rate == 0.001 and role.aggregator.law.n_items == 50
     with pytest.raises(DprecError, match="history_cap"):
-        server_role(ProtocolInfo("dplcf-sp", 50, {**cfg, "history_cap": 10}),
+        server_role(ProtocolInfo("dplcf-sp", 50, replace(cfg, history_cap=10)),
                     make_aggregator("mean"))
     with pytest.raises(DprecError, match="--aggregator"):
-        server_role(ProtocolInfo("dplcf-sp", 50, {**cfg, "aggregator": "dplcf-screen"}),
+        server_role(ProtocolInfo("dplcf-sp", 50, replace(cfg, aggregator="dplcf-screen")),
                     make_aggregator("mean"))
 
 
@@ -267,7 +267,7 @@ def test_range_shaped_attack_rows_are_inside_the_range(train):
 def test_a_dplcf_server_refuses_fmf_cell_estimates_at_start(cell_estimate):
     """A DPLCF server given FMF-LDP's trimmed or median-of-means estimate once ran the
     plain mean under that name; it now refuses before any round (in process and services)."""
-    cfg = asdict(make_system("dplcf-sp").config)
+    cfg = make_system("dplcf-sp").config
     with pytest.raises(DprecError, match="per-cell means"):
         server_role(ProtocolInfo("dplcf-sp", 50, cfg, cell_estimate),
                     make_aggregator(cell_estimate, FMF_AGGREGATORS))

@@ -12,8 +12,6 @@ the two mutants of the privacy code that survived the suite):
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import numpy as np
 import pytest
 from scipy import stats
@@ -47,8 +45,8 @@ def test_dpals_report_reads_the_share_the_clients_draw_and_it_covers_mu() -> Non
 
 def test_the_drawn_share_is_what_the_clients_noise_objects_hold() -> None:
     """The report's share is the clients' ShareNoise parameter, whatever the plan says."""
-    cfg = asdict(DpalsConfig(epsilon=3.0, weighting="tail", steps=1, factors=2, k=5,
-                             min_honest=10))
+    cfg = DpalsConfig(epsilon=3.0, weighting="tail", steps=1, factors=2, k=5,
+                      min_honest=10)
     train = synthetic(40, 40, 800, rng=2).binary()
     plan = run_plan(cfg, 40, 40)
     clients = DpalsClients(train, np.arange(40), cfg, plan, 7, {})

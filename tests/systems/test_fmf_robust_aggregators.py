@@ -3,7 +3,6 @@ same privacy report and event log as the plain mean (post-processing), and refus
 only sums reach the server."""
 
 import json
-from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -83,11 +82,11 @@ def test_sharded_sums_refuse_a_robust_aggregator():
 
 
 def test_the_services_server_uses_the_configs_aggregator():
-    info = ProtocolInfo("fmf-ldp", 30, asdict(FMFConfig(aggregator="trimmed:0.2")))
+    info = ProtocolInfo("fmf-ldp", 30, FMFConfig(aggregator="trimmed:0.2"))
     assert SERVING.server_role(info, MeanAggregator()).aggregator.spec == "trimmed:0.2"
     assert SERVING.server_role(info, make_aggregator("trimmed:0.2")).aggregator.spec == \
         "trimmed:0.2"
-    plain = ProtocolInfo("fmf-ldp", 30, asdict(FMFConfig()))
+    plain = ProtocolInfo("fmf-ldp", 30, FMFConfig())
     assert SERVING.server_role(plain, make_aggregator("median-of-means:3")).aggregator.spec \
         == "median-of-means:3"
     with pytest.raises(DprecError, match="differ"):

@@ -1,6 +1,7 @@
-"""dpals and dp-fedavg with the in-process validity check (``validity=prio3``): honest
-runs are those of an unchecked run bit for bit; one client's out-of-range vector is refused
-in every round (and counted) with the check, summed without it."""
+"""dpals and dp-fedavg with the in-process validity check (``validity=prio3``, the default):
+honest runs are those of an unchecked run bit for bit and build no client's own vector; a
+simulated malicious client's out-of-range vector is refused in every round (and counted)
+with the check, summed without it."""
 
 from __future__ import annotations
 
@@ -67,7 +68,12 @@ def test_a_poisoned_blocks_total_is_the_sum_of_its_rows(train):
     assert not np.array_equal(on.item_factors, _fit(train, "none").item_factors)
 
 
-def test_dp_fedavg_checks_every_update_and_keeps_its_numbers(train, monkeypatch):
+@pytest.mark.parametrize("system, params", [("dpals", {"steps": 1}), ("dp-fedavg", {"rounds": 2})])
+def test_the_default_proves_yet_honest_runs_build_no_client_vector(train, monkeypatch, system,
+                                                                    params):
+    """prio3 is the default; in process, with only honest simulated clients, no client's own
+    vector is built or checked (the block totals are summed, as with none) and the numbers
+    are those of validity=none bit for bit."""
     checked_rows = []
     refusals = ContributionCheck.refusals
 
@@ -77,13 +83,16 @@ def test_dp_fedavg_checks_every_update_and_keeps_its_numbers(train, monkeypatch)
 
     monkeypatch.setattr(ContributionCheck, "refusals", counting)
     models = {}
-    for validity in ("prio3", "none"):
-        model = make_system("dp-fedavg", {"validity": validity, "min_honest": N - 1,
-                                          "rounds": 2})
-        models[validity] = model.fit(train, derive_generator(7, "system", "dp-fedavg"))
-    assert sum(checked_rows) == 2 * N  # every client's update, each round, prio3 only
-    np.testing.assert_array_equal(models["prio3"].score(train), models["none"].score(train))
-    assert models["prio3"].diagnostics()["upload_outcomes"]["summed"] == 2 * N
+    for validity in ("default", "none"):
+        extra = {} if validity == "default" else {"validity": "none"}
+        model = make_system(system, {"min_honest": N - 1, **params, **extra})
+        models[validity] = model.fit(train, derive_generator(7, "system", system))
+    assert models["default"].config.validity == "prio3"
+    assert checked_rows == []
+    np.testing.assert_array_equal(models["default"].score(train), models["none"].score(train))
+    rounds = params.get("steps", params.get("rounds"))
+    assert models["default"].diagnostics()["upload_outcomes"]["summed"] == rounds * N
+    assert "validity" in models["default"].privacy_report().to_json()
 
 
 @pytest.mark.parametrize("system, params", [("dpals", {"steps": 1}), ("dp-fedavg", {"rounds": 1})])

@@ -14,6 +14,7 @@ import dprec.systems.ldp_svd.system as ldp_system
 from dprec.errors import DprecError
 from dprec.mechanisms.laplace_rr import LaplaceRR
 from dprec.mechanisms.numeric import BinaryMechanism, LaplaceMechanism, PiecewiseMechanism
+from dprec.models.funk_svd import FunkSVDConfig
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import reported_epsilon
 from dprec.protocol.engine import run_protocol
@@ -67,7 +68,7 @@ class _Recording(server.SVDServer):
 def _run(train, mechanism, fake_rate=0.0, seed=0):
     scale = Scale(1.0, 5.0)
     clients = client.RatingClients(train, scale, mechanism, 64, fake_rate)
-    srv = _Recording(*train.shape, scale, mechanism, ldp_system.FunkSVDConfig(factors=5,
+    srv = _Recording(*train.shape, scale, mechanism, FunkSVDConfig(factors=5,
                                                                               epochs=2))
     log = EventLog(train.shape[0])
     run_protocol(srv, clients, 1, np.random.default_rng(seed), log)
@@ -299,10 +300,10 @@ def test_large_eps_approaches_nondp_and_small_eps_is_worse():
 
 
 def test_noise_weighting_keeps_sgd_stable_at_small_eps(train):
-    w = server.weighted_config(ldp_system.FunkSVDConfig(), LaplaceMechanism(0.1), True)
+    w = server.weighted_config(FunkSVDConfig(), LaplaceMechanism(0.1), True)
     assert w[1] == pytest.approx(1 / (1 + 16 * 2 * 10.0**2))
     assert w[0].lr == pytest.approx(0.005 * w[1]) and w[0].reg == pytest.approx(0.02 / w[1])
-    assert server.weighted_config(ldp_system.FunkSVDConfig(), None, True)[1] == 1.0
+    assert server.weighted_config(FunkSVDConfig(), None, True)[1] == 1.0
     model = make_system("laplace-svd", {"epsilon": 0.1, **SCALE}).fit(
         train, np.random.default_rng(0))
     assert np.all(np.isfinite(model.model.user_factors))

@@ -4,7 +4,7 @@ the role and the report declare."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -14,7 +14,6 @@ from dprec.protocol.aggregation import make_aggregator
 from dprec.protocol.messages import Message, MessageError
 from dprec.services import roles
 from dprec.systems.deployable import ProtocolInfo, check_forwarded, check_upload
-from dprec.systems.privrec.config import PrivRecConfig
 from dprec.systems.privrec.messages import (
     InitialModel,
     ModelBroadcast,
@@ -30,8 +29,8 @@ P, USERS, M = 40, np.arange(3, 60, 2), 6
 
 def _info(name: str = "dp-privrec", **over: object) -> ProtocolInfo:
     cfg = make_config(name, {"clients_per_round": M, "rounds": 4, "n_params": P,
-                             "initial_clip": 0.5, **over})
-    return ProtocolInfo(name, 25, asdict(cfg))
+                      "initial_clip": 0.5, **over})
+    return ProtocolInfo(name, 25, cfg)
 
 
 def _updates(broadcast: ModelBroadcast, rng: np.random.Generator) -> UpdateBatch:
@@ -77,9 +76,9 @@ def test_the_proxy_and_server_checks_refuse_what_a_client_cannot_send():
     with pytest.raises(MessageError, match="at most clients_per_round"):
         check_forwarded(too_many, info)
     with pytest.raises(DprecError, match="n_params=P"):
-        ProtocolInfo("dp-privrec", 25, asdict(make_config("dp-privrec", {})))
+        ProtocolInfo("dp-privrec", 25, make_config("dp-privrec", {}))
     with pytest.raises(DprecError, match="privrec-cen trains centrally"):
-        ProtocolInfo("privrec-cen", 25, asdict(make_config("privrec-cen", {"n_params": P})))
+        ProtocolInfo("privrec-cen", 25, make_config("privrec-cen", {"n_params": P}))
 
 
 def test_the_server_takes_updates_only_from_the_clients_it_selected():
@@ -102,7 +101,7 @@ def test_a_service_role_rebuilt_each_round_from_its_kept_state_is_the_simulation
     of one role kept in memory, bit for bit (DP-PrivRec's noise included)."""
     info = _info(name)
     serving, deployment = info.serving(), info.deployment
-    cfg = PrivRecConfig(**info.config)
+    cfg = info.config
     sim = ReptileServer(np.random.default_rng(5).normal(size=P), USERS, 60, cfg, n_items=25)
     initial = serving.initial_state(sim)
     start = np.random.default_rng(7)

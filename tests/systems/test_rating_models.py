@@ -169,3 +169,17 @@ def test_specs_attribute_is_stable_and_others_are_errors():
 def test_config_replace_is_validated():
     with pytest.raises(DprecError, match="k must be an integer >= 1"):
         replace(make_system("pcc-knn").config, k=0)
+
+
+def test_a_failed_fit_leaves_an_unfitted_model_not_a_half_fitted_one():
+    """ModelPredictor: FunkSVD sets its factors before the first epoch; when that epoch
+    diverges, the predictor keeps a fresh model, so predict refuses instead of answering."""
+    u, i, r, shape = _ratings(n=2_000)
+    train = sp.csr_matrix((r, (u, i)), shape=shape)
+    svd = FunkSVDPredictor(config=FunkSVDConfig(lr=1e6, epochs=2))
+    assert svd.name == "nondp-svd" and svd.config.lr == 1e6
+    with pytest.raises(DprecError, match="diverged"):
+        svd.fit(train, np.random.default_rng(0))
+    assert not svd.model.is_fitted
+    with pytest.raises(NotFittedError):
+        svd.predict(u[:3], i[:3])

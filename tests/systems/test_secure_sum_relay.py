@@ -4,7 +4,6 @@ with the parameters that ``round -> params`` gives (dp-pop's a constant, dpals' 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -37,7 +36,7 @@ N, D, K = 12, 60, 3
 
 def test_the_relay_checks_and_releases_each_round_with_that_rounds_parameters(tmp_path):
     train = synthetic(N, D, 300, rng=3).binary()
-    cal = calibrate(asdict(DpPopConfig(epsilon=2.0, k=K, n_clients=N)), D, N)
+    cal = calibrate(DpPopConfig(epsilon=2.0, k=K, n_clients=N), D, N)
     longer = dataclasses.replace(cal.params, dimension=cal.params.dimension + 1)
 
     def params_of(round: int):
@@ -65,10 +64,10 @@ def test_the_relay_checks_and_releases_each_round_with_that_rounds_parameters(tm
 
 
 def test_dpals_relay_is_the_secure_sum_relay_on_its_plan(tmp_path):
-    config = asdict(DpalsConfig(epsilon=2.0, k=5, n_clients=30))
+    config = DpalsConfig(epsilon=2.0, k=5, n_clients=30, validity="none")
     plan = plan_of(config, 40)
     relay = DPALS.proxy_secrets(ProtocolInfo("dpals", 40, config), tmp_path)
-    assert type(relay) is SecureSumRelay
+    assert type(relay) is SecureSumRelay  # the plain ring's (the default proves: ProvedRelay)
     assert relay.params_of(1) == plan.round(1).params
     with pytest.raises(MessageError):
         relay.release([], len(plan.rounds), 30)

@@ -6,7 +6,6 @@ keeps them under ``diagnostics.simulation_only`` with a note; no deployed server
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -75,14 +74,14 @@ def test_the_deployed_servers_outputs_carry_none_of_them(train) -> None:
 
     n, d = train.shape
     c = DpalsConfig(epsilon=3.0, weighting="tail", steps=1, factors=2, k=5)
-    plan = run_plan(asdict(c), d, n)
+    plan = run_plan(c, d, n)
     dpals = DpalsServer(plan, c.factors, c.reg, c.unobserved_weight, c.clip, c.rhs_weight,
                         c.init_scale)
     f = DpFedAvgConfig(rounds=2, rate=0.5, factors=1)
-    fp = fedavg_plan(asdict(f), d, n)
+    fp = fedavg_plan(f, d, n)
     fed = FedAvgServer(d, f.factors, f.lr, f.reg, f.server_steps, f.init_scale, fp.gamma,
                        f.rate * n, None, fp.params, fp.min_honest, n)
-    cal = calibrate(asdict(DpPopConfig()), d, n)
+    cal = calibrate(DpPopConfig(), d, n)
     pop = PopularityServer(d, n, cal.min_honest, cal.params, cal.share)
     for serving, role in ((DPALS, dpals), (FEDAVG, fed), (POP, pop)):
         out = serving.diagnostics(role)

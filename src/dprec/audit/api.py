@@ -27,7 +27,7 @@ from dprec.audit.mechanisms import (
 )
 from dprec.audit.protocols import audit_dplcf_user, audit_shuffled_slot
 from dprec.audit.result import AuditResult, Level
-from dprec.errors import DprecError
+from dprec.errors import DprecError, as_float
 from dprec.mechanisms.bitflip import BitFlip
 from dprec.mechanisms.laplace_rr import LaplaceRR
 from dprec.mechanisms.numeric import BinaryMechanism, LaplaceMechanism, PiecewiseMechanism
@@ -64,10 +64,7 @@ def _float(params: Params, key: str, default: float) -> float:
     raw = params.get(key)
     if raw is None:
         return default
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise DprecError(f"--param {key} must be a number, got {raw!r}") from None
+    value = as_float(raw, f"--param {key} must be a number, got {raw!r}", DprecError)
     if not math.isfinite(value):
         raise DprecError(f"--param {key} must be finite, got {raw!r}")
     return value

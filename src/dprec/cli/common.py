@@ -38,7 +38,9 @@ Params = Annotated[list[str] | None, typer.Option(
     "--param", help="KEY=VALUE set on the system's config, repeatable, e.g. --param "
                     "neighbours=10 --param k=50. `dprec systems NAME` lists the keys.")]
 Split = Annotated[str | None, typer.Option(
-    help="Ranking: latest or random (leave-one-out), or user (the PrivRec protocol). Rating: "
+    help="Ranking: latest or random (leave-one-out), user (the PrivRec protocol), or strong "
+         "/ strong:N (strong generalisation: 20% or N users held out, folded in on the "
+         "device; e.g. ml-20m:gt3.5:min5 with strong:10000, the DPALS protocol). Rating: "
          "kfold or user. Default: latest for ranking, kfold for rating, user for the "
          "side-feature systems (privrec, ...).")]
 Folds = Annotated[int | None, typer.Option(help="k of k-fold (rating systems, default 5).")]

@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 SWEEP_METRIC = {"ranking": ("HR@10", "sampled"), "rating": ("RMSE", "rating"),
-                "privrec": ("HR@10", "full")}
+                "privrec": ("HR@10", "full"), "strong": ("Recall@20", "full-topk")}
 """The metric and evaluation protocol the ε sweep of each task reports."""
 
 
@@ -106,14 +106,16 @@ def _systems_of(task: str, systems_: str | None) -> list[str]:
         DEFAULT_COMPARISON,
         DEFAULT_PRIVREC_COMPARISON,
         DEFAULT_RATING_COMPARISON,
+        DEFAULT_STRONG_COMPARISON,
     )
     from dprec.systems.registry import parse_label, spec
     default = {"ranking": DEFAULT_COMPARISON, "rating": DEFAULT_RATING_COMPARISON,
-               "privrec": DEFAULT_PRIVREC_COMPARISON}[task]
+               "privrec": DEFAULT_PRIVREC_COMPARISON, "strong": DEFAULT_STRONG_COMPARISON}[task]
     names = _split_labels(systems_) if systems_ else list(default)
     for n in names:
         sp_ = spec(parse_label(n)[0])
-        kind = "privrec" if sp_.task == "ranking" and task == "privrec" else sp_.task
+        kind = (task if sp_.task == "ranking" and task in ("privrec", "strong")
+                and not (task == "strong" and sp_.protocol == "user-split") else sp_.task)
         if kind != task:
             raise DprecError(f"--task {task}: {n} is a {kind} system (use --task {kind})")
         if task == "ranking" and sp_.protocol == "user-split":
@@ -180,6 +182,14 @@ def _swept_systems(names: list[str], configs: dict[str, Any], grid: list[float])
     return private
 
 
+def strong_task(task: str) -> tuple[str, str | None]:
+    """``--task strong:N`` to ("strong", "strong:N") (N held-out users); any other task to
+    (task, None)."""
+    if task.split(":")[0] == "strong":
+        return "strong", task
+    return task, None
+
+
 def plan_comparison(dataset: str, task: str, epsilon: float | None, seeds: int,
                     sweep_seeds: int, folds: int | None, systems_: str | None,
                     configs_dir: Path | None, preset: str | None, param: list[str] | None,
@@ -190,8 +200,10 @@ def plan_comparison(dataset: str, task: str, epsilon: float | None, seeds: int,
     from dprec.evaluation.runner import check_seed_count
     from dprec.systems.params import epsilon_grid, param_pairs
     from dprec.systems.registry import check_model_memory
-    if task not in ("ranking", "rating", "privrec"):
-        raise DprecError(f"--task must be ranking, rating or privrec, got {task!r}")
+    task, split = strong_task(task)
+    if task not in ("ranking", "rating", "privrec", "strong"):
+        raise DprecError(f"--task must be ranking, rating, privrec, strong or strong:N, got "
+                         f"{task!r}")
     check_seed_count(max(seeds, sweep_seeds))
     check_folds(task, None, folds)
     names = _systems_of(task, systems_)
@@ -207,8 +219,8 @@ def plan_comparison(dataset: str, task: str, epsilon: float | None, seeds: int,
     ds = load_dataset(dataset, data_dir)
     for n in names:
         check_model_memory(n, configs[n], ds.n_users, ds.n_items)
-    exp = experiment_for(task, ds, seeds, None, 99, folds)
-    sweep_exp = experiment_for(task, ds, sweep_seeds, None, 99, folds)
+    exp = experiment_for(task, ds, seeds, split, 99, folds)
+    sweep_exp = experiment_for(task, ds, sweep_seeds, split, 99, folds)
     exp.check_memory()
     sweep_exp.check_memory()
     return ComparisonPlan(dataset, task, epsilon, seeds, sweep_seeds, names, configs, files,

@@ -54,9 +54,9 @@ def data_fetch(
     with a progress bar, resumed after a dropped connection, checked against the release's
     pinned size and sha256)."""
     from dprec.data.grouplens import ARCHIVES, fetch_movielens
-    from dprec.data.registry import split_filter
+    from dprec.data.registry import split_filters
     try:
-        base = split_filter(name)[0].lower()
+        base = split_filters(name)[0].lower()
         if base in ARCHIVES:
             bar = _download_bar()
             with bar:

@@ -10,7 +10,6 @@ import json
 import logging
 import os
 import sys
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -194,7 +193,7 @@ def _protocol_info(protocol: str, n_items: int | None, dataset: str | None,
                          "shape only)")
     if n_items is None:
         n_items = load_dataset(dataset, data_dir).n_items
-    info = ProtocolInfo(protocol, int(n_items), asdict(cfg), aggregator)  # type: ignore[call-overload]
+    info = ProtocolInfo(protocol, int(n_items), cfg, aggregator)
     aggregator_of(info)  # the name must be one of the system's aggregators
     return info
 
@@ -363,9 +362,9 @@ def openapi_documents() -> dict[str, dict[str, Any]]:
     from dprec.services.proxy import ProxySettings, create_proxy_app
     from dprec.services.server import ServerSettings, create_server_app
     from dprec.systems.deployable import ProtocolInfo
-    info = ProtocolInfo("dplcf-sp", 8, {"flip": "symmetric", "estimator": "unbiased",
-                                        "epsilon": 1.0, "neighbours": 2,
-                                        "neighbourhood": "item", "batch_size": 8})
+    from dprec.systems.registry import make_config
+    info = ProtocolInfo("dplcf-sp", 8, make_config("dplcf-sp", {"epsilon": 1.0, "neighbours": 2,
+                                                              "batch_size": 8}))
     with tempfile.TemporaryDirectory() as tmp:
         key = b"0" * 32
         server = create_server_app(ServerSettings(info, Path(tmp) / "s", key))
@@ -497,13 +496,15 @@ def _enforced_threshold(params: dict[str, Any], planned: int, threshold: int | N
                              f"{params['shuffle_threshold']} disagree: give one")
         return {**params, "shuffle_threshold": int(threshold)}
     from dprec.client.http import ProxyAPI, ServerAPI
+    from dprec.systems.deployable import ProtocolInfo
     if threshold is not None:
         raise DprecError("--threshold sets the threshold of the proxy started here; a running "
                          "proxy (--proxy) states its own")
     proxy_api, server_api = ProxyAPI(proxy), ServerAPI(server)  # type: ignore[arg-type]
     try:
         enforced = int(proxy_api.round()["threshold"])
-        published = server_api.protocol_doc().get("config", {}).get("shuffle_threshold")
+        info = ProtocolInfo.from_json(server_api.protocol_doc())
+        published = info.deployment.published_threshold(info.config)
     finally:
         proxy_api.close()
         server_api.close()

@@ -36,6 +36,16 @@ A protocol whose client step needs the device's own secret from the proxy (its d
 once, authenticated with the client's token), and the descriptor checks it into the terms
 (:meth:`~dprec.protocol.deployment.Deployment.with_client_secret`). This module knows no
 system: what a system's device does is its descriptor's.
+
+A protocol that trains on the user's side features (PrivRec) takes them as ``features=``
+of :meth:`DeviceClient.report`, :meth:`~DeviceClient.scores` and
+:meth:`~DeviceClient.recommend`; its descriptor checks them
+(:meth:`~dprec.protocol.deployment.Deployment.with_side_features`) before anything is
+computed, and they never leave the device. A client step may answer None (the round's
+server did not select this client): nothing is charged, stored or sent. A report in the
+clear to a trusted aggregator is sent only under a policy with ``trust_aggregator``; its
+charge (:meth:`~dprec.client.policy.DevicePolicy.cost`, from the run's reports charged
+before) is stored with the ledger's note of what it rests on.
 """
 
 from __future__ import annotations
@@ -197,7 +207,14 @@ class DeviceClient:
         except DprecError as e:
             raise BadReply(f"GET /v1/round: {e}") from None
 
-    def _message(self, history: sp.csr_matrix, round: int, terms: ProtocolTerms) -> bytes:
+    def _with_features(self, terms: ProtocolTerms, features: object) -> ProtocolTerms:
+        """``terms`` with the user's side features, checked by the descriptor (a
+        :class:`DprecError` for features of the wrong shape or type, or missing where the
+        protocol needs them; they never leave the device)."""
+        return self.info.deployment.with_side_features(terms, features)
+
+    def _message(self, history: sp.csr_matrix, round: int, terms: ProtocolTerms
+                 ) -> bytes | None:
         """The system's client step (its descriptor's), on a fresh secure generator."""
         deployment = self.info.deployment
         if deployment.needs_client_secret(terms):
@@ -220,20 +237,25 @@ class DeviceClient:
                                                 self.source.generator(), self.client_id,
                                                 self.artefact)
 
-    def report(self, history: object) -> bool:
-        """Take part in the open round with ``history`` (1 x N, 0/1 or ratings): True once
-        the proxy has the report, False if the ledger refuses (budget), the protocol has no
-        open round, or this round's message was charged but lost. Safe to call again (after
-        a crash, a timeout, a server restart): never charges a message twice, never sends a
-        second, different message for a round of a run.
+    def report(self, history: object, features: object = None) -> bool:
+        """Take part in the open round with ``history`` (1 x N, 0/1 or ratings) and, for a
+        protocol that trains on them (PrivRec), the user's side ``features``: True once the
+        proxy has the report, False if the ledger refuses (budget), the protocol has no
+        open round, this client takes no part in it (not selected), or this round's message
+        was charged but lost. Safe to call again (after a crash, a timeout, a server
+        restart): never charges a message twice, never sends a second, different message
+        for a round of a run.
 
-        Raises :class:`PolicyViolation` (a mechanism, noise or size the policy refuses),
-        :class:`RunChanged` (another run than the pinned one) or :class:`BadReply` before
-        anything is computed."""
+        Raises :class:`PolicyViolation` (a mechanism, noise or size the policy refuses; a
+        report in the clear to a trusted aggregator without the policy's
+        ``trust_aggregator``), :class:`RunChanged` (another run than the pinned one),
+        :class:`BadReply`, or a :class:`DprecError` for a malformed history or features,
+        before anything is computed."""
         terms = self.describe()
         cost = self.policy.cost(terms)
         run = self.sent.check(self.info)
         h = self._history(history)
+        terms = self._with_features(terms, features)
         r = self._open_round(terms)
         if r is None:
             return False
@@ -241,6 +263,8 @@ class DeviceClient:
         with self.ledger.locked():  # another process on this folder waits: one decision
             body = self.sent.message(run, r)
             resend = body is not None and self.ledger.charged(key)
+            if terms.trusted_aggregator and not self.ledger.charged(key):
+                cost = self.policy.cost(terms, self.ledger.count_under(f"{run}/"))  # grows
             if body is None:
                 if self.ledger.charged(key):
                     log.warning("round %d of run %.16s was charged but its message is lost; "
@@ -253,14 +277,18 @@ class DeviceClient:
                              "%.6g spent)", r, cost, self.ledger.spent, self.ledger.budget)
                     return False
                 body = self._message(h, r, terms)
+                if body is None:
+                    log.info("taking no part in round %d of run %.16s", r, run)
+                    return False
                 want = terms.upload_bytes(r)
                 if len(body) > want or (len(body) != want and self.info.deployment.exact_upload):
                     raise DprecError(f"built a {len(body)}-byte message, expected "
                                      f"{'at most ' * (not self.info.deployment.exact_upload)}"
                                      f"{want}")
                 self.sent.store(run, r, body)
-            try:
-                self.ledger.charge(key, cost)  # False for a re-send: charged when first stored
+            note = self.policy.trust_note(terms) if terms.trusted_aggregator else None
+            try:  # False for a re-send: charged when first stored
+                self.ledger.charge(key, cost, note)
             except BudgetExceededError as e:
                 log.info("not reporting in round %d: %s", r, e)
                 return False
@@ -274,18 +302,21 @@ class DeviceClient:
 
     # -- on-device ranking -------------------------------------------------------------------
 
-    def scores(self, history: object) -> np.ndarray:
-        """Every item's score for this user, computed here from the broadcast."""
+    def scores(self, history: object, features: object = None) -> np.ndarray:
+        """Every item's score for this user (with its side ``features`` where the protocol
+        takes them), computed here from the broadcast."""
         h = self._history(history)
-        return self.info.deployment.scores(self.terms, h, self.artefact())
+        terms = self._with_features(self.terms, features)
+        return self.info.deployment.scores(terms, h, self.artefact())
 
-    def recommend(self, history: object, n: int = 10, exclude_seen: bool = True) -> np.ndarray:
+    def recommend(self, history: object, n: int = 10, exclude_seen: bool = True,
+                  features: object = None) -> np.ndarray:
         """The ``n`` best items for this user (best first, ties by the smaller item id), never
         leaving the device."""
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise DprecError(f"n must be an integer >= 0, got {n!r}")
         h = self._history(history)
-        s = self.scores(h).astype(np.float64)
+        s = self.scores(h, features).astype(np.float64)
         if exclude_seen:
             s[h.indices] = -np.inf
         return top_k_row(s, min(int(n), s.size))

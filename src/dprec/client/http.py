@@ -312,8 +312,8 @@ class Artefact:
     etag: str
 
 
-class ServerAPI:
-    """The server's public endpoints, with an ETag cache for artefacts."""
+class _Endpoint:
+    """One service's base URL and keep-alive client; every exchange under ``deadline``."""
 
     def __init__(self, url: str, client: httpx.Client | None = None, timeout: float = 60.0,
                  deadline: float = EXCHANGE_DEADLINE) -> None:
@@ -321,20 +321,39 @@ class ServerAPI:
         self.client = client or keepalive_client(self.url, timeout)
         self.deadline = deadline
         """Seconds one exchange may take in all (``timeout`` bounds each read)."""
+
+    def round(self) -> dict[str, Any]:
+        """The current round, from ``GET /v1/round``."""
+        return _fetch(self.client, "GET", "/v1/round", limit=MAX_JSON_BYTES,
+                      deadline=self.deadline).json()
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class ServerAPI(_Endpoint):
+    """The server's public endpoints, with an ETag cache for artefacts."""
+
+    def __init__(self, url: str, client: httpx.Client | None = None, timeout: float = 60.0,
+                 deadline: float = EXCHANGE_DEADLINE) -> None:
+        super().__init__(url, client, timeout, deadline)
         self._cache: dict[str, Artefact] = {}
         self.not_modified = 0
         """Conditional fetches answered 304 (counter)."""
 
     def protocol(self) -> ProtocolInfo:
-        """The published description, parsed (:class:`DprecError` if malformed)."""
-        return ProtocolInfo.from_json(self.protocol_doc())
+        """The published description, parsed: its config decoded into the system's typed
+        config (:class:`BadReply` if malformed: an unknown, missing or ill-typed field)."""
+        doc = self.protocol_doc()
+        try:
+            return ProtocolInfo.from_json(doc)
+        except BadReply:
+            raise
+        except DprecError as e:
+            raise BadReply(f"GET /v1/protocol: {e}") from None
 
     def protocol_doc(self) -> dict[str, Any]:
         return _fetch(self.client, "GET", "/v1/protocol", limit=MAX_JSON_BYTES,
-                      deadline=self.deadline).json()
-
-    def round(self) -> dict[str, Any]:
-        return _fetch(self.client, "GET", "/v1/round", limit=MAX_JSON_BYTES,
                       deadline=self.deadline).json()
 
     def artefact(self, name: str, expected: int | None = None, expected_what: str = "",
@@ -372,23 +391,9 @@ class ServerAPI:
     def cached(self, name: str) -> Artefact | None:
         return self._cache.get(name)
 
-    def close(self) -> None:
-        self.client.close()
 
-
-class ProxyAPI:
+class ProxyAPI(_Endpoint):
     """The proxy's client endpoint: one message per client and round."""
-
-    def __init__(self, url: str, client: httpx.Client | None = None, timeout: float = 60.0,
-                 deadline: float = EXCHANGE_DEADLINE) -> None:
-        self.url = url.rstrip("/")
-        self.client = client or keepalive_client(self.url, timeout)
-        self.deadline = deadline
-        """Seconds one exchange may take in all (``timeout`` bounds each read)."""
-
-    def round(self) -> dict[str, Any]:
-        return _fetch(self.client, "GET", "/v1/round", limit=MAX_JSON_BYTES,
-                      deadline=self.deadline).json()
 
     def client_secret(self, client_id: int, token: str) -> dict[str, Any]:
         """What the proxy hands the authenticated client alone (its protocol's
@@ -409,6 +414,3 @@ class ProxyAPI:
         return _fetch(self.client, "POST", f"/v1/rounds/{int(round)}/reports",
                       limit=MAX_JSON_BYTES, content=body, headers=headers,
                       deadline=self.deadline).json()
-
-    def close(self) -> None:
-        self.client.close()

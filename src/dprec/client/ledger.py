@@ -79,6 +79,7 @@ class DiskLedger:
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self._limit = PrivacyLedger(budget, 1)
         self._charges: dict[str, float] = {}
+        self._notes: dict[str, str] = {}
         self._lock_fd: int | None = None
         self._depth = 0
         private_dir(self.path.parent)
@@ -117,26 +118,29 @@ class DiskLedger:
             if doc["budget"] != self.budget:
                 raise DprecError(f"the ledger at {self.path} has budget {doc['budget']}, not "
                                  f"{self.budget}: a budget is fixed when the ledger is made")
-            self._charges = doc["charges"]
+            self._charges, self._notes = doc["charges"], doc["notes"]
         else:
-            self._charges = {}
+            self._charges, self._notes = {}, {}
         self._limit.spent[0] = math.fsum(self._charges.values())
 
     def _read(self) -> dict[str, Any]:
         try:
             doc = json.loads(self.path.read_text())
             charges = {str(k): float(v) for k, v in doc["charges"].items()}
+            notes = doc.get("notes", {})
             if doc.get("format") != _FORMAT or not all(
-                    math.isfinite(v) and v >= 0 for v in charges.values()):
-                raise ValueError("unknown format or bad charge")
-            return {"budget": float(doc["budget"]), "charges": charges}
+                    math.isfinite(v) and v >= 0 for v in charges.values()) \
+                    or not all(isinstance(v, str) and k in charges for k, v in notes.items()):
+                raise ValueError("unknown format, bad charge or bad note")
+            return {"budget": float(doc["budget"]), "charges": charges, "notes": dict(notes)}
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             raise DprecError(f"the ledger at {self.path} is unreadable ({e}); refusing to "
                              "guess what was spent") from None
 
     def _write(self) -> None:
         doc = {"format": _FORMAT, "budget": self.budget,
-               "spent": math.fsum(self._charges.values()), "charges": self._charges}
+               "spent": math.fsum(self._charges.values()), "charges": self._charges,
+               **({"notes": self._notes} if self._notes else {})}
         atomic_write(self.path, json.dumps(doc, indent=1, sort_keys=True).encode())
 
     @property
@@ -163,16 +167,28 @@ class DiskLedger:
         with self.locked():
             return any(k.startswith(prefix) for k in self._charges)
 
+    def count_under(self, prefix: str) -> int:
+        """How many keys starting with ``prefix`` (a run's reports) are charged on disk now."""
+        with self.locked():
+            return sum(k.startswith(prefix) for k in self._charges)
+
+    @property
+    def notes(self) -> dict[str, str]:
+        """What was recorded beside a charge (e.g. that its guarantee rests on a trusted
+        aggregator), by key, as on disk now."""
+        with self.locked():
+            return dict(self._notes)
+
     def can_charge(self, eps: float) -> bool:
         """Would a new charge of ``eps`` stay within the budget (as the disk stands now)?"""
         with self.locked():
             return bool(self._limit.can_spend(0, eps)[0])
 
-    def charge(self, key: str, eps: float) -> bool:
-        """Charge ``eps`` under ``key`` and persist it before returning, under the lock and
-        on the charges re-read from disk; False if ``key`` was charged before (nothing
-        changes). Raises :class:`BudgetExceededError` (nothing changes) if the budget would
-        be passed."""
+    def charge(self, key: str, eps: float, note: str | None = None) -> bool:
+        """Charge ``eps`` under ``key`` (with ``note``, what the charge rests on) and persist
+        it before returning, under the lock and on the charges re-read from disk; False if
+        ``key`` was charged before (nothing changes). Raises :class:`BudgetExceededError`
+        (nothing changes) if the budget would be passed."""
         if not (isinstance(eps, (int, float)) and math.isfinite(eps) or eps == math.inf) \
                 or eps < 0:
             raise DprecError(f"eps must be a number >= 0, got {eps!r}")
@@ -181,10 +197,13 @@ class DiskLedger:
                 return False
             self._limit.spend(0, float(eps))  # raises, changing nothing, past the budget
             self._charges[key] = float(eps)
+            if note is not None:
+                self._notes[key] = str(note)
             try:
                 self._write()
             except BaseException:
                 del self._charges[key]
+                self._notes.pop(key, None)
                 raise
             finally:
                 self._limit.spent[0] = math.fsum(self._charges.values())

@@ -19,6 +19,11 @@ computed:
   epsilon, user level, replace-one: any history against any other). For DPLCF-SP and OUE this
   is exact for pure epsilon: the worst pair of N-bit vectors differs in every bit, each in
   the direction of the larger per-bit ratio.
+- A report in the clear to a server the protocol declares a trusted aggregator (the terms'
+  ``trusted_aggregator``: PrivRec's model update) is refused unless ``trust_aggregator``
+  is set; with it :meth:`DevicePolicy.cost` charges the aggregator's Gaussian release the
+  report enters (its noise multiplier and delta from the config), and the ledger notes that
+  the guarantee rests on that server (:meth:`DevicePolicy.trust_note`).
 """
 
 from __future__ import annotations
@@ -99,14 +104,25 @@ class ProtocolTerms:
     """A secure sum's exact upload size per round (empty: every round ``message_bytes``)."""
     artefact_exact: bool = True
     """False: the artefact's size changes within the run (at most ``artefact_bytes``)."""
-    settings: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
-    """A secure sum's config as published and read under the policy (read-only)."""
+    settings: Any = field(default=None, hash=False, compare=False)
+    """A secure sum's typed frozen config as published and read under the policy (an LDP
+    rating system's own values it computes with)."""
     proxy_key: bytes = b""
     """A secure sum's proxy key, fetched from the proxy by
     :class:`~dprec.client.device.DeviceClient` (never part of the server's description)."""
     proxy_published: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
     """What the proxy publishes (``GET /v1/round``), e.g. the validity check it verifies;
     the device compares it with what it computes itself, never adopts it."""
+    trusted_aggregator: bool = False
+    """The report leaves the device in the clear, without local noise, to a server that must
+    be trusted with it (PrivRec's model update): :meth:`DevicePolicy.cost` refuses it unless
+    the policy sets ``trust_aggregator``."""
+    noise_multiplier: float = 0.0
+    """A trusted aggregator's Gaussian noise per report, as a multiple of one user's l2
+    sensitivity (z; 0: it adds none, no DP)."""
+    side_features: Any = field(default=None, hash=False, compare=False)
+    """The user's own side features, checked by the descriptor
+    (:meth:`~dprec.protocol.deployment.Deployment.with_side_features`; never sent)."""
 
     def upload_bytes(self, round: int) -> int:
         """The exact size of round ``round``'s message."""
@@ -123,8 +139,8 @@ class ProtocolTerms:
             raise BadReply(f"the protocol's {self.mechanism} mechanism: {e}") from None
 
 
-def _real(config: Mapping[str, Any], name: str, *, positive: bool) -> float:
-    value = config.get(name)
+def _real(config: Any, name: str, *, positive: bool) -> float:
+    value = getattr(config, name, None)
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
             or not math.isfinite(value) or value < 0 or (positive and value == 0):
         rule = "> 0" if positive else ">= 0"
@@ -133,10 +149,11 @@ def _real(config: Mapping[str, Any], name: str, *, positive: bool) -> float:
     return float(value)
 
 
-def _integer(config: Mapping[str, Any], name: str, high: int, limit: str | None) -> int:
-    """config[name], an integer in [1, high]: above ``high`` a :class:`PolicyViolation` of
-    the policy field ``limit`` (a :class:`BadReply` without one)."""
-    value = config.get(name)
+def _integer(config: Any, name: str, high: int, limit: str | None) -> int:
+    """The config's field ``name``, an integer in [1, high]: above ``high`` a
+    :class:`PolicyViolation` of the policy field ``limit`` (a :class:`BadReply` without
+    one)."""
+    value = getattr(config, name, None)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1 \
             or (limit is None and value > high):
         rule = ">= 1" if limit is not None else f"in [1, {high}]"
@@ -147,8 +164,8 @@ def _integer(config: Mapping[str, Any], name: str, high: int, limit: str | None)
     return value
 
 
-def _choice(config: Mapping[str, Any], name: str, allowed: tuple[str, ...]) -> str:
-    value = config.get(name)
+def _choice(config: Any, name: str, allowed: tuple[str, ...]) -> str:
+    value = getattr(config, name, None)
     if value not in allowed:
         raise BadReply(f"the protocol's config.{name} must be one of {', '.join(allowed)}, got "
                        f"{value!r}")
@@ -156,10 +173,10 @@ def _choice(config: Mapping[str, Any], name: str, allowed: tuple[str, ...]) -> s
 
 
 class _Reader(DeviceReader):
-    """A config read by a device under ``policy``: malformed is a :class:`BadReply`, beyond
-    the policy a :class:`PolicyViolation`."""
+    """A typed config read by a device under ``policy``, field by field: malformed is a
+    :class:`BadReply`, beyond the policy a :class:`PolicyViolation`."""
 
-    def __init__(self, policy: DevicePolicy, config: Mapping[str, Any]) -> None:
+    def __init__(self, policy: DevicePolicy, config: Any) -> None:
         self.policy, self.config = policy, config
 
     def real(self, name: str, *, positive: bool) -> float:
@@ -214,6 +231,16 @@ class DevicePolicy:
     """Largest delta of a secure sum's (epsilon, delta) guarantee: the whole delta the run
     holds at, a truncated noise share's cost included (dp-pop with ``validity=prio3``:
     ``delta + (1 + e^epsilon) n (eta + eta_2)``, computed by the device from the config)."""
+    trust_aggregator: bool = False
+    """Send a report that leaves in the clear, without local DP, to a server the protocol
+    declares a trusted aggregator (PrivRec's update; DP-PrivRec's noise is that server's).
+    False (the default): refused. True: sent, and the ledger records with each such charge
+    that the guarantee rests on that server being trusted (:meth:`DevicePolicy.cost`)."""
+    accept_no_dp: bool = False
+    """Also send a trusted aggregator's report that no one adds noise to (plain PrivRec: no
+    DP guarantee at all, epsilon infinite). False (the default): refused even with
+    ``trust_aggregator``. True: sent, charged 0, and the ledger's note says that no guarantee
+    holds."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.mechanisms, Mapping):
@@ -233,6 +260,11 @@ class DevicePolicy:
                                  f"{', '.join(NOISY[family])} (none uploads the raw data)")
             accepted[family] = frozenset(names)
         object.__setattr__(self, "mechanisms", MappingProxyType(accepted))
+        if not isinstance(self.accept_no_dp, bool):
+            raise DprecError(f"accept_no_dp must be true or false, got {self.accept_no_dp!r}")
+        if not isinstance(self.trust_aggregator, bool):
+            raise DprecError(f"trust_aggregator must be true or false, got "
+                             f"{self.trust_aggregator!r}")
         if isinstance(self.max_delta, bool) or not isinstance(self.max_delta, (int, float)) \
                 or not 0 < self.max_delta < 1:
             raise DprecError(f"max_delta must be a number in (0, 1), got {self.max_delta!r}")
@@ -325,9 +357,13 @@ class DevicePolicy:
                                   f"{self.max_artefact_bytes}")
         return terms
 
-    def cost(self, terms: ProtocolTerms) -> float:
+    def cost(self, terms: ProtocolTerms, earlier: int = 0) -> float:
         """The epsilon one message of ``terms`` costs, if the policy accepts its mechanism
-        and noise; :class:`PolicyViolation` otherwise (before anything is computed)."""
+        and noise; :class:`PolicyViolation` otherwise (before anything is computed).
+        ``earlier``: the reports of this run charged before (a trusted aggregator's charge
+        grows with them: :meth:`_trusted_cost`)."""
+        if terms.trusted_aggregator:
+            return self._trusted_cost(terms, earlier)
         accepted = self.mechanisms.get(terms.family, frozenset())
         if terms.secure_sum and terms.mechanism in accepted:
             return self._secure_sum_cost(terms)
@@ -353,6 +389,59 @@ class DevicePolicy:
                                   f"{self.max_epsilon_per_round:g}]")
         return total
 
+
+    def _trusted_cost(self, terms: ProtocolTerms, earlier: int) -> float:
+        """A report in the clear to a trusted aggregator: refused without
+        ``trust_aggregator``. With it, the charge of the device's ``earlier + 1``-th report
+        of the run is eps(earlier + 1) - eps(earlier), eps(k) the epsilon at the run's delta
+        of k Gaussian releases with noise multiplier z (RDP, alpha / (2 z^2) each, Mironov
+        2017; improved conversion): the device's own account of the releases its data
+        entered, with no amplification by the server's sampling. It holds against everyone
+        who sees the released models, not against the aggregator. z = 0 (no noise, no DP):
+        refused unless ``accept_no_dp`` too; then charged 0, and the ledger's note says that
+        no guarantee holds."""
+        if not self.trust_aggregator:
+            raise PolicyViolation(
+                f"{terms.system} sends its report in the clear, without local DP, to the "
+                "server as a trusted aggregator; the device policy refuses this unless it "
+                "sets trust_aggregator = true (the guarantee then rests on that server)")
+        z = terms.noise_multiplier
+        if z == 0:
+            if not self.accept_no_dp:
+                raise PolicyViolation(
+                    f"{terms.system} adds no noise anywhere: its report carries no DP "
+                    "guarantee (epsilon infinite); the device policy refuses it unless it "
+                    "also sets accept_no_dp = true")
+            return 0.0
+        if not 0 < terms.delta <= self.max_delta:
+            raise PolicyViolation(f"{terms.system} guarantees delta {terms.delta!r}, outside "
+                                  f"the device policy's (0, max_delta = {self.max_delta:g}]")
+        from dprec.privacy.gaussian import gaussian_rdp_epsilon
+
+        def eps(k: int) -> float:
+            return gaussian_rdp_epsilon(z, 1.0, k, terms.delta)
+
+        one, step = eps(1), eps(earlier + 1) - eps(earlier)
+        if not one <= self.max_epsilon_per_report:
+            raise PolicyViolation(f"one report of {terms.system} costs epsilon {one:.6g} "
+                                  f"(Gaussian, z = {z:.4g}), more than the device policy's "
+                                  f"max_epsilon_per_report = {self.max_epsilon_per_report:g}")
+        if not step <= self.max_epsilon_per_round:
+            raise PolicyViolation(f"report {earlier + 1} of {terms.system}'s run costs "
+                                  f"epsilon {step:.6g}, more than the device policy's "
+                                  f"max_epsilon_per_round = {self.max_epsilon_per_round:g}")
+        return max(step, 0.0)
+
+    @staticmethod
+    def trust_note(terms: ProtocolTerms) -> str:
+        """What the ledger records beside a trusted aggregator's charge."""
+        if terms.noise_multiplier == 0:
+            return (f"{terms.system}: update sent in the clear to a trusted aggregator that "
+                    "adds no noise: no DP guarantee (epsilon inf against anyone who sees "
+                    "the released model); charged 0")
+        return (f"{terms.system}: update sent in the clear to a trusted aggregator; the "
+                f"charge (Gaussian, z = {terms.noise_multiplier:.6g}, delta = "
+                f"{terms.delta:g}) holds only if that server is trusted, and never against it")
 
     def _secure_sum_cost(self, terms: ProtocolTerms) -> float:
         """A secure sum's charge: its run's epsilon (the central guarantee, every round of

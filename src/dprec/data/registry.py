@@ -1,6 +1,8 @@
 """Datasets by name: ``load_dataset("ml-100k")``, ``"ml-1m"``, ``"frappe"``, ``"csv:PATH"``,
 ``"csv:PATH?user=uid&item=iid"``, ``"synthetic-1000x1000"``, ``"synth-1000x1000"``, ..., and
-any of them with the papers' user filter ``NAME:minN`` (e.g. ``"ml-20m:min60"``)."""
+any of them with the papers' filters ``NAME:gtT`` (ratings > T as implicit feedback) and
+``NAME:minN`` (users with >= N interactions), e.g. ``"ml-20m:min60"``,
+``"ml-20m:gt3.5:min5"``."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from dprec.data.dataset import Dataset
 from dprec.data.fetch import fetch_and_load_ml100k
-from dprec.data.filters import min_interactions
+from dprec.data.filters import binarise, min_interactions
 from dprec.data.grouplens import ARCHIVES, load_cached, movielens_cache_path
 from dprec.data.loaders import (
     load_csv,
@@ -33,7 +35,7 @@ from dprec.data.truth import SyntheticTruth
 from dprec.errors import DataError, UnknownDatasetError
 from dprec.random import derive_generator
 
-__all__ = ["KNOWN_DATASETS", "dataset_truth", "load_dataset", "split_filter"]
+__all__ = ["KNOWN_DATASETS", "dataset_truth", "load_dataset", "missing_data", "split_filters"]
 
 log = logging.getLogger(__name__)
 
@@ -43,13 +45,15 @@ KNOWN_DATASETS: tuple[str, ...] = (
     "synthetic-<users>x<items>[-<interactions>]",
     "synth-<users>x<items>[-<interactions>]",
     "<any of these>:min<N>",
+    "<any of these>:gt<T>",
 )
 
 _SYNTHETIC = re.compile(r"(synthetic|synth)-(\d+)x(\d+)(?:-(\d+))?")
 """``synthetic-*``: the original generator (:mod:`dprec.data.synthetic`), kept so that earlier
 results reproduce; ``synth-*``: the generator with a cold tail and drift in time
 (:mod:`dprec.data.synthetic_drift`), for new work."""
-_MIN_USER = re.compile(r"(.+):min(\d+)", re.IGNORECASE)
+_FILTER = re.compile(r"(.+):(min|gt)(\d+(?:\.\d+)?)", re.IGNORECASE)
+"""One filter at the end of a name: ``:minN`` or ``:gtT``."""
 
 
 @dataclass(frozen=True)
@@ -123,30 +127,44 @@ def load_dataset(name: str, *, data_dir: str | Path | None = None, seed: int = 0
 
     ``NAME:minN`` is the data set ``NAME`` restricted to the users with at least ``N``
     interactions (and the items they interacted with): the papers' filter, e.g.
-    ``ml-20m:min60`` (seeds 000 and 003). The data set is named ``NAME:minN``, so its random
-    streams differ from ``NAME``'s, and its history records the filter.
+    ``ml-20m:min60`` (seeds 000 and 003). ``NAME:gtT`` keeps the ratings > ``T`` as implicit
+    feedback (1) and drops the others (:func:`dprec.data.filters.binarise`). Filters apply
+    left to right: ``ml-20m:gt3.5:min5`` is Liang et al.'s ML-20M (ratings > 3.5, then users
+    with >= 5 of them; the DPALS protocol). The data set is named with its filters, so its
+    random streams differ from ``NAME``'s, and its history records them.
     """
-    base, min_user = split_filter(name)
-    if min_user is None:
-        return _load_base(base, data_dir, seed)
-    ds = min_interactions(_load_base(base, data_dir, seed), min_user, 1)
-    if ds.n_users == 0:
-        raise DataError(f"{name}: no user of {base} has {min_user} or more interactions; "
-                        "lower N")
-    return replace(ds, name=f"{ds.name}:min{min_user}")
+    base, steps = split_filters(name)
+    ds = _load_base(base, data_dir, seed)
+    label = ds.name
+    for kind, value in steps:
+        label += f":{kind}{value:g}"
+        if kind == "gt":
+            if ds.rating_scale is None and bool((ds.matrix.data == 1).all()):
+                raise DataError(f"{label}: {ds.name} is implicit feedback (every rating 1); "
+                                ":gtT needs ratings: drop the filter")
+            ds = binarise(ds, value)
+        else:
+            ds = min_interactions(ds, int(value), 1)
+        if kind == "min" and ds.n_users == 0:
+            raise DataError(f"{label}: no user of {base} has {value:g} or more "
+                            "interactions; lower N")
+        if ds.n_interactions == 0:
+            raise DataError(f"{label}: no rating of {base} is > {value:g}; lower T")
+    return ds if not steps else replace(ds, name=label)
 
 
-def split_filter(name: str) -> tuple[str, int | None]:
-    """``"ml-20m:min60"`` to ``("ml-20m", 60)``; a name without ``:minN`` to ``(name, None)``."""
-    key = name.strip()
-    m = _MIN_USER.fullmatch(key)
-    if m is None:
-        return key, None
-    n = int(m.group(2))
-    if n < 1:
-        raise DataError(f"{name}: the filter :min{m.group(2)} needs N >= 1 (users with at "
-                        "least N interactions)")
-    return m.group(1).strip(), n
+def split_filters(name: str) -> tuple[str, tuple[tuple[str, float], ...]]:
+    """``"ml-20m:gt3.5:min5"`` to ``("ml-20m", (("gt", 3.5), ("min", 5.0)))``, the filters in
+    the order they apply; a name without filters to ``(name, ())``."""
+    key, steps = name.strip(), []
+    while (m := _FILTER.fullmatch(key)) is not None:
+        kind, text = m.group(2).lower(), m.group(3)
+        if kind == "min" and ("." in text or int(text) < 1):
+            raise DataError(f"{name}: the filter :min{text} needs N >= 1 (users with at "
+                            "least N interactions, a whole number)")
+        steps.append((kind, float(text)))
+        key = m.group(1).strip()
+    return key, tuple(reversed(steps))
 
 
 def _load_base(key: str, data_dir: str | Path | None, seed: int) -> Dataset:
@@ -184,7 +202,7 @@ def dataset_truth(name: str, *, seed: int = 0) -> SyntheticTruth:
     own scores (:class:`dprec.data.truth.SyntheticTruth`), drawn from the same stream, no
     interaction drawn. A ``:minN`` name gives its base data set's oracle, indexed by raw ids
     (``Dataset.user_ids`` / ``item_ids`` map the filtered indices to them)."""
-    low = split_filter(name)[0].lower()
+    low = split_filters(name)[0].lower()
     spec = _synthetic_spec(low)
     if spec is None:
         raise DataError(f"{name}: only synthetic data sets (synth-<users>x<items>, "
@@ -245,6 +263,26 @@ def _number(spec: str, options: dict[str, str], key: str) -> float:
         return float(text)
     except ValueError:
         raise DataError(f"csv:{spec}: {key}={text!r} must be a number") from None
+
+
+def missing_data(name: str, data_dir: str | Path | None = None) -> str | None:
+    """Why ``load_dataset(name)`` cannot find its files here (what to run or pass), or None
+    when they are there (or need none: ML-100K is fetched, synthetic data drawn). A cheap
+    look for the folder or the cache; loading still verifies them."""
+    low = split_filters(name)[0].lower()
+    if low not in _LOCAL:
+        return None
+    spec = _LOCAL[low]
+    root = data_dir if data_dir is not None else os.environ.get("DPREC_DATA")
+    if root:
+        base = Path(root).expanduser()
+        if any((f / spec.marker).is_file() for f in (base, *(base / f for f in spec.folders))):
+            return None
+    if low in ARCHIVES and movielens_cache_path(low).is_dir():
+        return None
+    fetch = f"run `dprec data fetch {low}`, or " if low in ARCHIVES else ""
+    return (f"{spec.label} is not on this machine: {fetch}pass --data-dir PATH pointing at "
+            f"{spec.hint} (or set DPREC_DATA)")
 
 
 def _load_local(name: str, data_dir: str | Path | None) -> Dataset:

@@ -17,7 +17,8 @@ from dprec.evaluation.runner import Experiment, RunResult
 from dprec.systems.registry import make_config, make_system, parse_label, spec
 
 __all__ = [
-    "DEFAULT_COMPARISON", "DEFAULT_EPS_GRID", "FULL_LIST", "HEADLINE", "DEFAULT_PRIVREC_COMPARISON",
+    "DEFAULT_COMPARISON", "DEFAULT_EPS_GRID", "DEFAULT_PRIVREC_COMPARISON",
+    "DEFAULT_STRONG_COMPARISON", "FULL_LIST", "HEADLINE",
     "DEFAULT_RATING_COMPARISON", "NARROW_LEVELS", "SWEEP_REFERENCES", "SweepPoint",
     "TABLE_METRICS", "Tick", "comparison_rows", "eps_sweep", "headline_columns",
     "level_epsilon", "private_names", "run_systems", "sampled_label", "save_comparison",
@@ -48,6 +49,9 @@ DEFAULT_PRIVREC_COMPARISON = (
     "dp-privrec",
 )
 """Seed 002's table (PrivRec, its baselines, DP-PrivRec at z = 1, M = 30) on its protocol."""
+DEFAULT_STRONG_COMPARISON = ("random", "popularity", "ease", "mf-np", "dp-pop", "dpals")
+"""Strong generalisation (the DPALS protocol): the baselines that fold a new user in from
+their history alone, ALS, and the secure-sum systems at their default per-user epsilon."""
 DEFAULT_EPS_GRID = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
 SWEEP_REFERENCES = {"random": "random", "popularity": "popularity (non-private)",
                     "lcf-ub": "lcf-ub (non-private)"}

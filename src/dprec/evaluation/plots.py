@@ -22,7 +22,10 @@ MARKERS = "osD^vP*Xh<>p"
 PALETTE = "tab10"
 """A qualitative palette of 10 clearly different hues (tab20's light/dark pairs look alike
 as thin lines)."""
-_REFERENCE_LINES = ("--", "-.", ":")
+_REFERENCE_LINES: tuple[str | tuple[int, tuple[int, ...]], ...] = (
+    "--", "-.", ":", (0, (8, 2, 2, 2, 2, 2)), "-")
+"""Reference lines' dash patterns in turn: five distinct (random, popularity, ALS, EASE and the
+oracle of a frontier), then they repeat."""
 
 
 def system_styles(names: Sequence[str],

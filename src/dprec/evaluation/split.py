@@ -18,7 +18,8 @@ from dprec.errors import DprecError
 
 __all__ = [
     "KFoldSplit", "LATEST_RULE_DOC", "LeaveOneOut", "LeaveOneOutSplit", "RatingFold", "Split",
-    "SplitRule", "UserFold", "UserSplit", "leave_one_out",
+    "SplitRule", "StrongGeneralisationSplit", "UserFold", "UserSplit", "drawn_users",
+    "leave_one_out", "user_fold",
 ]
 
 SplitRule = Literal["latest", "random"]
@@ -259,36 +260,104 @@ class UserSplit(Split):
 
     def folds(self, dataset: Dataset, rng: np.random.Generator) -> list[UserFold]:
         m = _canonical(dataset)
-        n_users = m.shape[0]
-        n_test = int(np.floor(self.test_fraction * n_users + 0.5))
-        if not 1 <= n_test <= n_users - 1:
-            raise DprecError(f"test_fraction={self.test_fraction} of {n_users} users gives "
-                             f"{n_test} test users; need between 1 and n_users - 1")
+        drawn = drawn_users(m.shape[0], self.test_fraction, rng)
         counts = np.diff(m.indptr)
-        drawn = np.zeros(n_users, bool)
-        drawn[rng.permutation(n_users)[:n_test]] = True
-        is_test = drawn & (counts >= 2)
-        if not is_test.any():
-            raise DprecError(f"no test user of {dataset.name!r} has 2 or more ratings "
-                             f"(test_fraction={self.test_fraction})")
-        rows = np.repeat(np.arange(n_users, dtype=np.int64), counts)
-        order = np.lexsort((rng.random(m.nnz), rows))
-        rank = np.empty(m.nnz, np.int64)
-        rank[order] = np.arange(m.nnz) - m.indptr[rows[order]]
-        entry_test_user = is_test[rows]
-        fine = entry_test_user & (rank < counts[rows] // 2)
-        test = entry_test_user & ~fine
-        return [UserFold(
-            index=0, train=_ratings_subset(m, ~test), test_users=rows[test],
-            test_items=m.indices[test].astype(np.int64),
-            test_ratings=m.data[test].astype(np.float32),
-            train_users=np.flatnonzero(~is_test).astype(np.int64),
-            test_user_ids=np.flatnonzero(is_test).astype(np.int64),
-            fine_tune=_ratings_subset(m, fine),
-            moved_to_train=int((drawn & ~is_test).sum()))]
+        return [user_fold(m, drawn, counts // 2, counts >= 2, rng, dataset.name,
+                          f"2 or more ratings (test_fraction={self.test_fraction})")]
 
     def describe(self) -> dict[str, object]:
         return {"kind": self.kind, "test_fraction": float(self.test_fraction),
                 "halving": "each test user's ratings shuffled; the first floor(n/2) train "
                            "(fine-tune), the remaining ceil(n/2) are the test set",
                 "min_test_user_ratings": 2}
+
+
+@dataclass(frozen=True)
+class StrongGeneralisationSplit(Split):
+    """Strong generalisation: the held-out users are never trained on (Liang et al.,
+    "Variational Autoencoders for Collaborative Filtering", WWW 2018, §4.2; the protocol of
+    DPALS, Chien et al., ICML 2021, §5).
+
+    Users are permuted (seeded); the first ``held_out`` of them (a count >= 1, or a fraction
+    in (0, 1), rounded) are test users. Each test user's n ratings are shuffled (seeded):
+    the last floor(``test_prop`` * n) are the test set (Liang et al.'s
+    ``int(test_prop * n)``), the others are the fold-in part that the device scores from
+    and that no model trains on (:meth:`UserRankingEvaluator.train_matrix` keeps the train
+    users' rows only). Test users with floor(test_prop * n) = 0 are train users. One fold.
+    """
+
+    held_out: int | float = 0.2
+    test_prop: float = 0.2
+    kind = "strong"
+
+    def __post_init__(self) -> None:
+        h, p = self.held_out, self.test_prop
+        if isinstance(h, bool) or not isinstance(h, int | float) or not (
+                (isinstance(h, int) and h >= 1) or (isinstance(h, float) and 0 < h < 1)):
+            raise DprecError(f"held_out must be a user count >= 1 or a fraction in (0, 1), "
+                             f"got {h!r}")
+        if isinstance(p, bool) or not (isinstance(p, int | float) and 0 < p < 1):
+            raise DprecError(f"test_prop must be in (0, 1), got {p!r}")
+
+    def folds(self, dataset: Dataset, rng: np.random.Generator) -> list[UserFold]:
+        m = _canonical(dataset)
+        h = self.held_out
+        drawn = drawn_users(m.shape[0], float(h), rng,
+                            n_test=int(h) if isinstance(h, int) else None)
+        counts = np.diff(m.indptr)
+        n_test = np.floor(self.test_prop * counts).astype(np.int64)
+        return [user_fold(m, drawn, counts - n_test, n_test >= 1, rng, dataset.name,
+                          f"{int(np.ceil(1 / self.test_prop))} or more ratings "
+                          f"(test_prop={self.test_prop})")]
+
+    def describe(self) -> dict[str, object]:
+        return {"kind": self.kind, "held_out": self.held_out, "test_prop": self.test_prop,
+                "fold_in": "each held-out user's ratings shuffled; floor(test_prop * n) are "
+                           "the test set, the rest is the user's fold-in history, scored on "
+                           "the device and never trained on",
+                "train": "the other users' ratings only"}
+
+
+def drawn_users(n_users: int, test_fraction: float, rng: np.random.Generator,
+                n_test: int | None = None) -> np.ndarray:
+    """The users drawn for the test side: the first ``n_test`` (default
+    round(test_fraction * n_users)) of a seeded permutation (a bool mask); one
+    ``rng.permutation`` draw."""
+    if n_test is None:
+        n_test = int(np.floor(test_fraction * n_users + 0.5))
+    if not 1 <= n_test <= n_users - 1:
+        raise DprecError(f"test_fraction={test_fraction} of {n_users} users gives "
+                         f"{n_test} test users; need between 1 and n_users - 1")
+    drawn = np.zeros(n_users, bool)
+    drawn[rng.permutation(n_users)[:n_test]] = True
+    return drawn
+
+
+def user_fold(m: sp.csr_matrix, drawn: np.ndarray, n_fold_in: np.ndarray,
+              eligible: np.ndarray, rng: np.random.Generator, name: str,
+              requirement: str) -> UserFold:
+    """The :class:`UserFold` of canonical ``m``: the ``drawn & eligible`` users are test
+    users; each one's ratings are shuffled (one ``rng.random(nnz)`` draw, ties by position)
+    and the first ``n_fold_in[user]`` join training as the fine-tune (fold-in) part, the
+    rest are the test set. Drawn users that are not ``eligible`` are train users; none
+    eligible is an error naming the ``requirement``."""
+    n_users = m.shape[0]
+    counts = np.diff(m.indptr)
+    is_test = drawn & eligible
+    if not is_test.any():
+        raise DprecError(f"no test user of {name!r} has {requirement}")
+    rows = np.repeat(np.arange(n_users, dtype=np.int64), counts)
+    order = np.lexsort((rng.random(m.nnz), rows))
+    rank = np.empty(m.nnz, np.int64)
+    rank[order] = np.arange(m.nnz) - m.indptr[rows[order]]
+    entry_test_user = is_test[rows]
+    fine = entry_test_user & (rank < n_fold_in[rows])
+    test = entry_test_user & ~fine
+    return UserFold(
+        index=0, train=_ratings_subset(m, ~test), test_users=rows[test],
+        test_items=m.indices[test].astype(np.int64),
+        test_ratings=m.data[test].astype(np.float32),
+        train_users=np.flatnonzero(~is_test).astype(np.int64),
+        test_user_ids=np.flatnonzero(is_test).astype(np.int64),
+        fine_tune=_ratings_subset(m, fine),
+        moved_to_train=int((drawn & ~is_test).sum()))

@@ -226,6 +226,7 @@ def evaluate_user_ranking(
     threshold: float,
     batch_users: int = BATCH_USERS,
     readings: tuple[str, ...] = ("per-positive",),
+    list_ks: tuple[int, ...] = LIST_KS,
 ) -> Metrics:
     """HR@K and NDCG@K of ``model`` under the PrivRec protocol; returns {"full": {...}}, the
     full top-K lists ("full-topk": each test user's top K over the items they never
@@ -262,7 +263,7 @@ def evaluate_user_ranking(
     step = max(1, min(int(batch_users), BLOCK_BYTES // (8 * n_items)))
     history = _rule(fold.fine_tune, threshold, model.uses_ratings)[targets.users]
     col = _collect(model, targets, history, n_items, step, rng, sampled_rng,
-                   "optimistic-ties" in readings)
+                   "optimistic-ties" in readings, tuple(list_ks))
     return _readings_metrics(col, targets, ks, readings)
 
 
@@ -280,19 +281,20 @@ class _Collected:
     owners: list[np.ndarray] = field(default_factory=list)
     relevant: list[np.ndarray] = field(default_factory=list)
     first_ranks: list[np.ndarray] = field(default_factory=list)
+    list_ks: tuple[int, ...] = LIST_KS
     covered: dict[int, np.ndarray] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.covered = {k: np.zeros(self.n_items, bool) for k in LIST_KS}
+        self.covered = {k: np.zeros(self.n_items, bool) for k in self.list_ks}
 
 
 def _collect(model: Ranker, targets: UserTargets, history: sp.csr_matrix, n_items: int,
              step: int, rng: np.random.Generator, sampled_rng: np.random.Generator | None,
-             optimistic: bool) -> _Collected:
+             optimistic: bool, list_ks: tuple[int, ...] = LIST_KS) -> _Collected:
     """Score the test users ``step`` at a time and rank their targets: ties drawn from
     ``rng`` in (user, item) order, the sampled reading's from ``sampled_rng`` (None: not
     asked for), the optimistic ranks if asked for."""
-    col = _Collected(n_items, min(max(LIST_KS), n_items))
+    col = _Collected(n_items, min(max(list_ks), n_items), list_ks=list_ks)
     first = 0
     for start in range(0, len(targets.users), step):
         stop = min(start + step, len(targets.users))
@@ -312,7 +314,7 @@ def _collect(model: Ranker, targets: UserTargets, history: sp.csr_matrix, n_item
         rel, first_rank, top, valid = _list_batch(scores, tgt, target_scores, col.depth, step)
         col.relevant.append(rel)
         col.first_ranks.append(first_rank)
-        for k in LIST_KS:
+        for k in col.list_ks:
             col.covered[k] |= covered_items(top[:, :k], n_items, valid[:, :k])
         first += len(row_of)
         col.owners.append(targets.users[start:stop][row_of])
@@ -353,7 +355,7 @@ def _readings_metrics(col: _Collected, targets: UserTargets, ks: tuple[int, ...]
     out[FULL_LIST] = list_metrics(
         np.concatenate(col.relevant) if col.relevant else np.zeros((0, col.depth), bool),
         np.diff(targets.targets.indptr), _joined(col.first_ranks), col.covered,
-        tuple(k for k in LIST_KS if k <= col.depth))
+        tuple(k for k in col.list_ks if k <= col.depth))
     if "per-user" in readings:
         out[HITS_READINGS["per-user"]] = best_rank_metrics(r, u, ks)
     if "all-held-out" in readings:
@@ -390,6 +392,8 @@ class UserRankingEvaluator(Evaluator):
     """Readings of Hits@K reported (keys of :data:`HITS_READINGS`)."""
     n_negatives: int = 99
     """Sampled negatives per held-out positive (``sampled`` reading only)."""
+    list_ks: tuple[int, ...] = LIST_KS
+    """Cut-offs K of the full top-K list metrics (strong generalisation: 20, 50, 100)."""
     task: ClassVar[Task] = "ranking"
 
     def __post_init__(self) -> None:
@@ -411,6 +415,11 @@ class UserRankingEvaluator(Evaluator):
         n = self.n_negatives
         if not _is_int(n) or n < 1:
             raise DprecError(f"n_negatives must be an integer >= 1, got {n!r}")
+        lks = tuple(self.list_ks) if isinstance(self.list_ks, tuple | list) else ()
+        if not lks or not all(_is_int(k) and k >= 1 for k in lks):
+            raise DprecError(f"list_ks must be a non-empty list of integers >= 1, got "
+                             f"{self.list_ks!r}")
+        object.__setattr__(self, "list_ks", tuple(sorted({int(k) for k in lks})))
         if "sampled" in self.readings and max(self.ks) > n + 1:
             raise DprecError(f"K={max(self.ks)} is larger than the sampled candidate list "
                              f"({n + 1} items); lower K or raise n_negatives")
@@ -452,7 +461,7 @@ class UserRankingEvaluator(Evaluator):
         _check_fold(fold, _label(fold))
         targets = prepared if prepared is not None else user_targets(fold, self.threshold)
         return evaluate_user_ranking(model, fold, targets, rng, self.ks, self.threshold,
-                                     readings=self.readings)
+                                     readings=self.readings, list_ks=self.list_ks)
 
     def describe(self) -> dict[str, object]:
         return {
@@ -469,7 +478,7 @@ class UserRankingEvaluator(Evaluator):
             "readings": {r: HITS_READINGS[r] for r in self.readings},
             FULL_LIST: {"list": "each test user's top-K over the items they never "
                                 "interacted with and their held-out positives",
-                        "ks": list(LIST_KS),
+                        "ks": list(self.list_ks),
                         "ties": "larger score first, then the smaller item index "
                                 "(dprec.selection.top_k); no random draw",
                         "metrics": "HR@K, Recall@K (/ min(K, positives)), NDCG@K, MRR of "

@@ -34,7 +34,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from dprec.errors import InvalidParameterError, PrivacyParameterError
+from dprec.errors import InvalidParameterError, PrivacyParameterError, as_float
 from dprec.privacy.events import BitFlipDpEvent
 
 __all__ = ["MAX_EPSILON", "MIN_EPSILON", "SYMMETRIC_MAX_EPSILON", "BitFlip"]
@@ -199,12 +199,8 @@ class BitFlip:
     """Label used in reports (the constructors set the variant)."""
 
     def __post_init__(self) -> None:
-        try:
-            p, q = float(self.p), float(self.q)
-        except (TypeError, ValueError):
-            raise InvalidParameterError(
-                f"bit-flip probabilities must be numbers, got p={self.p!r}, q={self.q!r}"
-            ) from None
+        refused = f"bit-flip probabilities must be numbers, got p={self.p!r}, q={self.q!r}"
+        p, q = as_float(self.p, refused), as_float(self.q, refused)
         if not 0.0 <= q < p <= 1.0:
             raise InvalidParameterError(
                 f"bit-flip probabilities must satisfy 0 <= q < p <= 1, got p={self.p}, q={self.q}"

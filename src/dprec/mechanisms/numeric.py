@@ -54,7 +54,7 @@ import dp_accounting
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dprec.errors import InvalidParameterError, PrivacyParameterError
+from dprec.errors import InvalidParameterError, PrivacyParameterError, as_float
 from dprec.privacy.events import LocalReportDpEvent
 
 __all__ = ["BinaryMechanism", "LaplaceMechanism", "OneReportMechanism", "PiecewiseMechanism",
@@ -62,12 +62,7 @@ __all__ = ["BinaryMechanism", "LaplaceMechanism", "OneReportMechanism", "Piecewi
 
 
 def _check_epsilon(eps: Any) -> float:
-    if isinstance(eps, bool):
-        raise PrivacyParameterError(f"epsilon must be a number > 0, got {eps!r}")
-    try:
-        value = float(eps)
-    except (TypeError, ValueError):
-        raise PrivacyParameterError(f"epsilon must be a number > 0, got {eps!r}") from None
+    value = as_float(eps, f"epsilon must be a number > 0, got {eps!r}", PrivacyParameterError)
     if math.isnan(value):
         raise PrivacyParameterError(f"epsilon must be a number > 0, got {eps}")
     if not value > 0:
@@ -278,15 +273,7 @@ class PiecewiseMechanism(OneReportMechanism):
 
 
 def _check_bound(name: str, value: Any) -> float:
-    if isinstance(value, bool):
-        raise InvalidParameterError(f"{name} must be a finite number, got {value!r}")
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise InvalidParameterError(f"{name} must be a finite number, got {value!r}") from None
-    if not math.isfinite(out):
-        raise InvalidParameterError(f"{name} must be a finite number, got {value}")
-    return out
+    return as_float(value, f"{name} must be a finite number, got {value!r}", finite=True)
 
 
 def _check_interval(x: ArrayLike, low: float, high: float, name: str = "x") -> np.ndarray:

@@ -45,6 +45,7 @@ import scipy.sparse as sp
 
 from dprec.errors import DataError, DprecError, check_positive
 from dprec.iteration import IterationHook, iterations
+from dprec.models.factor_model import FactorModel
 from dprec.models.fitted import fitted_array
 
 logger = logging.getLogger(__name__)
@@ -177,7 +178,7 @@ def implicit_mf_loss(
     return _loss(U, V, R, float(alpha), float(reg))
 
 
-class ImplicitALS:
+class ImplicitALS(FactorModel[ALSConfig], config=ALSConfig, label="ALS"):
     """Implicit MF fitted by alternating exact least squares (Hu, Koren, Volinsky 2008).
 
     ``fit`` initialises V ~ N(0, init_scale^2) from ``rng`` (and U = 0) and then,
@@ -187,35 +188,19 @@ class ImplicitALS:
     takes ``cg_steps`` CG steps from the previous factors.
     """
 
-    def __init__(self, config: ALSConfig | None = None) -> None:
-        self.config = config if config is not None else ALSConfig()
-        self._U: np.ndarray | None = None
-        self._V: np.ndarray | None = None
-        self.loss_history: list[float] = []
-        """Objective after each iteration when fitted with ``track_loss=True``."""
+    _U: np.ndarray | None = None
+    _V: np.ndarray | None = None
 
-    def fit(
-        self,
-        R: sp.spmatrix | sp.sparray,
-        rng: np.random.Generator,
-        show_progress: bool = False,
-        *,
-        track_loss: bool = False,
-        on_iteration: IterationHook | None = None,
-    ) -> ImplicitALS:
-        """Fit on the (users x items) sparse matrix of raw observations r_ui >= 0.
-
-        ``on_iteration(t, self)`` after sweep t (0-based); the factors predict inside it.
-        """
+    def _fit(self, R: sp.spmatrix | sp.sparray, rng: np.random.Generator, progress: str | None,
+             track_loss: bool, on_iteration: IterationHook | None) -> None:
+        """R: the raw observations r_ui >= 0; loss_history: L after each sweep."""
         cfg = self.config
         R = _as_observations(R, n_cols=None, name="R")
         RT = R.T.tocsr()
         n_users, n_items = R.shape
         V = cfg.init_scale * rng.standard_normal((n_items, cfg.factors))
         U = np.zeros((n_users, cfg.factors))
-        self.loss_history = []
-        for it in iterations(cfg.iterations, on_iteration, self,
-                             progress="ALS" if show_progress else None):
+        for it in iterations(cfg.iterations, on_iteration, self, progress=progress):
             if cfg.solver == "cg":  # in place, warm-started from the previous sweep
                 _solve_cg(V, R, cfg.alpha, cfg.regularization, V.T @ V, U, cfg.cg_steps)
                 _solve_cg(U, RT, cfg.alpha, cfg.regularization, U.T @ U, V, cfg.cg_steps)
@@ -228,15 +213,9 @@ class ImplicitALS:
                 logger.debug("ALS iteration %d: loss %.6g", it + 1, loss)
             self._U, self._V = U, V
         self._U, self._V = U, V
-        return self
 
     user_factors = fitted_array("_U", "(M, F) user factors U.")
-    item_factors = fitted_array("_V", "(N, F) item factors V.")
-
-    def score(self, users: np.ndarray) -> np.ndarray:
-        """(len(users), N) predicted preferences U[users] V^T."""
-        U = self.user_factors
-        return U[_check_users(users, U.shape[0])] @ self.item_factors.T
+    item_factors = fitted_array("_V", "(N, F) item factors V; scores are U[users] V^T.")
 
 
 # ---------------------------------------------------------------- helpers shared with bpr.py
@@ -255,17 +234,6 @@ def _check_solver(solver: object) -> None:
 def _check_nonnegative(name: str, value: float) -> None:
     if not value >= 0 or not np.isfinite(value):
         raise DprecError(f"{name} must be finite and >= 0, got {value}")
-
-
-def _check_users(users: np.ndarray, n_users: int) -> np.ndarray:
-    users = np.asarray(users)
-    if users.ndim != 1 or (users.size and not np.issubdtype(users.dtype, np.integer)):
-        raise DprecError(f"users must be a 1-d array of integer indices, got dtype "
-                         f"{users.dtype} and shape {users.shape}")
-    if users.size and (users.min() < 0 or users.max() >= n_users):
-        raise DprecError(f"users must be in [0, {n_users}), got values in "
-                         f"[{users.min()}, {users.max()}]")
-    return users.astype(np.int64, copy=False)
 
 
 def _as_factors(name: str, X: np.ndarray) -> np.ndarray:

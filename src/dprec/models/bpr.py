@@ -39,7 +39,8 @@ from numba.extending import overload
 
 from dprec.errors import DataError, DprecError, check_positive
 from dprec.iteration import IterationHook, iterations
-from dprec.models.als import _check_int, _check_nonnegative, _check_users
+from dprec.models.als import _check_int, _check_nonnegative
+from dprec.models.factor_model import FactorModel
 from dprec.models.fitted import fitted_array
 
 logger = logging.getLogger(__name__)
@@ -78,7 +79,7 @@ class BPRConfig:
         _check_int("threads", self.threads, 0)
 
 
-class BPRMF:
+class BPRMF(FactorModel[BPRConfig], config=BPRConfig, label="BPR"):
     """BPR-MF trained by LearnBPR (Rendle et al. 2009, Sec. 4.3) in a numba loop.
 
     Sampling: each SGD step draws a positive (u, i) uniformly from the stored entries with
@@ -96,27 +97,14 @@ class BPRMF:
     (about 0.1-0.5 us per step and thread).
     """
 
-    def __init__(self, config: BPRConfig | None = None) -> None:
-        self.config = config if config is not None else BPRConfig()
-        self._W: np.ndarray | None = None
-        self._H: np.ndarray | None = None
-        self.loss_history: list[float] = []
-        """Mean -ln sigma(x_uij) over a fixed sample of triples after each epoch, when fitted
-        with ``track_loss=True`` (the data term of -BPR-Opt, without the regulariser)."""
+    _W: np.ndarray | None = None
+    _H: np.ndarray | None = None
 
-    def fit(
-        self,
-        R: sp.spmatrix | sp.sparray,
-        rng: np.random.Generator,
-        show_progress: bool = False,
-        *,
-        track_loss: bool = False,
-        on_iteration: IterationHook | None = None,
-    ) -> BPRMF:
-        """Fit on a (users x items) sparse matrix; entries with r_ui > 0 are the positives.
-
-        ``on_iteration(e, self)`` after epoch e (0-based); the factors predict inside it.
-        """
+    def _fit(self, R: sp.spmatrix | sp.sparray, rng: np.random.Generator, progress: str | None,
+             track_loss: bool, on_iteration: IterationHook | None) -> None:
+        """Entries with r_ui > 0 are the positives. loss_history: the mean -ln sigma(x_uij)
+        over a fixed sample of triples after each epoch (the data term of -BPR-Opt, without
+        the regulariser)."""
         cfg = self.config
         pos = _positives(R)
         n_users, n_items = pos.shape
@@ -125,15 +113,13 @@ class BPRMF:
         H = cfg.init_scale * rng.standard_normal((n_items, cfg.factors))
         # drawn whether or not the loss is tracked, so tracking does not change the factors
         eval_seed = int(rng.integers(2**63))
-        self.loss_history = []
         if track_loss:
             eval_triples = sampler.sample(min(_LOSS_SAMPLE, sampler.n_steps),
                                           np.random.default_rng(eval_seed))
         threads = _resolve_threads(cfg.threads)
         if threads > 1:
             states = thread_states(int(rng.integers(2**63)), threads)
-        for epoch in iterations(cfg.epochs, on_iteration, self,
-                                progress="BPR" if show_progress else None):
+        for epoch in iterations(cfg.epochs, on_iteration, self, progress=progress):
             if threads > 1:
                 with _numba_threads(threads):
                     _bpr_epoch_hogwild(*sampler.arrays(), W, H, cfg.lr, cfg.regularization,
@@ -149,15 +135,9 @@ class BPRMF:
         if not (np.all(np.isfinite(W)) and np.all(np.isfinite(H))):
             raise DprecError(f"BPR diverged (non-finite factors); lower lr (got {cfg.lr})")
         self._W, self._H = W, H
-        return self
 
     user_factors = fitted_array("_W", "(M, F) user factors W.")
-    item_factors = fitted_array("_H", "(N, F) item factors H.")
-
-    def score(self, users: np.ndarray) -> np.ndarray:
-        """(len(users), N) scores x_ui = W[users] H^T."""
-        W = self.user_factors
-        return W[_check_users(users, W.shape[0])] @ self.item_factors.T
+    item_factors = fitted_array("_H", "(N, F) item factors H; scores are x_ui = W[users] H^T.")
 
 
 def _resolve_threads(threads: int) -> int:
@@ -258,31 +238,27 @@ def _alias_table(weights):
     scaled = weights * (n / weights.sum())
     prob = np.ones(n)
     alias = np.arange(n)
-    small = np.empty(n, np.int64)
-    large = np.empty(n, np.int64)
-    n_small = n_large = 0
+    stacks = np.empty((2, n), np.int64)  # row 0: "small" (scaled < 1), row 1: "large"
+    top = np.zeros(2, np.int64)
     for k in range(n):
-        if scaled[k] < 1.0:
-            small[n_small] = k
-            n_small += 1
-        else:
-            large[n_large] = k
-            n_large += 1
-    while n_small > 0 and n_large > 0:
-        n_small -= 1
-        s = small[n_small]
-        n_large -= 1
-        g = large[n_large]
+        _push(stacks, top, k, scaled[k])
+    while top[0] > 0 and top[1] > 0:
+        top -= 1
+        s = stacks[0, top[0]]
+        g = stacks[1, top[1]]
         prob[s] = scaled[s]
         alias[s] = g
         scaled[g] += scaled[s] - 1.0
-        if scaled[g] < 1.0:
-            small[n_small] = g
-            n_small += 1
-        else:
-            large[n_large] = g
-            n_large += 1
+        _push(stacks, top, g, scaled[g])
     return prob, alias  # entries left on a stack keep prob 1 (they are 1 up to rounding)
+
+
+@numba.njit(cache=True, inline="always")
+def _push(stacks, top, k, scaled_k):
+    """Push ``k`` on the small stack if ``scaled_k < 1``, else on the large one."""
+    side = 0 if scaled_k < 1.0 else 1
+    stacks[side, top[side]] = k
+    top[side] += 1
 
 
 @numba.njit(cache=True)

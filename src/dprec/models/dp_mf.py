@@ -71,6 +71,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import dp_accounting
 import numba
@@ -80,8 +81,9 @@ import scipy.sparse as sp
 from dprec.errors import DprecError
 from dprec.iteration import IterationHook, iterations
 from dprec.models.als import _check_int
+from dprec.models.configured import Configured
 from dprec.models.dp_mf_config import DPPSMFConfig, DPSGDMFConfig
-from dprec.models.fitted import fitted_array, require_fitted
+from dprec.models.fitted import fitted_array, fitted_flag, require_fitted
 from dprec.models.funk_svd import _check_real
 from dprec.models.pairs import check_pairs
 from dprec.models.sgd_kernels import biased_prediction, sgd_step
@@ -166,12 +168,13 @@ def cap_user_ratings(R: sp.csr_matrix, tau: int, rng: np.random.Generator
     return out, int(R.nnz - keep.sum())
 
 
-class _RatingMF:
+class _RatingMF(Configured[Any]):
     """Shared state of the two models: parameters, offset, prediction."""
 
     config: DPSGDMFConfig | DPPSMFConfig
 
-    def __init__(self) -> None:
+    def __init__(self, config: DPSGDMFConfig | DPPSMFConfig | None = None) -> None:
+        super().__init__(config)
         self._U: np.ndarray | None = None
         self._V: np.ndarray | None = None
         self._bu: np.ndarray | None = None
@@ -218,9 +221,7 @@ class _RatingMF:
             raise DprecError(f"{type(self).__name__} diverged in epoch {epoch + 1} "
                              f"(non-finite parameters); lower lr (got {self.config.lr})")
 
-    @property
-    def is_fitted(self) -> bool:
-        return self._U is not None
+    is_fitted = fitted_flag("_U")
 
     user_factors = fitted_array("_U", "(M, d) user factors U (released).")
     item_factors = fitted_array("_V", "(N, d) item factors V (released).")
@@ -258,7 +259,7 @@ def _observations(R: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return rows, R.indices.astype(np.int64), np.ascontiguousarray(R.data, dtype=np.float64)
 
 
-class DPSGDMF(_RatingMF):
+class DPSGDMF(_RatingMF, config=DPSGDMFConfig):
     """DPSGD-MF: SGD with a clamped Laplace-perturbed error (Berlioz et al. 2015), eps-DP per
     rating (module docstring).
 
@@ -268,9 +269,7 @@ class DPSGDMF(_RatingMF):
     Laplace read of each rating.
     """
 
-    def __init__(self, config: DPSGDMFConfig | None = None) -> None:
-        super().__init__()
-        self.config: DPSGDMFConfig = config if config is not None else DPSGDMFConfig()
+    config: DPSGDMFConfig
 
     @property
     def mechanism(self) -> ErrorPerturbation:
@@ -309,7 +308,7 @@ class DPSGDMF(_RatingMF):
         return self
 
 
-class DPPSMF(_RatingMF):
+class DPPSMF(_RatingMF, config=DPPSMFConfig):
     """DPPS-MF: one SGLD sample of the scaled MF posterior (Liu, Wang, Smola 2015; seed 004
     Algorithm 2), user-level DP for an exact sample (module docstring).
 
@@ -318,9 +317,7 @@ class DPPSMF(_RatingMF):
     every draw from ``rng``. ``events`` records one pure eps-DP release per user.
     """
 
-    def __init__(self, config: DPPSMFConfig | None = None) -> None:
-        super().__init__()
-        self.config: DPPSMFConfig = config if config is not None else DPPSMFConfig()
+    config: DPPSMFConfig
 
     def fit(self, R: sp.spmatrix | sp.sparray, rng: np.random.Generator,
             on_iteration: IterationHook | None = None) -> DPPSMF:

@@ -30,7 +30,8 @@ import scipy.sparse as sp
 from dprec.errors import DprecError
 from dprec.iteration import IterationHook, iterations
 from dprec.models.als import _check_int
-from dprec.models.fitted import fitted_array, require_fitted
+from dprec.models.configured import Configured
+from dprec.models.fitted import fitted_array, fitted_flag, fitted_value, require_fitted
 from dprec.models.pairs import check_pairs
 from dprec.models.sgd_kernels import biased_prediction, sgd_step
 
@@ -91,7 +92,7 @@ def _check_real(name: str, value: object, *, strictly_positive: bool = False,
         raise DprecError(f"{name} must be {rule}, got {value!r}")
 
 
-class FunkSVD:
+class FunkSVD(Configured[FunkSVDConfig], config=FunkSVDConfig):
     """Biased (or plain) MF of explicit ratings by SGD (docs/architecture.md §3; Koren et al. 2009).
 
     ``fit`` draws U ~ N(init_mean, init_std^2) (users x F), then I likewise (items x F),
@@ -105,15 +106,13 @@ class FunkSVD:
     predicted as mu plus the bias of the known side (``biases=False``: mu), as Surprise does.
     """
 
-    def __init__(self, config: FunkSVDConfig | None = None) -> None:
-        self.config = config if config is not None else FunkSVDConfig()
-        self._U: np.ndarray | None = None
-        self._I: np.ndarray | None = None
-        self._bu: np.ndarray | None = None
-        self._bi: np.ndarray | None = None
-        self._mu = 0.0
-        self._user_known: np.ndarray | None = None
-        self._item_known: np.ndarray | None = None
+    _U: np.ndarray | None = None
+    _I: np.ndarray | None = None
+    _bu: np.ndarray | None = None
+    _bi: np.ndarray | None = None
+    _mu = 0.0
+    _user_known: np.ndarray | None = None
+    _item_known: np.ndarray | None = None
 
     def fit(self, R: sp.spmatrix | sp.sparray, rng: np.random.Generator,
             on_iteration: IterationHook | None = None) -> FunkSVD:
@@ -148,15 +147,8 @@ class FunkSVD:
     user_biases = fitted_array("_bu", "(M,) user biases b_u (all 0 when ``biases`` is False).")
     item_biases = fitted_array("_bi", "(N,) item biases b_i (all 0 when ``biases`` is False).")
 
-    @property
-    def global_mean(self) -> float:
-        """mu, the mean of the stored training ratings."""
-        require_fitted(self._U, type(self).__name__)
-        return self._mu
-
-    @property
-    def is_fitted(self) -> bool:
-        return self._U is not None
+    global_mean = fitted_value("_mu", "_U", "mu, the mean of the stored training ratings.")
+    is_fitted = fitted_flag("_U")
 
     @property
     def known(self) -> tuple[np.ndarray, np.ndarray]:

@@ -44,8 +44,9 @@ import scipy.sparse as sp
 
 from dprec.errors import DataError, DprecError, check_positive
 from dprec.iteration import IterationHook, iterations
-from dprec.models.als import _check_int, _check_nonnegative, _check_users
+from dprec.models.als import _check_int, _check_nonnegative
 from dprec.models.bpr import _positives
+from dprec.models.factor_model import FactorModel
 from dprec.models.fitted import fitted_array, require_fitted
 
 logger = logging.getLogger(__name__)
@@ -88,7 +89,7 @@ class GMFConfig:
         check_positive("init_scale", self.init_scale)
 
 
-class GMF:
+class GMF(FactorModel[GMFConfig], config=GMFConfig, label="GMF"):
     """GMF (He et al. 2017, Sec. 3.2) trained by per-instance SGD in a numba loop.
 
     Sampling: each epoch shuffles the positives (entries with r_ui > 0) of the usable users
@@ -103,31 +104,23 @@ class GMF:
     loop is serial for that reason.
     """
 
+    _P: np.ndarray | None = None
+    _Q: np.ndarray | None = None
+    _h: np.ndarray | None = None
+    _b: float | None = None
+
     def __init__(self, config: GMFConfig | None = None) -> None:
-        self.config = config if config is not None else GMFConfig()
-        self._P: np.ndarray | None = None
-        self._Q: np.ndarray | None = None
-        self._h: np.ndarray | None = None
-        self._b: float | None = None
-        self.loss_history: list[float] = []
-        """Mean log loss of the instances of each epoch, each measured just before its SGD
-        step (the data term of L per instance, without the regulariser)."""
+        super().__init__(config)
         self.diagnostics: dict[str, object] = {}
         """Counters of the last fit: ``users_without_negatives`` (full rows, skipped),
         ``users_without_positives`` (empty rows, nothing to train on),
         ``instances_per_epoch`` and ``epoch_loss`` (= :attr:`loss_history`)."""
 
-    def fit(
-        self,
-        R: sp.spmatrix | sp.sparray,
-        rng: np.random.Generator,
-        show_progress: bool = False,
-        on_iteration: IterationHook | None = None,
-    ) -> GMF:
-        """Fit on a (users x items) sparse matrix; entries with r_ui > 0 are the positives.
-
-        ``on_iteration(e, self)`` after epoch e (0-based); the model predicts inside it.
-        """
+    def _fit(self, R: sp.spmatrix | sp.sparray, rng: np.random.Generator, progress: str | None,
+             track_loss: bool, on_iteration: IterationHook | None) -> None:
+        """Entries with r_ui > 0 are the positives. loss_history, filled whatever
+        ``track_loss``: the mean log loss of each epoch's instances, each measured just
+        before its SGD step (the data term of L per instance, without the regulariser)."""
         cfg = self.config
         pos = _positives(R)
         n_users, n_items = pos.shape
@@ -150,9 +143,7 @@ class GMF:
         kernel_rng = np.random.default_rng(int(rng.integers(2**63)))
         order = np.arange(inst_users.shape[0], dtype=np.int64)
 
-        self.loss_history = []
-        for epoch in iterations(cfg.epochs, on_iteration, self,
-                                progress="GMF" if show_progress else None):
+        for epoch in iterations(cfg.epochs, on_iteration, self, progress=progress):
             loss = _gmf_epoch(pos.indptr, pos.indices, inst_users, inst_items, order, P, Q, h,
                               b, cfg.lr, cfg.regularization, cfg.negatives, n_items,
                               kernel_rng)
@@ -168,7 +159,6 @@ class GMF:
             "instances_per_epoch": int(inst_users.shape[0] * (1 + cfg.negatives)),
             "epoch_loss": list(self.loss_history),
         }
-        return self
 
     @property
     def user_factors(self) -> np.ndarray:
@@ -186,8 +176,7 @@ class GMF:
 
     def score(self, users: np.ndarray) -> np.ndarray:
         """(len(users), N) logits h . (p_u * q_i) + b; sigma of these is y_hat."""
-        U = self.user_factors
-        return U[_check_users(users, U.shape[0])] @ self.item_factors.T + self.bias
+        return super().score(users) + self.bias
 
 
 @numba.njit(cache=True)

@@ -35,8 +35,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from dprec.errors import DprecError
+from dprec.iteration import IterationHook
 from dprec.models.als import _check_int
-from dprec.models.fitted import fitted_array, require_fitted
+from dprec.models.configured import Configured
+from dprec.models.fitted import fitted_array, fitted_flag, fitted_value
 from dprec.models.pairs import check_pairs
 
 __all__ = ["ItemKNN", "KNNRatingConfig", "item_similarity"]
@@ -136,7 +138,7 @@ def _ratio(num: np.ndarray, sq_denom: np.ndarray) -> np.ndarray:
     return np.divide(num, d, out=np.zeros_like(num), where=d > 0)
 
 
-class ItemKNN:
+class ItemKNN(Configured[KNNRatingConfig], config=KNNRatingConfig):
     """Item-based kNN rating predictor (module docstring; Surprise KNNWithMeans, item-based).
 
     ``fit`` computes the dense item-item similarity matrix (N^2 float64: 23 MB for
@@ -146,17 +148,17 @@ class ItemKNN:
     and not used.
     """
 
-    def __init__(self, config: KNNRatingConfig | None = None) -> None:
-        self.config = config if config is not None else KNNRatingConfig()
-        self._sim: np.ndarray | None = None
-        self._R: sp.csr_matrix | None = None
-        self._means: np.ndarray | None = None
-        self._item_known: np.ndarray | None = None
-        self._mu = 0.0
+    _sim: np.ndarray | None = None
+    _R: sp.csr_matrix | None = None
+    _means: np.ndarray | None = None
+    _item_known: np.ndarray | None = None
+    _mu = 0.0
 
-    def fit(self, R: sp.spmatrix | sp.sparray, rng: np.random.Generator | None = None
-            ) -> ItemKNN:
-        """Fit on the (users x items) sparse matrix whose stored entries are the ratings."""
+    def fit(self, R: sp.spmatrix | sp.sparray, rng: np.random.Generator | None = None,
+            on_iteration: IterationHook | None = None) -> ItemKNN:
+        """Fit on the (users x items) sparse matrix whose stored entries are the ratings
+        (one closed-form pass: ``on_iteration`` is accepted for the common interface and
+        never called, as Surprise's KNNWithMeans has no epochs)."""
         cfg = self.config
         R = _ratings(R)
         n_items = R.shape[1]
@@ -173,15 +175,8 @@ class ItemKNN:
     item_means = fitted_array(
         "_means", "(N,) mean training rating of each item (mu for items without ratings).")
 
-    @property
-    def global_mean(self) -> float:
-        """mu, the mean of the stored training ratings."""
-        require_fitted(self._sim, type(self).__name__)
-        return self._mu
-
-    @property
-    def is_fitted(self) -> bool:
-        return self._sim is not None
+    global_mean = fitted_value("_mu", "_sim", "mu, the mean of the stored training ratings.")
+    is_fitted = fitted_flag("_sim")
 
     def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         """r_hat for the pairs (users[j], items[j]), float64 (module docstring)."""

@@ -30,8 +30,8 @@ CSPRNG with a snapping or discrete sampler (Mironov, CCS 2012).
 
 from __future__ import annotations
 
-import logging
 import math
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -39,7 +39,8 @@ import scipy.sparse as sp
 from dprec.errors import DprecError
 from dprec.iteration import IterationHook
 from dprec.mechanisms.gradient_laplace import GradientLaplace, error_bound
-from dprec.models.fitted import fitted_array
+from dprec.models.configured import Configured
+from dprec.models.fitted import fitted_array, fitted_flag
 from dprec.models.pairs import check_pairs
 from dprec.models.pnbm_config import DPPSPNBMConfig, DPSGDPNBMConfig, PNBMConfig
 from dprec.models.pnbm_kernels import (
@@ -55,17 +56,17 @@ from dprec.models.pnbm_kernels import (
 )
 from dprec.privacy.events import EventLog, LocalReportDpEvent
 
-logger = logging.getLogger(__name__)
-
 __all__ = ["DPPSPNBM", "DPSGDPNBM", "PNBM", "pair_inclusion_probability"]
 
 
-class _NeighbourhoodModel:
+class _NeighbourhoodModel(Configured[Any]):
     """Shared state and prediction (Eq. 2) of the three trainers."""
 
     config: PNBMConfig | DPSGDPNBMConfig | DPPSPNBMConfig
 
-    def __init__(self) -> None:
+    def __init__(self, config: PNBMConfig | DPSGDPNBMConfig | DPPSPNBMConfig | None = None
+                 ) -> None:
+        super().__init__(config)
         self._W: np.ndarray | None = None
         self._W0: np.ndarray | None = None
         self._nbr: np.ndarray | None = None
@@ -123,9 +124,7 @@ class _NeighbourhoodModel:
     item_means = fitted_array(
         "_means", "r_bar_i of the training ratings (the global mean for unrated items).")
 
-    @property
-    def is_fitted(self) -> bool:
-        return self._W is not None
+    is_fitted = fitted_flag("_W")
 
     def similarity(self) -> sp.csr_matrix:
         """S as a sparse (n_items, n_items) matrix with at most k entries per row."""
@@ -199,12 +198,10 @@ def _sgd(model: _NeighbourhoodModel, data: Data, positions: np.ndarray, W: np.nd
         model._step_done(W, t - 1, hook)
 
 
-class PNBM(_NeighbourhoodModel):
+class PNBM(_NeighbourhoodModel, config=PNBMConfig):
     """Non-private PNBM: S learned by mini-batch SGD on Eq. 3 (Eq. 4)."""
 
-    def __init__(self, config: PNBMConfig | None = None) -> None:
-        super().__init__()
-        self.config: PNBMConfig = config if config is not None else PNBMConfig()
+    config: PNBMConfig
 
     def fit(self, R: sp.spmatrix | sp.sparray, rng: np.random.Generator,
             on_iteration: IterationHook | None = None) -> PNBM:
@@ -218,7 +215,7 @@ class PNBM(_NeighbourhoodModel):
         return self
 
 
-class DPSGDPNBM(_NeighbourhoodModel):
+class DPSGDPNBM(_NeighbourhoodModel, config=DPSGDPNBMConfig):
     """DPSGD-PNBM, Algorithm 1: SGD with clamped errors and Laplace noise on the gradient.
 
     Only users with >= ``min_ratings`` training ratings train S (all users' ratings still
@@ -228,9 +225,10 @@ class DPSGDPNBM(_NeighbourhoodModel):
     :class:`GradientLaplace` noise is added before S <- S - eta (beta G + lambda S).
     """
 
+    config: DPSGDPNBMConfig
+
     def __init__(self, config: DPSGDPNBMConfig | None = None) -> None:
-        super().__init__()
-        self.config: DPSGDPNBMConfig = config if config is not None else DPSGDPNBMConfig()
+        super().__init__(config)
         self.mechanism = GradientLaplace(
             self.config.epsilon, self.config.iterations, self.config.batch_fraction,
             self.config.rating_max - self.config.rating_min, self.config.min_norm)
@@ -285,7 +283,7 @@ def pair_inclusion_probability(counts: np.ndarray, nbr: np.ndarray, n: int,
     return np.where(np.isfinite(h), np.clip(h, 0.0, 1.0), 0.0)
 
 
-class DPPSPNBM(_NeighbourhoodModel):
+class DPPSPNBM(_NeighbourhoodModel, config=DPPSPNBMConfig):
     """DPPS-PNBM, Algorithm 2: one SGLD sample of the posterior scaled by eps / (4B).
 
     Users are capped at tau ratings (:func:`cap_user_ratings`); the likelihood uses r_hat
@@ -301,9 +299,10 @@ class DPPSPNBM(_NeighbourhoodModel):
     Predictions use each user's full training history; S saw the capped one.
     """
 
+    config: DPPSPNBMConfig
+
     def __init__(self, config: DPPSPNBMConfig | None = None) -> None:
-        super().__init__()
-        self.config: DPPSPNBMConfig = config if config is not None else DPPSPNBMConfig()
+        super().__init__(config)
         self.removed_: int | None = None
         """Ratings removed by the cap."""
         self.max_user_ratings_: int | None = None

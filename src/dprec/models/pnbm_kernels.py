@@ -106,18 +106,13 @@ def _pearson(indptr, indices, x, nbr):
             b, be = indptr[j], indptr[j + 1]
             sxy = sxx = syy = 0.0
             n = 0
+            a, b = _next_common(indices, a, ae, indices, b, be)
             while a < ae and b < be:
-                if indices[a] == indices[b]:
-                    sxy += x[a] * x[b]
-                    sxx += x[a] * x[a]
-                    syy += x[b] * x[b]
-                    n += 1
-                    a += 1
-                    b += 1
-                elif indices[a] < indices[b]:
-                    a += 1
-                else:
-                    b += 1
+                sxy += x[a] * x[b]
+                sxx += x[a] * x[a]
+                syy += x[b] * x[b]
+                n += 1
+                a, b = _next_common(indices, a + 1, ae, indices, b + 1, be)
             if n >= 2 and sxx > 0.0 and syy > 0.0:
                 out[i, c] = sxy / np.sqrt(sxx * syy)
     return out
@@ -127,22 +122,31 @@ def _pearson(indptr, indices, x, nbr):
 
 
 @numba.njit(cache=True, inline="always")
+def _next_common(xs, a, ae, ys, b, be):
+    """The next positions (a, b) with xs[a] == ys[b] in the sorted runs xs[a:ae] and
+    ys[b:be], by the merge walk (the smaller side steps on); a == ae or b == be when the
+    runs share no further value."""
+    while a < ae and b < be:
+        if xs[a] == ys[b]:
+            break
+        if xs[a] < ys[b]:
+            a += 1
+        else:
+            b += 1
+    return a, b
+
+
+@numba.njit(cache=True, inline="always")
 def _merge(indptr, indices, x, u, nbr_row, w_row):
     """(sum_j s_ij x_uj, sum_j |s_ij|) over j in nbr_row rated by u (two sorted lists)."""
     a, ae = indptr[u], indptr[u + 1]
     c, k = 0, nbr_row.shape[0]
     num = den = 0.0
+    a, c = _next_common(indices, a, ae, nbr_row, c, k)
     while a < ae and c < k:
-        ja, jb = indices[a], nbr_row[c]
-        if ja == jb:
-            num += w_row[c] * x[a]
-            den += abs(w_row[c])
-            a += 1
-            c += 1
-        elif ja < jb:
-            a += 1
-        else:
-            c += 1
+        num += w_row[c] * x[a]
+        den += abs(w_row[c])
+        a, c = _next_common(indices, a + 1, ae, nbr_row, c + 1, k)
     return num, den
 
 
@@ -240,15 +244,10 @@ def touched_pairs(indptr, indices, nbr, users):
             nr = nbr[indices[pos]]
             a, ae = indptr[u], indptr[u + 1]
             c, k = 0, nr.shape[0]
+            a, c = _next_common(indices, a, ae, nr, c, k)
             while a < ae and c < k:
-                if indices[a] == nr[c]:
-                    total += 1
-                    a += 1
-                    c += 1
-                elif indices[a] < nr[c]:
-                    a += 1
-                else:
-                    c += 1
+                total += 1
+                a, c = _next_common(indices, a + 1, ae, nr, c + 1, k)
         out[q] = total
     return out
 

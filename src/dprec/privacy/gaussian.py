@@ -35,12 +35,16 @@ __all__ = [
     "pld_poisson_epsilon",
 ]
 
-def _check(noise_multiplier: float, sampling_rate: float, steps: int, delta: float) -> None:
-    check_positive("noise multiplier", noise_multiplier)
+def _check(noise_multiplier: float, sampling_rate: float, steps: int, delta: float, *,
+           names: tuple[str, str] = ("noise multiplier", "sampling rate"),
+           min_steps: int = 1) -> None:
+    """The arguments of a subsampled-Gaussian analysis; ``names``: how the errors call the
+    first two."""
+    check_positive(names[0], noise_multiplier)
     if not 0 < sampling_rate <= 1:
-        raise DprecError(f"sampling rate must be in (0, 1], got {sampling_rate}")
-    if isinstance(steps, bool) or int(steps) != steps or steps < 1:
-        raise DprecError(f"steps must be an integer >= 1, got {steps}")
+        raise DprecError(f"{names[1]} must be in (0, 1], got {sampling_rate}")
+    if isinstance(steps, bool) or int(steps) != steps or steps < min_steps:
+        raise DprecError(f"steps must be an integer >= {min_steps}, got {steps}")
     if not 0 < delta < 1:
         raise DprecError(f"delta must be in (0, 1), got {delta}")
 
@@ -143,13 +147,8 @@ def gaussian_rdp_epsilon(
     2017, Prop. 3; what autodp-era papers such as DP-PrivRec report). The per-step RDP curve
     is cached, so evaluating several ``delta`` or ``steps`` is cheap.
     """
-    check_positive("noise_multiplier", noise_multiplier)
-    if not 0 < sample_rate <= 1:
-        raise DprecError(f"sample_rate must be in (0, 1], got {sample_rate}")
-    if isinstance(steps, bool) or int(steps) != steps or steps < 0:
-        raise DprecError(f"steps must be an integer >= 0, got {steps}")
-    if not 0 < delta < 1:
-        raise DprecError(f"delta must be in (0, 1), got {delta}")
+    _check(noise_multiplier, sample_rate, steps, delta,
+           names=("noise_multiplier", "sample_rate"), min_steps=0)
     if not isinstance(sampling, Sampling):
         raise DprecError(f"sampling must be a Sampling ({', '.join(s.name for s in Sampling)}), "
                          f"got {sampling!r}")

@@ -6,7 +6,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Literal, get_args
 
-from dprec.errors import DprecError
+from dprec.errors import DprecError, as_float
 
 __all__ = [
     "Guarantee", "Level", "Model", "PrivacyReport", "REPORTED_DIGITS", "Sides", "reported_epsilon",
@@ -64,12 +64,9 @@ class Guarantee:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        try:
-            epsilon, delta = float(self.epsilon), float(self.delta)
-        except (TypeError, ValueError):
-            raise DprecError(
-                f"epsilon and delta must be numbers, got {self.epsilon!r}, {self.delta!r}"
-            ) from None
+        refused = f"epsilon and delta must be numbers, got {self.epsilon!r}, {self.delta!r}"
+        epsilon = as_float(self.epsilon, refused, DprecError)
+        delta = as_float(self.delta, refused, DprecError)
         # NaN fails both comparisons; -inf is rejected (only +inf means "no finite bound").
         if not epsilon >= 0:
             raise DprecError(f"epsilon must be >= 0 (or inf), got {self.epsilon}")

@@ -253,19 +253,25 @@ class Aggregator(ABC):
     """What the server makes of one round's reports (plain mean, or a robust variant)."""
 
     name: ClassVar[str]
+    argument: ClassVar[tuple[str, type] | None] = None
+    """The one parameter ``NAME:ARG`` sets, as (attribute, type): ARG is the constructor's
+    first argument and the attribute holds it; None (the plain kinds): no parameter."""
 
     @classmethod
     def from_argument(cls, argument: str | None) -> Aggregator:
-        """The aggregator from ``name[:ARG]``'s ARG (None: none given; the plain kinds take
-        none)."""
-        if argument is not None:
+        """The aggregator from ``name[:ARG]``'s ARG (None: none given, the defaults)."""
+        if argument is None:
+            return cls()
+        if cls.argument is None:
             raise DprecError(f"aggregator {cls.name} takes no argument, got {argument!r}")
-        return cls()
+        return cls(aggregator_argument(argument, cls.name, cls.argument[1]))
 
     @property
     def spec(self) -> str:
-        """The name with its parameters, as :func:`make_aggregator` reads it back."""
-        return self.name
+        """The name with its parameter, as :func:`make_aggregator` reads it back."""
+        if self.argument is None:
+            return self.name
+        return f"{self.name}:{getattr(self, self.argument[0])!r}"
 
     @abstractmethod
     def cell_totals(self, cells: np.ndarray, values: np.ndarray, n_cells: int) -> np.ndarray:

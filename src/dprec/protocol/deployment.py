@@ -13,6 +13,9 @@ halves so that a device never loads server code:
   ``client`` module.
 - ``systems/<name>/serve.py``, ``SERVING``: a :class:`Serving` (the server role, its memory,
   the broadcast codec and the artefacts made from it, the state a restart restores).
+- ``systems/<name>/config.py``: the system's frozen config dataclass
+  (:attr:`Deployment.config_class`), which a published protocol carries and every method
+  here reads by attribute.
 
 This module holds only the abstract classes (and the JSON form of a generator that a
 simulation hands its server); the layers are drawn in docs/architecture.md.
@@ -45,7 +48,8 @@ class PublishedProtocol(Protocol):
 
     system: str
     n_items: int
-    config: dict[str, Any]
+    config: Any
+    """The system's typed frozen config (its ``config.py``'s dataclass)."""
     aggregator: str
 
     @property
@@ -71,21 +75,22 @@ class PublishedProtocol(Protocol):
 
 
 class DeviceReader(ABC):
-    """How the device reads a config field (its errors are the device's: a malformed field
-    is a bad reply, a size beyond the policy a policy violation)."""
+    """How the device reads a field of the typed config, named by the field (its errors are
+    the device's: a malformed field is a bad reply, a size beyond the policy a policy
+    violation)."""
 
     @abstractmethod
     def real(self, name: str, *, positive: bool) -> float:
-        """config[name], a finite number (> 0 with ``positive``, else >= 0)."""
+        """The field ``name``, a finite number (> 0 with ``positive``, else >= 0)."""
 
     @abstractmethod
     def integer(self, name: str, limit: str | None, high: int = 1 << 31) -> int:
-        """config[name], an integer >= 1 and at most the policy field ``limit`` (or ``high``
+        """The field ``name``, an integer >= 1 and at most the policy field ``limit`` (or ``high``
         when ``limit`` is None)."""
 
     @abstractmethod
     def choice(self, name: str, allowed: tuple[str, ...]) -> str:
-        """config[name], one of ``allowed``."""
+        """The field ``name``, one of ``allowed``."""
 
     @abstractmethod
     def limit(self, name: str) -> int:
@@ -191,36 +196,50 @@ class Deployment(ABC):
     """True: the proxy forwards ONE batch per round, at its close, and the server takes one
     (a secure sum: every batch the server can tell apart reveals its own sum)."""
 
+    config_class: type
+    """The frozen config dataclass of the family's systems (``systems/<name>/config.py``, which
+    imports no server code): a published description's config is decoded into it."""
+
     # -- the protocol -----------------------------------------------------------------------
 
-    def validate(self, config: Mapping[str, Any]) -> None:  # noqa: B027 - optional
+    def config_type(self, system: str) -> type:
+        """The config class of the family's system ``system`` (by default
+        :attr:`config_class`; a family whose systems differ in config overrides this)."""
+        return self.config_class
+
+    def validate(self, config: Any) -> None:  # noqa: B027 - optional
         """:class:`DprecError` for a config of this system that cannot run as services."""
 
-    def rounds(self, config: Mapping[str, Any]) -> int:
+    def rounds(self, config: Any) -> int:
         """Rounds of the protocol."""
         return 1
 
-    def k(self, config: Mapping[str, Any]) -> int | None:
+    def published_threshold(self, config: Any) -> int | None:
+        """The anonymity threshold the protocol publishes: the distinct senders the
+        shuffling proxy needs before it forwards a round (None: the protocol states none)."""
+        return None
+
+    def k(self, config: Any) -> int | None:
         """Reports per client and round (None: one whole message)."""
         return None
 
-    def n_factors(self, config: Mapping[str, Any]) -> int | None:
+    def n_factors(self, config: Any) -> int | None:
         """Latent factors of the broadcast (None: no factors)."""
         return None
 
     @abstractmethod
-    def upload(self, config: Mapping[str, Any]) -> type[Message]:
+    def upload(self, config: Any) -> type[Message]:
         """The message a client sends."""
 
     @abstractmethod
-    def forward(self, config: Mapping[str, Any]) -> type[Message]:
+    def forward(self, config: Any) -> type[Message]:
         """The batch the proxy forwards."""
 
     @abstractmethod
-    def mechanism(self, config: Mapping[str, Any]) -> Any:
+    def mechanism(self, config: Any) -> Any:
         """The client's local mechanism, built as the system builds it (None: no noise)."""
 
-    def value_bound(self, config: Mapping[str, Any]) -> float | None:
+    def value_bound(self, config: Any) -> float | None:
         """The largest |value| of a real-valued report (None: no real values)."""
         return None
 
@@ -279,8 +298,19 @@ class Deployment(ABC):
 
     @abstractmethod
     def client_step(self, terms: Any, history: Any, round: int, rng: np.random.Generator,
-                    client_id: int, artefact: Callable[[], Any]) -> bytes:
-        """One client's message of ``round`` (``artefact()`` fetches the device's one)."""
+                    client_id: int, artefact: Callable[[], Any]) -> bytes | None:
+        """One client's message of ``round`` (``artefact()`` fetches the device's one); None:
+        this client takes no part in the round (e.g. the server did not select it), so
+        nothing is charged, stored or sent."""
+
+    def with_side_features(self, terms: Any, features: Any) -> Any:
+        """``terms`` with the user's own side features (``DeviceClient.report(...,
+        features=)``), checked; :class:`DprecError` for features this protocol does not take
+        or cannot use (the default: it takes none), or none where it needs them."""
+        if features is not None:
+            raise DprecError(f"{terms.system} takes no side features: call report / scores "
+                             "without features=")
+        return terms
 
     def needs_client_secret(self, terms: Any) -> bool:
         """True: :meth:`client_step` needs what the proxy hands this client alone

@@ -35,8 +35,9 @@ the Prio3 proof would refuse (:mod:`dprec.protocol.secure_sum.in_process`); of t
 strategies only ``k-hot`` (and a ``promote`` or ``huge`` whose per-attacker shift fits the
 bounds) passes it.
 
-:class:`PoisonedSumClients` wraps a secure-sum protocol's simulated clients whose messages
-are blocks of integer vectors (:class:`IntegerVectorBlock`: dp-pop's ``NoisyVectors``).
+:class:`PoisonedSumClients` wraps a secure-sum protocol's simulated clients, whose messages
+are the layer's :class:`~dprec.protocol.secure_sum.wire.ClientBlock` (dp-pop, dpals,
+dp-fedavg).
 Honest clients step exactly as in an unpoisoned run; the attackers' rows are overwritten.
 A coalition vector is split over the attackers (``delta // m`` each, the remainder on the
 first). The in-process proxy sums int64 rows without reducing them mod ``q``, so the first
@@ -47,7 +48,7 @@ in-process total equal the lifted sum the secure server publishes, bit for bit.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 import numpy as np
 
@@ -60,11 +61,10 @@ from dprec.protocol.poisoning import (
     choose_targets,
 )
 from dprec.protocol.secure_sum.ring import centred
+from dprec.protocol.secure_sum.wire import ClientBlock
 
 __all__ = [
     "SUM_STRATEGIES",
-    "IntegerVectorBlock",
-    "LazyVectorBlock",
     "PoisonedSumClients",
     "SumPoisonHook",
     "SumPoisoning",
@@ -75,19 +75,6 @@ __all__ = [
 SumStrategy = Literal["promote", "k-hot", "huge", "reverse", "random", "out-of-range"]
 SUM_STRATEGIES: tuple[str, ...] = ("promote", "k-hot", "huge", "reverse", "random",
                                    "out-of-range")
-
-
-@runtime_checkable
-class IntegerVectorBlock(Protocol):
-    """A block of simulated clients' secure-sum contributions, as a frozen dataclass:
-    ``ids`` (clients), ``vectors`` (int64, clients x d, each client's noisy vector before
-    sharing) and ``params`` (the round's
-    :class:`~dprec.protocol.secure_sum.params.SecureSumParams`: ``bits``,
-    ``expected_clients``)."""
-
-    ids: np.ndarray
-    vectors: np.ndarray
-    params: Any
 
 
 @dataclass(frozen=True)
@@ -156,9 +143,9 @@ class PoisonedSumClients(ReplacingClients):
         if not blocks:
             return blocks
         for b in blocks:
-            if not isinstance(b, IntegerVectorBlock | LazyVectorBlock):
-                raise DprecError(f"secure-sum poisoning needs blocks of integer vectors, got "
-                                 f"{type(b).__name__}")
+            if not isinstance(b, ClientBlock) or b.params is None:
+                raise DprecError(f"secure-sum poisoning needs a secure sum's client blocks, "
+                                 f"got {type(b).__name__}")
         masks = [np.isin(np.asarray(b.ids, np.int64), self.attackers) for b in blocks]
         n_bad = int(sum(m.sum() for m in masks))
         if not n_bad:
@@ -189,23 +176,12 @@ class PoisonedSumClients(ReplacingClients):
         return out
 
 
-@runtime_checkable
-class LazyVectorBlock(Protocol):
-    """A block whose clients' vectors are built on demand (dpals' ``ClientBlock``):
-    ``ids``, ``total`` (their int64 sum), ``vectors()`` (the rows in ``ids`` order) and
-    ``params``."""
-
-    ids: np.ndarray
-    total: np.ndarray | None
-    params: Any
-
-    def vectors(self) -> Any: ...
-
-
-def _rows_of(block: Any, mask: np.ndarray) -> np.ndarray:
+def _rows_of(block: ClientBlock, mask: np.ndarray) -> np.ndarray:
     """The rows ``mask`` of ``block`` (int64, in order)."""
-    if isinstance(block.vectors, np.ndarray):
-        return np.asarray(block.vectors[mask], np.int64)
+    if block.total is None:
+        raise DprecError("secure-sum poisoning needs the block's total (not device clients)")
+    if not mask.any():
+        return np.zeros((0, np.asarray(block.total).size), np.int64)
     if callable(getattr(block.vectors, "rows", None)):  # only the rows asked for are built
         return np.concatenate([block.vectors.rows(i, i + 1) for i in np.flatnonzero(mask)])
     picked = [np.asarray(v, np.int64) for v, bad in zip(block.vectors(), mask, strict=True)
@@ -213,21 +189,16 @@ def _rows_of(block: Any, mask: np.ndarray) -> np.ndarray:
     return np.stack(picked)
 
 
-def _honest_sum(block: Any, mask: np.ndarray, attackers: np.ndarray) -> np.ndarray:
+def _honest_sum(block: ClientBlock, mask: np.ndarray, attackers: np.ndarray) -> np.ndarray:
     """The block's rows outside ``mask``, summed."""
-    if isinstance(block.vectors, np.ndarray):
-        return block.vectors[~mask].sum(axis=0, dtype=np.int64)
     if block.total is None:
         raise DprecError("secure-sum poisoning needs the block's total (not device clients)")
     return np.asarray(block.total, np.int64) - attackers.sum(axis=0)
 
 
-def _replaced(block: Any, mask: np.ndarray, old: np.ndarray, new: np.ndarray) -> Any:
+def _replaced(block: ClientBlock, mask: np.ndarray, old: np.ndarray, new: np.ndarray
+              ) -> ClientBlock:
     """``block`` with its rows ``mask`` (``old``) replaced by ``new``."""
-    if isinstance(block.vectors, np.ndarray):
-        vectors = np.array(block.vectors, np.int64, copy=True)
-        vectors[mask] = new
-        return replace(block, vectors=vectors)
     inner = block.vectors
 
     def vectors() -> Any:

@@ -233,7 +233,9 @@ def metric_tables(results: dict[str, dict[str, Any]]) -> list[Table]:
     protocol, one row per system: mean ± 95% interval of each metric (the DPLCF table's set
     where present, :func:`~dprec.evaluation.compare.table_metrics`), with the paper's number
     beside ours in the sampled protocol (the papers' own protocol)."""
-    protocols = list(dict.fromkeys(p for r in results.values() for p in r["metrics"]))
+    protocols = sorted(dict.fromkeys(p for r in results.values() for p in r["metrics"]),
+                       key=lambda p: FULL_FIRST.index(p) if p in FULL_FIRST
+                       else len(FULL_FIRST))
     scale = _rating_scale(results)
     tables = _headline_table(results)
     for proto in protocols:
@@ -355,6 +357,16 @@ def card(label: str, doc: dict[str, Any]) -> Card:
                 mechanisms=mechanisms, **common)
 
 
+FULL_FIRST = (FULL_LIST, "full", "sampled")
+"""The order of the per-protocol tables after the headline: full ranking first (issue 33)."""
+
+
+def _sweep_label(proto: str, results: dict[str, dict[str, Any]]) -> str:
+    """How a figure names its protocol: the sampled one with its negatives."""
+    return {"sampled": sampled_label(results), "full": "full ranking, random ties",
+            FULL_LIST: "full ranking"}.get(proto, proto)
+
+
 def sweep_metric(results: dict[str, dict[str, Any]]) -> tuple[str, str]:
     """The (metric, protocol) an ε sweep of these results reports: HR@10 sampled for the
     ranking task, HR@10 full for the PrivRec protocol, RMSE for rating (as ``dprec
@@ -411,26 +423,28 @@ def _figures(s: ResultSet) -> tuple[list[FigureView], list[str]]:
     figures, notes = [], []
     res, title = s.results, s.dataset or s.where
     metric, proto = sweep_metric(res) if res else ("HR@10", "sampled")
-    ranking = [p for p in ("sampled", "full") if all(p in r["metrics"] for r in res.values())]
+    ranking = [p for p in ("full", "sampled") if all(p in r["metrics"] for r in res.values())]
     doc = next(iter(res.values()), {})
     ks = (doc.get("protocol") or {}).get("ks") if isinstance(doc.get("protocol"), dict) else None
     ks_ok = isinstance(ks, list) and ks and all(type(k) is int for k in ks)
     for p in ranking[:1] if s.kind == "runs" else ranking:
         if ks_ok and all(f"HR@{k}" in r["metrics"][p] for r in res.values() for k in ks):
-            _drawn(f"HR@K ({p})", "error bars: std over seeds",
-                   lambda path, p=p: plot_hr_at_k(res, ks, path, f"HR@K on {title} ({p})",
+            _drawn(f"HR@K ({_sweep_label(p, res)})", "error bars: std over seeds",
+                   lambda path, p=p: plot_hr_at_k(res, ks, path,
+                                                  f"HR@K on {title} ({_sweep_label(p, res)})",
                                                   protocol=p), figures, notes)
     sweep = s.sweep if s.sweep is not None else sweep_of_runs(res, metric, proto)
     if any(sweep.values()):
         refs = {}
         if all(proto in r["metrics"] and metric in r["metrics"][proto] for r in res.values()):
             refs = sweep_references({r["system"]: r for r in res.values()}, metric, proto)
-        _drawn(f"{metric} against the per-user ε",
+        shown = f"{metric}, {_sweep_label(proto, res)}"
+        _drawn(f"{shown} against the per-user ε",
                "x: ε of all of a user's data (tightest sound analysis, log scale); grey "
                "lines: non-private references",
                lambda path: plot_metric_vs_eps(
-                   sweep, path, f"{metric} against the per-user ε on {title}",
-                   ylabel=f"{metric} ({proto})", references=refs, x="user_epsilon",
+                   sweep, path, f"{shown} against the per-user ε on {title}",
+                   ylabel=shown, references=refs, x="user_epsilon",
                    log_x=True, order=list(dict.fromkeys([r["system"] for r in res.values()])),
                    xlabel="per-user ε (all of a user's data; log scale)"), figures, notes)
     elif s.kind != "runs":

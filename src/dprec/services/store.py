@@ -384,6 +384,11 @@ class ProxyStore:
         except sqlite3.IntegrityError:
             raise Duplicate("this client already submitted in this round") from None
 
+    def submitted(self, round: int, tag: bytes) -> bool:
+        """Whether the sender ``tag`` already submitted in ``round``."""
+        return self.db.execute("SELECT 1 FROM seen WHERE round = ? AND tag = ?",
+                               (round, tag)).fetchone() is not None
+
     def held(self, round: int) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM held WHERE round = ?",
                                    (round,)).fetchone()[0])

@@ -9,7 +9,6 @@ fold-in (implicit ALS: the exact least-squares user solve); BPR has none.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -18,6 +17,7 @@ from dprec.iteration import IterationHook
 from dprec.mechanisms.bitflip import BitFlip
 from dprec.models.als import ALSConfig, ImplicitALS
 from dprec.models.bpr import BPRMF, BPRConfig
+from dprec.models.factor_model import FactorModel
 from dprec.models.gmf import GMF, GMFConfig
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
@@ -34,22 +34,6 @@ __all__ = ["SPECS", "FlippedBPRConfig", "FlippedGMFConfig", "TrainedOnObfuscated
            "factor_scores"]
 
 
-class _FactorModel(Protocol):
-    config: object
-
-    def fit(self, r: sp.csr_matrix, rng: np.random.Generator, show_progress: bool = ...,
-            *, on_iteration: IterationHook | None = ...) -> object:
-        ...
-
-    @property
-    def user_factors(self) -> np.ndarray:
-        ...
-
-    @property
-    def item_factors(self) -> np.ndarray:
-        ...
-
-
 def factor_scores(U: np.ndarray, V: np.ndarray, items: np.ndarray | None) -> np.ndarray:
     """U V^T, or row-wise U[r] . V[items[r, j]] for candidates (no full item sweep)."""
     if items is None:
@@ -60,7 +44,7 @@ def factor_scores(U: np.ndarray, V: np.ndarray, items: np.ndarray | None) -> np.
 class TrainedOnObfuscated(Ranker):
     """Train ``model`` on the bit-flipped matrix (``mechanism=None``: on true data)."""
 
-    def __init__(self, name: str, model: _FactorModel, mechanism: BitFlip | None,
+    def __init__(self, name: str, model: FactorModel, mechanism: BitFlip | None,
                  epsilon: float | None = None, batch_size: int = 4096) -> None:
         self.name = name
         self.model = model

@@ -2,18 +2,21 @@
 
 A system runs as services when its :class:`~dprec.systems.spec.SystemSpec` names its package
 (``deploy="dprec.systems.dplcf"``): that package's ``deploy`` module holds the device-safe
-descriptor ``DEPLOYMENT`` and its ``serve`` module the server half ``SERVING``
-(:mod:`dprec.protocol.deployment`). Both are imported only when asked, so a device, which
-finds its descriptor by the published family (the package's folder name) among the
-registered packages, loads neither a server half nor any system's in-process code.
+descriptor ``DEPLOYMENT``, its ``serve`` module the server half ``SERVING``
+(:mod:`dprec.protocol.deployment`) and its ``config`` module the systems' frozen configs.
+The halves are imported only when asked, so a device, which finds its descriptor by the
+published family (the package's folder name) among the registered packages, loads neither
+a server half nor any system's in-process code.
 
 :class:`ProtocolInfo` is the public description the server serves at ``GET /v1/protocol``:
 the system (``fmf-ldp``, ``dplcf-sp``, ...), the item count, the aggregator and the system's
-config (all of it public). The proxy reads it to check submissions, a device to build its
-client step, the simulation to check that the server runs the configuration it simulates.
-The checks refuse what the mechanism cannot output (docs/architecture.md, "hostile
-input"): a message of the wrong type, an index out of range, a value outside the
-mechanism's output range, a message with the wrong number of reports or items.
+typed frozen config (all of it public; on the wire the JSON object of its fields, decoded
+strictly by :func:`~dprec.systems.config_json.config_from_json`). The proxy reads it to
+check submissions, a device to build its client step, the simulation to check that the
+server runs the configuration it simulates. The checks refuse what the mechanism cannot
+output (docs/architecture.md, "hostile input"): a message of the wrong type, an index out
+of range, a value outside the mechanism's output range, a message with the wrong number of
+reports or items.
 """
 
 from __future__ import annotations
@@ -21,13 +24,15 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cache
+from types import SimpleNamespace
 from typing import Any
 
 from dprec.errors import DprecError
 from dprec.protocol.deployment import Deployment, Serving
 from dprec.protocol.messages import MAX_ITEMS, Message, MessageError
+from dprec.systems.config_json import config_from_json, config_to_json
 
 __all__ = ["ProtocolInfo", "check_forwarded", "check_upload", "deployable_packages",
            "deployable_systems", "deployment", "deployments", "family_deployment", "serving",
@@ -49,16 +54,18 @@ def deployable_packages() -> tuple[str, ...]:
 def deployable_systems() -> tuple[str, ...]:
     """The names of the registered systems that run as services, in the registry's order:
     their spec names a deploy package whose descriptor takes the system's default config
-    (with the sizes a simulation states, None there, set to 1; FCF's exact gradients and
+    (with the sizes a simulation states, None there, read as 1; FCF's exact gradients and
     PrivRec's central training are refused)."""
     from dprec.systems.registry import SYSTEMS
     out = []
     for name, s in SYSTEMS.items():
         if s.deploy is None:
             continue
-        config = asdict(s.default_config())
+        config = s.default_config()
+        sized = SimpleNamespace(**{f.name: 1 if getattr(config, f.name) is None
+                                   else getattr(config, f.name) for f in fields(config)})
         try:
-            deployment(name).validate({k: 1 if v is None else v for k, v in config.items()})
+            deployment(name).validate(sized)
         except DprecError:
             continue
         out.append(name)
@@ -134,8 +141,10 @@ class ProtocolInfo:
     """Registry name of the system, e.g. ``fmf-ldp`` or ``dplcf-sp``."""
     n_items: int
     """N, the number of items."""
-    config: dict[str, Any]
-    """The system's config (its dataclass as a dict)."""
+    config: Any
+    """The system's typed frozen config: an instance of exactly the class its descriptor's
+    :meth:`~dprec.protocol.deployment.Deployment.config_type` names (:meth:`from_json`
+    decodes a published description's JSON object into it)."""
     aggregator: str = "mean"
     """The server's aggregator (:mod:`dprec.protocol.aggregation`)."""
     published_family: str | None = field(default=None, repr=False, compare=False)
@@ -151,10 +160,12 @@ class ProtocolInfo:
                 or not 1 <= self.n_items <= MAX_ITEMS:
             raise DprecError(f"n_items must be an integer in [1, {MAX_ITEMS}], got "
                              f"{self.n_items!r}")
-        if not isinstance(self.config, dict):
-            raise DprecError("config must be a mapping")
         found = (deployment(self.system) if self.published_family is None
                  else family_deployment(self.published_family))
+        cls = found.config_type(self.system)
+        if type(self.config) is not cls:
+            raise DprecError(f"{self.system}'s config must be a {cls.__name__}, got "
+                             f"{type(self.config).__name__}")
         found.validate(self.config)
         object.__setattr__(self, "deployment", found)
 
@@ -218,17 +229,28 @@ class ProtocolInfo:
         return {"system": self.system, "family": self.family, "n_items": self.n_items,
                 "rounds": self.rounds, "aggregator": self.aggregator,
                 "upload": self.upload.__name__, "forward": self.forward.__name__,
-                "config": self.config}
+                "config": config_to_json(self.config)}
 
     @classmethod
     def from_json(cls, doc: Any) -> ProtocolInfo:
-        """Parse a published description (its descriptor found by its ``family``);
-        :class:`DprecError` on anything malformed."""
+        """Parse a published description (its descriptor found by its ``family``, its config
+        decoded strictly into the system's config class:
+        :func:`~dprec.systems.config_json.config_from_json`); :class:`DprecError` on
+        anything malformed."""
         if not isinstance(doc, dict):
             raise DprecError("a protocol description must be a JSON object")
         try:
-            info = cls(doc["system"], doc["n_items"], dict(doc["config"]),
-                       doc.get("aggregator", "mean"), published_family=doc["family"])
+            family, system = doc["family"], doc["system"]
+            if not isinstance(system, str):
+                raise DprecError(f"system must be a name, got {system!r}")
+            if not isinstance(doc["config"], dict):
+                raise DprecError("a protocol description's config must be a JSON object")
+            config = config_from_json(family_deployment(family).config_type(system),
+                                      doc["config"])
+            info = cls(system, doc["n_items"], config, doc.get("aggregator", "mean"),
+                       published_family=family)
+        except DprecError:
+            raise
         except (KeyError, TypeError, ValueError) as e:
             raise DprecError(f"malformed protocol description: {e!r}") from None
         return info

@@ -11,10 +11,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
-import scipy.sparse as sp
-
-from dprec.iteration import IterationHook
 from dprec.models.dp_mf import DPPSMF, DPSGDMF
 from dprec.models.dp_mf_config import DPPSMFConfig, DPSGDMFConfig
 from dprec.privacy.basic_accountant import BasicAccountant
@@ -60,34 +56,28 @@ class _DPMF(ModelPredictor):
 
     model: DPSGDMF | DPPSMF
 
-    def __init__(self, name: str, model: DPSGDMF | DPPSMF) -> None:
-        self.name = name
-        self.model = model
-        self.config = model.config
-
-    def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
-            on_iteration: IterationHook | None = None) -> _DPMF:
-        self.model.fit(train, rng, on_iteration=on_iteration)
-        return self
-
     def diagnostics(self) -> dict[str, object]:
         return dict(self.model.diagnostics)
+
+    def privacy_report(self) -> PrivacyReport | None:
+        """None before fit, else :meth:`_report` of the fitted model's event log."""
+        if self.model.events is None:
+            return None
+        return self._report(self.model)
+
+    def _report(self, model: Any) -> PrivacyReport:
+        raise NotImplementedError
 
 
 class DPSGDMFSystem(_DPMF):
     """``dpsgd-mf``: eps-DP per rating value by a clamped Laplace-perturbed SGD error."""
 
-    model: DPSGDMF
+    name = "dpsgd-mf"
+    model_type = DPSGDMF
 
-    def __init__(self, name: str, config: DPSGDMFConfig) -> None:
-        super().__init__(name, DPSGDMF(config))
-
-    def privacy_report(self) -> PrivacyReport | None:
-        if self.model.events is None:
-            return None
-        c = self.model.config
-        mech = self.model.mechanism
-        pure = account(self.model.events, REPORT_DELTA, BasicAccountant(), model="central")
+    def _report(self, model: DPSGDMF) -> PrivacyReport:
+        c, mech, events = model.config, model.mechanism, model.events
+        pure = account(events, REPORT_DELTA, BasicAccountant(), model="central")
         per_rating = pure.event
         label = f"{c.epochs} x Laplace(b={mech.scale:.6g}) on the SGD error, clamped to " \
                 f"+-{c.error_bound:g}"
@@ -108,9 +98,9 @@ class DPSGDMFSystem(_DPMF):
             "(eps, delta) at delta = 1e-6",
             "a user with n_u ratings undergoes n_u K reads: levels.user",
         ))
-        counts = self.model.events.counts(mech.dp_event(), "interaction", "user")
+        counts = events.counts(mech.dp_event(), "interaction", "user")
         report = privacy_report_from_log(
-            self.name, THREAT_MODEL, self.model.events, claimed, (mech.describe(),), true=true,
+            self.name, THREAT_MODEL, events, claimed, (mech.describe(),), true=true,
             delta=REPORT_DELTA,
             extra={"event_basic": pure.event.to_json(), "reads_per_rating": c.epochs,
                    "max_reads_per_user": int(counts.max()) if counts.size else 0})
@@ -131,15 +121,11 @@ class _SamplerReport(PrivacyReport):
 class DPPSMFSystem(_DPMF):
     """``dpps-mf``: one SGLD sample of the scaled MF posterior, user-level DP if exact."""
 
-    model: DPPSMF
+    name = "dpps-mf"
+    model_type = DPPSMF
 
-    def __init__(self, name: str, config: DPPSMFConfig) -> None:
-        super().__init__(name, DPPSMF(config))
-
-    def privacy_report(self) -> PrivacyReport | None:
-        if self.model.events is None:
-            return None
-        c = self.model.config
+    def _report(self, model: DPPSMF) -> PrivacyReport:
+        c = model.config
         eps = c.true_epsilon
         mech = {"name": "posterior-sampling-sgld", "calibration": c.calibration,
                 "epsilon": c.epsilon, "tau": c.max_ratings, "B": c.bound, "c": c.scale,
@@ -167,7 +153,7 @@ class DPPSMFSystem(_DPMF):
             "whose dominating pair dominates every pure eps-DP mechanism; nothing is local",
         )
         report = privacy_report_from_log(
-            self.name, THREAT_MODEL, self.model.events, claimed, (mech,), true_level="user",
+            self.name, THREAT_MODEL, model.events, claimed, (mech,), true_level="user",
             model="central",
             extra={"per_rating_reading": {
                 "claimed": f"{c.epsilon / c.max_ratings:.4g} x {c.max_ratings}",

@@ -72,17 +72,7 @@ class UnknownDeltaGuarantee(Guarantee):
 class _PNBMSystem(ModelPredictor):
     """Shared wrapper: fit the model, predict through it."""
 
-    name = "pnbm"
-
-    def __init__(self, name: str, model: PNBM | DPSGDPNBM | DPPSPNBM) -> None:
-        self.name = name
-        self.model = model
-        self.config = model.config
-
-    def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
-            on_iteration: IterationHook | None = None) -> _PNBMSystem:
-        self.model.fit(train, rng, on_iteration=on_iteration)
-        return self
+    model: PNBM | DPSGDPNBM | DPPSPNBM
 
     def diagnostics(self) -> dict[str, object]:
         if not self.model.is_fitted:
@@ -95,20 +85,22 @@ class _PNBMSystem(ModelPredictor):
 class PNBMSystem(_PNBMSystem):
     """``pnbm``: the non-private PNBM (S by SGD, Eq. 2-4)."""
 
-    def __init__(self, name: str = "pnbm", config: PNBMConfig | None = None) -> None:
-        super().__init__(name, PNBM(config))
+    name = "pnbm"
+    model_type = PNBM
 
 
 class DPSGDPNBMSystem(_PNBMSystem):
     """``dpsgd-pnbm``: Algorithm 1, rating-level DP claimed (central model)."""
 
-    def __init__(self, name: str = "dpsgd-pnbm", config: DPSGDPNBMConfig | None = None) -> None:
-        super().__init__(name, DPSGDPNBM(config))
+    name = "dpsgd-pnbm"
+    model_type = DPSGDPNBM
+
+    def __init__(self, name: str | None = None, config: DPSGDPNBMConfig | None = None) -> None:
+        super().__init__(name, config)
         self.events: EventLog | None = None
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
             on_iteration: IterationHook | None = None) -> DPSGDPNBMSystem:
-        model: DPSGDPNBM = self.model  # type: ignore[assignment]
         events = EventLog(train.shape[0])
 
         def hook(t: int, state: object) -> None:
@@ -116,7 +108,7 @@ class DPSGDPNBMSystem(_PNBMSystem):
             if on_iteration is not None:
                 on_iteration(t, state)
 
-        model.fit(train, rng, on_iteration=hook)
+        super().fit(train, rng, on_iteration=hook)
         self.events = events
         return self
 
@@ -201,8 +193,8 @@ class DPSGDPNBMSystem(_PNBMSystem):
 class DPPSPNBMSystem(_PNBMSystem):
     """``dpps-pnbm``: Algorithm 2, user-level DP claimed by posterior sampling."""
 
-    def __init__(self, name: str = "dpps-pnbm", config: DPPSPNBMConfig | None = None) -> None:
-        super().__init__(name, DPPSPNBM(config))
+    name = "dpps-pnbm"
+    model_type = DPPSPNBM
 
     def diagnostics(self) -> dict[str, object]:
         out = super().diagnostics()

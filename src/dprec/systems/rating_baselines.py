@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Self
 
 import numpy as np
 import scipy.sparse as sp
@@ -118,10 +119,31 @@ class BiasBaseline(RatingPredictor):
 
 
 class ModelPredictor(RatingPredictor):
-    """A fitted rating model behind :class:`RatingPredictor`: ``predict`` checks the model is
-    fitted and the pairs are valid, then asks ``self.model``. Subclasses implement ``fit``."""
+    """A rating model behind :class:`RatingPredictor`.
 
+    A subclass names ``model_type`` (built as ``model_type(config)``; None: the model's
+    defaults) and its default ``name``. ``fit`` fits the model; a fit that raises leaves a
+    fresh, unfitted model, never a half-fitted one that predicts. ``predict`` checks the
+    model is fitted and the pairs are valid, then asks ``self.model``.
+    """
+
+    model_type: ClassVar[Callable[[Any], Any]]
     model: Any = None
+
+    def __init__(self, name: str | None = None, config: Any = None) -> None:
+        if name is not None:
+            self.name = name
+        self.model = self.model_type(config)
+        self.config = self.model.config
+
+    def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
+            on_iteration: IterationHook | None = None) -> Self:
+        try:
+            self.model.fit(train, rng, on_iteration=on_iteration)
+        except BaseException:
+            self.model = self.model_type(self.config)
+            raise
+        return self
 
     def predict(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         if self.model is None or not self.model.is_fitted:

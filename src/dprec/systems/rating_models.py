@@ -9,10 +9,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-import scipy.sparse as sp
-
-from dprec.iteration import IterationHook
 from dprec.models.funk_svd import FunkSVD, FunkSVDConfig
 from dprec.models.knn_rating import ItemKNN, KNNRatingConfig
 from dprec.systems.base import RatingPredictor
@@ -29,35 +25,15 @@ class FunkSVDPredictor(ModelPredictor):
     inside it.
     """
 
-    def __init__(self, name: str = "nondp-svd", config: FunkSVDConfig | None = None) -> None:
-        self.name = name
-        self.config = config if config is not None else FunkSVDConfig()
-        self.model: FunkSVD | None = None
-
-    def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
-            on_iteration: IterationHook | None = None) -> FunkSVDPredictor:
-        self.model = FunkSVD(self.config)
-        try:
-            self.model.fit(train, rng, on_iteration=on_iteration)
-        except BaseException:
-            self.model = None
-            raise
-        return self
+    name = "nondp-svd"
+    model_type = FunkSVD
 
 
 class ItemKNNPredictor(ModelPredictor):
     """Item-kNN with mean-centred weighted averages of the user's k most similar items."""
 
-    def __init__(self, name: str = "pcc-knn", config: KNNRatingConfig | None = None) -> None:
-        self.name = name
-        self.config = config if config is not None else KNNRatingConfig()
-        self.model: ItemKNN | None = None
-
-    def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
-            on_iteration: IterationHook | None = None) -> ItemKNNPredictor:
-        self.model = None
-        self.model = ItemKNN(self.config).fit(train, rng)
-        return self
+    name = "pcc-knn"
+    model_type = ItemKNN
 
 
 def _svd(name: str, cfg: FunkSVDConfig) -> RatingPredictor:

@@ -13,9 +13,8 @@ from dprec.errors import DprecError
 from dprec.protocol.secure_sum.in_process import PUBLISHED_KEY, InProcessSumProxy
 from dprec.protocol.secure_sum.vdaf.contribution import dp_pop_check
 from dprec.protocol.secure_sum.vdaf.noise_bounds import choose_truncation
-from dprec.protocol.secure_sum.wire import ClientBlock
+from dprec.protocol.secure_sum.wire import ClientBlock, ExactSum
 from dprec.systems.dp_fedavg.proxy import FedAvgSumProxy
-from dprec.systems.dp_pop import messages as pop_messages
 from dprec.systems.dp_pop.proxy import ExactSumProxy as PopSumProxy
 from dprec.systems.dpals.proxy import ExactSumProxy as DpalsSumProxy
 
@@ -26,8 +25,6 @@ SHARED = ("__init__", "forward", "forward_sum", "account", "adopt_published", "s
 def _block(proxy: type, rows: np.ndarray):
     """One message of ``len(rows)`` clients whose vectors are ``rows`` (int64)."""
     ids = np.arange(len(rows))
-    if proxy is PopSumProxy:
-        return pop_messages.NoisyVectors(ids, rows, 0, b"s" * 32, None, None)
     return ClientBlock(ids, rows.sum(axis=0), lambda: rows, 0, b"s" * 32, None, None)
 
 
@@ -78,10 +75,10 @@ def test_each_proxy_refuses_a_published_key_that_is_not_32_hex_bytes(proxy):
 
 
 @pytest.mark.parametrize("proxy", PROXIES)
-def test_each_proxy_refuses_another_systems_message(proxy):
-    other = PopSumProxy if proxy is not PopSumProxy else DpalsSumProxy
-    with pytest.raises(DprecError, match="proxy sums"):
-        list(proxy(1).forward(iter([_block(other, np.ones((1, 3), np.int64))])))
+def test_each_proxy_sums_client_blocks_only(proxy):
+    """All three systems' clients send the one ClientBlock; anything else is refused."""
+    with pytest.raises(DprecError, match="proxy sums ClientBlocks"):
+        list(proxy(1).forward(iter([ExactSum(np.ones(3, np.int64), 1)])))
 
 
 def test_only_the_simulated_secure_sums_that_seal_in_process_make_a_key():

@@ -18,10 +18,11 @@ Modules, one job each: :mod:`.params` (q, gamma, m and the no-wrap bound), :mod:
 (the HPKE-style sealed box), :mod:`.ring` (masks and encoding in ``Z_{2^b}^d``),
 :mod:`.messages` (upload and release records), :mod:`.client`, :mod:`.proxy` and
 :mod:`.server` (the three roles' steps), :mod:`.errors`, :mod:`.noise_shares` (the clients'
-Skellam noise shares, for any range of clients) and :mod:`.in_process` (the simulation's
-proxy: one exact sum per round, at ``min_honest``); :mod:`.vdaf` (validity proofs for the
-contributions: Prio3, draft-irtf-cfrg-vdaf; not yet wired into the round flow). The package
-imports no role module,
+Skellam noise shares, for any range of clients), :mod:`.in_process` (the simulation's
+proxy: one exact sum per round, at ``min_honest``) and :mod:`.curator` (the trusted curator
+of ``aggregation=trusted``: the central noise on that exact sum); :mod:`.vdaf` (validity
+proofs for the contributions: Prio3, draft-irtf-cfrg-vdaf; not yet wired into the round
+flow). The package imports no role module,
 so a client importing it never reaches the proxy's or the server's code.
 """
 

@@ -63,9 +63,12 @@ def validity_details(checks: Sequence[ContributionCheck], epsilon: float, delta:
 
 
 PROVED_CLIENT = (
-    "validity=prio3: in process the proof's predicate is applied to each plaintext vector; "
-    "over the services every upload proves (Prio3, verified jointly by the proxy and the "
-    "server) that each coordinate is within the round's clip plus the noise bound T and "
+    "validity=prio3 (the default): in process the honest simulated clients' vectors are "
+    "summed as block totals (they fail the check with probability at most n (eta + eta_2), "
+    "counted in delta_total) and a simulated malicious client's plaintext vector is refused "
+    "where the proof would refuse it; over the services every upload proves (Prio3, "
+    "verified jointly by the proxy and the server) that each coordinate is within the "
+    "round's clip plus the noise bound T and "
     "||y||^2 <= B2 (the numbers under validity); an invalid upload is refused with its "
     "reason and the round releases the rest. A malicious client can still send any vector "
     "inside those bounds")

@@ -21,11 +21,9 @@ Threat model: the server and the proxy do not collude; the guarantee holds while
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -52,8 +50,8 @@ from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.protocol.secure_sum.vdaf.noise_bounds import truncated_noise_share
 from dprec.protocol.secure_sum.wire import SumRelease, SumUpload
 
-__all__ = ["SecureSumDeployment", "proved_check_bytes", "proved_row", "proved_upload",
-           "sealed_uploads", "truncated_share"]
+__all__ = ["SecureSumDeployment", "device_share", "proved_check_bytes", "proved_row",
+           "proved_upload", "sealed_uploads", "truncated_share"]
 
 _RELEASE_HEAD = 48  # "DSR2", round u64, count u32, proxy key (32)
 _ROUND = slice(4, 12)  # the round id inside every secure-sum record (plain or proved)
@@ -89,19 +87,19 @@ class SecureSumDeployment(Deployment):
         """The parameters of every round of the run."""
         raise NotImplementedError
 
-    def validate(self, config: Mapping[str, Any]) -> None:
-        if config.get("aggregation") != "secure":
+    def validate(self, config: Any) -> None:
+        if config.aggregation != "secure":
             raise DprecError(f"{self.label} runs as services with aggregation=secure only (a "
                              "trusted curator is not the untrusted server)")
-        if config.get("n_clients") is None:
+        if config.n_clients is None:
             raise DprecError(f"a {self.label} server needs n_clients, the clients enrolled "
                              "(they fix each noise share and the modulus q): "
                              "--param n_clients=N")
 
-    def upload(self, config: Mapping[str, Any]) -> type[Message]:
+    def upload(self, config: Any) -> type[Message]:
         return SumUpload
 
-    def forward(self, config: Mapping[str, Any]) -> type[Message]:
+    def forward(self, config: Any) -> type[Message]:
         return SumRelease
 
     def upload_size(self, info: Any) -> int:
@@ -146,18 +144,19 @@ class SecureSumDeployment(Deployment):
 
     # -- validity=prio3: every upload is proved (protocol/secure_sum/proved.py) ------------
 
-    def round_check(self, settings: Mapping[str, Any], n_items: int, round: int
+    def round_check(self, settings: Any, n_items: int, round: int
                     ) -> ContributionCheck | None:
         """Round ``round``'s Prio3 check (:mod:`.vdaf.contribution`), computed from the
         checked config alone; None: ``validity = none``."""
         return None
 
-    def checks(self, settings: Mapping[str, Any], n_items: int
+    def checks(self, settings: Any, n_items: int
                ) -> tuple[ContributionCheck, ...] | None:
-        """Every round's check (None: ``validity = none``), computed once per config."""
-        return _checks(self, json.dumps(dict(settings), sort_keys=True), int(n_items))
+        """Every round's check (None: ``validity = none``), computed once per (frozen,
+        hashable) config."""
+        return _checks(self, settings, int(n_items))
 
-    def check_of_round(self, settings: Mapping[str, Any], n_items: int, round: int
+    def check_of_round(self, settings: Any, n_items: int, round: int
                        ) -> ContributionCheck | None:
         """Round ``round``'s check from :meth:`checks` (None: no proofs)."""
         checks = self.checks(settings, n_items)
@@ -215,7 +214,7 @@ class SecureSumDeployment(Deployment):
 
     # -- the device (protocol/secure_sum/device.py; a subclass gives its vector) -----------
 
-    def device_round(self, settings: Mapping[str, Any], n_items: int, round: int
+    def device_round(self, settings: Any, n_items: int, round: int
                      ) -> DeviceRound:
         """Round ``round``'s parameters and noise segments, from the checked config."""
         raise NotImplementedError
@@ -229,7 +228,7 @@ class SecureSumDeployment(Deployment):
         """The broadcast's message type (artefact ``model``)."""
         raise NotImplementedError
 
-    def largest_model(self, settings: Mapping[str, Any], n_items: int) -> int:
+    def largest_model(self, settings: Any, n_items: int) -> int:
         """Bytes of the largest broadcast the run publishes."""
         raise NotImplementedError
 
@@ -246,13 +245,13 @@ class SecureSumDeployment(Deployment):
         epsilon = read.real("epsilon", positive=True)
         delta = read.real("delta", positive=True)
         n = read.integer("n_clients", "max_clients")
-        honest = n if info.config.get("min_honest") is None else read.integer(
+        honest = n if info.config.min_honest is None else read.integer(
             "min_honest", "max_min_honest")
         self.read_sizes(read)
         out: dict[str, Any] = dict(
             rounds=self.rounds(info.config), mechanism="skellam", epsilon=epsilon, count=1,
             artefact="model", artefact_exact=False, secure_sum=True, delta=delta,
-            n_clients=n, min_honest=honest, settings=MappingProxyType(dict(info.config)),
+            n_clients=n, min_honest=honest, settings=info.config,
             artefact_what=f"{self.label}'s broadcast (its key, then the model)")
         settings, d = out["settings"], int(info.n_items)
         try:
@@ -267,7 +266,7 @@ class SecureSumDeployment(Deployment):
             out["delta"] = float(delta) + sum(c.delta_cost(float(epsilon)) for c in checks)
         return {**out, "round_bytes": sizes, "message_bytes": max(sizes)}
 
-    def device_upload_bytes(self, settings: Mapping[str, Any], n_items: int, round: int
+    def device_upload_bytes(self, settings: Any, n_items: int, round: int
                             ) -> int:
         """Bytes of the device's upload of round ``round`` (without the message header)."""
         check = self.check_of_round(settings, n_items, round)
@@ -299,10 +298,10 @@ class SecureSumDeployment(Deployment):
             return SumUpload(upload(rd, terms.proxy_key, model.server_key, x, round,
                                     rng)).to_bytes()
         v = self.device_measurement(rd, x, rng)
-        return proved_upload(check, terms.proxy_key, model.server_key, v, round, rng,
-                             rd.segments)
+        return proved_row(check, terms.proxy_key, model.server_key,
+                          v + device_share(v, rng, rd.segments, check), round)
 
-    def check_published_validity(self, terms: Any, settings: Mapping[str, Any],
+    def check_published_validity(self, terms: Any, settings: Any,
                                  n_items: int) -> None:
         """:class:`SecureSumError` unless the proxy publishes the checks this device
         computes from the config (its upload would not verify, or they are not the
@@ -368,8 +367,8 @@ def proved_upload(check: ContributionCheck, proxy_key: bytes, server_key: bytes,
     bytes, not low-order, distinct) plus its truncated noise share (:func:`truncated_share`)
     drawn from ``rng``."""
     v = np.asarray(x, dtype=np.int64)
-    return proved_row(check, proxy_key, server_key, v + truncated_share(check, v, rng, segments),
-                      round_id)
+    return proved_row(check, proxy_key, server_key,
+                      v + truncated_share(check, v, rng, segments), round_id)
 
 
 def proved_row(check: ContributionCheck, proxy_key: bytes, server_key: bytes,
@@ -402,6 +401,23 @@ def truncated_share(check: ContributionCheck, v: np.ndarray, rng: np.random.Gene
                                  draw=None if segments is None else segment_noise(segments))
 
 
+def device_share(v: np.ndarray, rng: np.random.Generator,
+                 segments: Sequence[tuple[int, float]],
+                 check: ContributionCheck | None = None) -> np.ndarray:
+    """A client's noise share (int64) for its integer vector ``v``, drawn from ``rng`` as
+    every device draws it: the one draw path of dpals' and dp-fedavg's clients, a device's
+    :meth:`SecureSumDeployment.client_step` and the simulated clients over the services
+    alike (as dp-pop's :func:`~dprec.systems.dp_pop.draws.device_vector`). With ``check``
+    (``validity = prio3``): :func:`truncated_share`, redrawn until ``v + z`` meets the
+    check's truncation and L2 bound, so an honest upload always proves; else each segment
+    ``(dimension, mu_share)``'s ``Sk(mu_share)`` (:func:`segment_noise`, the draws of
+    :meth:`SecureSumClient.prepare`)."""
+    v = np.asarray(v, dtype=np.int64)
+    if check is not None:
+        return truncated_share(check, v, rng, segments)
+    return segment_noise(segments)(v.size, rng)
+
+
 def _keys_checked(proxy_key: bytes, server_key: bytes) -> bytes:
     """The run id of two checked keys (:func:`check_public_key`, distinct)."""
     proxy_key = check_public_key(proxy_key, "proxy")
@@ -413,10 +429,9 @@ def _keys_checked(proxy_key: bytes, server_key: bytes) -> bytes:
 
 
 @lru_cache(maxsize=32)
-def _checks(deployment: SecureSumDeployment, config: str, n_items: int
+def _checks(deployment: SecureSumDeployment, cfg: Any, n_items: int
             ) -> tuple[ContributionCheck, ...] | None:
-    cfg = json.loads(config)
-    if cfg.get("validity", "none") == "none":
+    if cfg.validity == "none":
         return None
     checks = tuple(deployment.round_check(cfg, n_items, r) for r in range(deployment.rounds(cfg)))
     return None if any(c is None for c in checks) else checks  # type: ignore[return-value]

@@ -7,8 +7,7 @@ A client's share is ``Sk(lam) = P - P'`` with ``P, P'`` independent ``Poisson(la
 - ``per-client``: client ``u`` draws its share from its own generator
   (:func:`noise_share`); a range sums its clients' shares.
 - ``summed``: a binary tree over the clients ``[0, n)``. The root holds the Poisson parts of
-  the total, ``(P, P') ~ Poisson(n lam)^2`` per coordinate (the draw of
-  :func:`~dprec.systems.dpals.aggregate.noisy_release`); a node ``[lo, hi)`` splits at
+  the total, ``(P, P') ~ Poisson(n lam)^2`` per coordinate; a node ``[lo, hi)`` splits at
   ``mid = (lo + hi) // 2`` by ``P_left ~ Binomial(P, (mid - lo) / (hi - lo))``,
   ``P_right = P - P_left`` (the same for ``P'``), from the node's own generator. Given their
   sum, independent Poissons are multinomial, so the leaves are exactly ``n`` independent

@@ -5,8 +5,10 @@ proofs: its verifier shares, :mod:`.proved`), keeping each accepted share, and t
 round's ONE release (the proxy's mask sum and the agreed ids) with the kept shares of those
 ids, refused below ``min_honest`` clients (their shares would carry less noise than the
 guarantee needs) and, for a release, before any kept share is read
-(:class:`~dprec.protocol.secure_sum.server.SecureSumServer`). A system keeps only what it
-does with the sum.
+(:class:`~dprec.protocol.secure_sum.server.SecureSumServer`). With ``aggregation=trusted``
+the role holds a :class:`~dprec.protocol.secure_sum.curator.Curator` instead, which adds the
+central noise to the in-process proxy's exact sum (:meth:`SecureSumRole.released_sum`). A
+system keeps only what it does with the sum.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import numpy as np
 
 from dprec.errors import DprecError
 from dprec.protocol.messages import MessageError
+from dprec.protocol.secure_sum.curator import Curator
 from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.protocol.secure_sum.messages import MaskRelease, run_id
 from dprec.protocol.secure_sum.params import SecureSumParams
@@ -48,6 +51,11 @@ class SecureSumRole:
     keys: KeyPair | None = None
     batches = 0
     """Batches the last round brought (one, or none)."""
+    contributors = 0
+    """How many clients the last round summed."""
+    curator: Curator | None = None
+    """``aggregation=trusted``: the curator that noises each round's exact sum; None: the
+    clients' shares are already in the sum (secure aggregation)."""
     kept_outputs: KeptOutputs | None = None
     """What this server kept of each upload it accepted at the share check, by message id
     (the opened ring share; with proofs, its output share): the service reads them from its
@@ -153,6 +161,30 @@ class SecureSumRole:
             raise SecureSumError("the release names this server's own key as the proxy's")
         return server_sum(check, release, round, self.min_honest,
                           self._params(round).expected_clients, self.kept_outputs)
+
+    def start_curator(self, rng: np.random.Generator) -> None:
+        """With a :attr:`curator`, its generator (:meth:`Curator.start`; call it in the
+        role's start, after the system's own draws from ``rng``)."""
+        if self.curator is not None:
+            self.curator.start(rng)
+
+    def released_sum(self, batches: Iterable[Any], round: int, length: int
+                     ) -> np.ndarray | None:
+        """The round's released sum (None: no batch came): its one batch opened
+        (:meth:`open_batch`), refused below ``min_honest`` clients, its first ``length``
+        coordinates (beyond them only a sharded run's zero padding), plus the
+        :attr:`curator`'s draws when there is one; sets :attr:`contributors`."""
+        batch = self.one_batch(batches, round)
+        if batch is None:
+            return None
+        total, contributors = self.open_batch(batch, round)
+        self.refuse_below_min_honest(contributors, round)
+        if total.shape[0] < length or total[length:].any():
+            raise DprecError(f"round {round}'s sum must have {length} coordinates, got "
+                             f"{total.shape[0]}")
+        self.contributors = contributors
+        total = total[:length]
+        return total if self.curator is None else self.curator.noisy(total, round)
 
     def refuse_below_min_honest(self, contributors: int, round: int) -> None:
         """:class:`DprecError` if the round sums fewer than ``min_honest`` clients (its noise

@@ -50,10 +50,10 @@ exceed it, or the server's batch limit, takes no upload at all (a proved release
 
 
 def published_threshold(info: ProtocolInfo) -> int | None:
-    """The anonymity threshold the protocol publishes (FMF-LDP's ``shuffle_threshold``;
-    None for a protocol that states none)."""
-    value = info.config.get("shuffle_threshold")
-    return None if value is None else int(value)
+    """The anonymity threshold the protocol publishes (its descriptor's
+    :meth:`~dprec.protocol.deployment.Deployment.published_threshold`; None for a protocol
+    that states none)."""
+    return info.deployment.published_threshold(info.config)
 
 
 class ProxyState(Forwarding, Closing):
@@ -353,12 +353,16 @@ class ProxyState(Forwarding, Closing):
         anonymous = info.deployment.anonymous(message, body)
         unique = info.deployment.unique_id(message)
         self._open_round(round)  # the round may have closed while the body was read
+        tag = self._tag(round, client_id)
         if self.rule is not None and self._held.get(round, 0) >= self.rule.most:
+            if self.store.submitted(round, tag):  # a resend after a lost answer: accepted
+                raise ApiError(409, f"already submitted in round {round} (one submission "
+                                    "per client and round)")
             raise ApiError(409, f"round {round} is full: it holds n_clients = "
                                 f"{self.rule.most} uploads, the most one release sums (the "
                                 "ring q covers no more); submit in the next round")
         try:
-            self.store.hold(round, self._tag(round, client_id), anonymous, unique)
+            self.store.hold(round, tag, anonymous, unique)
         except Replayed:
             raise ApiError(409, f"a replay: this message id was already accepted in round "
                                 f"{round}") from None

@@ -155,8 +155,9 @@ class FedAvgClients(Clients):
 
     def _device_rows(self, start: int, stop: int) -> np.ndarray:
         """Rows ``start..stop-1``'s own noisy vectors drawn as devices draw them: each
-        client's coin, rounding and share ``Sk(share_mu)`` from its own fresh CSPRNG
-        (:func:`~dprec.systems.dp_fedavg.device.client_update`), nothing keyed by a seed."""
+        client's coin, rounding and share ``Sk(share_mu)`` (truncated to :attr:`check`)
+        from its own fresh CSPRNG (:func:`~dprec.systems.dp_fedavg.device.client_update`),
+        nothing keyed by a seed."""
         assert self._model is not None and self._gram is not None
         V = self._model.factors_matrix
         out = np.empty((stop - start, V.size), np.int64)
@@ -164,7 +165,8 @@ class FedAvgClients(Clients):
             out[j], sampled = client_update(
                 V, self._history[start + j], alpha=self._alpha, reg=self._reg,
                 clip=self._clip, gamma=self._gamma, rate=self._rate,
-                share_mu=self._share_mu, rng=secure_generator(), gram=self._gram)
+                share_mu=self._share_mu, rng=secure_generator(), gram=self._gram,
+                check=self.check)
             self.sampled_per_round[-1] += int(sampled)
         return out
 

@@ -23,7 +23,6 @@ Threat model: the server and the proxy do not collude; the guarantee holds while
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -38,6 +37,7 @@ from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.protocol.secure_sum.wire import ClientBlock
 from dprec.systems.dp_fedavg.client import check_model
+from dprec.systems.dp_fedavg.config import DpFedAvgConfig
 from dprec.systems.dp_fedavg.device import clipped_update
 from dprec.systems.dp_fedavg.messages import FedAvgModel
 from dprec.systems.dp_fedavg.plan import plan_of, update_check
@@ -48,7 +48,7 @@ __all__ = ["DEPLOYMENT", "FedAvgDeployment"]
 
 def _params(info: Any) -> SecureSumParams:
     """Every round's secure-sum parameters (validated configs are secure: they have some)."""
-    params = plan_of(info.config, int(info.n_items), int(info.config["n_clients"])).params
+    params = plan_of(info.config, int(info.n_items), int(info.config.n_clients)).params
     assert params is not None
     return params
 
@@ -59,15 +59,16 @@ class FedAvgDeployment(SecureSumDeployment):
 
     name = "dp_fedavg"
     label = "dp-fedavg"
+    config_class = DpFedAvgConfig
     block_type = ClientBlock
 
-    def rounds(self, config: Mapping[str, Any]) -> int:
-        return int(config["rounds"])
+    def rounds(self, config: DpFedAvgConfig) -> int:
+        return int(config.rounds)
 
-    def n_factors(self, config: Mapping[str, Any]) -> int | None:
-        return int(config["factors"])
+    def n_factors(self, config: DpFedAvgConfig) -> int | None:
+        return int(config.factors)
 
-    def mechanism(self, config: Mapping[str, Any]) -> None:
+    def mechanism(self, config: DpFedAvgConfig) -> None:
         """None here: each client's share ``Sk(mu / min_honest)`` depends on the item count
         (``mu`` is calibrated for ``N F`` coordinates), which the plan of the description
         gives (:func:`~dprec.systems.dp_fedavg.plan.plan_of`)."""
@@ -80,30 +81,30 @@ class FedAvgDeployment(SecureSumDeployment):
         return [_params(info)]
 
     def relay_terms(self, info: Any) -> tuple[Any, int, int]:
-        plan = plan_of(info.config, int(info.n_items), int(info.config["n_clients"]))
+        plan = plan_of(info.config, int(info.n_items), int(info.config.n_clients))
         assert plan.min_honest is not None
         return _params(info), plan.min_honest, plan.n_clients
 
-    def round_check(self, settings: Mapping[str, Any], n_items: int, round: int
+    def round_check(self, settings: DpFedAvgConfig, n_items: int, round: int
                     ) -> ContributionCheck | None:
-        """``validity = prio3``: every round's update proves each coordinate within ``C +
-        T`` and ``||y||^2 <= B^2`` (:func:`~.plan.update_check`); the same check each
-        round."""
-        if settings.get("validity", "none") != "prio3":
+        """``validity = prio3`` (the default): every round's update proves each coordinate
+        within ``C + T`` and ``||y||^2 <= B^2`` (:func:`~.plan.update_check`); the same
+        check each round."""
+        if settings.validity != "prio3":
             return None
-        plan = plan_of(settings, int(n_items), int(settings["n_clients"]))
-        return update_check(plan, float(settings["clip"]))
+        plan = plan_of(settings, int(n_items), int(settings.n_clients))
+        return update_check(plan, float(settings.clip))
 
     # -- the device: the clipped update of its own history, one segment Sk(mu / t) ---------
 
     def read_sizes(self, read: DeviceReader) -> None:
         read.integer("factors", "max_factors")
 
-    def device_round(self, settings: Mapping[str, Any], n_items: int, round: int
+    def device_round(self, settings: DpFedAvgConfig, n_items: int, round: int
                      ) -> DeviceRound:
-        if not 0 <= round < int(settings["rounds"]):
-            raise DprecError(f"dp-fedavg runs {settings['rounds']} rounds, got round {round}")
-        plan = plan_of(settings, int(n_items), int(settings["n_clients"]))
+        if not 0 <= round < int(settings.rounds):
+            raise DprecError(f"dp-fedavg runs {settings.rounds} rounds, got round {round}")
+        plan = plan_of(settings, int(n_items), int(settings.n_clients))
         if plan.params is None or plan.share_mu is None:
             raise DprecError("dp-fedavg deploys with aggregation=secure only")
         return DeviceRound(plan.params, ((plan.dimension, plan.share_mu),))
@@ -111,27 +112,27 @@ class FedAvgDeployment(SecureSumDeployment):
     def model_type(self) -> type[Message]:
         return FedAvgModel
 
-    def largest_model(self, settings: Mapping[str, Any], n_items: int) -> int:
-        f = int(settings["factors"])
+    def largest_model(self, settings: DpFedAvgConfig, n_items: int) -> int:
+        f = int(settings.factors)
         return FedAvgModel(bytes(32), np.zeros((int(n_items), f))).nbytes
 
     def check_model(self, terms: Any, model: Any) -> None:
-        check_model(model, terms.n_items, int(terms.settings["factors"]), secure=True)
+        check_model(model, terms.n_items, int(terms.settings.factors), secure=True)
 
     def device_vector(self, terms: Any, history: sp.csr_matrix, round: int,
                       rng: np.random.Generator, model: Any, client_id: int) -> np.ndarray:
         """The clipped update (zeros if the device's own coin did not sample it)."""
         c = terms.settings
-        x, _ = clipped_update(model.factors_matrix, history, alpha=float(c["alpha"]),
-                              reg=float(c["reg"]), clip=float(c["clip"]),
-                              rate=float(c["rate"]), rng=rng)
+        x, _ = clipped_update(model.factors_matrix, history, alpha=float(c.alpha),
+                              reg=float(c.reg), clip=float(c.clip),
+                              rate=float(c.rate), rng=rng)
         return x
 
     def scores(self, terms: Any, history: Any, artefact: Any) -> np.ndarray:
         """``x_u V^T``, ``x_u`` solved on the device from the published ``V``."""
         V = artefact.factors_matrix
         c = terms.settings
-        X = user_vectors(V, sp.csr_matrix(history), float(c["alpha"]), float(c["reg"]))
+        X = user_vectors(V, sp.csr_matrix(history), float(c.alpha), float(c.reg))
         return np.asarray(X @ V.T).ravel()
 
 

@@ -5,8 +5,8 @@ generator (a CSPRNG on a device): the vector it adds to the round's secure sum.
 ``outer(w_u, x_u)`` (``||.||_2 <= C``, :func:`~dprec.systems.dp_fedavg.client.clipped_weights`),
 the Poisson coin ``Bernoulli(rate)`` (kept on the device), ``R(gamma g_u)`` if sampled else
 0 (:func:`~dprec.protocol.secure_sum.client.quantise`), plus the share ``Sk(share_mu)``
-(every client, sampled or not). The draws come in that order from ``rng``: the coin, the
-rounding, the share.
+(every client, sampled or not; truncated to the round's check with ``validity=prio3``).
+The draws come in that order from ``rng``: the coin, the rounding, the share.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from dprec.mechanisms.skellam import SkellamMechanism
 from dprec.protocol.secure_sum.client import quantise
+from dprec.protocol.secure_sum.deploy import device_share
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.systems.fmf.client import user_vectors
 
 __all__ = ["client_update", "clipped_update", "clipped_weights"]
@@ -49,14 +50,16 @@ def clipped_update(V: np.ndarray, history: sp.csr_matrix, *, alpha: float, reg: 
 
 def client_update(V: np.ndarray, history: sp.csr_matrix, *, alpha: float, reg: float,
                   clip: float, gamma: float, rate: float, share_mu: float | None,
-                  rng: np.random.Generator, gram: np.ndarray | None = None
-                  ) -> tuple[np.ndarray, bool]:
+                  rng: np.random.Generator, gram: np.ndarray | None = None,
+                  check: ContributionCheck | None = None) -> tuple[np.ndarray, bool]:
     """(the client's noisy integer vector of ``V.size`` coordinates, whether its coin
     sampled it) for the 1 x N ``history`` (module docstring): :func:`clipped_update`,
-    quantised, plus its share."""
+    quantised, plus its share drawn as a device draws it
+    (:func:`~dprec.protocol.secure_sum.deploy.device_share`: truncated to ``check`` with
+    ``validity=prio3``, so an honest upload proves)."""
     x, sampled = clipped_update(V, history, alpha=alpha, reg=reg, clip=clip, rate=rate,
                                 rng=rng, gram=gram)
     out = quantise(x, gamma, gamma * clip, rng) if sampled else np.zeros(V.size, np.int64)
     if share_mu is not None:
-        out = out + SkellamMechanism(share_mu).noise(V.size, rng).astype(np.int64)
+        out = out + device_share(out, rng, ((V.size, share_mu),), check)
     return out, sampled

@@ -13,16 +13,14 @@ enrolled: what the simulation, the server process, the proxy and the clients mus
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from dprec.protocol.secure_sum.params import SecureSumParams, choose_params
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck, bounded_range_check
 from dprec.protocol.secure_sum.vdaf.noise_bounds import choose_truncation, l2_bound_sq
 from dprec.systems.dp_fedavg.accounting import calibrate_mu, choose_gamma, update_sensitivity
+from dprec.systems.dp_fedavg.config import DpFedAvgConfig
 
 __all__ = ["FedAvgPlan", "plan_of", "update_check"]
 
@@ -42,24 +40,23 @@ class FedAvgPlan:
     params: SecureSumParams | None
 
 
-def plan_of(config: Mapping[str, Any], n_items: int, n_clients: int) -> FedAvgPlan:
-    """The plan of dp-fedavg's config fields ``config`` (a ``DpFedAvgConfig`` as a dict)
-    for ``n_items`` items and ``n_clients`` clients; computed once per description (the
-    proxy asks for every upload)."""
-    return _plan(json.dumps(dict(config), sort_keys=True), int(n_items), int(n_clients))
+def plan_of(config: DpFedAvgConfig, n_items: int, n_clients: int) -> FedAvgPlan:
+    """The plan of dp-fedavg's config ``config`` for ``n_items`` items and ``n_clients``
+    clients; computed once per (frozen, hashable) config (the proxy asks for every
+    upload)."""
+    return _plan(config, int(n_items), int(n_clients))
 
 
 @lru_cache(maxsize=64)
-def _plan(config: str, n_items: int, n: int) -> FedAvgPlan:
-    c = json.loads(config)
-    dim = n_items * int(c["factors"])
-    clip = float(c["clip"])
-    gamma = float(c["gamma"]) if c.get("gamma") is not None else choose_gamma(dim, clip)
-    mu = calibrate_mu(float(c["epsilon"]), float(c["delta"]), int(c["rounds"]), dim, clip,
-                      gamma, float(c["rate"]))
-    if c["aggregation"] != "secure":
+def _plan(c: DpFedAvgConfig, n_items: int, n: int) -> FedAvgPlan:
+    dim = n_items * int(c.factors)
+    clip = float(c.clip)
+    gamma = float(c.gamma) if c.gamma is not None else choose_gamma(dim, clip)
+    mu = calibrate_mu(float(c.epsilon), float(c.delta), int(c.rounds), dim, clip,
+                      gamma, float(c.rate))
+    if c.aggregation != "secure":
         return FedAvgPlan(n, n_items, dim, gamma, mu, None, None, None)
-    honest = int(c["min_honest"]) if c.get("min_honest") is not None else n
+    honest = int(c.min_honest) if c.min_honest is not None else n
     params = choose_params(dimension=dim, expected_clients=n, clip=clip, gamma=gamma,
                            norm="l2", noise_variance=2.0 * mu * n / honest)
     return FedAvgPlan(n, n_items, dim, gamma, mu, honest, mu / honest, params)

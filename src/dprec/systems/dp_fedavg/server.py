@@ -16,8 +16,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from dprec.errors import DprecError
-from dprec.mechanisms.skellam import SkellamMechanism
+from dprec.protocol.secure_sum.curator import Curator
 from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.sealed import KeyPair
@@ -34,7 +33,8 @@ class FedAvgServer(SecureSumRole, FactorServer):
     """FCF's :class:`~dprec.systems.fmf.server.FactorServer` (start, descent) with the round's
     estimate ``G = S / (gamma q N)`` from the integer sum ``S``.
 
-    ``curator_mu``: a trusted curator (aggregation=trusted) adds one ``Sk(curator_mu)`` draw
+    ``curator_mu``: a trusted curator (aggregation=trusted,
+    :class:`~dprec.protocol.secure_sum.curator.Curator`) adds one ``Sk(curator_mu)`` draw
     to the exact sum, from its own generator; None with secure aggregation (the clients'
     shares are already in the sum; the server then has a key pair). ``params``: the secure
     sum's parameters (to open a service proxy's release); ``min_honest``: the fewest clients
@@ -52,17 +52,15 @@ class FedAvgServer(SecureSumRole, FactorServer):
         super().__init__(n_items, factors, lr, reg, steps, 1.0, init_scale, None)
         self.gamma = gamma
         self.expected = expected_contributors
-        self._curator = None if curator_mu is None else SkellamMechanism(curator_mu)
+        self.curator = None if curator_mu is None else Curator(curator_mu)
         self.params = params
         self.check = check
         """``validity=prio3``: the check every round's proofs are verified against (jointly
         with the proxy; the server is Prio3's Leader); None: no proofs."""
         self.min_honest = int(min_honest)
         self.n_clients = int(round(expected_contributors) if n_clients is None else n_clients)
-        self._rng: np.random.Generator | None = None
         self.keys: KeyPair | None = None
         self.contributors = 0
-        """How many clients the last round summed."""
         self.sum_length = n_items * factors
         """Coordinates of the clients' integer vectors (N F), for a sharded run's sums."""
 
@@ -77,13 +75,16 @@ class FedAvgServer(SecureSumRole, FactorServer):
 
     def start(self, rng: np.random.Generator) -> FedAvgModel:
         """The initial item factors; with secure aggregation the key pair (OS CSPRNG, never
-        ``rng``). The curator's noise then draws from ``rng`` itself when it is the CSPRNG
-        (a deployed server: never a seeded generator derived from it), else from a
-        generator seeded from it (a simulation)."""
+        ``rng``); with a curator, its generator (:meth:`Curator.start`). A simulation draws
+        the curator's seed from ``rng`` either way (dp-fedavg's secure runs always drew it;
+        skipping it would move every later draw and change their numbers)."""
         V = super().start(rng)
-        self._rng = rng if is_secure(rng) else np.random.default_rng(rng.integers(2 ** 63))
-        if self._curator is None:
-            self.new_keys()
+        if self.curator is not None:
+            self.start_curator(rng)
+            return self._model(V)
+        self.new_keys()
+        if not is_secure(rng):
+            rng.integers(2 ** 63)
         return self._model(V)
 
     def _model(self, V: np.ndarray) -> FedAvgModel:
@@ -96,25 +97,9 @@ class FedAvgServer(SecureSumRole, FactorServer):
         self.contributors = int(model.contributors)
 
     def aggregate(self, batches: Iterable[object], round: int) -> FedAvgModel | None:
-        assert self.V is not None and self._rng is not None
-        got = list(batches)
-        if not got:
+        assert self.V is not None
+        total = self.released_sum(batches, round, self.V.size)
+        if total is None:
             return None
-        if self._curator is None and len(got) > 1:
-            raise DprecError(f"round {round} brought {len(got)} batches: a secure sum takes "
-                             "one (each batch would reveal its own sum)")
-        total = np.zeros(self.V.size, np.int64)
-        contributors = 0
-        for batch in got:
-            part, n = self.open_batch(batch, round)
-            if part.shape != total.shape:
-                raise DprecError(f"round {round}'s sum must have {total.size} coordinates, "
-                                 f"got {part.shape}")
-            total += part
-            contributors += n
-        self.refuse_below_min_honest(contributors, round)
-        self.contributors = contributors
-        if self._curator is not None:
-            total += self._curator.noise(total.shape, self._rng)
         mean = (total / (self.gamma * self.expected)).reshape(self.V.shape)
         return self._model(self._descend(mean))

@@ -16,9 +16,7 @@ clients alone (what the simulation, the clients, the proxy and the server all co
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from dprec.errors import DprecError
 from dprec.mechanisms.skellam import SkellamMechanism
@@ -26,6 +24,7 @@ from dprec.privacy.skellam import calibrate_skellam_mu
 from dprec.protocol.secure_sum.params import SecureSumParams, choose_params
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck, dp_pop_check
 from dprec.protocol.secure_sum.vdaf.noise_bounds import choose_truncation
+from dprec.systems.dp_pop.config import DpPopConfig
 
 __all__ = ["VALIDITY", "RoundCalibration", "calibrate", "contribution_check", "round_check"]
 
@@ -49,18 +48,17 @@ class RoundCalibration:
         return self.mechanism.mu
 
 
-def calibrate(config: Mapping[str, Any], n_items: int, n_clients: int) -> RoundCalibration:
+def calibrate(config: DpPopConfig, n_items: int, n_clients: int) -> RoundCalibration:
     """The round of ``config`` (dp-pop's fields) over ``n_items`` items and ``n_clients``
     clients (module docstring)."""
     if isinstance(n_clients, bool) or int(n_clients) != n_clients or n_clients < 1:
         raise DprecError(f"n_clients must be an integer >= 1, got {n_clients!r}")
     n = int(n_clients)
-    k = min(int(config["k"]), int(n_items))
+    k = min(int(config.k), int(n_items))
     l1, l2 = float(k), math.sqrt(k)
-    mech = SkellamMechanism(calibrate_skellam_mu(float(config["epsilon"]),
-                                                 float(config["delta"]), l1, l2,
-                                                 unit_shifts=k))
-    t = n if config.get("min_honest") is None else int(config["min_honest"])
+    mech = SkellamMechanism(calibrate_skellam_mu(float(config.epsilon), float(config.delta),
+                                                 l1, l2, unit_shifts=k))
+    t = n if config.min_honest is None else int(config.min_honest)
     share = mech.share(n, t)
     params = choose_params(dimension=int(n_items), expected_clients=n, clip=1.0, gamma=1.0,
                            norm="linf", noise_variance=share.variance * n)
@@ -72,14 +70,14 @@ VALIDITY = ("none", "prio3")
 that ``y = v + z`` is a k-hot vector plus a truncated share (:func:`contribution_check`)."""
 
 
-def contribution_check(config: Mapping[str, Any], n_items: int, n_clients: int
+def contribution_check(config: DpPopConfig, n_items: int, n_clients: int
                        ) -> ContributionCheck | None:
     """dp-pop's validity check of ``config`` (None for ``validity = none``): k capped at
     the items, the truncation of each client's ``Sk(mu / min_honest)`` share for ``n``
     clients (``T``, ``S``) and the L2 bound ``B^2``
     (:func:`~dprec.protocol.secure_sum.vdaf.contribution.dp_pop_check`). Every party
     computes it from the public config alone."""
-    validity = config.get("validity", "prio3")
+    validity = config.validity
     if validity not in VALIDITY:
         raise DprecError(f"validity must be one of {VALIDITY}, got {validity!r}")
     if validity == "none":

@@ -2,16 +2,17 @@
 
 Each user keeps at most ``k`` of their training items, chosen uniformly at random or the
 ``k`` most recent (largest timestamp, ties by the smaller item id). :func:`k_hot` does it
-for all users at once from one generator (the trusted curator's path); the secure path
-(:class:`PopClients`) draws each client's items and Skellam share from the client's own
-generator (:func:`client_generator`), so in process and over the services a client draws
-the same numbers.
+for all users at once from one generator; :class:`PopClients` draw each client's items (and,
+with secure aggregation, its Skellam share) from the client's own generator
+(:func:`client_generator`), so in process, in shards and over the services a client draws
+the same numbers. With ``aggregation=trusted`` they send their exact k-hot vectors and the
+server's curator adds the noise (:class:`~dprec.protocol.secure_sum.curator.Curator`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -20,14 +21,15 @@ from dprec.errors import DprecError
 from dprec.mechanisms.skellam import SkellamMechanism
 from dprec.protocol.engine import Clients, Sent
 from dprec.protocol.secure_sum.params import SecureSumParams
+from dprec.protocol.secure_sum.wire import ClientBlock
 from dprec.random import secure_generator
+from dprec.systems.dp_pop.config import Sampling
 from dprec.systems.dp_pop.draws import device_vector
-from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel
+from dprec.systems.dp_pop.messages import PopularityModel
 
 __all__ = ["BLOCK_CELLS", "PopClients", "Sampling", "client_generator", "device_vector", "k_hot",
            "no_proxy_key", "noisy_vectors"]
 
-Sampling = Literal["uniform", "recency"]
 
 
 def k_hot(train: sp.csr_matrix, k: int, sampling: Sampling, rng: np.random.Generator,
@@ -79,10 +81,11 @@ def client_generator(run_seed: int, client_id: int) -> np.random.Generator:
 
 
 def noisy_vectors(rows: sp.csr_matrix, ids: np.ndarray, k: int, sampling: Sampling,
-                  share: SkellamMechanism, run_seed: int | None,
+                  share: SkellamMechanism | None, run_seed: int | None,
                   timestamps: sp.csr_matrix | None = None, check: Any = None) -> np.ndarray:
     """(len(ids) x items) int64: client ``ids[i]``'s k-hot vector (row ``i`` of ``rows``)
-    plus its share ``Sk(mu_share)``, all drawn from :func:`client_generator` (the noise,
+    plus its share ``Sk(mu_share)`` (``share`` None: none, aggregation=trusted), all drawn
+    from :func:`client_generator` (the noise,
     then, for uniform sampling, the k items; :func:`~dprec.systems.dp_pop.draws.device_vector`,
     as a device draws, truncated to ``check``'s bounds when given); ``run_seed`` None: each
     client draws from its own fresh CSPRNG (:func:`dprec.random.secure_generator`), as a
@@ -113,12 +116,15 @@ def no_proxy_key() -> bytes | None:
 
 class PopClients(Clients):
     """dp-pop's simulated clients: in round 0 each adds its Skellam share to its k-hot
-    vector (:func:`noisy_vectors`) and hands it on in blocks; the keys a client seals to
-    are the server's broadcast key and the proxy's (``proxy_key()``)."""
+    vector (:func:`noisy_vectors`; ``share`` None: no share, a trusted curator adds the
+    noise) and hands it on in blocks (:class:`ClientBlock`); the keys a client seals to are
+    the server's broadcast key and the proxy's (``proxy_key()``; ``params`` None: nothing is
+    sealed)."""
 
     def __init__(self, train: sp.csr_matrix, ids: np.ndarray, k: int, sampling: Sampling,
-                 share: SkellamMechanism, event: Any, proxy_key: Callable[[], bytes | None],
-                 params: SecureSumParams, timestamps: sp.csr_matrix | None = None,
+                 share: SkellamMechanism | None, event: Any,
+                 proxy_key: Callable[[], bytes | None], params: SecureSumParams | None,
+                 timestamps: sp.csr_matrix | None = None,
                  devices: bool = False, check: Any = None, truncate: Any = None) -> None:
         self._train = sp.csr_matrix(train)
         self.devices = bool(devices)
@@ -139,7 +145,7 @@ class PopClients(Clients):
         services) whose truncation every client's share meets, or None."""
 
     def step(self, broadcast: Any, round: int, rng: np.random.Generator
-             ) -> Iterator[NoisyVectors]:
+             ) -> Iterator[ClientBlock]:
         if not isinstance(broadcast, PopularityModel):
             raise DprecError("dp-pop's clients need the server's key (its broadcast)")
         self._sent = []
@@ -150,12 +156,11 @@ class PopClients(Clients):
         for start in range(0, n, step):
             stop = min(n, start + step)
             ts = None if self._timestamps is None else self._timestamps[start:stop]
-            yield NoisyVectors(self._ids[start:stop],
-                               noisy_vectors(self._train[start:stop], self._ids[start:stop],
-                                             self._k, self._sampling, self._share, run_seed,
-                                             ts, self._truncate),
-                               round, broadcast.server_key, self._proxy_key(), self._params,
-                               self._check)
+            rows = noisy_vectors(self._train[start:stop], self._ids[start:stop], self._k,
+                                 self._sampling, self._share, run_seed, ts, self._truncate)
+            yield ClientBlock(self._ids[start:stop], rows.sum(axis=0, dtype=np.int64),
+                              lambda rows=rows: rows, round, broadcast.server_key,
+                              self._proxy_key(), self._params, self._check)
         self._sent = [Sent(self._event, self._ids.copy(), unit="user")]
 
     @property

@@ -11,8 +11,7 @@ Threat model: the server and the proxy do not collude; the guarantee holds while
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -26,13 +25,15 @@ from dprec.protocol.secure_sum.deploy import SecureSumDeployment, proved_row
 from dprec.protocol.secure_sum.device import DeviceRound
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
+from dprec.protocol.secure_sum.wire import ClientBlock
 from dprec.systems.dp_pop.calibration import (
     RoundCalibration,
     calibrate,
     contribution_check,
 )
+from dprec.systems.dp_pop.config import DpPopConfig
 from dprec.systems.dp_pop.draws import device_vector
-from dprec.systems.dp_pop.messages import NoisyVectors, PopularityModel
+from dprec.systems.dp_pop.messages import PopularityModel
 
 __all__ = ["DEPLOYMENT", "PopDeployment", "check_of", "own_items", "round_of"]
 
@@ -40,13 +41,12 @@ __all__ = ["DEPLOYMENT", "PopDeployment", "check_of", "own_items", "round_of"]
 def round_of(info: Any) -> RoundCalibration:
     """The public numbers of ``info``'s round (its config, items and enrolled clients);
     computed once per description (the proxy asks for every upload)."""
-    return _round(json.dumps(info.config, sort_keys=True), int(info.n_items))
+    return _round(info.config, int(info.n_items))
 
 
 @lru_cache(maxsize=16)
-def _round(config: str, n_items: int) -> RoundCalibration:
-    cfg = json.loads(config)
-    return calibrate(cfg, n_items, int(cfg["n_clients"]))
+def _round(config: DpPopConfig, n_items: int) -> RoundCalibration:
+    return calibrate(config, n_items, int(config.n_clients))
 
 
 def _params(info: Any) -> SecureSumParams:
@@ -64,13 +64,13 @@ class PopDeployment(SecureSumDeployment):
 
     name = "dp_pop"
     label = "dp-pop"
-    block_type = NoisyVectors
+    config_class = DpPopConfig
+    block_type = ClientBlock
 
-    def mechanism(self, config: Mapping[str, Any]) -> SkellamMechanism:
+    def mechanism(self, config: DpPopConfig) -> SkellamMechanism:
         """Each client's noise share ``Sk(mu / min_honest)``, for k at most the item count
         (:func:`round_of` caps k at the item count)."""
-        n = int(config["n_clients"])
-        return calibrate(config, max(int(config["k"]), 1), n).share
+        return calibrate(config, max(int(config.k), 1), int(config.n_clients)).share
 
     def round_params(self, info: Any, data: bytes) -> SecureSumParams:
         return _params(info)
@@ -82,13 +82,13 @@ class PopDeployment(SecureSumDeployment):
         cal = round_of(info)
         return cal.params, cal.min_honest, cal.n_clients
 
-    def round_check(self, settings: Mapping[str, Any], n_items: int, round: int
+    def round_check(self, settings: DpPopConfig, n_items: int, round: int
                     ) -> ContributionCheck | None:
         """``validity = prio3``: every upload proves ``y = v + z``, ``v`` k-hot and ``z`` a
         truncated share (:func:`~.calibration.contribution_check`)."""
         if round != 0:
             raise DprecError(f"dp-pop has one round, got round {round}")
-        return contribution_check(settings, int(n_items), int(settings["n_clients"]))
+        return contribution_check(settings, int(n_items), int(settings.n_clients))
 
     def client_step(self, terms: Any, history: Any, round: int, rng: np.random.Generator,
                     client_id: int, artefact: Callable[[], Any]) -> bytes:
@@ -103,25 +103,25 @@ class PopDeployment(SecureSumDeployment):
             return super().client_step(terms, history, round, rng, client_id, artefact)
         self.check_published_validity(terms, settings, d)
         model = artefact()
-        k, sampling = int(settings["k"]), settings["sampling"]
-        share = _round(json.dumps(dict(settings), sort_keys=True), d).share
+        k, sampling = int(settings.k), settings.sampling
+        share = _round(settings, d).share
         y = device_vector(own_items(sp.csr_matrix(history), k, sampling), d, k, sampling,
                           share, rng, check)
         return proved_row(check, terms.proxy_key, model.server_key, y, round)
 
     # -- the device: a k-hot row, one segment Sk(mu / min_honest) ---------------------------
 
-    def device_round(self, settings: Mapping[str, Any], n_items: int, round: int
+    def device_round(self, settings: DpPopConfig, n_items: int, round: int
                      ) -> DeviceRound:
         if round != 0:
             raise DprecError(f"dp-pop has one round, got round {round}")
-        cal = _round(json.dumps(dict(settings), sort_keys=True), int(n_items))
+        cal = _round(settings, int(n_items))
         return DeviceRound(cal.params, ((int(n_items), cal.share.mu),))
 
     def model_type(self) -> type[Message]:
         return PopularityModel
 
-    def largest_model(self, settings: Mapping[str, Any], n_items: int) -> int:
+    def largest_model(self, settings: DpPopConfig, n_items: int) -> int:
         return PopularityModel(bytes(32), np.zeros(int(n_items), np.int64)).nbytes
 
     def check_model(self, terms: Any, model: Any) -> None:
@@ -134,8 +134,8 @@ class PopDeployment(SecureSumDeployment):
         """The k-hot row of the device's items: k of them uniformly from ``rng``, or
         (``sampling=recency``) the k with the largest values of ``history`` (the device's
         interaction times), ties by the smaller item id (:func:`own_items`)."""
-        k = int(terms.settings["k"])
-        items = own_items(history, k, terms.settings["sampling"])
+        k = int(terms.settings.k)
+        items = own_items(history, k, terms.settings.sampling)
         if items.size > k:
             items = rng.choice(items, k, replace=False)
         out = np.zeros(terms.n_items)

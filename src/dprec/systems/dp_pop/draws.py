@@ -28,16 +28,20 @@ MAX_DRAWS = 64
 
 
 def device_vector(items: np.ndarray, n_items: int, k: int, sampling: str,
-                  share: SkellamMechanism, rng: np.random.Generator, check: Any = None
+                  share: SkellamMechanism | None, rng: np.random.Generator, check: Any = None
                   ) -> np.ndarray:
     """One client's noisy vector (int64, ``n_items``): its share ``Sk(mu_share)`` drawn from
-    ``rng`` first, plus the k-hot vector of ``items`` (its own; already the k most recent
-    for recency sampling, else k of them drawn uniformly from ``rng``); with ``check`` (a
+    ``rng`` first (``share`` None: no share, a trusted curator adds the noise), plus the
+    k-hot vector of ``items`` (its own; already the k most recent for recency sampling, else
+    k of them drawn uniformly from ``rng``); with ``check`` (a
     :class:`~dprec.protocol.secure_sum.vdaf.contribution.ContributionCheck`), both drawn
     again until the share meets its truncation (module docstring)."""
     items = np.asarray(items, dtype=np.int64)
+    if share is None and check is not None:
+        raise SecureSumError("a validity check bounds a noise share: give the share too")
     for _ in range(1 if check is None else MAX_DRAWS):
-        z = share.noise(n_items, rng).astype(np.int64)
+        z = (np.zeros(n_items, np.int64) if share is None
+             else share.noise(n_items, rng).astype(np.int64))
         chosen = items
         if sampling == "uniform" and items.size > k:
             chosen = rng.choice(items, int(k), replace=False)

@@ -8,17 +8,17 @@ Over the services (:mod:`dprec.systems.dp_pop.deploy`) one round of the secure s
   the noisy counts and how many clients they sum), and keeps a :class:`PopularityState`
   (the model and its private key; never published).
 
-In the simulation, the clients hand the proxy :class:`NoisyVectors` (a block of clients'
-noisy k-hot vectors, with the keys they seal to over a network) and the in-process proxy
-hands the server the :class:`~dprec.protocol.secure_sum.wire.ExactSum` the secure sum
-yields.
+In the simulation, the clients hand the proxy the layer's
+:class:`~dprec.protocol.secure_sum.wire.ClientBlock` (a block of clients' noisy k-hot
+vectors, with the keys they seal to over a network) and the in-process proxy hands the
+server the :class:`~dprec.protocol.secure_sum.wire.ExactSum` the secure sum yields.
 """
 
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -32,10 +32,9 @@ from dprec.protocol.messages import (
     integer_field,
     unpack_fixed,
 )
-from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.wire import KEY_BYTES, KeyedState, key_field
 
-__all__ = ["NoisyVectors", "PopularityModel", "PopularityState"]
+__all__ = ["PopularityModel", "PopularityState"]
 
 _MODEL = struct.Struct("<QI")  # contributors, d (0 before the round)
 
@@ -87,25 +86,3 @@ class PopularityState(KeyedState[PopularityModel]):
 
     KIND: ClassVar[int] = 43
     MODEL: ClassVar[type[Message]] = PopularityModel
-
-
-@dataclass(frozen=True, eq=False)
-class NoisyVectors:
-    """A block of simulated clients' contributions of one round: row ``i`` is client
-    ``ids[i]``'s k-hot vector plus its Skellam share (int64), with the public keys a client
-    seals to over a network (:meth:`~dprec.systems.dp_pop.deploy.PopDeployment.client_messages`)."""
-
-    ids: np.ndarray
-    vectors: np.ndarray
-    round: int
-    server_key: bytes
-    proxy_key: bytes | None
-    params: SecureSumParams
-    """The round's secure-sum parameters (public)."""
-    check: Any = None
-    """``validity=prio3``: the round's :class:`ContributionCheck` (each client proves its
-    vector over the services); None: no proof."""
-
-    @property
-    def n_clients(self) -> int:
-        return int(self.ids.size)

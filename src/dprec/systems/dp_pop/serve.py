@@ -38,7 +38,7 @@ class PopServing(SecureSumServing):
         with proofs one share-check chunk (the output shares stay on disk)."""
         p, check = round_of(info).params, check_of(info)
         state = 8 * info.n_items
-        n = int(info.config["n_clients"])
+        n = int(info.config.n_clients)
         if check is None:
             return state, state + n * (p.share_bytes + 128) * 2, \
                 f"the noisy counts of {info.n_items:,} items"

@@ -1,7 +1,8 @@
 """The aggregation and server steps of dp-pop: the noisy sum of the k-hot vectors, ranked.
 
-- ``trusted``: a central curator sums the exact contributions and adds one ``Sk(mu)`` draw
-  (the central model of AKL21).
+- ``trusted``: the clients send their exact k-hot vectors and the server's curator adds one
+  ``Sk(mu)`` draw to their sum (the central model of AKL21;
+  :class:`~dprec.protocol.secure_sum.curator.Curator`).
 - ``secure``: every client adds its share ``Sk(mu / min_honest)`` to its own vector; the
   secure sum releases exactly the integer sum of the noisy vectors. :class:`PopularityServer`
   takes it as the in-process proxy's exact sum or opens it from the proxy's cryptographic
@@ -18,11 +19,11 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from dprec.errors import DprecError
 from dprec.mechanisms.skellam import SkellamMechanism
 from dprec.protocol.engine import Server
+from dprec.protocol.secure_sum.curator import Curator
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.sealed import KeyPair
 from dprec.protocol.secure_sum.server_role import SecureSumRole
@@ -30,13 +31,7 @@ from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.selection import top_k
 from dprec.systems.dp_pop.messages import PopularityModel
 
-__all__ = ["PopularityServer", "rank_items", "trusted_noisy_sum"]
-
-def trusted_noisy_sum(contrib: sp.csr_matrix, mech: SkellamMechanism,
-                      rng: np.random.Generator) -> np.ndarray:
-    """``sum_u x_u + Sk(mu)`` (int64, one entry per item)."""
-    exact = np.asarray(contrib.sum(axis=0), dtype=np.int64).ravel()
-    return mech(exact, rng)
+__all__ = ["PopularityServer", "rank_items"]
 
 
 def rank_items(noisy_counts: np.ndarray) -> np.ndarray:
@@ -49,13 +44,15 @@ class PopularityServer(SecureSumRole, Server):
     """dp-pop's untrusted server: publishes its X25519 public key (from the OS CSPRNG),
     takes the round's ONE batch, opens and sums it or reads the simulation's exact sum
     (:class:`SecureSumRole`), and publishes the noisy counts. It refuses a second batch and
-    a sum of fewer than ``min_honest`` clients (less noise than the guarantee needs)."""
+    a sum of fewer than ``min_honest`` clients (less noise than the guarantee needs).
+    ``curator`` (aggregation=trusted): adds the central ``Sk(mu)`` to the exact sum."""
 
     public = ("n_items",)
     label = "dp-pop's"
 
     def __init__(self, n_items: int, n_clients: int, min_honest: int, params: SecureSumParams,
-                 mechanism: SkellamMechanism, check: ContributionCheck | None = None) -> None:
+                 mechanism: SkellamMechanism, check: ContributionCheck | None = None,
+                 curator: Curator | None = None) -> None:
         self.n_items = int(n_items)
         self.n_clients = int(n_clients)
         self.min_honest = int(min_honest)
@@ -65,6 +62,7 @@ class PopularityServer(SecureSumRole, Server):
         self.check = check
         """``validity=prio3``: every upload's Prio3 proof is verified jointly with the proxy
         (:mod:`dprec.protocol.secure_sum.proved`, the server is the Leader)."""
+        self.curator = curator
         self.keys: KeyPair | None = None
         self.contributors = 0
         self.batches = 0
@@ -76,15 +74,16 @@ class PopularityServer(SecureSumRole, Server):
         return self.check
 
     def start(self, rng: np.random.Generator) -> PopularityModel:
-        return PopularityModel(self.new_keys(), np.zeros(0, np.int64))
+        """The key pair (OS CSPRNG; the broadcast carries a key either way) and, with a
+        curator, its generator from ``rng``."""
+        key = self.new_keys()
+        self.start_curator(rng)
+        return PopularityModel(key, np.zeros(0, np.int64))
 
     def aggregate(self, batches: Iterable[Any], round: int) -> PopularityModel | None:
         if self.keys is None:
             raise DprecError("start the server first")
-        batch = self.one_batch(batches, round)
-        if batch is None:
+        counts = self.released_sum(batches, round, self.n_items)
+        if counts is None:
             return None
-        counts, contributors = self.open_batch(batch, round)
-        self.refuse_below_min_honest(contributors, round)
-        self.contributors = contributors
-        return PopularityModel(self.keys.public, counts, contributors)
+        return PopularityModel(self.keys.public, counts, self.contributors)

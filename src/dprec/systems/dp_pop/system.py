@@ -10,6 +10,10 @@ unit shifts of Skellam noise; AKL21's RDP bound where smaller). The neighbouring
 device still sends its noise share, so both sides carry the same noise; under add/remove the
 share would leave with the user and the two sums would carry different noise); ``trusted``,
 add/remove one user (one central draw, independent of the data). The numbers are the same.
+Both aggregations run on the round engine (:func:`~dprec.protocol.engine.run_protocol`) with
+the same clients; ``trusted`` differs only in that the clients add no share and the server's
+curator (:class:`~dprec.protocol.secure_sum.curator.Curator`) adds ``Sk(mu)``, so the
+privacy report's events come from the engine's log either way.
 
 ldp-pop: padding-and-sampling (Wang, Li, Jha, IEEE S&P 2018): a user pads their item set to
 ``pad`` with dummies (or samples ``pad`` of their items), picks one of the ``pad`` uniformly
@@ -24,10 +28,8 @@ user's own training items, as for the popularity baseline).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -35,14 +37,13 @@ import scipy.sparse as sp
 from dprec.errors import DprecError
 from dprec.iteration import IterationHook
 from dprec.mechanisms.bitflip import BitFlip
-from dprec.mechanisms.skellam import SkellamMechanism
 from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.events import EventLog, LocalReportDpEvent
 from dprec.privacy.guarantee import Guarantee, PrivacyReport
 from dprec.privacy.pld_accountant import PldAccountant
-from dprec.privacy.skellam import calibrate_skellam_mu
 from dprec.protocol.engine import Clients, run_protocol
 from dprec.protocol.secure_sum.checks import validity_details
+from dprec.protocol.secure_sum.curator import Curator
 from dprec.protocol.secure_sum.in_process import total_outcomes
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.systems.base import NotFittedError, Ranker, check_history
@@ -52,10 +53,11 @@ from dprec.systems.dp_pop.calibration import (
     contribution_check,
     round_check,
 )
-from dprec.systems.dp_pop.client import PopClients, Sampling, k_hot
+from dprec.systems.dp_pop.client import PopClients, no_proxy_key
+from dprec.systems.dp_pop.config import DpPopConfig, LdpPopConfig
 from dprec.systems.dp_pop.messages import PopularityModel
 from dprec.systems.dp_pop.proxy import ExactSumProxy
-from dprec.systems.dp_pop.server import PopularityServer, rank_items, trusted_noisy_sum
+from dprec.systems.dp_pop.server import PopularityServer, rank_items
 from dprec.systems.reporting import (
     check_shares,
     privacy_report_from_log,
@@ -125,82 +127,6 @@ def adjacency_of(aggregation: str) -> Adjacency:
     return Adjacency.ZERO_OUT if aggregation == "secure" else Adjacency.ADD_REMOVE_ONE
 
 
-@dataclass(frozen=True)
-class DpPopConfig:
-    """Settings of dp-pop."""
-
-    epsilon: float = 1.0
-    """Target per-user epsilon of the one release (zero-out adjacency for secure, add/remove
-    one user for trusted: :func:`adjacency_of`)."""
-    delta: float = 1e-6
-    """Target delta."""
-    k: int = 50
-    """Most items a user contributes (L1 sensitivity k, L2 sqrt(k)); 50 did best on ML-100K
-    at eps 1 among 20, 50, 100, 200 (sampled HR@10 .282, .302, .297, .281; 5 seeds)."""
-    sampling: Sampling = "uniform"
-    """Which k items: uniform at random, or the k most recent (needs timestamps)."""
-    aggregation: Literal["secure", "trusted"] = "secure"
-    """secure: every client adds a Skellam share, the exact sum is released; trusted: a
-    central curator adds one Skellam draw."""
-    min_honest: int | None = None
-    """secure: the guarantee holds for at least this many honest contributing clients
-    (default: all clients); shares are Sk(mu / min_honest). The proxy releases a round only
-    once this many clients contributed."""
-    n_clients: int | None = None
-    """The clients enrolled (they fix each share and q); None: the training rows. A server
-    started as a service needs it."""
-    validity: Literal["prio3", "none"] = "prio3"
-    """aggregation=secure. ``prio3`` (the default): every client's share is truncated
-    (:mod:`dprec.systems.dp_pop.draws`) and over the services every upload carries a Prio3
-    proof that it is a k-hot vector plus such a share, verified jointly by the proxy and
-    the server; in process, the proof's own predicate
-    (:func:`~dprec.protocol.secure_sum.vdaf.contribution.dp_pop_check`: each count in
-    [-T, 1 + T], the sum in [-S, k + S], the L2 bound) is applied to each plaintext vector.
-    Either way an invalid contribution is refused with its reason and the round releases the
-    rest (docs/secure_sum.md, "Validity proofs"). ``none`` sums every vector, the damage a
-    malicious client does unchecked (any value mod q on every coordinate)."""
-
-    def __post_init__(self) -> None:
-        if not (self.epsilon > 0 and math.isfinite(self.epsilon)):
-            raise DprecError(f"epsilon must be finite and > 0, got {self.epsilon}")
-        if not 0 < self.delta < 1:
-            raise DprecError(f"delta must be in (0, 1), got {self.delta}")
-        if self.validity not in ("prio3", "none"):
-            raise DprecError(f"validity must be 'prio3' or 'none', got {self.validity!r}")
-        if isinstance(self.k, bool) or int(self.k) != self.k or self.k < 1:
-            raise DprecError(f"k must be an integer >= 1, got {self.k!r}")
-        if self.sampling not in ("uniform", "recency"):
-            raise DprecError(f"sampling must be 'uniform' or 'recency', got {self.sampling!r}")
-        if self.aggregation not in ("secure", "trusted"):
-            raise DprecError(f"aggregation must be 'secure' or 'trusted', "
-                             f"got {self.aggregation!r}")
-        m = self.min_honest
-        if m is not None and (isinstance(m, bool) or int(m) != m or m < 1):
-            raise DprecError(f"min_honest must be an integer >= 1, got {m!r}")
-        if m is not None and self.aggregation == "trusted":
-            raise DprecError("min_honest applies to aggregation=secure only")
-        c = self.n_clients
-        if c is not None and (isinstance(c, bool) or int(c) != c or c < 1):
-            raise DprecError(f"n_clients must be an integer >= 1, got {c!r}")
-        if c is not None and m is not None and m > c:
-            raise DprecError(f"min_honest ({m}) must be <= n_clients ({c})")
-
-
-@dataclass(frozen=True)
-class LdpPopConfig:
-    """Settings of ldp-pop."""
-
-    epsilon: float = 1.0
-    """Per-user epsilon of the one OUE report (replace one user's data)."""
-    pad: int = 1
-    """Padding length l of padding-and-sampling (public)."""
-
-    def __post_init__(self) -> None:
-        if not (self.epsilon > 0 and math.isfinite(self.epsilon)):
-            raise DprecError(f"epsilon must be finite and > 0, got {self.epsilon}")
-        if isinstance(self.pad, bool) or int(self.pad) != self.pad or self.pad < 1:
-            raise DprecError(f"pad must be an integer >= 1, got {self.pad!r}")
-
 
 class _RankedList(Ranker):
     """Scores = minus the item's position in one published ranking."""
@@ -226,9 +152,10 @@ class _RankedList(Ranker):
 
 
 class DpPop(_RankedList):
-    """dp-pop (module docstring). ``transport`` (None: in process) carries the secure
-    path's round: ``dprec simulate --transport http`` runs it through the services, where
-    the clients' uploads are the cryptographic secure sum's."""
+    """dp-pop (module docstring). ``transport`` (None: in process) carries the round:
+    ``dprec simulate --transport http`` runs the secure path through the services, where the
+    clients' uploads are the cryptographic secure sum's; a sharded backend (``dprec run
+    --backend``) sums the clients' vectors in shards, for either aggregation."""
 
     networked = True
     transport: Any = None
@@ -241,7 +168,7 @@ class DpPop(_RankedList):
         self._fit_info: dict[str, object] = {}
         self._round: RoundCalibration | None = None
         self.clients_hook: Callable[[Clients, int], Clients] | None = None
-        """Wraps the simulated clients (secure path), e.g. malicious ones
+        """Wraps the simulated clients, e.g. malicious ones of a secure sum
         (:func:`dprec.protocol.sum_poisoning.poison_sum`)."""
 
     @property
@@ -253,78 +180,74 @@ class DpPop(_RankedList):
         """Each (user, item) interaction's time, for ``sampling="recency"`` (before fit)."""
         self._timestamps = sp.csr_matrix(timestamps)
 
-    def sensitivities(self, n_items: int) -> tuple[float, float]:
-        """(L1, L2) of one user's k-hot vector against the zero vector (zero-out) or its
-        absence (add/remove): (k, sqrt(k)), with k capped at the number of items."""
-        k = min(int(self.config.k), int(n_items))
-        return float(k), math.sqrt(k)
-
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
             on_iteration: IterationHook | None = None) -> DpPop:
+        """One round on the engine: the clients' k-hot vectors (with secure aggregation each
+        plus its noise share), the in-process proxy's exact sum (or ``transport``'s), and
+        the server's release (with ``aggregation=trusted`` its curator adds ``Sk(mu)``)."""
         c = self.config
         n, d = train.shape
-        if c.aggregation == "trusted":
-            return self._fit_trusted(train, rng, on_iteration)
         if c.n_clients is not None and c.n_clients != n:
             raise DprecError(f"n_clients = {c.n_clients}, but the training data has {n} "
                              "users: drop n_clients or match it")
-        cal = calibrate(asdict(c), d, n)
-        check_shares("counts", cal.mu, cal.share.mu, cal.min_honest)
+        cal = calibrate(c, d, n)
+        secure = c.aggregation == "secure"
+        if secure:
+            check_shares("counts", cal.mu, cal.share.mu, cal.min_honest)
         self._round = cal
-        server = PopularityServer(d, n, cal.min_honest, cal.params, cal.share)
-        check = round_check(cal, d) if c.validity == "prio3" else None
-        proxy = ExactSumProxy(cal.min_honest, check)
-        clients = PopClients(train, np.arange(n), c.k, c.sampling, cal.share,
+        check = round_check(cal, d) if secure and c.validity == "prio3" else None
+        threshold = cal.min_honest if secure else 1
+        server = PopularityServer(d, n, threshold, cal.params, cal.share, check,
+                                  None if secure else Curator(cal.mu))
+        proxy = ExactSumProxy(threshold, check)
+        clients = PopClients(train, np.arange(n), c.k, c.sampling,
+                             cal.share if secure else None,
                              cal.mechanism.dp_event(cal.l1, cal.l2, int(cal.l1)),
-                             lambda: proxy.public_key, cal.params, self._timestamps,
+                             (lambda: proxy.public_key) if secure else no_proxy_key,
+                             cal.params if secure else None, self._timestamps,
                              devices=bool(getattr(self.transport, "device_clients", False)),
-                             check=self._check(d, n), truncate=check)
+                             check=self._check(d, n) if secure else None, truncate=check)
         sim = self.clients_hook(clients, n) if self.clients_hook else clients
         self.events = EventLog(n)
         run = run_protocol(server, sim, 1, rng, self.events, proxy, self.transport)
         if not run.rounds or not run.rounds[0].updated:
             raise DprecError(f"the round released nothing: fewer than min_honest = "
-                             f"{cal.min_honest} clients contributed")
+                             f"{threshold} clients contributed")
         model = run.broadcast
         assert isinstance(model, PopularityModel)
         self._publish(model.counts.astype(np.float64))
-        contributors = int(model.contributors)
-        self._fit_info = {"n_clients": n, "n_items": d, "mu": cal.mu,
-                          "total_mu": cal.share.mu * contributors, "min_honest": cal.min_honest,
-                          "contributors": contributors, "batches": len(proxy.batches),
-                          "upload_outcomes": total_outcomes(proxy.outcomes),
-                          "refused_reasons": dict(proxy.refused_reasons),
-                          "validity": validity_record(check),
-                          "l1_sensitivity": cal.l1, "l2_sensitivity": cal.l2}
+        self._fit_info = self._info(cal, int(model.contributors), proxy, check, train)
         if on_iteration is not None:
             on_iteration(0, self)
         return self
+
+    def _info(self, cal: RoundCalibration, contributors: int, proxy: ExactSumProxy,
+              check: ContributionCheck | None, train: sp.csr_matrix) -> dict[str, object]:
+        """The run's diagnostics: the round's numbers, and what the secure sum counted or
+        (trusted) what the clients contributed."""
+        n, d = train.shape
+        info: dict[str, object] = {"n_clients": n, "n_items": d, "mu": cal.mu}
+        if self.config.aggregation == "trusted":
+            rows = sp.csr_matrix(train, copy=True)
+            rows.eliminate_zeros()
+            rows.sum_duplicates()
+            contributed = int(np.minimum(np.diff(rows.indptr), self.config.k).sum())
+            return {**info, "total_mu": cal.mu, "min_honest": None,
+                    "l1_sensitivity": cal.l1, "l2_sensitivity": cal.l2,
+                    **simulation_only(contributed_items=contributed)}
+        return {**info, "total_mu": cal.share.mu * contributors, "min_honest": cal.min_honest,
+                "contributors": contributors, "batches": len(proxy.batches),
+                "upload_outcomes": total_outcomes(proxy.outcomes),
+                "refused_reasons": dict(proxy.refused_reasons),
+                "validity": validity_record(check),
+                "l1_sensitivity": cal.l1, "l2_sensitivity": cal.l2}
 
     def _check(self, n_items: int, n_clients: int) -> ContributionCheck | None:
         """The validity check the clients prove over the services (None in process or
         with ``validity = none``)."""
         if self.transport is None:
             return None
-        return contribution_check(asdict(self.config), n_items, n_clients)
-
-    def _fit_trusted(self, train: sp.csr_matrix, rng: np.random.Generator,
-                     on_iteration: IterationHook | None) -> DpPop:
-        c = self.config
-        n, d = train.shape
-        l1, l2 = self.sensitivities(d)
-        mu = calibrate_skellam_mu(c.epsilon, c.delta, l1, l2, unit_shifts=int(l1))
-        mech = SkellamMechanism(mu)
-        contrib = k_hot(train, c.k, c.sampling, rng, self._timestamps)
-        counts = trusted_noisy_sum(contrib, mech, rng)
-        self.events = EventLog(n)
-        self.events.record(0, mech.dp_event(l1, l2, int(l1)), np.arange(n), unit="user")
-        self._publish(counts.astype(np.float64))
-        self._fit_info = {"n_clients": n, "n_items": d, "mu": mu, "total_mu": mu,
-                          "min_honest": None, "l1_sensitivity": l1, "l2_sensitivity": l2,
-                          **simulation_only(contributed_items=int(contrib.nnz))}
-        if on_iteration is not None:
-            on_iteration(0, self)
-        return self
+        return contribution_check(self.config, n_items, n_clients)
 
     def diagnostics(self) -> dict[str, object]:
         return dict(self._fit_info)
@@ -345,7 +268,7 @@ class DpPop(_RankedList):
     def _validity_details(self) -> dict[str, object]:
         """``validity``: the check and its cost (:func:`validity_details`)."""
         c, info = self.config, self._fit_info
-        check = contribution_check(asdict(c), int(info["n_items"]),  # type: ignore[call-overload]
+        check = contribution_check(c, int(info["n_items"]),  # type: ignore[call-overload]
                                    int(info["n_clients"]))  # type: ignore[call-overload]
         assert check is not None
         return validity_details([check], c.epsilon, c.delta)

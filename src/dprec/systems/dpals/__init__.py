@@ -3,8 +3,9 @@ secure summation with distributed Skellam noise (issue 24 §1).
 
 Modules, one job each: :mod:`.statistics` (the layout of a contribution and randomised
 rounding), :mod:`.accounting` (sensitivities, the scale gamma, noise calibration),
-:mod:`.client` (the user's step), :mod:`.aggregate` (the sum the secure sum releases, with
-its noise), :mod:`.server` (the item solve), :mod:`.system` (the round loop and the report),
+:mod:`.client` (the user's step), :mod:`.simulation` (the rounds through the engine: the
+secure sum's release, or a trusted curator's), :mod:`.server` (the item solve), :mod:`.system`
+(the report),
 :mod:`.specs` (the registry entry).
 """
 

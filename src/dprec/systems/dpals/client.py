@@ -27,9 +27,6 @@ and the kernels run over all users at once (numba, in parallel).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal
-
 import numba
 import numpy as np
 import scipy.sparse as sp
@@ -37,6 +34,7 @@ import scipy.sparse as sp
 from dprec.errors import InvalidParameterError
 from dprec.models.als import solve_user_factors
 from dprec.random import derive_generator
+from dprec.systems.dpals.config import DpalsConfig, Weighting
 from dprec.systems.dpals.draws import pair_state, stream_key, uniform_at
 from dprec.systems.dpals.frequency import head_mask
 from dprec.systems.dpals.statistics import stats_width, triangle_size
@@ -45,7 +43,6 @@ __all__ = ["COUNT", "GRAM", "SELECT", "STATS", "Weighting", "client_generator",
            "clip_users", "contributions", "count_sample", "gram_statistics",
            "item_statistics", "restrict_to", "select_items", "solve_users"]
 
-Weighting = Literal["uniform", "tail", "adaptive"]
 
 SELECT, COUNT, STATS, GRAM = "select", "count", "stats", "gram"
 """Purposes of the client's generators (its noise shares' are
@@ -294,13 +291,13 @@ def restrict_to(train: sp.csr_matrix, mask: np.ndarray | None) -> sp.csr_matrix:
                          shape=csr.shape)
 
 
-def contributions(train: sp.csr_matrix, cfg: Mapping[str, Any], seed: int,
+def contributions(train: sp.csr_matrix, cfg: DpalsConfig, seed: int,
                   counts: np.ndarray | None, max_items: int,
                   ids: np.ndarray | None = None) -> sp.csr_matrix:
     """The weights ``c_ij`` the rows of ``train`` contribute with: the selection of
     :func:`select_items` among each user's head items (all items without a head
     restriction); ``counts``: the DP counts (None when the run releases none)."""
-    mask = None if counts is None else head_mask(counts, cfg.get("head_items"))
-    return select_items(restrict_to(train, mask), cfg["weighting"], int(cfg["k"]), seed,
-                        counts if cfg["weighting"] != "uniform" else None, max_items,
-                        float(cfg["exponent"]), ids)
+    mask = None if counts is None else head_mask(counts, cfg.head_items)
+    return select_items(restrict_to(train, mask), cfg.weighting, int(cfg.k), seed,
+                        counts if cfg.weighting != "uniform" else None, max_items,
+                        float(cfg.exponent), ids)

@@ -12,7 +12,9 @@ services seal).
   and global Gramian term (:func:`~.client.item_statistics`, :func:`~.client.gram_statistics`),
   with the items it selected once from the DP counts (:func:`~.frequency.contributions`).
 
-Each release gets the client's noise share (:class:`ShareNoise`). Every draw comes
+Each release gets the client's noise share (:class:`ShareNoise`); with
+``aggregation=trusted`` none (the server's curator adds the noise,
+:class:`~dprec.protocol.secure_sum.curator.Curator`). Every draw comes
 from generators keyed by the run's seed and the client's global id, so a block, a shard or
 one device produces the same integers, and ``total`` of a block is the sum of its clients'
 own vectors bit for bit.
@@ -27,9 +29,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from dprec.errors import DprecError
-from dprec.mechanisms.skellam import SkellamMechanism
 from dprec.protocol.engine import Clients, Sent
+from dprec.protocol.secure_sum.deploy import device_share
 from dprec.protocol.secure_sum.noise_shares import ShareNoise, consecutive_runs
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.protocol.secure_sum.wire import ClientBlock
 from dprec.random import secure_generator
 from dprec.systems.dpals.client import (
@@ -40,6 +43,7 @@ from dprec.systems.dpals.client import (
     item_statistics,
     solve_users,
 )
+from dprec.systems.dpals.config import DpalsConfig
 from dprec.systems.dpals.frequency import uses_counts
 from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import RoundPlan, RunPlan, items_bound, round_check
@@ -90,7 +94,7 @@ class DpalsClients(Clients):
     config fields ``cfg`` and the run's client seed ``seed``; ``proxy_key()`` gives the key
     a client seals its mask seed to (over the services)."""
 
-    def __init__(self, train: sp.csr_matrix, ids: np.ndarray, cfg: Mapping[str, Any],
+    def __init__(self, train: sp.csr_matrix, ids: np.ndarray, cfg: DpalsConfig,
                  plan: RunPlan, seed: int, events: Mapping[str, Any],
                  proxy_key: Callable[[], bytes | None] | None = None,
                  devices: bool = False) -> None:
@@ -102,7 +106,10 @@ class DpalsClients(Clients):
         self.ids = np.asarray(ids, dtype=np.int64)
         if self.ids.shape != (self.train.shape[0],) or (np.diff(self.ids) <= 0).any():
             raise DprecError("ids must be the training rows' increasing global user ids")
-        self.cfg, self.plan, self.seed, self.events = dict(cfg), plan, int(seed), events
+        self.cfg, self.plan, self.seed, self.events = cfg, plan, int(seed), events
+        self.shares = self.cfg.aggregation == "secure"
+        """Whether the clients add noise shares (secure aggregation) or send their exact
+        vectors to a trusted curator."""
         self._proxy_key = proxy_key
         self.weights: sp.csr_matrix | None = None
         self.lengths: dict[int, np.ndarray] = {}
@@ -112,6 +119,9 @@ class DpalsClients(Clients):
         self._V: np.ndarray | None = None
         """An init round's broadcast item factors (:mod:`.power_init`)."""
         self._noise: list[ShareNoise] = []
+        self._check: ContributionCheck | None = None
+        """``validity=prio3``: the round's check (each device's share is truncated to it and
+        its upload proved over the services); None: no proofs."""
         self._sent: list[Sent] = []
         self._device_seeds = (secure_generator().integers(0, 2 ** 63, size=self.ids.size)
                               if self.devices else None)
@@ -139,9 +149,11 @@ class DpalsClients(Clients):
         plan, c = self.plan, self.cfg
         rp = plan.round(round)
         needs_counts = rp.kind != "counts" and uses_counts(c)
-        model = check_model(broadcast, plan.n_items, int(c["factors"]), needs_counts)
+        model = check_model(broadcast, plan.n_items, int(c.factors), needs_counts)
         self._round, self._U = rp, None
-        self._noise = self.round_noise(rp)
+        self._noise = self.round_noise(rp) if self.shares else []
+        self._check = (round_check(plan, rp)
+                       if self.shares and c.validity == "prio3" else None)
         if rp.kind == "counts":
             return
         if self.weights is None:
@@ -157,17 +169,17 @@ class DpalsClients(Clients):
         if rp.kind == "init":
             self._V = model.factors_matrix
             return
-        U = solve_users(model.factors_matrix, self.train, float(c["reg"]),
-                        float(c["unobserved_weight"]))
+        U = solve_users(model.factors_matrix, self.train, float(c.reg),
+                        float(c.unobserved_weight))
         self.lengths[rp.round_id] = np.linalg.norm(U, axis=1)
-        self._U = clip_users(U, float(c["clip"]))
+        self._U = clip_users(U, float(c.clip))
 
     def round_noise(self, rp: RoundPlan) -> list[ShareNoise]:
         """The noise shares the clients draw in round ``rp``, one :class:`ShareNoise` per
         release (nothing is drawn until asked): what :meth:`prepare_round` uses, and what a
         report reads to show the share parameter actually drawn."""
         return [ShareNoise(s.mu_share, s.dimension, self.plan.n_clients, self.seed, s.name,
-                           rp.round_id, str(self.cfg["shares"])) for s in rp.segments]
+                           rp.round_id, str(self.cfg.shares)) for s in rp.segments]
 
     def drawn_share_mu(self) -> dict[str, float]:
         """Each release's per-client share parameter ``Sk(mu_share)`` as the clients draw it
@@ -184,7 +196,7 @@ class DpalsClients(Clients):
         rp, c, ids, seed = self._round, self.cfg, self.ids[a:b], self._seed(a, b)
         assert rp is not None
         if rp.kind == "counts":
-            kc = int(c["k"] if c.get("count_k") is None else c["count_k"])
+            kc = int(c.k if c.count_k is None else c.count_k)
             sample = count_sample(self.train[a:b], kc, seed, ids=ids)
             return np.asarray(sample.sum(axis=0), dtype=np.int64).ravel()
         assert self.weights is not None
@@ -194,7 +206,7 @@ class DpalsClients(Clients):
         assert self._U is not None
         g = self.plan.gamma
         stats = item_statistics(self._U[a:b], self.weights[a:b], g, seed, rp.round_id,
-                                float(c["rhs_weight"]), ids)
+                                float(c.rhs_weight), ids)
         gram = gram_statistics(self._U[a:b], g, seed, rp.round_id, ids)
         return np.concatenate([stats.ravel(), gram])
 
@@ -206,17 +218,21 @@ class DpalsClients(Clients):
 
     def block_total(self, a: int, b: int) -> np.ndarray:
         """Rows ``a..b-1``'s noisy vectors, summed (int64, the round's length)."""
-        return self._exact(a, b) + self._noise_sum(a, b)
+        exact = self._exact(a, b)
+        return exact + self._noise_sum(a, b) if self._noise else exact
 
     def block_vectors(self, a: int, b: int) -> np.ndarray:
         """Rows ``a..b-1``'s own noisy vectors (what each device seals); as devices, each
-        share ``Sk(mu_share)`` of each release from the client's own fresh CSPRNG."""
+        client's shares ``Sk(mu_share)`` of its releases from its own fresh CSPRNG, drawn as
+        a device draws them (:func:`~dprec.protocol.secure_sum.deploy.device_share`:
+        truncated to the round's check with ``validity=prio3``, so an honest upload proves)."""
         exact = np.stack([self._exact(i, i + 1) for i in range(a, b)])
+        if not self._noise:
+            return exact
         if self.devices:
-            noise = [np.stack([SkellamMechanism(n.mu_share).noise(n.dimension,
-                                                                  secure_generator())
-                               for _ in range(a, b)]) for n in self._noise]
-            return exact + np.hstack(noise).astype(np.int64)
+            segments = [(n.dimension, n.mu_share) for n in self._noise]
+            return np.stack([row + device_share(row, secure_generator(), segments, self._check)
+                             for row in exact])
         runs = consecutive_runs(self.ids[a:b])
         noise = [np.concatenate([n.leaves(lo, hi) for lo, hi in runs]) for n in self._noise]
         return exact + np.hstack(noise)
@@ -252,11 +268,10 @@ class DpalsClients(Clients):
         n = self.ids.size
         if n:
             # devices: each vector exists once, drawn as it is sealed; no total is formed
-            check = round_check(self.plan, rp) if self.cfg.get("validity") == "prio3" else None
             yield ClientBlock(self.ids, None if self.devices else self.block_total(0, n),
                               RowVectors(self, n), round, broadcast.server_key,
                               None if self._proxy_key is None else self._proxy_key(),
-                              rp.params, check)
+                              rp.params if self.shares else None, self._check)
         self._sent = self.round_sent(0, n)
 
     def sent(self) -> list[Sent]:

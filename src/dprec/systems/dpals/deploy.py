@@ -21,7 +21,6 @@ Threat model: the server and the proxy do not collude; the guarantee holds while
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -44,6 +43,7 @@ from dprec.systems.dpals.client import (
     solve_users,
 )
 from dprec.systems.dpals.clients import check_model
+from dprec.systems.dpals.config import DpalsConfig
 from dprec.systems.dpals.frequency import uses_counts
 from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import RunPlan, items_bound, plan_of
@@ -75,18 +75,19 @@ class DpalsDeployment(SecureSumDeployment):
 
     name = "dpals"
     label = "dpals"
+    config_class = DpalsConfig
     block_type = ClientBlock
 
-    def rounds(self, config: Mapping[str, Any]) -> int:
-        steps = config.get("steps")
-        eps = float(config["epsilon"])
+    def rounds(self, config: DpalsConfig) -> int:
+        steps = config.steps
+        eps = float(config.epsilon)
         n = int(steps) if steps is not None else 3 if eps <= 1 else 4 if eps <= 5 else 5
         return n + uses_counts(config)
 
-    def n_factors(self, config: Mapping[str, Any]) -> int | None:
-        return int(config["factors"])
+    def n_factors(self, config: DpalsConfig) -> int | None:
+        return int(config.factors)
 
-    def mechanism(self, config: Mapping[str, Any]) -> None:
+    def mechanism(self, config: DpalsConfig) -> None:
         """None: no single local mechanism; each release of each round has its own share
         ``Sk(mu_r / min_honest)``, which the plan of the description gives
         (:func:`~dprec.systems.dpals.plan.plan_of`)."""
@@ -103,11 +104,11 @@ class DpalsDeployment(SecureSumDeployment):
         plan = _plan(info)
         return (lambda round: plan.round(round).params), plan.min_honest, plan.n_clients
 
-    def round_check(self, settings: Mapping[str, Any], n_items: int, round: int
+    def round_check(self, settings: DpalsConfig, n_items: int, round: int
                     ) -> ContributionCheck | None:
-        """``validity = prio3``: round ``round``'s vector proves each coordinate within
-        ``C + T`` and the round's L2 bound (:func:`~.plan.round_check`)."""
-        if settings.get("validity", "none") != "prio3":
+        """``validity = prio3`` (the default): round ``round``'s vector proves each
+        coordinate within ``C + T`` and the round's L2 bound (:func:`~.plan.round_check`)."""
+        if settings.validity != "prio3":
             return None
         plan = plan_of(settings, int(n_items))
         return plan_check(plan, plan.round(round))
@@ -117,7 +118,7 @@ class DpalsDeployment(SecureSumDeployment):
     def read_sizes(self, read: DeviceReader) -> None:
         read.integer("factors", "max_factors")
 
-    def device_round(self, settings: Mapping[str, Any], n_items: int, round: int
+    def device_round(self, settings: DpalsConfig, n_items: int, round: int
                      ) -> DeviceRound:
         rp = plan_of(settings, int(n_items)).round(round)
         return DeviceRound(rp.params, tuple((s.dimension, s.mu_share) for s in rp.segments))
@@ -125,12 +126,12 @@ class DpalsDeployment(SecureSumDeployment):
     def model_type(self) -> type[Message]:
         return DpalsModel
 
-    def largest_model(self, settings: Mapping[str, Any], n_items: int) -> int:
-        d, f = int(n_items), int(settings["factors"])
+    def largest_model(self, settings: DpalsConfig, n_items: int) -> int:
+        d, f = int(n_items), int(settings.factors)
         return DpalsModel(bytes(32), np.zeros((d, f)), np.zeros(d, np.int64)).nbytes
 
     def check_model(self, terms: Any, model: Any) -> None:
-        check_model(model, terms.n_items, int(terms.settings["factors"]), False)
+        check_model(model, terms.n_items, int(terms.settings.factors), False)
         if model.counts.size not in (0, terms.n_items):
             raise DprecError(f"the model's DP counts must be empty or of {terms.n_items} "
                              f"items, got {model.counts.size}")
@@ -148,27 +149,27 @@ class DpalsDeployment(SecureSumDeployment):
         h = sp.csr_matrix((np.ones(history.nnz), history.indices, history.indptr),
                           shape=(1, n))
         if rp.kind == "counts":
-            kc = int(c["k"] if c.get("count_k") is None else c["count_k"])
+            kc = int(c.k if c.count_k is None else c.count_k)
             return count_sample(h, kc, seed, ids=ids).toarray().ravel()
         needs_counts = uses_counts(c)
-        check_model(model, n, int(c["factors"]), needs_counts)
+        check_model(model, n, int(c.factors), needs_counts)
         counts = model.counts.astype(np.float64) if needs_counts else None
         weights = contributions(h, c, seed, counts, items_bound(c), ids)
         V = model.factors_matrix
         if rp.kind == "init":
             return power_statistics(V, weights, plan.init_gamma, seed, rp.round_id, ids).ravel()
-        U = clip_users(solve_users(V, h, float(c["reg"]), float(c["unobserved_weight"])),
-                       float(c["clip"]))
+        U = clip_users(solve_users(V, h, float(c.reg), float(c.unobserved_weight)),
+                       float(c.clip))
         stats = item_statistics(U, weights, plan.gamma, seed, rp.round_id,
-                                float(c["rhs_weight"]), ids)
+                                float(c.rhs_weight), ids)
         return np.concatenate([stats.ravel(), gram_statistics(U, plan.gamma, seed,
                                                               rp.round_id, ids)])
 
     def scores(self, terms: Any, history: Any, artefact: Any) -> np.ndarray:
         """``u V^T``, ``u`` solved on the device from the published ``V``."""
         V, c = artefact.factors_matrix, terms.settings
-        U = solve_users(V, sp.csr_matrix(history), float(c["reg"]),
-                        float(c["unobserved_weight"]))
+        U = solve_users(V, sp.csr_matrix(history), float(c.reg),
+                        float(c.unobserved_weight))
         return np.asarray(U @ V.T).ravel()
 
 

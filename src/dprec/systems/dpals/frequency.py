@@ -21,22 +21,24 @@ which any of these options switches on (:func:`uses_counts`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dprec.errors import DprecError
 from dprec.selection import top_k_row
 
+if TYPE_CHECKING:
+    from dprec.systems.dpals.config import DpalsConfig
+
 __all__ = ["head_mask", "item_regularisation", "uses_counts"]
 
 
-def uses_counts(cfg: Mapping[str, Any]) -> bool:
+def uses_counts(cfg: DpalsConfig) -> bool:
     """Whether a run releases DP item counts first: tail or adaptive weighting, a head
     restriction or a frequency-scaled regularisation."""
-    return (cfg["weighting"] != "uniform" or cfg.get("head_items") is not None
-            or float(cfg.get("reg_exponent", 0.0)) != 0.0)
+    return (cfg.weighting != "uniform" or cfg.head_items is not None
+            or float(cfg.reg_exponent) != 0.0)
 
 
 def head_mask(counts: np.ndarray, head_items: int | None) -> np.ndarray | None:

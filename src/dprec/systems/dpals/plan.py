@@ -20,12 +20,10 @@ the steps, the items bound and the releases of a config (:class:`~.system.DpalsC
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dprec.errors import DprecError
 from dprec.protocol.secure_sum.params import SecureSumParams, choose_params
@@ -48,6 +46,9 @@ from dprec.systems.dpals.power_init import (
     init_sensitivity,
 )
 from dprec.systems.dpals.statistics import stats_width, triangle_size
+
+if TYPE_CHECKING:
+    from dprec.systems.dpals.config import DpalsConfig
 
 __all__ = ["RoundPlan", "RunPlan", "Segment", "init_iterations", "items_bound", "n_steps",
            "paper_steps", "plan_of", "releases", "round_check", "run_plan"]
@@ -119,67 +120,67 @@ def paper_steps(epsilon: float) -> int:
     return 3 if epsilon <= 1 else 4 if epsilon <= 5 else 5
 
 
-def n_steps(cfg: Mapping[str, Any]) -> int:
+def n_steps(cfg: DpalsConfig) -> int:
     """The ALS steps a config runs (``steps``, or :func:`paper_steps` when it is None)."""
-    if cfg.get("steps") is not None:
-        return int(cfg["steps"])
-    return paper_steps(float(cfg["epsilon"]))
+    if cfg.steps is not None:
+        return int(cfg.steps)
+    return paper_steps(float(cfg.epsilon))
 
 
-def items_bound(cfg: Mapping[str, Any], n_items: int | None = None) -> int:
+def items_bound(cfg: DpalsConfig, n_items: int | None = None) -> int:
     """M, the most items one user contributes to: k (uniform, tail) or max_items (adaptive;
     every item when None), capped at ``n_items`` when given (2^62 stands for every item)."""
-    if cfg["weighting"] != "adaptive":
-        m = int(cfg["k"])
+    if cfg.weighting != "adaptive":
+        m = int(cfg.k)
     else:
-        m = 2 ** 62 if cfg.get("max_items") is None else int(cfg["max_items"])
+        m = 2 ** 62 if cfg.max_items is None else int(cfg.max_items)
     return m if n_items is None else min(m, int(n_items))
 
 
-def init_iterations(cfg: Mapping[str, Any]) -> int:
+def init_iterations(cfg: DpalsConfig) -> int:
     """The noisy power iterations a config runs before the ALS steps (0: a random start)."""
-    return int(cfg.get("init_iterations", 1)) if cfg.get("init", "random") == "power" else 0
+    return int(cfg.init_iterations) if cfg.init == "power" else 0
 
 
-def releases(cfg: Mapping[str, Any], n_items: int) -> tuple[float, list[Release]]:
+def releases(cfg: DpalsConfig, n_items: int) -> tuple[float, list[Release]]:
     """(gamma, the releases of one run) for ``n_items`` items: sensitivities from
     :mod:`.accounting`, statistics and Gramian per step, counts once
     (:func:`~.frequency.uses_counts`), the power iterations' ``init_power``
     (:mod:`.power_init`, at its own scale :func:`~.power_init.init_gamma`)."""
-    k, f, beta, steps = cfg["k"], int(cfg["factors"]), float(cfg["rhs_weight"]), n_steps(cfg)
+    k, f, beta, steps = cfg.k, int(cfg.factors), float(cfg.rhs_weight), n_steps(cfg)
     m = items_bound(cfg, n_items)
-    gamma = float(cfg["gamma"]) if cfg.get("gamma") is not None else choose_gamma(k, m, f, beta)
+    gamma = float(cfg.gamma) if cfg.gamma is not None else choose_gamma(k, m, f, beta)
     out = [Release("item_statistics", *item_stats_sensitivity(k, m, f, gamma, beta), 1.0,
                    steps),
            Release("global_gramian", *gram_sensitivity(f, gamma),
-                   float(cfg["gram_noise_ratio"]), steps)]
+                   float(cfg.gram_noise_ratio), steps)]
     if uses_counts(cfg):
-        kc = min(int(k if cfg.get("count_k") is None else cfg["count_k"]), n_items)
+        kc = min(int(k if cfg.count_k is None else cfg.count_k), n_items)
         out.append(Release("item_counts", *count_sensitivity(kc),
-                           float(cfg["count_noise_ratio"]), 1))
+                           float(cfg.count_noise_ratio), 1))
     if init_iterations(cfg):
         out.append(Release(INIT_RELEASE, *init_sensitivity(m, f, init_gamma(m, f)),
-                           float(cfg.get("init_noise_ratio", 1.0)), init_iterations(cfg)))
+                           float(cfg.init_noise_ratio), init_iterations(cfg)))
     return gamma, out
 
 
-def run_plan(cfg: Mapping[str, Any], n_items: int, n_clients: int) -> RunPlan:
+def run_plan(cfg: DpalsConfig, n_items: int, n_clients: int) -> RunPlan:
     """The plan of a run of ``cfg`` (dpals' config fields; module docstring)."""
     if isinstance(n_clients, bool) or int(n_clients) != n_clients or n_clients < 1:
         raise DprecError(f"n_clients must be an integer >= 1, got {n_clients!r}")
     n, d = int(n_clients), int(n_items)
-    t = n if cfg.get("min_honest") is None else int(cfg["min_honest"])
+    t = n if cfg.min_honest is None else int(cfg.min_honest)
     if t > n:
         raise DprecError(f"min_honest ({t}) must be <= the {n} enrolled clients")
     gamma, rels = releases(cfg, d)
-    z = calibrate(rels, float(cfg["epsilon"]), float(cfg["delta"]),
-                  adjacency=adjacency_of(str(cfg["aggregation"])))
+    z = calibrate(rels, float(cfg.epsilon), float(cfg.delta),
+                  adjacency=adjacency_of(str(cfg.aggregation)))
     by_name = {r.name: r for r in rels}
-    f = int(cfg["factors"])
-    weight = math.sqrt(float(cfg["k"])) if cfg["weighting"] == "adaptive" else 1.0
+    f = int(cfg.factors)
+    weight = math.sqrt(float(cfg.k)) if cfg.weighting == "adaptive" else 1.0
     # (dimension, the largest |quantised coordinate| before rounding up)
     shapes = {"item_statistics": (d * stats_width(f),
-                                  gamma * weight * max(1.0, float(cfg["rhs_weight"]))),
+                                  gamma * weight * max(1.0, float(cfg.rhs_weight))),
               "global_gramian": (triangle_size(f), gamma), "item_counts": (d, 1.0),
               INIT_RELEASE: (d * f, init_gamma(items_bound(cfg, d), f))}
 
@@ -200,25 +201,24 @@ def run_plan(cfg: Mapping[str, Any], n_items: int, n_clients: int) -> RunPlan:
                for i in range(init_iterations(cfg))]
     rounds += [plan("step", s + 1, ("item_statistics", "global_gramian"))
                for s in range(n_steps(cfg))]
-    head = cfg.get("head_items")
+    head = cfg.head_items
     return RunPlan(d, n, t, gamma, z, tuple(rels), tuple(rounds),
-                   None if head is None else int(head), float(cfg.get("reg_exponent", 0.0)),
+                   None if head is None else int(head), float(cfg.reg_exponent),
                    init_gamma(items_bound(cfg, d), f))
 
 
-def plan_of(config: Mapping[str, Any], n_items: int) -> RunPlan:
+def plan_of(config: DpalsConfig, n_items: int) -> RunPlan:
     """:func:`run_plan` of a published description (``config`` with ``n_clients``), computed
-    once per description (the proxy asks for every upload)."""
-    if config.get("n_clients") is None:
+    once per (frozen, hashable) config (the proxy asks for every upload)."""
+    if config.n_clients is None:
         raise DprecError("a dpals service needs n_clients, the clients enrolled (they fix "
                          "each noise share and the modulus q): --param n_clients=N")
-    return _plan(json.dumps(dict(config), sort_keys=True), int(n_items))
+    return _plan(config, int(n_items))
 
 
 @lru_cache(maxsize=16)
-def _plan(config: str, n_items: int) -> RunPlan:
-    cfg = json.loads(config)
-    return run_plan(cfg, n_items, int(cfg["n_clients"]))
+def _plan(config: DpalsConfig, n_items: int) -> RunPlan:
+    return run_plan(config, n_items, int(config.n_clients))
 
 
 def round_check(plan: RunPlan, rp: RoundPlan) -> ContributionCheck:
@@ -230,9 +230,18 @@ def round_check(plan: RunPlan, rp: RoundPlan) -> ContributionCheck:
     largest share ``Sk(max mu_share)``, which bound every release's smaller share too (a
     Skellam of larger ``mu`` is the smaller plus an independent symmetric Skellam)."""
     by_name = {r.name: r for r in plan.releases}
-    truncation = choose_truncation(max(s.mu_share for s in rp.segments), rp.dimension,
-                                   plan.n_clients)
     bound = math.sqrt(sum(by_name[s.name].l2 ** 2 for s in rp.segments))
-    bound_sq, eta = l2_bound_sq(bound, truncation)
-    return bounded_range_check(rp.dimension, rp.params.client_bound, truncation,
-                               l2_bound_sq=bound_sq, l2_tv=eta)
+    return _bounded_check(rp.dimension, rp.params.client_bound,
+                          max(s.mu_share for s in rp.segments), plan.n_clients, bound)
+
+
+@lru_cache(maxsize=32)
+def _bounded_check(dimension: int, client_bound: int, mu_share: float, n_clients: int,
+                   l2: float) -> ContributionCheck:
+    """:func:`round_check`'s check from its public numbers, built once per process (the
+    truncation's tail sums and the circuit take about a second at ML-100K's size; every
+    ALS round of a run has the same)."""
+    truncation = choose_truncation(mu_share, dimension, n_clients)
+    bound_sq, eta = l2_bound_sq(l2, truncation)
+    return bounded_range_check(dimension, client_bound, truncation, l2_bound_sq=bound_sq,
+                               l2_tv=eta)

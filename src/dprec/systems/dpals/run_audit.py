@@ -9,6 +9,7 @@ show a gross error (its bound sits far below the whole run's eps)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,9 @@ import scipy.sparse as sp
 from dprec.errors import DprecError
 from dprec.protocol.secure_sum.noise_shares import ShareNoise
 from dprec.systems.audits import Noise
+from dprec.systems.config_json import recorded_config
 from dprec.systems.dpals.clients import DpalsClients
+from dprec.systems.dpals.config import DpalsConfig
 from dprec.systems.dpals.frequency import uses_counts
 from dprec.systems.dpals.plan import run_plan
 
@@ -29,8 +32,9 @@ _SHARE_CELLS = 1 << 21
 
 def run_noise(params: Mapping[str, Any], n_items: int, n_clients: int,
                  min_honest: int) -> tuple[Noise, int, dict[str, object]]:
-    cfg = {**params, "min_honest": min_honest}
-    if not uses_counts({"weighting": "adaptive", **cfg}):
+    """``params``: a finished run's recorded config fields (its results file)."""
+    cfg = replace(recorded_config(DpalsConfig, params), min_honest=min_honest)
+    if not uses_counts(cfg):
         raise DprecError("dpals with weighting=uniform (and no head_items or reg_exponent) "
                          "has no k-hot count round; its releases (Gramians) are not audited "
                          "here")
@@ -39,7 +43,7 @@ def run_noise(params: Mapping[str, Any], n_items: int, n_clients: int,
     clients = DpalsClients(sp.csr_matrix((n_clients, n_items)), np.arange(n_clients), cfg,
                            plan, 0, {})
     drawn = clients.round_noise(counts)[0]
-    k = min(int(cfg["k"] if cfg.get("count_k") is None else cfg["count_k"]), n_items)
+    k = min(int(cfg.k if cfg.count_k is None else cfg.count_k), n_items)
     rows = max(1, _SHARE_CELLS // k)
 
     def noise(m: int, rng: np.random.Generator) -> np.ndarray:

@@ -16,7 +16,9 @@ public key (from the OS CSPRNG) and the initial item factors, takes each round's
 (the in-process proxy's exact sum, or the proxy's secure-sum release, which it opens and
 sums mod q), refuses a sum of fewer than ``min_honest`` clients, and publishes the DP counts
 (count round), the orthonormalised noisy power step (init round, :mod:`.power_init`) or the
-item factors solved from the released sums (ALS round).
+item factors solved from the released sums (ALS round). With ``aggregation=trusted`` it holds
+a curator that adds each release's central ``Sk(mu)`` to the exact sum first
+(:class:`~dprec.protocol.secure_sum.curator.Curator`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import numpy as np
 
 from dprec.errors import DprecError
 from dprec.protocol.engine import Server
+from dprec.protocol.secure_sum.curator import Curator
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.sealed import KeyPair
 from dprec.protocol.secure_sum.server_role import SecureSumRole
@@ -83,21 +86,25 @@ def solve_items(stats: np.ndarray, gram: np.ndarray, gamma: float, factors: int,
 
 class DpalsServer(SecureSumRole, Server):
     """dpals' server role (module docstring); ``plan`` holds the public numbers, the other
-    arguments are the config's solve settings."""
+    arguments are the config's solve settings; ``trusted``: a curator adds each release's
+    ``Sk(mu)`` (the plan's segments) and a round needs one client, not ``min_honest``."""
 
     public = ("n_items", "factors", "reg", "steps", "clip", "init_scale")
     label = "dpals'"
 
     def __init__(self, plan: RunPlan, factors: int, reg: float, unobserved_weight: float,
                  clip: float, rhs_weight: float, init_scale: float,
-                 checks: Sequence[ContributionCheck] | None = None) -> None:
+                 checks: Sequence[ContributionCheck] | None = None,
+                 trusted: bool = False) -> None:
         self.plan = plan
         self.checks = None if checks is None else tuple(checks)
         """``validity=prio3``: each round's check, which every upload's proof is verified
         against jointly with the proxy (the server is Prio3's Leader); None: no proofs."""
         self.n_items = plan.n_items
         self.n_clients = plan.n_clients
-        self.min_honest = plan.min_honest
+        self.curator = (Curator(releases=lambda r: plan.round(r).segments)
+                        if trusted else None)
+        self.min_honest = 1 if trusted else plan.min_honest
         self.steps = sum(r.kind == "step" for r in plan.rounds)
         self.factors, self.reg, self.clip = int(factors), float(reg), float(clip)
         self.unobserved_weight, self.rhs_weight = float(unobserved_weight), float(rhs_weight)
@@ -122,9 +129,11 @@ class DpalsServer(SecureSumRole, Server):
         return self.checks[round]
 
     def start(self, rng: np.random.Generator) -> DpalsModel:
-        """The key pair (OS CSPRNG) and ``V_0 = init_scale N(0, 1)`` from ``rng``."""
+        """The key pair (OS CSPRNG), ``V_0 = init_scale N(0, 1)`` from ``rng`` and, with a
+        curator, its generator from ``rng`` (after ``V_0``)."""
         V = self.init_scale * rng.standard_normal((self.n_items, self.factors))
         self.model = DpalsModel(self.new_keys(), V, np.zeros(0, np.int64))
+        self.start_curator(rng)
         self.initial_factors = self.model.factors_matrix
         return self.model
 
@@ -136,16 +145,11 @@ class DpalsServer(SecureSumRole, Server):
     def aggregate(self, batches: Iterable[Any], round: int) -> DpalsModel | None:
         if self.keys is None or self.model is None:
             raise DprecError("start the server first")
-        batch = self.one_batch(batches, round)
-        if batch is None:
-            return None
         rp = self.plan.round(round)  # a round the plan does not have: refused first
-        total, contributors = self.open_batch(batch, round)
-        self.refuse_below_min_honest(contributors, round)
-        if total.shape[0] < rp.dimension or total[rp.dimension:].any():
-            raise DprecError(f"round {round}'s sum must have {rp.dimension} coordinates")
-        self.contributors = contributors
-        total = total[:rp.dimension]
+        total = self.released_sum(batches, round, rp.dimension)
+        if total is None:
+            return None
+        contributors = self.contributors
         if rp.kind == "counts":
             self.model = DpalsModel(self.keys.public, self.model.factors_matrix, total,
                                     contributors)

@@ -7,7 +7,7 @@ Least Squares", ICML 2021, Alg. 1; google-research ``dp_alternating_minimization
   the noisy sum gives the DP item counts its selection needs;
 - rounds 1..steps: every client solves and clips its own vector from the published item
   factors and sends its quantised per-item statistics and global Gramian term
-  (:mod:`.client`); the secure sum releases their noisy sums (:mod:`.aggregate`); the server
+  (:mod:`.client`); the secure sum releases their noisy sums (:mod:`.simulation`); the server
   solves the item factors after the PSD projection (:mod:`.server`) and publishes them.
 
 A user's vector never leaves the device (joint DP, the "billboard" model); scoring solves
@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-from dprec.errors import InvalidParameterError, NotFittedError, PrivacyParameterError
+from dprec.errors import NotFittedError
 from dprec.iteration import IterationHook
 from dprec.privacy.events import EventLog
 from dprec.privacy.guarantee import PrivacyReport
@@ -40,36 +39,17 @@ from dprec.protocol.engine import Clients
 from dprec.protocol.secure_sum.checks import PROVED_CLIENT, validity_details
 from dprec.protocol.secure_sum.messages import Upload
 from dprec.systems.base import Ranker, check_history
-from dprec.systems.dpals.accounting import Release, adjacency_of, calibrate
-from dprec.systems.dpals.aggregate import Aggregation, ShareDraws, noisy_release
-from dprec.systems.dpals.client import (
-    Weighting,
-    clip_users,
-    contributions,
-    count_sample,
-    gram_statistics,
-    item_statistics,
-    solve_users,
-)
-from dprec.systems.dpals.frequency import head_mask, item_regularisation, uses_counts
+from dprec.systems.dpals.accounting import Release, adjacency_of
+from dprec.systems.dpals.client import solve_users
+from dprec.systems.dpals.config import DpalsConfig
 from dprec.systems.dpals.plan import (
     RunPlan,
-    init_iterations,
-    items_bound,
-    n_steps,
     paper_steps,
     releases,
     round_check,
 )
-from dprec.systems.dpals.power_init import (
-    INIT_RELEASE,
-    init_gamma,
-    init_round_id,
-    power_factors,
-    power_statistics,
-)
-from dprec.systems.dpals.server import solve_items
-from dprec.systems.dpals.simulation import run_secure
+from dprec.systems.dpals.power_init import INIT_RELEASE, init_gamma
+from dprec.systems.dpals.simulation import run_engine
 from dprec.systems.dpals.statistics import stats_width, triangle_size
 from dprec.systems.reporting import (
     secure_sum_report,
@@ -91,176 +71,17 @@ SECURE_THREAT_MODEL = (
     "neighbour (their statistics replaced by zeros) carries the same noise"
 )
 TRUSTED_THREAT_MODEL = (
-    "central: a trusted curator sums the clients' quantised statistics and adds one Skellam "
-    "draw per release; DP protects what the published item factors reveal (joint DP: each "
-    "user's own vector stays on the device); add/remove-one-user adjacency (the central "
-    "draws do not depend on who is present)"
+    "central: a trusted curator sees every user's quantised statistics, sums them and adds "
+    "one Skellam draw per release; DP protects what the published item factors reveal "
+    "(joint DP: each user's own vector stays on the device); add/remove-one-user adjacency "
+    "(the central draws do not depend on who is present)"
 )
-
-
-def _positive_int(name: str, value: object, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise InvalidParameterError(f"{name} must be an integer >= 1, got {value!r}")
 
 
 def _scale_of(release: str, gamma: float, gamma0: float) -> float:
     """The quantisation scale of ``release``: 1 (counts), ``gamma0`` (init_power) or
     ``gamma``: its noise in clip units is its standard deviation over this."""
     return {"item_counts": 1.0, INIT_RELEASE: gamma0}.get(release, gamma)
-
-
-def _positive(name: str, value: float) -> None:
-    if not (isinstance(value, int | float) and value > 0 and math.isfinite(value)):
-        raise InvalidParameterError(f"{name} must be finite and > 0, got {value!r}")
-
-
-@dataclass(frozen=True)
-class DpalsConfig:
-    """Settings of dpals.
-
-    Defaults: k, steps, factors, reg, clip and unobserved_weight chosen by ``dprec tune`` on
-    ML-100K validation (2 seeds) at eps 8 (factors 4/8/16, reg 1/3/10, clip .02/.05/.1,
-    steps 2/3: HR@10 .455 at factors 4, reg 3, clip .05, steps 2, within .002 of the best)
-    and at eps 1 (steps 1/2, k 20/50/100, unobserved_weight .03/.1/.3, factors 4/8:
-    factors 4 and steps 2 best, k and unobserved_weight within .005). Untuned on the ML-20M
-    scale of the anchor: use ``--preset paper`` there.
-    """
-
-    epsilon: float = 1.0
-    """Target per-user epsilon of the whole run (zero-out adjacency for secure, add/remove
-    one user for trusted)."""
-    delta: float = 1e-6
-    """Target delta."""
-    weighting: Weighting = "uniform"
-    """uniform: k items at random; tail: the k least frequent by DP counts; adaptive: weights
-    c_j proportional to count_j^exponent with sum c_j^2 = k (AdaDPALS)."""
-    k: int = 50
-    """The per-user budget: at most k items (uniform, tail) or sum_j c_j^2 = k (adaptive)."""
-    steps: int | None = 2
-    """ALS steps (noisy item solves); None: the anchor's schedule, 3 / 4 / 5 at eps <= 1 /
-    <= 5 / above."""
-    factors: int = 4
-    """Latent factors F."""
-    reg: float = 3.0
-    """L2 regularisation of both solves."""
-    unobserved_weight: float = 0.1
-    """w: the weight of the global Gramian (every unobserved pair pulled to 0), > 0."""
-    clip: float = 0.05
-    """C: each user vector is clipped to L2 norm C before it contributes (the noise on the
-    sums is C^2 (Gramians) and C (right-hand sides) times the multiplier)."""
-    rhs_weight: float = 1.0
-    """beta: the right-hand side's weight in a contribution; its noise relative to the
-    per-item Gramians' is 1 / beta (s2 / s1 of the anchor)."""
-    gamma: float | None = None
-    """Quantisation scale; None: the smallest that keeps rounding within 1% of Delta_2."""
-    aggregation: Aggregation = "secure"
-    """secure: every client adds a Skellam share; trusted: a curator adds one draw."""
-    min_honest: int | None = None
-    """secure: the guarantee holds for at least this many honest contributing clients
-    (default: all); shares are Sk(mu / min_honest)."""
-    exponent: float = -0.05
-    """adaptive: c_j proportional to count_j^exponent (<= 0). ML-100K validation at eps 8
-    (k 100, max_items 600, count_noise_ratio 3): HR@10 .505 / .501 / .498 / .482 at 0 /
-    -.05 / -.1 / -.3: the weights matter less than using all of a user's items."""
-    max_items: int | None = None
-    """adaptive: the most items a user spreads its weights over (its least frequent); bounds
-    the rounding term; None: every item (M = the number of items)."""
-    count_k: int | None = None
-    """Items per user in the DP count round (tail, adaptive); None: k."""
-    head_items: int | None = None
-    """Train on the ``head_items`` items of largest DP count only: clients select among their
-    head items, the tail gets zero factors (score 0; :mod:`.frequency`). None: every item.
-    Switches the count round on (uniform weighting too)."""
-    reg_exponent: float = 0.0
-    """Frequency-scaled regularisation: item j's reg is ``reg w_j``, ``w_j`` proportional to
-    ``(count_j + 1)^reg_exponent`` (:mod:`.frequency`); 0: one reg. Non-zero switches the
-    count round on."""
-    count_noise_ratio: float = 1.0
-    """Noise multiplier of the count round relative to the training releases'."""
-    gram_noise_ratio: float = 1.0
-    """Noise multiplier of the global Gramian relative to the per-item statistics'."""
-    init_scale: float = 0.1
-    """Standard deviation of the random initial item factors (public); the root mean square
-    of the power-iteration start's entries."""
-    init: Literal["random", "power"] = "random"
-    """The item factors the first ALS step solves the users from: random (public), or
-    power: ``init_iterations`` noisy power iterations on the users' weighted item matrix, a
-    DP estimate of its top-F right singular subspace (:mod:`.power_init`; Chien et al.,
-    ICML 2021), accounted with the other releases (``init_power``)."""
-    init_iterations: int = 1
-    """init = power: the noisy power iterations (secure-sum rounds)."""
-    init_noise_ratio: float = 1.0
-    """init = power: the noise multiplier of ``init_power`` relative to the training
-    releases'."""
-    shares: ShareDraws = "summed"
-    """secure: per-client (each client's share from its own generator) or summed (their sum
-    at once, split among the clients by a binary tree of binomials: the same distribution,
-    O(items) in process; :mod:`.noise`). Either way every transport and backend gives the
-    same numbers."""
-    n_clients: int | None = None
-    """secure: the clients enrolled (they fix each share and q); None: the training rows. A
-    server started as a service needs it."""
-    validity: Literal["prio3", "none"] = "none"
-    """secure, in process: prio3 refuses every client vector its Prio3 validity proof would
-    refuse (:func:`~.plan.round_check`: each coordinate within C + T, the L2 bound),
-    counted with its reason; none sums every vector. Default none: the check builds every
-    client's own vector (the in-process sum otherwise forms only block totals), about
-    35 s instead of 0.4 s per fit at 1,000 x 1,682; the numbers are the same."""
-
-    def __post_init__(self) -> None:
-        if not (self.epsilon > 0 and math.isfinite(self.epsilon)):
-            raise PrivacyParameterError(f"epsilon must be finite and > 0, got {self.epsilon}")
-        if not 0 < self.delta < 1:
-            raise PrivacyParameterError(f"delta must be in (0, 1), got {self.delta}")
-        if self.init not in ("random", "power"):
-            raise InvalidParameterError(f"init must be 'random' or 'power', got {self.init!r}")
-        if self.validity not in ("prio3", "none"):
-            raise InvalidParameterError(f"validity must be 'prio3' or 'none', got "
-                                        f"{self.validity!r}")
-        if self.weighting not in ("uniform", "tail", "adaptive"):
-            raise InvalidParameterError(f"weighting must be uniform, tail or adaptive, got "
-                                        f"{self.weighting!r}")
-        for name in ("k", "factors", "init_iterations"):
-            _positive_int(name, getattr(self, name))
-        for name in ("steps", "min_honest", "max_items", "count_k", "n_clients", "head_items"):
-            _positive_int(name, getattr(self, name), allow_none=True)
-        for name in ("reg", "unobserved_weight", "clip", "rhs_weight", "count_noise_ratio",
-                     "gram_noise_ratio", "init_scale", "init_noise_ratio"):
-            _positive(name, getattr(self, name))
-        if self.gamma is not None:
-            _positive("gamma", self.gamma)
-        if not (isinstance(self.reg_exponent, int | float)
-                and -2.0 <= self.reg_exponent <= 2.0):
-            raise InvalidParameterError(f"reg_exponent must be in [-2, 2], got "
-                                        f"{self.reg_exponent!r}")
-        if not (self.exponent <= 0 and math.isfinite(self.exponent)):
-            raise InvalidParameterError(f"exponent must be finite and <= 0, got {self.exponent}")
-        if self.aggregation not in ("secure", "trusted"):
-            raise InvalidParameterError(f"aggregation must be secure or trusted, got "
-                                        f"{self.aggregation!r}")
-        if self.min_honest is not None and self.aggregation == "trusted":
-            raise InvalidParameterError("min_honest applies to aggregation=secure only")
-        if self.shares not in ("summed", "per-client"):
-            raise InvalidParameterError(f"shares must be summed or per-client, got "
-                                        f"{self.shares!r}")
-
-    @property
-    def n_steps(self) -> int:
-        """The ALS steps this config runs (:func:`~.plan.n_steps`)."""
-        return n_steps(asdict(self))
-
-    @property
-    def items_bound(self) -> int:
-        """M: the most items one user contributes statistics to (capped at the number of
-        items where it is used; :func:`~.plan.items_bound`)."""
-        return items_bound(asdict(self))
-
-    @property
-    def uses_counts(self) -> bool:
-        """Whether the run releases DP item counts first (:func:`~.frequency.uses_counts`)."""
-        return uses_counts(asdict(self))
 
 
 class Dpals(Ranker):
@@ -278,7 +99,8 @@ class Dpals(Ranker):
         self._V: np.ndarray | None = None
         self._fit_info: dict[str, object] = {}
         self._plan: RunPlan | None = None
-        """The secure run's plan: one secure sum per round over the services."""
+        """The secure run's plan: one secure sum per round over the services (None for a
+        trusted run)."""
         self._share_mu: dict[str, float] = {}
         """Each release's per-client share as the clients drew it (secure path)."""
         self.clients_hook: Callable[[Clients, int], Clients] | None = None
@@ -287,78 +109,19 @@ class Dpals(Ranker):
 
     def releases(self, n_items: int) -> tuple[float, list[Release]]:
         """(gamma, the releases of one run) for ``n_items`` items (:func:`~.plan.releases`)."""
-        return releases(asdict(self.config), n_items)
+        return releases(self.config, n_items)
 
     def fit(self, train: sp.csr_matrix, rng: np.random.Generator,
             on_iteration: IterationHook | None = None) -> Dpals:
-        c = self.config
-        n, d = train.shape
+        """The run on the round engine (:mod:`.simulation`), for either aggregation: the
+        clients' seed is drawn first, then the rounds run."""
         seed = int(rng.integers(0, 2 ** 63 - 1))
-        if c.aggregation == "secure":
-            return self._fit_secure(train, rng, seed, on_iteration)
-        gamma, releases = self.releases(d)
-        z = calibrate(releases, c.epsilon, c.delta, adjacency=adjacency_of(c.aggregation))
-        by_name = {r.name: r for r in releases}
-        users = np.arange(n)
-        self.events = EventLog(n)
-
-        def release(name: str, exact: np.ndarray, round_id: int) -> np.ndarray:
-            r = by_name[name]
-            assert self.events is not None
-            self.events.record(round_id, r.event(z), users, unit="user")
-            return noisy_release(exact, r.mu(z), c.aggregation, n, c.min_honest, seed, name,
-                                 round_id, c.shares)
-
-        counts = None
-        if c.uses_counts:
-            kc = c.k if c.count_k is None else c.count_k
-            sample = count_sample(train, kc, seed)
-            exact = np.asarray(sample.sum(axis=0), dtype=np.int64).ravel()
-            counts = release("item_counts", exact, 0).astype(np.float64)
-        weights = contributions(train, asdict(c), seed, counts, c.items_bound)
-        head = None if counts is None else head_mask(counts, c.head_items)
-        reg = item_regularisation(c.reg, counts, c.reg_exponent)
-        self._V = c.init_scale * rng.standard_normal((d, c.factors))
-        gamma0 = init_gamma(min(c.items_bound, d), c.factors)
-        for i in range(init_iterations(asdict(c))):
-            exact = power_statistics(self._V, weights, gamma0, seed, init_round_id(i), users)
-            self._V = power_factors(release(INIT_RELEASE, exact, init_round_id(i)), gamma0,
-                                    c.init_scale, head)
-        clipped, norms = [], []
-        for step in range(c.n_steps):
-            U = solve_users(self._V, train, c.reg, c.unobserved_weight)
-            length = np.linalg.norm(U, axis=1)
-            clipped.append(float(np.mean(length > c.clip)))
-            norms.append(float(np.median(length)))
-            U = clip_users(U, c.clip)
-            stats = release("item_statistics", item_statistics(U, weights, gamma, seed, step + 1,
-                                                            c.rhs_weight),
-                            step + 1)
-            gram = release("global_gramian", gram_statistics(U, gamma, seed, step + 1), step + 1)
-            self._V = solve_items(stats, gram, gamma, c.factors, reg, c.unobserved_weight,
-                                  c.clip, c.rhs_weight, head)
-            if on_iteration is not None:
-                on_iteration(step, self)
-        self._fit_info = {
-            "n_clients": n, "n_items": d, "gamma": gamma, "noise_multiplier": z,
-            "steps": c.n_steps, "items_bound": min(c.items_bound, d),
-            **simulation_only(contributed_pairs=int(weights.nnz), clipped_fraction=clipped,
-                              median_user_norm=norms),
-            "releases": [{"name": r.name, "mu": r.mu(z), "l1_sensitivity": r.l1,
-                          "l2_sensitivity": r.l2, "noise_ratio": r.ratio, "count": r.count,
-                          "noise_std_clip_units": r.ratio * z * r.l2 / _scale_of(
-                              r.name, gamma, gamma0)}
-                         for r in releases],
-        }
-        return self
-
-    def _fit_secure(self, train: sp.csr_matrix, rng: np.random.Generator, seed: int,
-                    on_iteration: IterationHook | None) -> Dpals:
-        """The secure path through the round engine (:mod:`.simulation`)."""
-        run = run_secure(asdict(self.config), train, rng, seed, self.transport, on_iteration,
+        run = run_engine(self.config, train, rng, seed, self.transport, on_iteration,
                          self)
         p, n = run.plan, train.shape[0]
-        self._V, self.events, self._plan = run.factors, run.events, run.plan
+        self._V, self.events = run.factors, run.events
+        secure = self.config.aggregation == "secure"
+        self._plan = p if secure else None
         self._share_mu = dict(run.share_mu)
         self._fit_info = {
             "n_clients": n, "n_items": train.shape[1], "gamma": p.gamma,
@@ -367,8 +130,8 @@ class Dpals(Ranker):
             **simulation_only(contributed_pairs=run.contributed_pairs,
                               clipped_fraction=run.clipped_fraction,
                               median_user_norm=run.median_user_norm),
-            "upload_outcomes": run.upload_outcomes,
-            "refused_reasons": run.refused_reasons,
+            **({"upload_outcomes": run.upload_outcomes,
+                "refused_reasons": run.refused_reasons} if secure else {}),
             "releases": [{"name": r.name, "mu": r.mu(p.multiplier), "l1_sensitivity": r.l1,
                           "l2_sensitivity": r.l2, "noise_ratio": r.ratio, "count": r.count,
                           "noise_std_clip_units": r.ratio * p.multiplier * r.l2 / _scale_of(

@@ -16,7 +16,7 @@ from typing import ClassVar, TypeVar
 import numpy as np
 
 from dprec.errors import DprecError
-from dprec.protocol.aggregation import Aggregator, MeanAggregator, aggregator_argument
+from dprec.protocol.aggregation import Aggregator, MeanAggregator
 from dprec.protocol.messages import Message
 from dprec.systems.dplcf.bit_screens import (
     BitLaw,
@@ -61,6 +61,8 @@ class BitRangeAggregator(_BitUploadAggregator):
     """
 
     name: ClassVar[str] = "dplcf-range"
+    argument = ("rate", float)
+    """``dplcf-range:RATE``; ``dplcf-range`` is rate 1e-9."""
 
     def __init__(self, rate: float = 1e-9, law: BitLaw | None = None) -> None:
         if isinstance(rate, bool) or not (isinstance(rate, (int, float)) and 0 < rate < 1):
@@ -70,15 +72,6 @@ class BitRangeAggregator(_BitUploadAggregator):
         self.law = law
         self.refused = 0
         """Uploads refused so far."""
-
-    @classmethod
-    def from_argument(cls, argument: str | None) -> BitRangeAggregator:
-        """``dplcf-range`` (rate 1e-9) or ``dplcf-range:RATE``."""
-        return cls() if argument is None else cls(aggregator_argument(argument, cls.name, float))
-
-    @property
-    def spec(self) -> str:
-        return f"{self.name}:{self.rate!r}"
 
     def for_uploads(self, law: BitLaw) -> BitRangeAggregator:
         return type(self)(self.rate, law)
@@ -110,6 +103,8 @@ class BitScreenAggregator(_BitUploadAggregator):
 
     name: ClassVar[str] = "dplcf-screen"
     range_first: ClassVar[bool] = False
+    argument = ("z", int)
+    """``NAME:Z``; ``NAME`` alone is z = 20."""
 
     def __init__(self, z: int = 20, rate: float = 1e-9, law: BitLaw | None = None,
                  seeds: int = 200) -> None:
@@ -129,15 +124,6 @@ class BitScreenAggregator(_BitUploadAggregator):
         """Uploads dropped by the screen."""
         self.itemsets: list[np.ndarray] = []
         """The flagged z-itemsets of the last round."""
-
-    @classmethod
-    def from_argument(cls, argument: str | None) -> BitScreenAggregator:
-        """``NAME`` (z = 20) or ``NAME:Z``."""
-        return cls() if argument is None else cls(aggregator_argument(argument, cls.name, int))
-
-    @property
-    def spec(self) -> str:
-        return f"{self.name}:{self.z}"
 
     def for_uploads(self, law: BitLaw) -> BitScreenAggregator:
         return type(self)(self.z, self.rate, law, self.seeds)

@@ -3,7 +3,7 @@ round, the neighbour lists as the broadcast (:mod:`dprec.protocol.deployment`)."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -13,6 +13,7 @@ from dprec.mechanisms.bitflip import BitFlip
 from dprec.protocol.deployment import Deployment, DeviceReader
 from dprec.protocol.messages import Message, MessageError
 from dprec.systems.dplcf.client import local_scores, obfuscate
+from dprec.systems.dplcf.config import LocalItemCFConfig
 from dprec.systems.dplcf.messages import NeighbourLists, ObfuscatedBits
 
 __all__ = ["DEPLOYMENT", "DplcfDeployment"]
@@ -30,16 +31,16 @@ class DplcfDeployment(Deployment):
     so a device policy must name it to accept it."""
     artefacts = ("neighbours",)
     broadcast_artefact = "neighbours"
+    config_class = LocalItemCFConfig
 
-    def upload(self, config: Mapping[str, Any]) -> type[Message]:
+    def upload(self, config: LocalItemCFConfig) -> type[Message]:
         return ObfuscatedBits
 
-    def forward(self, config: Mapping[str, Any]) -> type[Message]:
+    def forward(self, config: LocalItemCFConfig) -> type[Message]:
         return ObfuscatedBits
 
-    def mechanism(self, config: Mapping[str, Any]) -> BitFlip | None:
-        flip = config["flip"]
-        return None if flip == "none" else getattr(BitFlip, flip)(config["epsilon"])
+    def mechanism(self, config: LocalItemCFConfig) -> BitFlip | None:
+        return config.mechanism()
 
     def upload_size(self, info: Any) -> int:
         return self.batch_bytes(info, 1)

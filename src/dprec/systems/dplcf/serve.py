@@ -28,16 +28,15 @@ class DplcfServing(Serving):
     def server_role(self, info: Any, aggregator: Aggregator) -> SimilarityServer:
         """As ``LocalItemCF.fit`` builds it."""
         c = info.config
-        extra = {"count_method": c["count_method"]} if "count_method" in c else {}
-        if c.get("history_cap") is not None:
+        if c.history_cap is not None:
             raise DprecError("history_cap is enforced by the simulated clients only (the device "
                              "client does not cap its history yet): serve without it")
-        if c.get("aggregator", "mean") not in ("mean", aggregator.spec, aggregator.name):
-            raise DprecError(f"the config names aggregator {c['aggregator']!r} but the server "
+        if c.aggregator not in ("mean", aggregator.spec, aggregator.name):
+            raise DprecError(f"the config names aggregator {c.aggregator!r} but the server "
                              f"runs {aggregator.spec!r}: choose it with --aggregator")
-        return SimilarityServer(info.n_items, info.mechanism(), c["estimator"],
-                                int(c["neighbours"]), c["neighbourhood"] == "user",
-                                aggregator, **extra)
+        return SimilarityServer(info.n_items, info.mechanism(), c.estimator,
+                                int(c.neighbours),
+                                c.neighbourhood == "user", aggregator)
 
     def role_memory(self, info: Any) -> tuple[int, int, str]:
         """The pair counts (N x N int32) and the similarities (N x N float32) of a round:

@@ -21,6 +21,7 @@ from dprec.models.itemknn import jaccard_from_counts, top_k_neighbours
 from dprec.protocol.aggregation import Aggregator, MeanAggregator
 from dprec.protocol.engine import Server
 from dprec.systems.dplcf.bit_screens import BitLaw
+from dprec.systems.dplcf.config import Estimator
 from dprec.systems.dplcf.messages import NeighbourLists, ObfuscatedBits
 
 __all__ = [
@@ -28,7 +29,6 @@ __all__ = [
     "estimate_similarity", "publish",
 ]
 
-Estimator = Literal["naive", "unbiased", "eb"]
 
 
 CountMethod = Literal["bits", "syrk"]

@@ -34,7 +34,7 @@ per client, its row's sender in ``client_ids``).
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -129,7 +129,7 @@ def attack_for(config: Any, poisoning: Poisoning) -> tuple[ReportAttack, Poisoni
     from dprec.systems.fmf.deploy import DEPLOYMENT
 
     if poisoning.value_bound is None:
-        poisoning = replace(poisoning, value_bound=DEPLOYMENT.value_bound(asdict(config)))
+        poisoning = replace(poisoning, value_bound=DEPLOYMENT.value_bound(config))
     if config.cells == "assigned":
         poisoning = replace(poisoning, fixed_cells=True)
     if poisoning.false_inputs:

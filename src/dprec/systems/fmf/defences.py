@@ -19,7 +19,6 @@ from dprec.protocol.aggregation import (
     Aggregator,
     CellSums,
     MeanAggregator,
-    aggregator_argument,
     report_arrays,
 )
 
@@ -80,21 +79,14 @@ class TrimmedMeanAggregator(_CellEstimateAggregator):
     """
 
     name: ClassVar[str] = "trimmed"
+    argument = ("trim", float)
+    """``trimmed:FRACTION``; ``trimmed`` is trim 0.1."""
 
     def __init__(self, trim: float = 0.1) -> None:
         if isinstance(trim, bool) or not (isinstance(trim, (int, float))
                                           and 0.0 <= trim < 0.5):
             raise DprecError(f"trim must be a fraction in [0, 0.5), got {trim!r}")
         self.trim = float(trim)
-
-    @classmethod
-    def from_argument(cls, argument: str | None) -> TrimmedMeanAggregator:
-        """``trimmed`` (trim 0.1) or ``trimmed:FRACTION``."""
-        return cls() if argument is None else cls(aggregator_argument(argument, cls.name, float))
-
-    @property
-    def spec(self) -> str:
-        return f"{self.name}:{self.trim!r}"
 
     def cell_totals(self, cells: np.ndarray, values: np.ndarray, n_cells: int) -> np.ndarray:
         c, v, counts, rank = _sorted_reports(cells, values, n_cells)
@@ -125,21 +117,14 @@ class MedianOfMeansAggregator(_CellEstimateAggregator):
     """
 
     name: ClassVar[str] = "median-of-means"
+    argument = ("groups", int)
+    """``median-of-means:GROUPS``; ``median-of-means`` is 5 groups."""
 
     def __init__(self, groups: int = 5, key: bytes = b"") -> None:
         if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
             raise DprecError(f"groups must be an integer >= 1, got {groups!r}")
         self.groups = int(groups)
         self.key = bytes(key)
-
-    @classmethod
-    def from_argument(cls, argument: str | None) -> MedianOfMeansAggregator:
-        """``median-of-means`` (5 groups) or ``median-of-means:GROUPS``."""
-        return cls() if argument is None else cls(aggregator_argument(argument, cls.name, int))
-
-    @property
-    def spec(self) -> str:
-        return f"{self.name}:{self.groups}"
 
     def cell_totals(self, cells: np.ndarray, values: np.ndarray, n_cells: int) -> np.ndarray:
         c, v, counts, _ = _sorted_reports(cells, values, n_cells)

@@ -29,6 +29,7 @@ from dprec.protocol.messages import (
 from dprec.protocol.shuffler import Shuffler
 from dprec.systems.fmf.cells import CELLS_TOKEN_BYTES, parse_token
 from dprec.systems.fmf.client import FederatedClients, check_item_matrix, user_vectors
+from dprec.systems.fmf.config import FMFConfig
 
 __all__ = ["DEPLOYMENT", "FmfDeployment"]
 
@@ -43,39 +44,44 @@ class FmfDeployment(Deployment):
     default_mechanisms = frozenset({"binary", "piecewise"})
     artefacts = ("item-matrix", "item-matrix-f64")
     broadcast_artefact = "item-matrix-f64"
+    config_class = FMFConfig
 
-    def validate(self, config: Mapping[str, Any]) -> None:
-        if config.get("exact"):
+    def validate(self, config: FMFConfig) -> None:
+        if config.exact:
             raise DprecError("FCF (exact=true) sends whole gradients, not wire messages: "
                              "it runs in process only")
-        if config.get("mechanism") not in ("binary", "piecewise", "none"):
+        if config.mechanism not in ("binary", "piecewise", "none"):
             raise DprecError(f"mechanism must be binary, piecewise or none, got "
-                             f"{config.get('mechanism')!r}")
+                             f"{config.mechanism!r}")
 
-    def rounds(self, config: Mapping[str, Any]) -> int:
+    def rounds(self, config: FMFConfig) -> int:
         """The epochs."""
-        return int(config["epochs"])
+        return int(config.epochs)
 
-    def k(self, config: Mapping[str, Any]) -> int:
-        return int(config["k"])
+    def published_threshold(self, config: FMFConfig) -> int:
+        """``shuffle_threshold``."""
+        return int(config.shuffle_threshold)
 
-    def n_factors(self, config: Mapping[str, Any]) -> int:
-        return int(config["factors"])
+    def k(self, config: FMFConfig) -> int:
+        return int(config.k)
 
-    def upload(self, config: Mapping[str, Any]) -> type[Message]:
-        return GradientReports if config["mechanism"] == "binary" else ValueReports
+    def n_factors(self, config: FMFConfig) -> int:
+        return int(config.factors)
 
-    def forward(self, config: Mapping[str, Any]) -> type[Message]:
-        return ShuffledReports if config["mechanism"] == "binary" else ShuffledValues
+    def upload(self, config: FMFConfig) -> type[Message]:
+        return GradientReports if config.mechanism == "binary" else ValueReports
 
-    def mechanism(self, config: Mapping[str, Any]) -> BinaryMechanism | PiecewiseMechanism | None:
-        if config["mechanism"] == "binary":
-            return BinaryMechanism(config["epsilon"])
-        if config["mechanism"] == "piecewise":
-            return PiecewiseMechanism(config["epsilon"])
+    def forward(self, config: FMFConfig) -> type[Message]:
+        return ShuffledReports if config.mechanism == "binary" else ShuffledValues
+
+    def mechanism(self, config: FMFConfig) -> BinaryMechanism | PiecewiseMechanism | None:
+        if config.mechanism == "binary":
+            return BinaryMechanism(config.epsilon)
+        if config.mechanism == "piecewise":
+            return PiecewiseMechanism(config.epsilon)
         return None
 
-    def value_bound(self, config: Mapping[str, Any]) -> float | None:
+    def value_bound(self, config: FMFConfig) -> float | None:
         mech = self.mechanism(config)
         if isinstance(mech, PiecewiseMechanism):
             return mech.scale
@@ -143,7 +149,7 @@ class FmfDeployment(Deployment):
     def proxy_secrets(self, info: Any, state_dir: Path) -> ProxySecrets | None:
         """``cells=assigned``: the proxy checks every upload's cells
         (:class:`~dprec.systems.fmf.proxy.AssignedCellsRelay`); else it only shuffles."""
-        if info.config.get("cells", "chosen") != "assigned":
+        if info.config.cells != "assigned":
             return None
         from dprec.systems.fmf.proxy import AssignedCellsRelay  # the proxy's code, lazily
 
@@ -160,8 +166,7 @@ class FmfDeployment(Deployment):
 
     def terms(self, read: DeviceReader, info: Any) -> dict[str, Any]:
         n = info.n_items
-        cells = read.choice("cells", ("chosen", "assigned")) if "cells" in info.config \
-            else "chosen"
+        cells = read.choice("cells", ("chosen", "assigned"))
         wire = ItemMatrix64 if cells == "assigned" else ItemMatrix  # assigned: V bit for bit
         mech = read.choice("mechanism", ("none", *self.noisy))
         eps = None if mech == "none" else read.real("epsilon", positive=True)

@@ -31,16 +31,15 @@ class FmfServing(Serving):
         config's ``aggregator`` when ``--aggregator`` is left at mean (a simulation passes
         its config), and they must agree when both are set."""
         c = info.config
-        wanted = str(c.get("aggregator", "mean"))
+        wanted = str(c.aggregator)
         if aggregator.spec == "mean":
             aggregator = make_aggregator(wanted, FMF_AGGREGATORS)
         elif wanted != "mean" and make_aggregator(wanted, FMF_AGGREGATORS).spec != aggregator.spec:
             raise DprecError(f"--aggregator {aggregator.spec} and the config's aggregator "
                              f"{wanted} differ: set one")
-        return FactorServer(info.n_items, int(c["factors"]), float(c["lr"]),
-                            float(c["regularization"]), int(c["server_steps"]),
-                            float(c["clip"]), float(c["init_scale"]), info.mechanism(),
-                            aggregator)
+        return FactorServer(info.n_items, int(c.factors), float(c.lr),
+                            float(c.regularization), int(c.server_steps), float(c.clip),
+                            float(c.init_scale), info.mechanism(), aggregator)
 
     def role_memory(self, info: Any) -> tuple[int, int, str]:
         """V, N x F float64; starting draws and scales it, and a round holds V, the round's

@@ -10,18 +10,18 @@ in-process one (no shuffle is charged).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
 from dprec.errors import DprecError
-from dprec.mechanisms.laplace_rr import LaplaceRR
-from dprec.mechanisms.numeric import BinaryMechanism, LaplaceMechanism, PiecewiseMechanism
+from dprec.mechanisms.numeric import BinaryMechanism, PiecewiseMechanism
 from dprec.protocol.deployment import Deployment, DeviceReader
 from dprec.protocol.messages import Message, MessageError
 from dprec.systems.ldp_svd import device
 from dprec.systems.ldp_svd.client import RatingMechanism
+from dprec.systems.ldp_svd.config import LaplaceRRSVDConfig, LDPSVDConfig, SVDConfig
 from dprec.systems.ldp_svd.messages import RatingBatch, RatingModel, RatingReports, RatingUpload
 
 __all__ = ["DEPLOYMENT", "RatingDeployment"]
@@ -40,37 +40,35 @@ class RatingDeployment(Deployment):
     broadcast_artefact = "model"
     exact_upload = False
     """An upload holds one report per rated item (and per fake): its size is the user's."""
+    config_class = LDPSVDConfig
 
-    def validate(self, config: Mapping[str, Any]) -> None:
+    def config_type(self, system: str) -> type:
+        """Laplace-RR-SVD's own config (eps1, eps2); ldp-svd's and laplace-svd's otherwise."""
+        return LaplaceRRSVDConfig if system == "laplace-rr-svd" else LDPSVDConfig
+
+    def validate(self, config: SVDConfig) -> None:
         """The server needs what the data fixes: the users enrolled and the public scale."""
-        if config.get("n_users") is None:
+        if config.n_users is None:
             raise DprecError("an LDP-SVD server needs n_users, the users enrolled (its model "
                              "has a row per user): --param n_users=M")
-        if config.get("rating_min") is None or config.get("rating_max") is None:
+        if config.rating_min is None or config.rating_max is None:
             raise DprecError("an LDP-SVD server needs the public rating scale: --param "
                              "rating_min=LOW --param rating_max=HIGH")
 
-    def n_factors(self, config: Mapping[str, Any]) -> int:
-        return int(config["factors"])
+    def n_factors(self, config: SVDConfig) -> int:
+        return int(config.factors)
 
-    def upload(self, config: Mapping[str, Any]) -> type[Message]:
+    def upload(self, config: SVDConfig) -> type[Message]:
         return RatingUpload
 
-    def forward(self, config: Mapping[str, Any]) -> type[Message]:
+    def forward(self, config: SVDConfig) -> type[Message]:
         return RatingBatch
 
-    def mechanism(self, config: Mapping[str, Any]) -> RatingMechanism:
-        """As the configs' ``build_mechanism``."""
-        if "eps1" in config:
-            return LaplaceRR(config["eps1"], config["eps2"])
-        kind, eps = config["mechanism"], config["epsilon"]
-        if kind == "laplace":
-            return LaplaceMechanism(eps)
-        if kind == "duchi":
-            return BinaryMechanism(eps, name="duchi")
-        return PiecewiseMechanism(eps)
+    def mechanism(self, config: SVDConfig) -> RatingMechanism:
+        """The config's own ``build_mechanism``."""
+        return config.build_mechanism()
 
-    def value_bound(self, config: Mapping[str, Any]) -> float | None:
+    def value_bound(self, config: SVDConfig) -> float | None:
         """Duchi: 1 (a sign); piecewise: C; Laplace and Laplace-RR: unbounded (None)."""
         mech = self.mechanism(config)
         if isinstance(mech, BinaryMechanism):
@@ -109,7 +107,7 @@ class RatingDeployment(Deployment):
         assert isinstance(message, RatingBatch)
         if len(message) == 0:
             raise MessageError("a batch must hold at least one report")
-        n_users = int(info.config["n_users"])
+        n_users = int(info.config.n_users)
         if int(message.users.max()) >= n_users:
             raise MessageError(f"user ids must be < n_users = {n_users}, got "
                                f"{int(message.users.max())}")
@@ -146,14 +144,16 @@ class RatingDeployment(Deployment):
         if mechanism == "laplace-rr":
             raise DprecError("Laplace-RR has no finite guarantee (its event is non-private): "
                              "a device cannot be charged for it")
-        return self.mechanism({"mechanism": mechanism, "epsilon": epsilon})
+        return LDPSVDConfig(mechanism=mechanism, epsilon=epsilon).build_mechanism()  # type: ignore[arg-type]
 
     def client_step(self, terms: Any, history: Any, round: int, rng: np.random.Generator,
                     client_id: int, artefact: Callable[[], Any]) -> bytes:
         """The simulation's client step on a population of one (its ratings, perturbed once;
         ``hide_items``: with its fake reports); needs no artefact."""
-        return device.client_upload(terms, self.mechanism(terms.settings), history, rng,
-                                    client_id)
+        s = terms.settings  # the device's own terms (device.read_terms), not the config
+        mech = (LaplaceRRSVDConfig(eps1=s["eps1"], eps2=s["eps2"]).build_mechanism()
+                if "eps1" in s else self.build_mechanism(s["mechanism"], s["epsilon"]))
+        return device.client_upload(terms, mech, history, rng, client_id)
 
     def decode_artefact(self, terms: Any, body: bytes) -> RatingModel:
         return device.decode_model(terms, body)

@@ -21,7 +21,6 @@ Seed 001 Sec. IV-A; docs/architecture.md §3.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -31,6 +30,7 @@ from dprec.errors import DprecError
 from dprec.protocol.deployment import DeviceReader
 from dprec.protocol.messages import MessageError
 from dprec.systems.ldp_svd.client import RatingMechanism, upload
+from dprec.systems.ldp_svd.config import LaplaceRRSVDConfig, SVDConfig
 from dprec.systems.ldp_svd.messages import RatingModel, RatingUpload, Scale
 
 __all__ = ["client_upload", "decode_model", "fold_in_scores", "read_terms"]
@@ -38,8 +38,8 @@ __all__ = ["client_upload", "decode_model", "fold_in_scores", "read_terms"]
 _LOCAL = ("laplace", "duchi", "piecewise")
 
 
-def _scale(config: Mapping[str, Any]) -> Scale:
-    low, high = config.get("rating_min"), config.get("rating_max")
+def _scale(config: SVDConfig) -> Scale:
+    low, high = config.rating_min, config.rating_max
     for name, v in (("rating_min", low), ("rating_max", high)):
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
             raise DprecError(f"the protocol's config.{name} must be a finite number, got {v!r}")
@@ -51,14 +51,14 @@ def read_terms(read: DeviceReader, info: Any) -> dict[str, Any]:
     :class:`~dprec.client.policy.ProtocolTerms`; the system's own values in ``settings``)."""
     c, n = info.config, info.n_items
     scale = _scale(c)
-    if "eps1" in c:
+    if isinstance(c, LaplaceRRSVDConfig):
         mech, eps = "laplace-rr", read.real("eps1", positive=True)
         own: dict[str, Any] = {"eps1": eps, "eps2": read.real("eps2", positive=True)}
         fake_rate = 0.0
     else:
         mech, eps = read.choice("mechanism", _LOCAL), read.real("epsilon", positive=True)
         own = {"mechanism": mech, "epsilon": eps}
-        hide = c.get("hide_items")
+        hide = c.hide_items
         if not isinstance(hide, bool):
             raise DprecError(f"the protocol's config.hide_items must be true or false, got "
                              f"{hide!r}")
@@ -75,7 +75,7 @@ def read_terms(read: DeviceReader, info: Any) -> dict[str, Any]:
             "factors": f, "regularization": read.real("reg", positive=False),
             "settings": {**own, "rating_min": scale.low, "rating_max": scale.high,
                          "fake_rate": fake_rate, "n_users": m,
-                         "biases": c.get("biases") is True}}
+                         "biases": c.biases is True}}
 
 
 def client_upload(terms: Any, mechanism: RatingMechanism, history: sp.csr_matrix,

@@ -6,19 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from dprec.models.funk_svd import FunkSVD, FunkSVDConfig
+from dprec.models.funk_svd import FunkSVD
 from dprec.protocol.aggregation import Aggregator
 from dprec.protocol.deployment import Serving
 from dprec.systems.ldp_svd.messages import RatingModel, Scale
 from dprec.systems.ldp_svd.server import SVDServer, weighted_config
 
 __all__ = ["SERVING", "RatingServing"]
-
-
-def _svd(info: Any) -> FunkSVDConfig:
-    c = info.config
-    return FunkSVDConfig(**{k: c[k] for k in ("factors", "lr", "reg", "epochs", "biases",
-                                              "init_mean", "init_std")})
 
 
 class RatingServing(Serving):
@@ -29,14 +23,13 @@ class RatingServing(Serving):
     def server_role(self, info: Any, aggregator: Aggregator) -> SVDServer:
         """As ``LocalRatingSVD.fit`` builds it."""
         c = info.config
-        return SVDServer(int(c["n_users"]), info.n_items,
-                         Scale(c["rating_min"], c["rating_max"]), info.mechanism(),
-                         _svd(info), bool(c["noise_weighting"]))
+        return SVDServer(int(c.n_users), info.n_items, Scale(c.rating_min, c.rating_max),
+                         info.mechanism(), c.svd_config(), bool(c.noise_weighting))
 
     def role_memory(self, info: Any) -> tuple[int, int, str]:
         """The model, (M + N) x (F + 1) float64; a round also holds every report (at most
         M x N, 20 bytes each in the batches, 12 in the CSR)."""
-        m, n, f = int(info.config["n_users"]), info.n_items, int(info.config["factors"])
+        m, n, f = int(info.config.n_users), info.n_items, int(info.config.factors)
         state = 8 * (m + n) * (f + 1)
         return state, 2 * state + 32 * m * n, f"the Funk SVD ({m:,} users, {n:,} items, {f} " \
                                               "factors, float64)"
@@ -51,8 +44,8 @@ class RatingServing(Serving):
     def decode_broadcast(self, info: Any, body: bytes) -> FunkSVD:
         """The model as the role returned it (its settings: the role's, noise-weighted)."""
         m = RatingModel.from_bytes(body)
-        svd, _ = weighted_config(_svd(info), info.mechanism(),
-                                 bool(info.config["noise_weighting"]))
+        svd, _ = weighted_config(info.config.svd_config(), info.mechanism(),
+                                 bool(info.config.noise_weighting))
         return FunkSVD.from_parameters(svd, m.mu, m.user_factors, m.item_factors,
                                        m.user_biases, m.item_biases, m.user_known,
                                        m.item_known)

@@ -12,11 +12,17 @@ proxy only relays, so the privacy report is the in-process one.
 The network's size is public (the config's ``n_params``, from the simulation's model); the
 initial model and the enrolled clients travel with the start
 (:meth:`~dprec.protocol.deployment.Serving.initial_state`).
+
+The device half (:mod:`dprec.systems.privrec.device`): a selected device trains on its own
+ratings and side features (``DeviceClient.report(history, features=...)``) with the
+simulation's step, and its report is ``trusted_aggregator``: a device policy refuses it
+unless it sets ``trust_aggregator`` (issue 32 §3). Over the services the simulated clients
+draw as devices (:attr:`PrivRecDeployment.device_randomness`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -24,6 +30,8 @@ import numpy as np
 from dprec.errors import DprecError
 from dprec.protocol.deployment import Deployment, DeviceReader
 from dprec.protocol.messages import Message, MessageError
+from dprec.systems.privrec import device
+from dprec.systems.privrec.config import PrivRecConfig
 from dprec.systems.privrec.messages import UpdateBatch, UpdateUpload
 
 __all__ = ["DEPLOYMENT", "PrivRecDeployment"]
@@ -39,45 +47,50 @@ class PrivRecDeployment(Deployment):
     """No local mechanism: DP-PrivRec's noise is the server's."""
     artefacts = ("model",)
     broadcast_artefact = "model"
+    config_class = PrivRecConfig
+    device_randomness = True
+    """A device's negative sampling and epoch orders are its own CSPRNG's: over the services
+    the simulated clients draw as devices (and the server from its own CSPRNG), so the
+    numbers differ from the seeded in-process run; the privacy and the parameters do not."""
 
-    def validate(self, config: Mapping[str, Any]) -> None:
+    def validate(self, config: PrivRecConfig) -> None:
         """A federated config whose network size is stated."""
-        if config.get("algorithm") == "central":
+        if config.algorithm == "central":
             raise DprecError("privrec-cen trains centrally: it has no protocol to run as "
                              "services (privrec, dp-privrec, fofl-self and nn-self do)")
-        if config.get("n_params") is None:
+        if config.n_params is None:
             raise DprecError("a PrivRec server needs the network's size, public with the "
                              "protocol: --param n_params=P (a simulation sets it)")
 
-    def rounds(self, config: Mapping[str, Any]) -> int:
-        return int(config["rounds"])
+    def rounds(self, config: PrivRecConfig) -> int:
+        return int(config.rounds)
 
-    def upload(self, config: Mapping[str, Any]) -> type[Message]:
+    def upload(self, config: PrivRecConfig) -> type[Message]:
         return UpdateUpload
 
-    def forward(self, config: Mapping[str, Any]) -> type[Message]:
+    def forward(self, config: PrivRecConfig) -> type[Message]:
         return UpdateBatch
 
-    def mechanism(self, config: Mapping[str, Any]) -> None:
+    def mechanism(self, config: PrivRecConfig) -> None:
         """None: a client adds no noise (DP-PrivRec's server does)."""
         return None
 
     def upload_size(self, info: Any) -> int:
-        return UpdateUpload.serialized_size(int(info.config["n_params"]))
+        return UpdateUpload.serialized_size(int(info.config.n_params))
 
     def batch_bytes(self, info: Any, senders: int) -> int:
-        return UpdateBatch.serialized_size(senders, int(info.config["n_params"]))
+        return UpdateBatch.serialized_size(senders, int(info.config.n_params))
 
     def check_upload(self, message: Message, info: Any) -> None:
         assert isinstance(message, UpdateUpload)
-        n = int(info.config["n_params"])
+        n = int(info.config.n_params)
         if message.delta.size != n:
             raise MessageError(f"an update must have n_params = {n} entries, got "
                                f"{message.delta.size}")
 
     def check_forwarded(self, message: Message, info: Any) -> None:
         assert isinstance(message, UpdateBatch)
-        n, m = int(info.config["n_params"]), int(info.config["clients_per_round"])
+        n, m = int(info.config.n_params), int(info.config.clients_per_round)
         if len(message) == 0:
             raise MessageError("a batch must hold at least one update")
         if message.n_params != n:
@@ -93,7 +106,7 @@ class PrivRecDeployment(Deployment):
         selected it), so this canonical order is the batch (a permutation would hide
         nothing)."""
         ups = sorted((UpdateUpload.from_bytes(r) for r in rows), key=lambda u: u.client_id)
-        n = int(info.config["n_params"])
+        n = int(info.config.n_params)
         return UpdateBatch(np.array([u.client_id for u in ups], np.int64),
                            np.stack([u.delta for u in ups]) if ups else np.zeros((0, n),
                                                                                  np.float32),
@@ -106,25 +119,32 @@ class PrivRecDeployment(Deployment):
         for up in message.uploads():
             yield up.client_id, up.to_bytes()
 
-    # -- the device -------------------------------------------------------------------------
+    # -- the device (:mod:`dprec.systems.privrec.device`) --------------------------------
 
     def terms(self, read: DeviceReader, info: Any) -> dict[str, Any]:
-        raise DprecError(f"{info.system} has no device client: local training needs the "
-                         "network and the side features on the device (not in the device "
-                         "policy yet)")
+        return device.read_terms(read, info)
 
     def build_mechanism(self, mechanism: str, epsilon: float | None) -> Any:
-        raise DprecError("PrivRec has no device client")
+        raise DprecError("PrivRec's clients add no noise (DP-PrivRec's is the trusted "
+                         "aggregator's): there is no local mechanism to build")
+
+    def with_side_features(self, terms: Any, features: Any) -> Any:
+        """The user's side features and the item catalogue, checked against the protocol's
+        network (:func:`~dprec.systems.privrec.device.checked_features`)."""
+        return device.checked_features(terms, features)
 
     def client_step(self, terms: Any, history: Any, round: int, rng: np.random.Generator,
-                    client_id: int, artefact: Callable[[], Any]) -> bytes:
-        raise DprecError("PrivRec has no device client")
+                    client_id: int, artefact: Callable[[], Any]) -> bytes | None:
+        """The simulation's local training on a population of one; None when the round's
+        broadcast did not select this device."""
+        return device.client_upload(terms, history, round, rng, client_id, artefact)
 
     def decode_artefact(self, terms: Any, body: bytes) -> Any:
-        raise DprecError("PrivRec has no device client")
+        return device.decode_model(terms, body)
 
     def scores(self, terms: Any, history: Any, artefact: Any) -> np.ndarray:
-        raise DprecError("PrivRec has no device client")
+        """The broadcast model fine-tuned on the device's history, every item scored."""
+        return device.device_scores(terms, history, artefact)
 
 
 DEPLOYMENT = PrivRecDeployment()

@@ -101,9 +101,14 @@ class ModelBroadcast(Message):
                                f"{n_clients} clients")
         return self
 
+    @classmethod
+    def serialized_size(cls, n_params: int, m: int) -> int:
+        """Bytes of a broadcast of ``n_params`` parameters and ``m`` selected clients."""
+        return HEADER.size + cls._FIXED.size + 4 * (n_params + m)
+
     @property
     def nbytes(self) -> int:
-        return HEADER.size + self._FIXED.size + 4 * (self.params.size + self.clients.size)
+        return self.serialized_size(self.params.size, self.clients.size)
 
     def _parts(self) -> list[bytes | memoryview]:
         return [self._FIXED.pack(self.round, self.clip, self.params.size, self.clients.size),

@@ -18,7 +18,6 @@ from typing import Any
 from dprec.errors import DprecError
 from dprec.protocol.aggregation import Aggregator
 from dprec.protocol.deployment import Serving
-from dprec.systems.privrec.config import PrivRecConfig
 from dprec.systems.privrec.messages import InitialModel, ModelBroadcast, ServerState
 from dprec.systems.privrec.server import ReptileServer
 
@@ -33,13 +32,13 @@ class PrivRecServing(Serving):
 
     def server_role(self, info: Any, aggregator: Aggregator) -> ReptileServer:
         """As ``SideNetRecommender.fit`` builds it, waiting for its initial state."""
-        return ReptileServer(None, None, None, PrivRecConfig(**info.config),
+        return ReptileServer(None, None, None, info.config,
                              n_items=info.n_items)
 
     def role_memory(self, info: Any) -> tuple[int, int, str]:
         """theta_0, P float32; a round also holds the M updates (the batch, their stack and
         the clipped copy) and the noise, float64."""
-        p, m = int(info.config["n_params"]), int(info.config["clients_per_round"])
+        p, m = int(info.config.n_params), int(info.config.clients_per_round)
         state = 4 * p
         return state, 3 * state + 12 * m * p + 8 * p, f"the model ({p:,} float32 parameters)"
 

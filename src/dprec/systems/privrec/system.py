@@ -28,7 +28,6 @@ from dprec.iteration import IterationHook, iterations
 from dprec.models.local_training import (
     LocalTrainer,
     client_examples,
-    epoch_orders,
     torch_threads,
 )
 from dprec.models.side_net import (
@@ -36,7 +35,6 @@ from dprec.models.side_net import (
     UserRows,
     from_vector,
     parameters_of,
-    to_matrix,
     to_vector,
 )
 from dprec.privacy.adjacency import Adjacency
@@ -48,7 +46,7 @@ from dprec.protocol.engine import PassThrough, Transport, run_protocol
 from dprec.systems.base import NotFittedError, Ranker, UnknownUserError, check_history
 from dprec.systems.privrec.accounting import privrec_noise_multipliers
 from dprec.systems.privrec.claim import paper_epsilon
-from dprec.systems.privrec.client import SideNetClients
+from dprec.systems.privrec.client import SideNetClients, fine_tune, finite_or
 from dprec.systems.privrec.config import PrivRecConfig
 from dprec.systems.privrec.messages import ModelBroadcast
 from dprec.systems.privrec.server import ReptileServer
@@ -180,7 +178,8 @@ class SideNetRecommender(Ranker):
         else:
             event, event_users = dp_accounting.NonPrivateDpEvent(), None
         clients = SideNetClients(LocalTrainer(self._net), like, train, self._users, cfg,
-                                 event, event_users)
+                                 event, event_users,
+                                 devices=bool(getattr(self.transport, "device_clients", False)))
         self._server = server
 
         def hook(r: int, broadcast: ModelBroadcast) -> None:
@@ -256,35 +255,15 @@ class SideNetRecommender(Ranker):
         """A device whose fine-tuning diverged (non-finite parameters) keeps the global model;
         counted in ``diagnostics()["finetune_diverged"]``."""
         assert self._theta is not None
-        flat = to_matrix(personal)
-        bad = ~torch.isfinite(flat).all(dim=1)
-        if not bool(bad.any()):
-            return personal
-        self._finetune_diverged += int(bad.sum())
-        out = {}
-        for k, v in personal.items():
-            keep = bad.view(-1, *([1] * (v.dim() - 1)))
-            out[k] = torch.where(keep, self._theta[k].unsqueeze(0).expand_as(v), v)
+        out, diverged = finite_or(personal, self._theta)
+        self._finetune_diverged += diverged
         return out
 
     def _personalise(self, trainer: LocalTrainer, history: sp.csr_matrix,
                      rows: UserRows) -> dict[str, torch.Tensor]:
         """Fine-tune a copy of the global model per user on their history (on device)."""
-        cfg = self.config
         assert self._theta is not None and self._score_rng is not None
-        b = history.shape[0]
-        if cfg.finetune_epochs == 0 or history.nnz == 0:
-            return {k: v.unsqueeze(0).repeat(b, *([1] * v.dim())) for k, v in
-                    self._theta.items()}
-        rng = self._score_rng
-        data = client_examples(history, np.arange(b), rows, rng, threshold=cfg.threshold,
-                               negative_ratio=cfg.negative_ratio)
-        width = data.items.shape[1]
-        orders = epoch_orders(data.counts, width, cfg.finetune_epochs, rng)
-        if cfg.algorithm == "maml":  # the inner loop: full-batch steps on the support set
-            return trainer.local_sgd(self._theta, data, orders, width, cfg.local_lr, 0.0)
-        return trainer.local_sgd(self._theta, data, orders, cfg.batch_size, cfg.local_lr,
-                                 cfg.mu, batched=cfg.batched)
+        return fine_tune(trainer, self._theta, history, rows, self.config, self._score_rng)
 
     # -- reports ------------------------------------------------------------------------------
 

@@ -199,9 +199,16 @@ def bounded_range_check(dimension: int, bound: int, truncation: NoiseTruncation,
     (:func:`~dprec.protocol.secure_sum.vdaf.noise_bounds.l2_bound_sq`, whose ``eta_2`` is
     ``l2_tv``)."""
     r = int(bound) + truncation.coordinate_bound
-    return ContributionCheck(smallest_range_circuit(dimension, -r, r, l2_bound_sq),
-                             BOUNDED_RANGE_ID, "bounded-range", truncation=truncation,
-                             l2_tv=l2_tv)
+    try:
+        circuit = smallest_range_circuit(dimension, -r, r, l2_bound_sq)
+    except ValueError as e:
+        raise SecureSumError(
+            f"validity=prio3 cannot check this round in Field64 ({e}): {dimension} "
+            f"coordinates within +-{r}, ||y||^2 <= {l2_bound_sq} (d r^2 and B^2 must stay "
+            f"below p/4, about 2^62); lower gamma or the clip, or set validity=none (then "
+            f"nothing bounds a malicious client's upload)") from None
+    return ContributionCheck(circuit, BOUNDED_RANGE_ID, "bounded-range",
+                             truncation=truncation, l2_tv=l2_tv)
 
 
 def smallest_range_circuit(dimension: int, low: int, high: int,
