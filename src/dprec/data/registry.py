@@ -135,6 +135,8 @@ def load_dataset(name: str, *, data_dir: str | Path | None = None, seed: int = 0
     """
     base, steps = split_filters(name)
     ds = _load_base(base, data_dir, seed)
+    if not steps:
+        return ds
     label = ds.name
     for kind, value in steps:
         label += f":{kind}{value:g}"
@@ -150,7 +152,7 @@ def load_dataset(name: str, *, data_dir: str | Path | None = None, seed: int = 0
                             "interactions; lower N")
         if ds.n_interactions == 0:
             raise DataError(f"{label}: no rating of {base} is > {value:g}; lower T")
-    return ds if not steps else replace(ds, name=label)
+    return replace(ds, name=label)
 
 
 def split_filters(name: str) -> tuple[str, tuple[tuple[str, float], ...]]:

@@ -1,11 +1,10 @@
 """The services' embedded store: SQLite in WAL mode, one transaction per accepted request.
 
-Server (:class:`ServerStore`): every accepted batch is written with its idempotency key in
-one transaction, committed (``synchronous=FULL``: on disk) before the request is
-acknowledged; closing a round writes the round's outcome, the new broadcast and the next
-round number in one transaction. A server killed at any moment therefore restarts with
-every acknowledged batch, and a batch sent again under the same key is recognised and not
-counted twice.
+Server (:class:`ServerStore`): every accepted batch is written with its idempotency key in one
+transaction, committed (``synchronous=FULL``: on disk) before the request is acknowledged; closing
+a round writes the round's outcome, the new broadcast and the next round number in one transaction.
+A server killed at any moment therefore restarts with every acknowledged batch, and a batch sent
+again under the same key is recognised and not counted twice.
 
 Proxy (:class:`ProxyStore`): what it holds is a bag, never a mapping from sender to report:
 
@@ -19,18 +18,17 @@ Proxy (:class:`ProxyStore`): what it holds is a bag, never a mapping from sender
 - ``ids``: the unique ids of the open round's accepted submissions, for protocols that have
   them (a secure sum's message ids), so a replay is refused across a restart.
 
-Per round, the ``meta`` table counts what became of the acknowledged submissions: formed
-into batches (``forwarded``), accepted by the server (``delivered``, with each accepted
-batch's senders), refused at the close for being fewer than the threshold
-(``below_threshold``) and lost (``lost``: the server closed the round before it took them).
+Per round, the ``meta`` table counts what became of the acknowledged submissions: formed into
+batches (``forwarded``), accepted by the server (``delivered``, with each accepted batch's
+senders), refused at the close for being fewer than the threshold (``below_threshold``) and lost
+(``lost``: the server closed the round before it took them).
 
-A submission writes its ``seen`` tag and its ``held`` row in one transaction. Forming a
-batch moves rows from ``held`` to ``outbox`` in one transaction; deleted rows are
-overwritten (``secure_delete``), and the WAL is checkpointed and truncated when a round
-closes. What stays possible: someone reading the disk (and holding the token key) while a
-round is open could match WAL frames written by the same transaction; the proxy keeps no
-such mapping itself, and none survives the round.
-"""
+A submission writes its ``seen`` tag and its ``held`` row in one transaction. Forming a batch moves
+rows from ``held`` to ``outbox`` in one transaction; deleted rows are overwritten
+(``secure_delete``), and the WAL is checkpointed and truncated when a round closes. What stays
+possible: someone reading the disk (and holding the token key) while a round is open could match
+WAL frames written by the same transaction; the proxy keeps no such mapping itself, and none
+survives the round."""
 
 from __future__ import annotations
 
@@ -369,8 +367,7 @@ class ProxyStore:
         message carrying an id the round holds is :class:`Replayed`."""
         try:
             with _transaction(self.db):
-                if self.db.execute("SELECT 1 FROM seen WHERE round = ? AND tag = ?",
-                                   (round, tag)).fetchone():
+                if self.submitted(round, tag):
                     raise Duplicate("this client already submitted in this round")
                 if unique is not None and self.db.execute(
                         "SELECT 1 FROM ids WHERE round = ? AND id = ?",
@@ -511,10 +508,8 @@ class ProxyStore:
             "SELECT key, round, senders, body FROM outbox ORDER BY round, key")]
 
     def outbox_count(self, round: int | None = None) -> int:
-        if round is None:
-            return int(self.db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0])
-        return int(self.db.execute("SELECT COUNT(*) FROM outbox WHERE round = ?",
-                                   (round,)).fetchone()[0])
+        where, args = ("", ()) if round is None else (" WHERE round = ?", (round,))
+        return int(self.db.execute("SELECT COUNT(*) FROM outbox" + where, args).fetchone()[0])
 
     def delivered(self, key: str) -> None:
         """The server took batch ``key``: count its senders as delivered, forget it."""
@@ -579,9 +574,8 @@ class ProxyStore:
         with _transaction(self.db):
             self.db.execute("INSERT OR REPLACE INTO rounds VALUES(?, ?)",
                             (round, json.dumps(outcome)))
-            self.db.execute("DELETE FROM seen WHERE round <= ?", (round,))
-            self.db.execute("DELETE FROM held WHERE round <= ?", (round,))
-            self.db.execute("DELETE FROM ids WHERE round <= ?", (round,))
+            for table in ("seen", "held", "ids"):
+                self.db.execute(f"DELETE FROM {table} WHERE round <= ?", (round,))
             _set_meta(self.db, "round", next_round)
         self.checkpoint()
 

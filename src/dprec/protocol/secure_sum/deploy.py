@@ -34,7 +34,12 @@ from dprec.protocol.deployment import Deployment, DeviceReader, ProxySecrets
 from dprec.protocol.messages import HEADER, Message, MessageError
 from dprec.protocol.secure_sum.checks import validity_terms
 from dprec.protocol.secure_sum.client import SecureSumClient, check_public_key, clip, quantise
-from dprec.protocol.secure_sum.device import DeviceRound, segment_noise, upload
+from dprec.protocol.secure_sum.device import (
+    DeviceRound,
+    device_share,
+    truncated_share,
+    upload,
+)
 from dprec.protocol.secure_sum.errors import SecureSumError
 from dprec.protocol.secure_sum.messages import MESSAGE_ID_BYTES, MaskRelease, Upload, run_id
 from dprec.protocol.secure_sum.params import SecureSumParams
@@ -47,7 +52,6 @@ from dprec.protocol.secure_sum.proved import (
 from dprec.protocol.secure_sum.sealed import OVERHEAD
 from dprec.protocol.secure_sum.validity import CHECK_CHUNK_BYTES
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
-from dprec.protocol.secure_sum.vdaf.noise_bounds import truncated_noise_share
 from dprec.protocol.secure_sum.wire import SumRelease, SumUpload
 
 __all__ = ["SecureSumDeployment", "device_share", "proved_check_bytes", "proved_row",
@@ -387,35 +391,6 @@ def proved_check_bytes(check: ContributionCheck, senders: int) -> int:
     per_chunk = CHECK_CHUNK_BYTES // ProvedUpload.size(check) + 1
     return _RELEASE_HEAD + OVERHEAD + 32 + min(int(senders), per_chunk) * sum(
         ProvedBatch.item_sizes(check))
-
-
-def truncated_share(check: ContributionCheck, v: np.ndarray, rng: np.random.Generator,
-                    segments: Sequence[tuple[int, float]] | None = None) -> np.ndarray:
-    """An honest client's noise share for the vector ``v``, redrawn from ``rng`` until
-    ``v + z`` meets ``check``'s truncation (``|z_j| <= T``, ``|sum z| <= S``) and L2 bound
-    (:func:`~dprec.protocol.secure_sum.vdaf.noise_bounds.truncated_noise_share`): each
-    segment ``(dimension, mu_share)`` its own ``Sk(mu_share)`` (default: one segment at
-    the truncation's ``mu_share``, the same draws)."""
-    return truncated_noise_share(check.truncation, rng, vector=v,
-                                 l2_bound_sq=check.circuit.l2_bound_sq,
-                                 draw=None if segments is None else segment_noise(segments))
-
-
-def device_share(v: np.ndarray, rng: np.random.Generator,
-                 segments: Sequence[tuple[int, float]],
-                 check: ContributionCheck | None = None) -> np.ndarray:
-    """A client's noise share (int64) for its integer vector ``v``, drawn from ``rng`` as
-    every device draws it: the one draw path of dpals' and dp-fedavg's clients, a device's
-    :meth:`SecureSumDeployment.client_step` and the simulated clients over the services
-    alike (as dp-pop's :func:`~dprec.systems.dp_pop.draws.device_vector`). With ``check``
-    (``validity = prio3``): :func:`truncated_share`, redrawn until ``v + z`` meets the
-    check's truncation and L2 bound, so an honest upload always proves; else each segment
-    ``(dimension, mu_share)``'s ``Sk(mu_share)`` (:func:`segment_noise`, the draws of
-    :meth:`SecureSumClient.prepare`)."""
-    v = np.asarray(v, dtype=np.int64)
-    if check is not None:
-        return truncated_share(check, v, rng, segments)
-    return segment_noise(segments)(v.size, rng)
 
 
 def _keys_checked(proxy_key: bytes, server_key: bytes) -> bytes:

@@ -29,8 +29,11 @@ from dprec.protocol.secure_sum.client import NoiseShare, SecureSumClient
 from dprec.protocol.secure_sum.params import SecureSumParams
 from dprec.protocol.secure_sum.published import PUBLISHED_KEY
 from dprec.protocol.secure_sum.sealed import KEY_BYTES
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
+from dprec.protocol.secure_sum.vdaf.noise_bounds import truncated_noise_share
 
-__all__ = ["PUBLISHED_KEY", "DeviceRound", "proxy_key_of", "segment_noise", "upload"]
+__all__ = ["PUBLISHED_KEY", "DeviceRound", "device_share", "proxy_key_of", "segment_noise",
+           "truncated_share", "upload"]
 
 
 @dataclass(frozen=True)
@@ -84,3 +87,33 @@ def upload(round_: DeviceRound, proxy_key: bytes, server_key: bytes, x: Any,
     client = SecureSumClient(round_.params, proxy_key, server_key)
     return client.contribute(np.asarray(x, dtype=np.float64), round_id, rng,
                              segment_noise(round_.segments))
+
+
+def truncated_share(check: ContributionCheck, v: np.ndarray, rng: np.random.Generator,
+                    segments: Sequence[tuple[int, float]] | None = None) -> np.ndarray:
+    """An honest client's noise share for the vector ``v``, redrawn from ``rng`` until
+    ``v + z`` meets ``check``'s truncation (``|z_j| <= T``, ``|sum z| <= S``) and L2 bound
+    (:func:`~dprec.protocol.secure_sum.vdaf.noise_bounds.truncated_noise_share`): each
+    segment ``(dimension, mu_share)`` its own ``Sk(mu_share)`` (default: one segment at
+    the truncation's ``mu_share``, the same draws)."""
+    return truncated_noise_share(check.truncation, rng, vector=v,
+                                 l2_bound_sq=check.circuit.l2_bound_sq,
+                                 draw=None if segments is None else segment_noise(segments))
+
+
+def device_share(v: np.ndarray, rng: np.random.Generator,
+                 segments: Sequence[tuple[int, float]],
+                 check: ContributionCheck | None = None) -> np.ndarray:
+    """A client's noise share (int64) for its integer vector ``v``, drawn from ``rng`` as
+    every device draws it: the one draw path of dpals' and dp-fedavg's clients, a device's
+    :meth:`~dprec.protocol.secure_sum.deploy.SecureSumDeployment.client_step` and the
+    simulated clients over the services alike (as dp-pop's
+    :func:`~dprec.systems.dp_pop.draws.device_vector`). With ``check`` (``validity =
+    prio3``): :func:`truncated_share`, redrawn until ``v + z`` meets the check's truncation
+    and L2 bound, so an honest upload always proves; else each segment ``(dimension,
+    mu_share)``'s ``Sk(mu_share)`` (:func:`segment_noise`, the draws of
+    :meth:`~dprec.protocol.secure_sum.client.SecureSumClient.prepare`)."""
+    v = np.asarray(v, dtype=np.int64)
+    if check is not None:
+        return truncated_share(check, v, rng, segments)
+    return segment_noise(segments)(v.size, rng)

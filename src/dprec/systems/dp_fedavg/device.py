@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dprec.protocol.secure_sum.client import quantise
-from dprec.protocol.secure_sum.deploy import device_share
+from dprec.protocol.secure_sum.device import device_share
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.systems.fmf.client import user_vectors
 

@@ -30,7 +30,7 @@ import scipy.sparse as sp
 
 from dprec.errors import DprecError
 from dprec.protocol.engine import Clients, Sent
-from dprec.protocol.secure_sum.deploy import device_share
+from dprec.protocol.secure_sum.device import device_share
 from dprec.protocol.secure_sum.noise_shares import ShareNoise, consecutive_runs
 from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.protocol.secure_sum.wire import ClientBlock
