@@ -97,14 +97,14 @@ def _cfg(**kw: object) -> DpalsConfig:
 def test_init_release_is_accounted() -> None:
     plain, power = _cfg(), _cfg(init="power", init_iterations=2)
     assert plain.init == "random"  # the default is unchanged
-    _, base = releases(plain.__dict__, 40)
-    _, more = releases(power.__dict__, 40)
+    _, base = releases(plain, 40)
+    _, more = releases(power, 40)
     assert INIT_RELEASE not in {r.name for r in base}
     init = next(r for r in more if r.name == INIT_RELEASE)
     assert init.count == 2
     for z in (0.5, 2.0, 8.0):
         assert releases_epsilon(more, z, 1e-6) > releases_epsilon(base, z, 1e-6)
-    p0, p1 = run_plan(plain.__dict__, 40, 300), run_plan(power.__dict__, 40, 300)
+    p0, p1 = run_plan(plain, 40, 300), run_plan(power, 40, 300)
     assert p1.multiplier > p0.multiplier  # the same target: more noise on every release
     assert [r.kind for r in p1.rounds] == ["init", "init", "step", "step"]
     assert len({r.round_id for r in p1.rounds}) == 4
@@ -140,14 +140,13 @@ def test_bad_init_settings_are_refused() -> None:
 
 def test_a_device_sends_its_power_step_in_an_init_round() -> None:
     """Over the services a device builds the init round's vector itself (deploy.py)."""
-    from dataclasses import asdict
     from types import SimpleNamespace
 
     from dprec.systems.dpals.deploy import DEPLOYMENT
     from dprec.systems.dpals.messages import DpalsModel
     from dprec.systems.dpals.plan import plan_of
 
-    cfg = asdict(_cfg(init="power", n_clients=300))
+    cfg = _cfg(init="power", n_clients=300)
     plan = plan_of(cfg, 40)
     assert plan.rounds[0].kind == "init"
     model = DpalsModel(b"\x01" * 32, np.random.default_rng(0).standard_normal((40, 3)),
