@@ -34,8 +34,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from dprec.systems.dpals.accounting import ROUNDING_SLACK
-from dprec.systems.dpals.client import _chunks
 from dprec.systems.dpals.draws import pair_state, stream_key, uniform_at
+from dprec.systems.dpals.statistics import accumulator_chunks
 
 __all__ = ["INIT", "INIT_RELEASE", "init_gamma", "init_round_id", "init_sensitivity",
            "orthonormal", "power_factors", "power_statistics", "unit_rows"]
@@ -115,7 +115,7 @@ def power_statistics(V: np.ndarray, weights: sp.csr_matrix, gamma: float, seed: 
     indptr = a.indptr.astype(np.int64)
     return _outer_rows(P, indptr, a.indices.astype(np.int64), np.asarray(a.data, np.float64),
                        np.asarray(ids, np.int64), stream_key(seed, INIT, round_id),
-                       float(gamma), int(n_items), _chunks(indptr, n_items * f))
+                       float(gamma), int(n_items), accumulator_chunks(indptr, n_items * f))
 
 
 def power_factors(total: np.ndarray, gamma: float, init_scale: float,
