@@ -106,6 +106,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("results/dpals_targets.json"))
     ap.add_argument("--table", type=Path, default=None)
     ap.add_argument("--note", action="append", default=[])
+    ap.add_argument("--no-popularity", action="store_true",
+                    help="skip the popularity cell (another run's JSON holds it)")
     args = ap.parse_args()
     start = time.perf_counter()
     ds = load_dataset(args.dataset)
@@ -122,7 +124,7 @@ def main() -> None:
         cells["mf-np (tuned)"] = {**cell(exp, "mf-np", make_config("mf-np", als.params,
                                                                     typed=True)),
                                   "config": f"tuned ({args.als_config})"}
-    if "popularity" not in cells:
+    if "popularity" not in cells and not args.no_popularity:
         cells["popularity"] = {**cell(exp, "popularity", None), "config": "no settings"}
     for spec_ in args.dpals:
         eps_text, path = spec_.split("=", 1)

@@ -21,7 +21,7 @@ from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.rdp_accountant import RdpAccountant
 from dprec.protocol.secure_sum.curator import Curator
 from dprec.protocol.secure_sum.noise_shares import ShareNoise, noise_share
-from dprec.systems.dpals import client
+from dprec.systems.dpals import statistics
 from dprec.systems.dpals.accounting import (
     Release,
     calibrate,
@@ -133,7 +133,7 @@ def test_the_counter_based_draws_give_the_same_sums_for_any_grouping_of_users(mo
     U = clip_users(np.random.default_rng(0).standard_normal((train.shape[0], 4)), 1.0)
     weights = select_items(train, "uniform", 6, seed=1)
     whole = item_statistics(U, weights, 977.0, 4, 2), gram_statistics(U, 977.0, 4, 2)
-    monkeypatch.setattr(client, "_ACCUMULATOR_BYTES", 8)  # one chunk, one thread
+    monkeypatch.setattr(statistics, "ACCUMULATOR_BYTES", 8)  # one chunk, one thread
     one = item_statistics(U, weights, 977.0, 4, 2), gram_statistics(U, 977.0, 4, 2)
     np.testing.assert_array_equal(whole[0], one[0])
     np.testing.assert_array_equal(whole[1], one[1])
@@ -160,7 +160,7 @@ def test_whole_fits_agree_for_any_number_of_chunks(monkeypatch) -> None:
     train = _train()
     cfg = DpalsConfig(epsilon=4.0, factors=3, k=5, steps=2, weighting="tail")
     a = Dpals("dpals", cfg).fit(train, np.random.default_rng(3))
-    monkeypatch.setattr(client, "_ACCUMULATOR_BYTES", 8)
+    monkeypatch.setattr(statistics, "ACCUMULATOR_BYTES", 8)
     b = Dpals("dpals", cfg).fit(train, np.random.default_rng(3))
     np.testing.assert_array_equal(a.item_factors, b.item_factors)
 

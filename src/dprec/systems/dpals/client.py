@@ -37,7 +37,7 @@ from dprec.random import derive_generator
 from dprec.systems.dpals.config import DpalsConfig, Weighting
 from dprec.systems.dpals.draws import pair_state, stream_key, uniform_at
 from dprec.systems.dpals.frequency import head_mask
-from dprec.systems.dpals.statistics import stats_width, triangle_size
+from dprec.systems.dpals.statistics import accumulator_chunks, stats_width, triangle_size
 
 __all__ = ["COUNT", "GRAM", "SELECT", "STATS", "Weighting", "client_generator",
            "clip_users", "contributions", "count_sample", "gram_statistics",
@@ -47,9 +47,6 @@ __all__ = ["COUNT", "GRAM", "SELECT", "STATS", "Weighting", "client_generator",
 SELECT, COUNT, STATS, GRAM = "select", "count", "stats", "gram"
 """Purposes of the client's generators (its noise shares' are
 :mod:`dprec.protocol.secure_sum.noise_shares`')."""
-
-_ACCUMULATOR_BYTES = 1 << 28
-"""The most memory the per-thread accumulators of :func:`item_statistics` take together."""
 
 
 def client_generator(seed: int, purpose: str, round_id: int, user: int,
@@ -182,16 +179,6 @@ def clip_users(U: np.ndarray, clip: float) -> np.ndarray:
     return U * (np.minimum(1.0, clip / np.maximum(norms, 1e-300)) / clip)[:, None]
 
 
-def _chunks(indptr: np.ndarray, cells: int) -> np.ndarray:
-    """Row bounds of at most one chunk per thread, balanced by entries, each with its own
-    ``cells``-number accumulator (no more chunks than fit in ``_ACCUMULATOR_BYTES``)."""
-    n = indptr.size - 1
-    parts = max(1, min(numba.get_num_threads(), _ACCUMULATOR_BYTES // max(8 * cells, 1), n))
-    targets = np.linspace(0, indptr[-1], parts + 1)
-    bounds = np.searchsorted(indptr, targets[1:-1], side="left")
-    return np.concatenate([[0], bounds, [n]]).astype(np.int64)
-
-
 @numba.njit(parallel=True, cache=True)
 def _item_statistics(U: np.ndarray, indptr: np.ndarray, indices: np.ndarray,
                      data: np.ndarray, users: np.ndarray, key: np.uint64, gamma: float,
@@ -243,7 +230,7 @@ def item_statistics(U: np.ndarray, weights: sp.csr_matrix, gamma: float, seed: i
                             w.indices.astype(np.int64), np.asarray(w.data, np.float64),
                             _user_ids(ids, n_users), stream_key(seed, STATS, round_id),
                             float(gamma), float(rhs_weight), int(n_items),
-                            _chunks(indptr, n_items * width))
+                            accumulator_chunks(indptr, n_items * width))
 
 
 @numba.njit(parallel=True, cache=True)
@@ -277,7 +264,7 @@ def gram_statistics(U: np.ndarray, gamma: float, seed: int, round_id: int,
     U = np.ascontiguousarray(U, dtype=np.float64)
     n, t = U.shape[0], triangle_size(U.shape[1])
     return _gram_statistics(U, _user_ids(ids, n), stream_key(seed, GRAM, round_id),
-                            float(gamma), _chunks(np.arange(n + 1, dtype=np.int64), t))
+                            float(gamma), accumulator_chunks(np.arange(n + 1, dtype=np.int64), t))
 
 
 def restrict_to(train: sp.csr_matrix, mask: np.ndarray | None) -> sp.csr_matrix:

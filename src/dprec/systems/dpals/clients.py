@@ -6,6 +6,7 @@ the root) and whose clients' own vectors are built on demand, a few at a time (w
 services seal).
 
 - Count round: its k-hot sample of its items (:func:`~.client.count_sample`).
+- Init round (``init = "power"``): its quantised ``a (a^T Q)`` (:mod:`.power_init`).
 - ALS round: it checks the broadcast item factors (shape, finite), solves and clips its own
   vector (never sent), and sends its quantised per-item statistics (dense over all items)
   and global Gramian term (:func:`~.client.item_statistics`, :func:`~.client.gram_statistics`),
@@ -46,6 +47,7 @@ from dprec.systems.dpals.config import DpalsConfig
 from dprec.systems.dpals.frequency import uses_counts
 from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import RoundPlan, RunPlan, items_bound, round_check
+from dprec.systems.dpals.power_init import power_statistics
 
 __all__ = ["BLOCK_CELLS", "DpalsClients", "RowVectors", "check_model"]
 
@@ -114,6 +116,8 @@ class DpalsClients(Clients):
         """The unclipped norms of the users' vectors in each ALS round (by round id)."""
         self._round: RoundPlan | None = None
         self._U: np.ndarray | None = None
+        self._V: np.ndarray | None = None
+        """An init round's broadcast item factors (:mod:`.power_init`)."""
         self._noise: list[ShareNoise] = []
         self._check: ContributionCheck | None = None
         """``validity=prio3``: the round's check (each device's share is truncated to it and
@@ -144,7 +148,7 @@ class DpalsClients(Clients):
         """Read round ``round``'s broadcast: check it, solve and clip the users' vectors."""
         plan, c = self.plan, self.cfg
         rp = plan.round(round)
-        needs_counts = rp.kind == "step" and uses_counts(c)
+        needs_counts = rp.kind != "counts" and uses_counts(c)
         model = check_model(broadcast, plan.n_items, int(c.factors), needs_counts)
         self._round, self._U = rp, None
         self._noise = self.round_noise(rp) if self.shares else []
@@ -162,6 +166,9 @@ class DpalsClients(Clients):
                     contributions(self.train[i:i + 1], c, self._seed(i, i + 1), counts,
                                   items_bound(c), self.ids[i:i + 1])
                     for i in range(self.ids.size)], format="csr")
+        if rp.kind == "init":
+            self._V = model.factors_matrix
+            return
         U = solve_users(model.factors_matrix, self.train, float(c.reg),
                         float(c.unobserved_weight))
         self.lengths[rp.round_id] = np.linalg.norm(U, axis=1)
@@ -192,7 +199,11 @@ class DpalsClients(Clients):
             kc = int(c.k if c.count_k is None else c.count_k)
             sample = count_sample(self.train[a:b], kc, seed, ids=ids)
             return np.asarray(sample.sum(axis=0), dtype=np.int64).ravel()
-        assert self._U is not None and self.weights is not None
+        assert self.weights is not None
+        if rp.kind == "init":
+            return power_statistics(self._V, self.weights[a:b], self.plan.init_gamma, seed,
+                                    rp.round_id, ids).ravel()
+        assert self._U is not None
         g = self.plan.gamma
         stats = item_statistics(self._U[a:b], self.weights[a:b], g, seed, rp.round_id,
                                 float(c.rhs_weight), ids)

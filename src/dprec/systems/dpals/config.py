@@ -99,7 +99,18 @@ class DpalsConfig:
     gram_noise_ratio: float = 1.0
     """Noise multiplier of the global Gramian relative to the per-item statistics'."""
     init_scale: float = 0.1
-    """Standard deviation of the random initial item factors (public)."""
+    """Standard deviation of the random initial item factors (public); the root mean square
+    of the power-iteration start's entries."""
+    init: Literal["random", "power"] = "random"
+    """The item factors the first ALS step solves the users from: random (public), or
+    power: ``init_iterations`` noisy power iterations on the users' weighted item matrix, a
+    DP estimate of its top-F right singular subspace (:mod:`.power_init`; Chien et al.,
+    ICML 2021), accounted with the other releases (``init_power``)."""
+    init_iterations: int = 1
+    """init = power: the noisy power iterations (secure-sum rounds)."""
+    init_noise_ratio: float = 1.0
+    """init = power: the noise multiplier of ``init_power`` relative to the training
+    releases'."""
     shares: ShareDraws = "summed"
     """secure: per-client (each client's share from its own generator) or summed (their sum
     at once, split among the clients by a binary tree of binomials: the same distribution,
@@ -123,18 +134,20 @@ class DpalsConfig:
             raise PrivacyParameterError(f"epsilon must be finite and > 0, got {self.epsilon}")
         if not 0 < self.delta < 1:
             raise PrivacyParameterError(f"delta must be in (0, 1), got {self.delta}")
+        if self.init not in ("random", "power"):
+            raise InvalidParameterError(f"init must be 'random' or 'power', got {self.init!r}")
         if self.validity not in ("prio3", "none"):
             raise InvalidParameterError(f"validity must be 'prio3' or 'none', got "
                                         f"{self.validity!r}")
         if self.weighting not in ("uniform", "tail", "adaptive"):
             raise InvalidParameterError(f"weighting must be uniform, tail or adaptive, got "
                                         f"{self.weighting!r}")
-        for name in ("k", "factors"):
+        for name in ("k", "factors", "init_iterations"):
             _positive_int(name, getattr(self, name))
         for name in ("steps", "min_honest", "max_items", "count_k", "n_clients", "head_items"):
             _positive_int(name, getattr(self, name), allow_none=True)
         for name in ("reg", "unobserved_weight", "clip", "rhs_weight", "count_noise_ratio",
-                     "gram_noise_ratio", "init_scale"):
+                     "gram_noise_ratio", "init_scale", "init_noise_ratio"):
             _positive(name, getattr(self, name))
         if self.gamma is not None:
             _positive("gamma", self.gamma)

@@ -48,6 +48,7 @@ from dprec.systems.dpals.frequency import uses_counts
 from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import RunPlan, items_bound, plan_of
 from dprec.systems.dpals.plan import round_check as plan_check
+from dprec.systems.dpals.power_init import power_statistics
 
 __all__ = ["DEPLOYMENT", "DpalsDeployment"]
 
@@ -137,8 +138,9 @@ class DpalsDeployment(SecureSumDeployment):
 
     def device_vector(self, terms: Any, history: sp.csr_matrix, round: int,
                       rng: np.random.Generator, model: Any, client_id: int) -> np.ndarray:
-        """The count sample (count round) or the quantised per-item statistics and Gramian
-        term of the device's own clipped vector (ALS round), every draw keyed by a seed
+        """The count sample (count round), the quantised power step (init round,
+        :mod:`.power_init`) or the quantised per-item statistics and Gramian term of the
+        device's own clipped vector (ALS round), every draw keyed by a seed
         from ``rng`` (:mod:`.client`, as the simulated clients with one row)."""
         c, n = terms.settings, terms.n_items
         plan = plan_of(c, n)
@@ -154,6 +156,8 @@ class DpalsDeployment(SecureSumDeployment):
         counts = model.counts.astype(np.float64) if needs_counts else None
         weights = contributions(h, c, seed, counts, items_bound(c), ids)
         V = model.factors_matrix
+        if rp.kind == "init":
+            return power_statistics(V, weights, plan.init_gamma, seed, rp.round_id, ids).ravel()
         U = clip_users(solve_users(V, h, float(c.reg), float(c.unobserved_weight)),
                        float(c.clip))
         stats = item_statistics(U, weights, plan.gamma, seed, rp.round_id,

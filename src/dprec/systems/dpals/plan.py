@@ -6,10 +6,12 @@ the steps, the items bound and the releases of a config (:class:`~.system.DpalsC
 
 - The releases and their sensitivities (:mod:`.accounting`), the scale ``gamma`` and the
   common noise multiplier ``z`` that meets the target (epsilon, delta).
-- The rounds: the DP count round first (:func:`~.frequency.uses_counts`), then one round per ALS
-  step. A round is ONE secure sum of one vector per client, the concatenation of its
-  releases (``item_statistics``: items x W, then ``global_gramian``: T; or ``item_counts``:
-  items), each release with its own noise share ``Sk(mu_r / min_honest)``.
+- The rounds: the DP count round first (:func:`~.frequency.uses_counts`), then the noisy
+  power iterations of ``init = "power"`` (:mod:`.power_init`, ``init_power``: items x F),
+  then one round per ALS step. A round is ONE secure sum of one vector per client, the
+  concatenation of its releases (``item_statistics``: items x W, then ``global_gramian``: T;
+  or ``item_counts``: items; or ``init_power``: items x F), each release with its own noise
+  share ``Sk(mu_r / min_honest)``.
 - Each round's secure-sum parameters (:func:`~dprec.protocol.secure_sum.params.choose_params`):
   the vector is already integer (gamma 1), its largest coordinate is the largest
   ``ceil(gamma_r c_r)`` of its releases (L-inf), the noise variance the largest summed
@@ -37,13 +39,19 @@ from dprec.systems.dpals.accounting import (
     item_stats_sensitivity,
 )
 from dprec.systems.dpals.frequency import uses_counts
+from dprec.systems.dpals.power_init import (
+    INIT_RELEASE,
+    init_gamma,
+    init_round_id,
+    init_sensitivity,
+)
 from dprec.systems.dpals.statistics import stats_width, triangle_size
 
 if TYPE_CHECKING:
     from dprec.systems.dpals.config import DpalsConfig
 
-__all__ = ["RoundPlan", "RunPlan", "Segment", "items_bound", "n_steps", "paper_steps",
-           "plan_of", "releases", "round_check", "run_plan"]
+__all__ = ["RoundPlan", "RunPlan", "Segment", "init_iterations", "items_bound", "n_steps",
+           "paper_steps", "plan_of", "releases", "round_check", "run_plan"]
 
 
 @dataclass(frozen=True)
@@ -65,9 +73,10 @@ class RoundPlan:
     secure-sum parameters of the concatenated vector."""
 
     kind: str
-    """``counts`` or ``step``."""
+    """``counts``, ``init`` or ``step``."""
     round_id: int
-    """The round id the clients' generators are keyed by (0: counts, s + 1: ALS step s)."""
+    """The round id the clients' generators are keyed by (0: counts, s + 1: ALS step s,
+    :func:`~.power_init.init_round_id`: a power iteration)."""
     segments: tuple[Segment, ...]
     params: SecureSumParams
 
@@ -92,6 +101,8 @@ class RunPlan:
     """The items of largest DP count the server solves (None: every item; :mod:`.frequency`)."""
     reg_exponent: float = 0.0
     """The frequency scaling of each item's regularisation (:mod:`.frequency`)."""
+    init_gamma: float = 1.0
+    """The quantisation scale of the power-iteration rounds (:mod:`.power_init`)."""
 
     @property
     def length(self) -> int:
@@ -126,10 +137,16 @@ def items_bound(cfg: DpalsConfig, n_items: int | None = None) -> int:
     return m if n_items is None else min(m, int(n_items))
 
 
+def init_iterations(cfg: DpalsConfig) -> int:
+    """The noisy power iterations a config runs before the ALS steps (0: a random start)."""
+    return int(cfg.init_iterations) if cfg.init == "power" else 0
+
+
 def releases(cfg: DpalsConfig, n_items: int) -> tuple[float, list[Release]]:
     """(gamma, the releases of one run) for ``n_items`` items: sensitivities from
     :mod:`.accounting`, statistics and Gramian per step, counts once
-    (:func:`~.frequency.uses_counts`)."""
+    (:func:`~.frequency.uses_counts`), the power iterations' ``init_power``
+    (:mod:`.power_init`, at its own scale :func:`~.power_init.init_gamma`)."""
     k, f, beta, steps = cfg.k, int(cfg.factors), float(cfg.rhs_weight), n_steps(cfg)
     m = items_bound(cfg, n_items)
     gamma = float(cfg.gamma) if cfg.gamma is not None else choose_gamma(k, m, f, beta)
@@ -141,6 +158,9 @@ def releases(cfg: DpalsConfig, n_items: int) -> tuple[float, list[Release]]:
         kc = min(int(k if cfg.count_k is None else cfg.count_k), n_items)
         out.append(Release("item_counts", *count_sensitivity(kc),
                            float(cfg.count_noise_ratio), 1))
+    if init_iterations(cfg):
+        out.append(Release(INIT_RELEASE, *init_sensitivity(m, f, init_gamma(m, f)),
+                           float(cfg.init_noise_ratio), init_iterations(cfg)))
     return gamma, out
 
 
@@ -161,7 +181,8 @@ def run_plan(cfg: DpalsConfig, n_items: int, n_clients: int) -> RunPlan:
     # (dimension, the largest |quantised coordinate| before rounding up)
     shapes = {"item_statistics": (d * stats_width(f),
                                   gamma * weight * max(1.0, float(cfg.rhs_weight))),
-              "global_gramian": (triangle_size(f), gamma), "item_counts": (d, 1.0)}
+              "global_gramian": (triangle_size(f), gamma), "item_counts": (d, 1.0),
+              INIT_RELEASE: (d * f, init_gamma(items_bound(cfg, d), f))}
 
     def plan(kind: str, round_id: int, names: tuple[str, ...]) -> RoundPlan:
         segments, at = [], 0
@@ -176,11 +197,14 @@ def run_plan(cfg: DpalsConfig, n_items: int, n_clients: int) -> RunPlan:
         return RoundPlan(kind, round_id, tuple(segments), params)
 
     rounds = [plan("counts", 0, ("item_counts",))] if "item_counts" in by_name else []
+    rounds += [plan("init", init_round_id(i), (INIT_RELEASE,))
+               for i in range(init_iterations(cfg))]
     rounds += [plan("step", s + 1, ("item_statistics", "global_gramian"))
                for s in range(n_steps(cfg))]
     head = cfg.head_items
     return RunPlan(d, n, t, gamma, z, tuple(rels), tuple(rounds),
-                   None if head is None else int(head), float(cfg.reg_exponent))
+                   None if head is None else int(head), float(cfg.reg_exponent),
+                   init_gamma(items_bound(cfg, d), f))
 
 
 def plan_of(config: DpalsConfig, n_items: int) -> RunPlan:

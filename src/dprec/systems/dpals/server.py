@@ -15,9 +15,10 @@ which are positive definite for ``reg > 0``.
 public key (from the OS CSPRNG) and the initial item factors, takes each round's ONE batch
 (the in-process proxy's exact sum, or the proxy's secure-sum release, which it opens and
 sums mod q), refuses a sum of fewer than ``min_honest`` clients, and publishes the DP counts
-(count round) or the item factors solved from the released sums (ALS round). With
-``aggregation=trusted`` it holds a curator that adds each release's central ``Sk(mu)`` to
-the exact sum first (:class:`~dprec.protocol.secure_sum.curator.Curator`).
+(count round), the orthonormalised noisy power step (init round, :mod:`.power_init`) or the
+item factors solved from the released sums (ALS round). With ``aggregation=trusted`` it holds
+a curator that adds each release's central ``Sk(mu)`` to the exact sum first
+(:class:`~dprec.protocol.secure_sum.curator.Curator`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck
 from dprec.systems.dpals.frequency import head_mask, item_regularisation
 from dprec.systems.dpals.messages import DpalsModel
 from dprec.systems.dpals.plan import RunPlan
+from dprec.systems.dpals.power_init import power_factors
 from dprec.systems.dpals.statistics import stats_width, triangle_size, unpack_gram
 
 __all__ = ["DpalsServer", "project_psd", "solve_items"]
@@ -153,11 +155,15 @@ class DpalsServer(SecureSumRole, Server):
                                     contributors)
             return self.model
         d, f = self.n_items, self.factors
-        stats = total[:d * stats_width(f)].reshape(d, stats_width(f))
         counts = self.model.counts if self.model.counts.size else None
+        head = None if counts is None else head_mask(counts, self.plan.head_items)
+        if rp.kind == "init":
+            V = power_factors(total.reshape(d, f), self.plan.init_gamma, self.init_scale, head)
+            self.model = DpalsModel(self.keys.public, V, self.model.counts, contributors)
+            return self.model
+        stats = total[:d * stats_width(f)].reshape(d, stats_width(f))
         V = solve_items(stats, total[d * stats_width(f):], self.plan.gamma, f,
                         item_regularisation(self.reg, counts, self.plan.reg_exponent),
-                        self.unobserved_weight, self.clip, self.rhs_weight,
-                        None if counts is None else head_mask(counts, self.plan.head_items))
+                        self.unobserved_weight, self.clip, self.rhs_weight, head)
         self.model = DpalsModel(self.keys.public, V, self.model.counts, contributors)
         return self.model

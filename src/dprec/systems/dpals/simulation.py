@@ -99,6 +99,8 @@ def run_engine(cfg: DpalsConfig, train: sp.csr_matrix, rng: np.random.Generator,
         assert isinstance(broadcast, DpalsModel)
         rp = plan.round(r)
         contributors.append(int(broadcast.contributors))
+        if rp.kind == "init":
+            current[0] = broadcast.factors_matrix
         if rp.kind != "step":
             return
         start = current[0] if current[0] is not None else server.initial_factors

@@ -10,10 +10,24 @@ is ``UT(u u^T)`` alone. Quantisation is unbiased randomised rounding at a scale 
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
-__all__ = ["pack_gram", "randomised_round", "stats_width", "triangle", "triangle_size",
-           "unpack_gram"]
+__all__ = ["accumulator_chunks", "pack_gram", "randomised_round", "stats_width", "triangle",
+           "triangle_size", "unpack_gram"]
+
+ACCUMULATOR_BYTES = 1 << 28
+"""The most bytes the per-chunk accumulators of one statistics kernel hold together."""
+
+
+def accumulator_chunks(indptr: np.ndarray, cells: int) -> np.ndarray:
+    """Row bounds of at most one chunk per thread, balanced by entries, each with its own
+    ``cells``-number accumulator (no more chunks than fit in :data:`ACCUMULATOR_BYTES`)."""
+    n = indptr.size - 1
+    parts = max(1, min(numba.get_num_threads(), ACCUMULATOR_BYTES // max(8 * cells, 1), n))
+    targets = np.linspace(0, indptr[-1], parts + 1)
+    bounds = np.searchsorted(indptr, targets[1:-1], side="left")
+    return np.concatenate([[0], bounds, [n]]).astype(np.int64)
 
 
 def triangle_size(factors: int) -> int:

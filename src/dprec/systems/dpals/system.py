@@ -48,6 +48,7 @@ from dprec.systems.dpals.plan import (
     releases,
     round_check,
 )
+from dprec.systems.dpals.power_init import INIT_RELEASE, init_gamma
 from dprec.systems.dpals.simulation import run_engine
 from dprec.systems.dpals.statistics import stats_width, triangle_size
 from dprec.systems.reporting import (
@@ -76,6 +77,11 @@ TRUSTED_THREAT_MODEL = (
     "(the central draws do not depend on who is present)"
 )
 
+
+def _scale_of(release: str, gamma: float, gamma0: float) -> float:
+    """The quantisation scale of ``release``: 1 (counts), ``gamma0`` (init_power) or
+    ``gamma``: its noise in clip units is its standard deviation over this."""
+    return {"item_counts": 1.0, INIT_RELEASE: gamma0}.get(release, gamma)
 
 
 class Dpals(Ranker):
@@ -128,8 +134,8 @@ class Dpals(Ranker):
                 "refused_reasons": run.refused_reasons} if secure else {}),
             "releases": [{"name": r.name, "mu": r.mu(p.multiplier), "l1_sensitivity": r.l1,
                           "l2_sensitivity": r.l2, "noise_ratio": r.ratio, "count": r.count,
-                          "noise_std_clip_units": r.ratio * p.multiplier * r.l2 / (
-                              1.0 if r.name == "item_counts" else p.gamma)}
+                          "noise_std_clip_units": r.ratio * p.multiplier * r.l2 / _scale_of(
+                              r.name, p.gamma, p.init_gamma)}
                          for r in p.releases],
         }
         return self
@@ -167,7 +173,9 @@ class Dpals(Ranker):
         shapes = {"item_statistics": (d * stats_width(c.factors),
                                       weight * max(1.0, c.rhs_weight), gamma),
                   "global_gramian": (triangle_size(c.factors), 1.0, gamma),
-                  "item_counts": (d, 1.0, 1.0)}
+                  "item_counts": (d, 1.0, 1.0),
+                  INIT_RELEASE: (d * c.factors, 1.0,
+                                 init_gamma(min(c.items_bound, d), c.factors))}
         out: dict[str, object] = {}
         for r in info["releases"]:  # type: ignore[attr-defined]
             dim, bound, g = shapes[r["name"]]
@@ -209,6 +217,10 @@ class Dpals(Ranker):
                  f"dprec.systems.dpals.accounting (randomised rounding included)")
         if c.uses_counts:
             bound += f"; once: a k-hot count vector of {c.count_k or c.k} items"
+        if c.init == "power":
+            bound += (f"; {c.init_iterations} power iteration(s) before the steps: a (a^T Q), "
+                      f"a the unit-norm contribution weights, Q the client's own "
+                      f"orthonormalisation of the broadcast factors (||.||_F <= 1)")
         if c.head_items is not None:
             bound += (f"; contributions among the {c.head_items} items of largest DP count "
                       f"only (post-processing of the counts)")
