@@ -1,4 +1,5 @@
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -102,9 +103,10 @@ def test_min_support_and_shrinkage():
     np.testing.assert_array_equal(np.diag(shrunk), 1.0)
 
 
-def brute_force(dense: np.ndarray, cfg: KNNRatingConfig, users, items) -> np.ndarray:
-    """Per pair from the definitions: co-raters, centred Pearson / raw cosine, sort, average."""
-    n_users, n_items = dense.shape
+def brute_similarity(dense: np.ndarray, cfg: KNNRatingConfig) -> np.ndarray:
+    """Item x item similarity from the definitions: co-raters, centred Pearson / raw cosine,
+    shrunk by n / (n + shrinkage); 1 on the diagonal."""
+    n_items = dense.shape[1]
     obs = ~np.isnan(dense)
     sim = np.eye(n_items)
     for x in range(n_items):
@@ -121,6 +123,30 @@ def brute_force(dense: np.ndarray, cfg: KNNRatingConfig, users, items) -> np.nda
             den = math.sqrt(float(a @ a) * float(b @ b))
             s = float(a @ b) / den if den > 1e-9 else 0.0
             sim[x, y] = s * n / (n + cfg.shrinkage)
+    return sim
+
+
+def near_tie_at_cutoff(dense: np.ndarray, cfg: KNNRatingConfig) -> bool:
+    """Whether some user's k-th and (k+1)-th neighbour of an item, the k-th with a positive
+    similarity (it counts), differ by less than 1e-9: two correct float orders may then rank
+    them differently, so the brute force cannot say which one is kept (the tie rule itself,
+    the smaller item index, has its own known-answer test)."""
+    sim, obs = brute_similarity(dense, cfg), ~np.isnan(dense)
+    for u in range(dense.shape[0]):
+        rated = np.flatnonzero(obs[u])
+        for i in range(dense.shape[1]):
+            ranked = sorted(sim[i, rated], reverse=True)
+            if len(ranked) > cfg.k and ranked[cfg.k - 1] > 0 and \
+                    ranked[cfg.k - 1] - ranked[cfg.k] < 1e-9:
+                return True
+    return False
+
+
+def brute_force(dense: np.ndarray, cfg: KNNRatingConfig, users, items) -> np.ndarray:
+    """Per pair from the definitions: co-raters, centred Pearson / raw cosine, sort, average."""
+    n_users, n_items = dense.shape
+    obs = ~np.isnan(dense)
+    sim = brute_similarity(dense, cfg)
     mu = np.nanmean(dense)
     means = np.array([np.nanmean(dense[:, j]) if obs[:, j].any() else mu
                       for j in range(n_items)])
@@ -161,6 +187,7 @@ def test_matches_brute_force(n_users, n_items, density, similarity, k, min_suppo
                           centered=centered)
     users = np.repeat(np.arange(-1, n_users + 1), n_items + 2)
     items = np.tile(np.arange(-1, n_items + 1), n_users + 2)
+    assume(not near_tie_at_cutoff(dense, cfg))
     m = ItemKNN(cfg).fit(_csr(dense))
     np.testing.assert_allclose(m.predict(users, items), brute_force(dense, cfg, users, items),
                                rtol=1e-9, atol=1e-9)
@@ -311,3 +338,14 @@ def test_identical_to_surprise_knn_with_means(similarity):
     ours = ItemKNN(KNNRatingConfig(similarity, k=10)).fit(train).predict(u, i)
     assert len(u) > 200
     np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
+
+
+def test_a_float_near_tie_at_the_cutoff_is_recognised():
+    """Hypothesis found this: items 1 and 2 are both at Pearson 1/2 from item 0, one ulp
+    apart in the brute force's order of sums, and k = 2 keeps one of them (seed 142942532)."""
+    dense = np.array([[5.0, 5.0, 4.0], [4.0, 5.0, 3.0], [4.0, 4.0, 4.0]])
+    cfg = KNNRatingConfig("pearson", k=2, min_support=0, shrinkage=0.0, centered=False)
+    sim = brute_similarity(dense, cfg)
+    assert sim[0, 1] == pytest.approx(0.5) and sim[0, 2] == pytest.approx(0.5)
+    assert near_tie_at_cutoff(dense, cfg)
+    assert not near_tie_at_cutoff(dense, replace(cfg, k=3))
