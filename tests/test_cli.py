@@ -55,6 +55,11 @@ def test_compare_writes_tables_and_plots(tmp_path):
     assert set(doc["results"]) == {"random", "lcf-ub", "lcf-sp", "dplcf-sp"}
     sweep = doc["eps_sweep"]["dplcf-sp"]
     assert [p["epsilon"] for p in sweep] == [0.5, 2.0]
+    # the sweep is full-ranking HR@10 (issue 33), recorded so the report labels it so
+    assert doc["eps_sweep_metric"] == {"metric": "HR@10", "protocol": "full-topk"}
+    from dprec.report.folder import read_results_folder
+    [shown] = [s for s in read_results_folder(tmp_path).sets if s.kind == "comparison"]
+    assert shown.sweep_metric == ("HR@10", "full-topk")
     assert sweep[0]["user_epsilon"] < sweep[1]["user_epsilon"]
     assert doc["results"]["lcf-ub"]["parameters"]["neighbours"] == 10
     levels = doc["results"]["dplcf-sp"]["privacy"]["levels"]

@@ -47,7 +47,7 @@ def _styles(ax) -> dict[str, tuple[tuple[float, ...], str]]:
 
 def test_the_per_user_eps_plot_draws_popularity_as_the_bar_to_clear(figures):
     axes, results = figures
-    ax = axes["HR@10 against the per-user ε on toy"]
+    ax = axes["HR@10 (sampled) against the per-user ε on toy"]
     popularity = results["popularity"].metrics["sampled"]["HR@10"]["mean"]
     lines = {line.get_label(): line for line in ax.get_lines()}
     line = next(v for k, v in lines.items() if k.startswith("popularity"))
@@ -62,7 +62,7 @@ def test_the_per_user_eps_plot_draws_popularity_as_the_bar_to_clear(figures):
 
 
 @pytest.mark.parametrize("title", ["HR@K on toy (sampled)", "HR@K on toy (full ranking)",
-                                   "HR@10 against ε on toy"])
+                                   "HR@10 (sampled) against ε on toy"])
 def test_no_two_systems_share_colour_and_marker(figures, title):
     styles = _styles(figures[0][title])
     assert len(styles) in (len(SYSTEMS), len(PRIVATE))
@@ -79,7 +79,7 @@ def test_ten_systems_get_ten_different_hues_of_a_qualitative_palette(figures):
 def test_a_system_looks_the_same_in_every_plot(figures):
     axes, _ = figures
     by_k = _styles(axes["HR@K on toy (sampled)"])
-    by_eps = _styles(axes["HR@10 against ε on toy"])
+    by_eps = _styles(axes["HR@10 (sampled) against ε on toy"])
     for name in PRIVATE:
         assert by_eps[name] == by_k[name], name
 

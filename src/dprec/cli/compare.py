@@ -38,7 +38,7 @@ __all__ = [
     "print_comparison", "register", "run_comparison",
 ]
 
-SWEEP_METRIC = {"ranking": ("HR@10", "sampled"), "rating": ("RMSE", "rating"),
+SWEEP_METRIC = {"ranking": ("HR@10", "full-topk"), "rating": ("RMSE", "rating"),
                 "privrec": ("HR@10", "full"), "strong": ("Recall@20", "full-topk")}
 """The metric and evaluation protocol the ε sweep of each task reports."""
 
@@ -316,7 +316,7 @@ def _compare_into_folder(plan: ComparisonPlan, out_dir: Path) -> None:
         if not results:
             raise DprecError("every system failed; see the errors above")
         save_comparison(folder.path, plan.dataset, results, sweep, list(plan.exp.ks),
-                        folder.failed)
+                        folder.failed, sweep_metric=SWEEP_METRIC[plan.task])
     except KeyboardInterrupt as e:
         how = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
         kept = folder.abandon(how)
@@ -344,7 +344,7 @@ def _sweep_tables(plan: ComparisonPlan, sweep: dict[str, list[dict]]) -> list[Ta
     :data:`~dprec.cli.tables.TABLE_WIDTH`."""
     from dprec.evaluation.intervals import format_interval
     metric, proto = SWEEP_METRIC[plan.task]
-    label = "sampled, 99 negatives" if proto == "sampled" else proto
+    label = {"sampled": "sampled, 99 negatives", "full-topk": "full ranking"}.get(proto, proto)
     by_eps = {n: {p["epsilon"]: p for p in pts} for n, pts in sweep.items()}
     columns = [(f"ε={e:g}", [f"{format_interval(at[e], plan.sweep_seeds)} "
                              f"[{at[e]['user_epsilon']:.3g}]" if e in at else "failed"

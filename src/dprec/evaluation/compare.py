@@ -217,16 +217,20 @@ def comparison_rows(results: dict[str, RunResult]) -> list[dict[str, object]]:
 
 def save_comparison(out_dir: Path, dataset: str, results: dict[str, RunResult],
                     sweep: dict[str, list[SweepPoint]] | None,
-                    ks: list[int], failed: Mapping[str, str] | None = None) -> list[Path]:
+                    ks: list[int], failed: Mapping[str, str] | None = None,
+                    sweep_metric: tuple[str, str] = ("HR@10", "sampled")) -> list[Path]:
     """results.json (strict JSON: a non-finite number as the text "nan", "inf" or "-inf",
-    :func:`~dprec.evaluation.results.write_json`), results.csv, HR@K plots, HR@10 against
-    eps and against per-user eps.
+    :func:`~dprec.evaluation.results.write_json`), results.csv, HR@K plots, the sweep's
+    ``sweep_metric`` (metric, protocol; recorded as ``eps_sweep_metric``) against eps and
+    against per-user eps.
 
     ``failed`` (system -> error) is recorded in results.json beside the results.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     doc = {"dataset": dataset, "results": {n: r.to_json() for n, r in results.items()},
-           "eps_sweep": sweep, "failed": dict(failed or {})}
+           "eps_sweep": sweep, "failed": dict(failed or {}),
+           **({"eps_sweep_metric": {"metric": sweep_metric[0], "protocol": sweep_metric[1]}}
+              if sweep else {})}
     paths = [out_dir / "results.json", out_dir / "results.csv"]
     write_json(paths[0], doc)
     if not results:
@@ -250,13 +254,15 @@ def save_comparison(out_dir: Path, dataset: str, results: dict[str, RunResult],
     paths.append(plot_hr_at_k(js, ks, out_dir / "hr_at_k_full.png",
                               f"HR@K on {dataset} (full ranking)", protocol="full"))
     if sweep:
-        refs = sweep_references(js)
+        metric, protocol = sweep_metric
+        refs = sweep_references(js, metric, protocol)
+        shown = f"{metric} ({'full ranking' if protocol == FULL_LIST else protocol})"
         paths.append(plot_metric_vs_eps(sweep, out_dir / "hr10_vs_eps.png",
-                                        f"HR@10 against ε on {dataset}", references=refs,
-                                        order=list(js)))
+                                        f"{shown} against ε on {dataset}", references=refs,
+                                        order=list(js), ylabel=shown))
         paths.append(plot_metric_vs_eps(
             sweep, out_dir / "hr10_vs_user_eps.png",
-            f"HR@10 against the per-user ε on {dataset}", references=refs,
+            f"{shown} against the per-user ε on {dataset}", references=refs, ylabel=shown,
             x="user_epsilon", log_x=True, order=list(js),
             xlabel="per-user ε (all of a user's data; tightest sound analysis, log scale)"))
     return paths

@@ -52,6 +52,9 @@ class ResultSet:
     sweep: dict[str, list[dict[str, Any]]] | None = None
     failed: dict[str, str] = field(default_factory=dict)
     stopped: str | None = None
+    sweep_metric: tuple[str, str] | None = None
+    """The sweep's (metric, protocol) as ``dprec compare`` recorded it; None: not recorded
+    (a comparison from before it was, whose ranking sweep is sampled HR@10)."""
 
 
 @dataclass
@@ -171,9 +174,12 @@ def _comparison(folder: Path, root: Path) -> ResultSet:
                                  "`dprec compare`. Rerun it, or move the file out")
     results = {str(n): _check_run(r, path) for n, r in doc["results"].items()}
     failed = doc.get("failed") or {}
+    recorded = doc.get("eps_sweep_metric")
+    metric = ((str(recorded.get("metric")), str(recorded.get("protocol")))
+              if isinstance(recorded, dict) else None)
     return ResultSet(str(folder.relative_to(root)), "comparison", str(doc.get("dataset", "")),
                      results, _check_sweep(doc.get("eps_sweep"), path),
-                     {str(k): str(v) for k, v in dict(failed).items()})
+                     {str(k): str(v) for k, v in dict(failed).items()}, sweep_metric=metric)
 
 
 def _stopped_comparison(folder: Path, root: Path) -> ResultSet:

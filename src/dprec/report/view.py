@@ -422,7 +422,8 @@ def _figures(s: ResultSet) -> tuple[list[FigureView], list[str]]:
     what could not be drawn."""
     figures, notes = [], []
     res, title = s.results, s.dataset or s.where
-    metric, proto = sweep_metric(res) if res else ("HR@10", "sampled")
+    metric, proto = (s.sweep_metric if s.sweep_metric is not None
+                     else sweep_metric(res) if res else ("HR@10", "sampled"))
     ranking = [p for p in ("full", "sampled") if all(p in r["metrics"] for r in res.values())]
     doc = next(iter(res.values()), {})
     ks = (doc.get("protocol") or {}).get("ks") if isinstance(doc.get("protocol"), dict) else None
