@@ -86,8 +86,8 @@ class ProtocolTerms:
     neighbours: int = 0
     neighbourhood: str = ""
     cells: str = "chosen"
-    """FMF-LDP's cell rule: ``chosen`` (the device draws its k cells) or ``assigned`` (they
-    are :func:`~dprec.systems.fmf.cells.assigned_cells` of the broadcast and its token)."""
+    """FMF-LDP's cell rule: ``chosen`` (the device draws its k cells) or ``assigned`` (the
+    family's device half derives them from the broadcast and the device's token)."""
     cells_token: bytes = b""
     """``cells=assigned``: the device's own token, fetched from the proxy by
     :class:`~dprec.client.device.DeviceClient` (never part of the server's description)."""

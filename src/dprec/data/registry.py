@@ -275,16 +275,24 @@ def missing_data(name: str, data_dir: str | Path | None = None) -> str | None:
     if low not in _LOCAL:
         return None
     spec = _LOCAL[low]
-    root = data_dir if data_dir is not None else os.environ.get("DPREC_DATA")
-    if root:
-        base = Path(root).expanduser()
-        if any((f / spec.marker).is_file() for f in (base, *(base / f for f in spec.folders))):
-            return None
+    if _local_folder(spec, data_dir) is not None:
+        return None
     if low in ARCHIVES and movielens_cache_path(low).is_dir():
         return None
     fetch = f"run `dprec data fetch {low}`, or " if low in ARCHIVES else ""
     return (f"{spec.label} is not on this machine: {fetch}pass --data-dir PATH pointing at "
             f"{spec.hint} (or set DPREC_DATA)")
+
+
+def _local_folder(spec: _Local, data_dir: str | Path | None) -> Path | None:
+    """The folder under the data dir (``data_dir`` or ``DPREC_DATA``) that holds
+    ``spec.marker``: the data dir itself or one of ``spec.folders`` below it; None if none."""
+    root = data_dir if data_dir is not None else os.environ.get("DPREC_DATA")
+    if not root:
+        return None
+    base = Path(root).expanduser()
+    return next((f for f in (base, *(base / f for f in spec.folders))
+                 if (f / spec.marker).is_file()), None)
 
 
 def _load_local(name: str, data_dir: str | Path | None) -> Dataset:
@@ -294,12 +302,12 @@ def _load_local(name: str, data_dir: str | Path | None) -> Dataset:
     root = data_dir if data_dir is not None else os.environ.get("DPREC_DATA")
     downloadable = name in ARCHIVES
     not_there = ""
+    folder = _local_folder(spec, data_dir)
+    if folder is not None:
+        log.info("%s: loading %s", spec.label, folder)
+        return spec.loader(folder, source="data-dir")
     if root:
         base = Path(root).expanduser()
-        for folder in (base, *(base / f for f in spec.folders)):
-            if (folder / spec.marker).is_file():
-                log.info("%s: loading %s", spec.label, folder)
-                return spec.loader(folder, source="data-dir")
         not_there = (f"no {spec.marker} in {base} or in "
                      f"{', '.join(str(base / f) for f in spec.folders)}")
         if not downloadable:

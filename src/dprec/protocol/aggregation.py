@@ -1,14 +1,11 @@
 """How an untrusted server combines one round's reports: the hook for robust aggregation.
 
-Both servers hand what reached them to an :class:`Aggregator`. FMF-LDP's
-:class:`~dprec.systems.fmf.server.FactorServer` asks it for the per-cell totals of the
-(item, factor) reports (:meth:`Aggregator.cell_totals`), DPLCF's
-:class:`~dprec.systems.dplcf.server.SimilarityServer` for the uploads that count
-(:meth:`Aggregator.uploads`). The first aggregator is the plain mean
-(:class:`MeanAggregator`); robust ones plug in here, each owned by its system (FMF-LDP's
-trimmed and median-of-means totals in :mod:`dprec.systems.fmf.defences`, DPLCF's screening
-of uploads in :mod:`dprec.systems.dplcf.defences`), and the services choose one by name
-from the system's table (its Serving's ``aggregators``).
+A server hands what reached it to an :class:`Aggregator`: a factor server asks it for the
+per-cell totals of the (item, factor) reports (:meth:`Aggregator.cell_totals`), a similarity
+server for the uploads that count (:meth:`Aggregator.uploads`). The first aggregator is the
+plain mean (:class:`MeanAggregator`); robust ones plug in here, each owned by its system (in
+its folder's ``defences.py``), and the services choose one by name from the system's table
+(its Serving's ``aggregators``).
 
 Order invariance. A shuffling proxy forwards reports in an order drawn from its own
 generator: seeded in the simulation, a CSPRNG in a deployment. The same client randomness
@@ -282,14 +279,12 @@ class Aggregator(ABC):
         """
 
     def uploads(self, batches: Iterable[_Upload]) -> Iterator[_Upload]:
-        """The uploaded vectors that count (all of them for the plain mean; e.g. DPLCF's
-        :class:`~dprec.systems.dplcf.messages.ObfuscatedBits`)."""
+        """The uploaded vectors that count (all of them for the plain mean)."""
         yield from batches
 
     def for_uploads(self, law: Any) -> Aggregator:
-        """This aggregator for uploads of the public law ``law`` (e.g. DPLCF's server calls
-        it once with its :class:`~dprec.systems.dplcf.bit_screens.BitLaw`); the aggregators
-        that do not look at uploads return themselves."""
+        """This aggregator for uploads of the public law ``law`` (a server calls it once with
+        its uploads' law); the aggregators that do not look at uploads return themselves."""
         return self
 
 
