@@ -4,7 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast test-cpu bench lint clean reproduce
+.PHONY: run test test-fast test-cpu test-js bench lint clean reproduce
+
+# The TypeScript device SDK (clients/js): its pinned dependencies from the lockfile, then built.
+JS := clients/js
+JS_STAMP := $(JS)/node_modules/.installed
+$(JS_STAMP): $(JS)/package.json $(JS)/package-lock.json
+	cd $(JS) && npm ci --no-audit --no-fund --loglevel=error
+	touch $(JS_STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -31,9 +38,14 @@ reproduce: $(STAMP)
 TEST_WORKERS ?= auto
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -p no:cacheprovider \
 	-n $(TEST_WORKERS)
-test: $(STAMP)
+test: $(STAMP) $(JS_STAMP)
+	$(MAKE) --no-print-directory test-js
 	$(PYTEST)
 	$(MAKE) --no-print-directory test-cpu
+
+# The TypeScript SDK's own tests under Node (`npm test`: type-check, build, node --test).
+test-js: $(JS_STAMP)
+	cd $(JS) && npm test --silent
 
 # The development loop: every test but the `slow` end-to-end checks (services as processes, kill
 # and restart, inproc == http, Ray, fresh interpreters) and the browser one, on every core
@@ -70,4 +82,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_dpals.py
 
 clean:
-	rm -rf $(VENV) results benchmarks/results
+	rm -rf $(VENV) results benchmarks/results $(JS)/node_modules $(JS)/dist

@@ -1,0 +1,12 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { turboshake128 } from "@noble/hashes/sha3-addons.js";
+import { WIRE_VERSION } from "../src/index.js";
+
+test("the toolchain builds and the XOF is TurboSHAKE128", () => {
+  assert.equal(WIRE_VERSION, 1);
+  // RFC 9861 section 5: TurboSHAKE128(M = empty, D = 0x1F, 32) test vector.
+  const out = turboshake128(new Uint8Array(0), { D: 0x1f, dkLen: 32 });
+  assert.equal(Buffer.from(out).toString("hex"),
+    "1e415f1c5983aff2169217277d17bb538cd945a397ddec541f1ce41af2c1b74c");
+});
