@@ -321,7 +321,8 @@ def serve_proxy(
 
 
 def _with_cors(app: FastAPI, origins: list[str] | None) -> FastAPI:
-    """``app`` answering the browser pages of ``origins`` (:func:`~dprec.services.http.install_cors`)."""
+    """``app`` answering the browser pages of ``origins``
+    (:func:`~dprec.services.http.install_cors`)."""
     from dprec.services.http import install_cors
     install_cors(app, origins or [])
     return app
