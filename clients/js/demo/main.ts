@@ -115,6 +115,8 @@ class Page {
       const seat = await this.seat();
       const out = await joinRound(this.cfg, seat, [...this.picked]);
       say("status", "Your report was accepted by the proxy.");
+      // tells the demo's operator a report arrived (the proxy publishes no count)
+      await fetch("/reported", { method: "POST", body: JSON.stringify({ client_id: seat.client_id }) });
       say("left-what", "One sealed report to the proxy: two encrypted halves (one for the server, one for " +
         "the proxy) and the proof. Not your list of films.");
       say("left-bytes", `${out.bytes.toLocaleString("en")} bytes`);

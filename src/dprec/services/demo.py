@@ -121,6 +121,9 @@ class Demo:
         self._threads: list[threading.Thread] = []
         self.crowd_reported = 0
         self.seats_reported: set[int] = set()
+        self.closed: dict[str, Any] | None = None
+        """The proxy's answer to the close (None before)."""
+        self._closed = threading.Event()
         self.crowd_errors: list[str] = []
 
     @property
@@ -132,6 +135,8 @@ class Demo:
     def start(self, crowd: bool = True) -> Demo:
         """Start the page server, then the services (CORS for the page's origin), the
         protocol, the closer and (with ``crowd``) the crowd's reports."""
+        if self.server is not None:
+            return self
         s = self.settings
         cors = ["--cors-origin", self.page.origin]
         self.server = self.loopback.server("dp-pop", self.ds.n_items, self.params, extra=cors,
@@ -226,7 +231,36 @@ class Demo:
                 log.warning("the demo's closer: %s", e)
                 continue
             log.info("round 0 closed: %s", r.text[:300])
+            self.closed = r.json() if r.status_code == 200 else {"status": r.status_code,
+                                                                  "detail": r.text[:2000]}
+            self._closed.set()
             return
+
+    def wait_closed(self, timeout: float) -> dict[str, Any]:
+        """The proxy's answer to the close, once it came (:class:`DprecError` after
+        ``timeout`` seconds)."""
+        if not self._closed.wait(timeout):
+            raise DprecError(f"the round was not closed within {timeout:.0f} s: "
+                             f"{self.held()} reports heard of, errors {self.crowd_errors[:3]}")
+        assert self.closed is not None
+        return self.closed
+
+    def released(self) -> tuple[np.ndarray, int, int]:
+        """The server's released counts, their contributors, and T, the bound of one
+        device's noise share per film that the Prio3 proof enforces (the proxy's
+        published validity)."""
+        from dprec.client.http import ProxyAPI, ServerAPI
+        from dprec.systems.dp_pop.messages import PopularityModel
+
+        assert self.server is not None and self.proxy is not None
+        server, proxy = ServerAPI(self.server.url), ProxyAPI(self.proxy.url)
+        try:
+            model = PopularityModel.from_bytes(server.artefact("model").data)
+            bound = int(proxy.round()["published"]["validity"]["T"])
+        finally:
+            server.close()
+            proxy.close()
+        return np.asarray(model.counts), int(model.contributors), bound
 
     def _spawn(self, target: Any) -> None:
         t = threading.Thread(target=target, daemon=True, name=f"dprec-demo-{target.__name__}")
