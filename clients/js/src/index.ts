@@ -2,4 +2,4 @@
 export const WIRE_VERSION = 1;
 export * from "./errors.js";
 export * from "./seal.js";
-export * from "./wire/header.js";
+export * from "./wire/index.js";
