@@ -3,3 +3,4 @@ export const WIRE_VERSION = 1;
 export * from "./errors.js";
 export * from "./seal.js";
 export * from "./wire/index.js";
+export * from "./systems/index.js";
