@@ -35,3 +35,35 @@ export class TamperedCiphertextError extends SealedBoxError {}
 
 /** An upload, key or box does not have the protocol's format or length. */
 export class MalformedUploadError extends SecureSumError {}
+
+/**
+ * A well-formed protocol the device's own policy does not accept (a mechanism, an epsilon, a
+ * size): nothing was computed or sent (Python: dprec.client.errors.PolicyViolation).
+ */
+export class PolicyViolation extends DprecError {}
+
+/**
+ * The server describes another protocol run than the one the device is pinned to; the device
+ * reports to it only after `joinNewRun()` (Python: dprec.client.errors.RunChanged).
+ */
+export class RunChanged extends DprecError {}
+
+/** A charge would pass the ledger's budget; nothing changed (Python: BudgetExceededError). */
+export class BudgetExceededError extends DprecError {}
+
+/**
+ * The stored ledger is unreadable, inconsistent or hostile: refused, never reset (a reset
+ * would refund the budget). Names the store and what is wrong.
+ */
+export class LedgerError extends DprecError {}
+
+/** A service refused a request: its HTTP status and its message (Python: ServiceError). */
+export class ServiceError extends DprecError {
+  constructor(readonly status: number, message: string) {
+    super(`HTTP ${status}: ${message}`);
+    this.detail = message;
+  }
+
+  /** The service's own message, without the status. */
+  readonly detail: string;
+}
