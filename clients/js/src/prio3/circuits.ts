@@ -63,7 +63,7 @@ function powerRows(r: F.Vec, calls: number, count: number, scale: F.Vec): F.Vec[
 }
 
 /** Entry (call i, position j) of `values` chunked by `chunk`, zero past the end, as row j. */
-function chunkRows(values: F.Vec, calls: number, chunk: number): F.Vec[] {
+export function chunkRows(values: F.Vec, calls: number, chunk: number): F.Vec[] {
   const n = F.len(values);
   const rows: F.Vec[] = [];
   for (let j = 0; j < chunk; j++) {
