@@ -1,0 +1,132 @@
+/**
+ * The FLP's gadgets (draft-irtf-cfrg-vdaf-20 §7.3.2; Python: vdaf.gadgets), evaluated on N
+ * points at once: `evaluate(rows, n)` takes ARITY rows (input wire j at the N points) and
+ * returns the N outputs.
+ *
+ * - {@link Mul}: x0 x1 (degree 2).
+ * - {@link PolyEval}: q(x0) for a fixed integer polynomial q.
+ * - {@link WeightedRange} (dprec's): x0 prod_{k=lo}^{hi} (x1 - k), degree hi - lo + 2, with
+ *   k paired with lo + hi - k: (x - k)(x - (s - k)) = u + k (s - k), u = x^2 - s x.
+ * - {@link ParallelSum}: the sum of `count` copies of a subcircuit on consecutive inputs.
+ */
+import * as F from "./field64.js";
+
+export interface Gadget {
+  readonly arity: number;
+  readonly degree: number;
+  evaluate(rows: F.Vec[], n: number): F.Vec;
+}
+
+export class Mul implements Gadget {
+  readonly arity = 2;
+  readonly degree = 2;
+
+  evaluate(rows: F.Vec[], n: number): F.Vec {
+    return F.mul(rows[0]!.subarray(0, 2 * n), rows[1]!.subarray(0, 2 * n));
+  }
+}
+
+export class PolyEval implements Gadget {
+  readonly arity = 1;
+  readonly degree: number;
+  private readonly coeffs: F.Vec;
+
+  constructor(coefficients: number[]) {
+    const c = coefficients.slice();
+    while (c.length > 0 && c[c.length - 1] === 0) c.pop();
+    if (c.length === 0) throw new RangeError("invalid polynomial: zero length");
+    this.degree = c.length - 1;
+    this.coeffs = F.fromInts(c);
+  }
+
+  evaluate(rows: F.Vec[], n: number): F.Vec {
+    const x = rows[0]!, c = this.coeffs, top = F.len(c) - 1;
+    const out = F.zeros(n);
+    for (let t = 0; t < n; t++) {
+      out[2 * t] = c[2 * top]!;
+      out[2 * t + 1] = c[2 * top + 1]!;
+      for (let k = top - 1; k >= 0; k--) {
+        F.mulTo(out, 2 * t, out[2 * t]!, out[2 * t + 1]!, x[2 * t]!, x[2 * t + 1]!);
+        F.addTo(out, 2 * t, out[2 * t]!, out[2 * t + 1]!, c[2 * k]!, c[2 * k + 1]!);
+      }
+    }
+    return out;
+  }
+}
+
+export class WeightedRange implements Gadget {
+  readonly arity = 2;
+  readonly degree: number;
+  private readonly total: F.Vec;
+  private readonly pairs: F.Vec;
+  private readonly middle: F.Vec | null;
+
+  constructor(readonly low: number, readonly high: number) {
+    if (high < low) throw new RangeError("empty range");
+    this.degree = high - low + 2;
+    const total = low + high;
+    const pairs: bigint[] = [];
+    for (let k = low; k < Math.floor((low + high + 1) / 2); k++) {
+      pairs.push(BigInt(k) * BigInt(total - k));
+    }
+    this.total = F.fromInts([total]);
+    this.pairs = F.fromInts(pairs);
+    this.middle = (high - low + 1) % 2 === 1 ? F.fromInts([Math.floor(total / 2)]) : null;
+  }
+
+  /** out[t] += x0[t] prod (x1[t] - k), for t < n. */
+  accumulate(x0: F.Vec, x1: F.Vec, n: number, out: F.Vec): void {
+    const s = this.total, pairs = this.pairs, np = F.len(pairs), mid = this.middle;
+    const u = F.zeros(1), acc = F.zeros(1), tmp = F.zeros(1);
+    for (let t = 0; t < n; t++) {
+      const xl = x1[2 * t]!, xh = x1[2 * t + 1]!;
+      F.mulTo(u, 0, xl, xh, xl, xh);
+      F.mulTo(tmp, 0, s[0]!, s[1]!, xl, xh);
+      F.subTo(u, 0, u[0]!, u[1]!, tmp[0]!, tmp[1]!);
+      acc[0] = x0[2 * t]!;
+      acc[1] = x0[2 * t + 1]!;
+      if (mid !== null) {
+        F.subTo(tmp, 0, xl, xh, mid[0]!, mid[1]!);
+        F.mulTo(acc, 0, acc[0]!, acc[1]!, tmp[0]!, tmp[1]!);
+      }
+      const ul = u[0]!, uh = u[1]!;
+      for (let k = 0; k < np; k++) {
+        F.addTo(tmp, 0, ul, uh, pairs[2 * k]!, pairs[2 * k + 1]!);
+        F.mulTo(acc, 0, acc[0]!, acc[1]!, tmp[0]!, tmp[1]!);
+      }
+      F.addTo(out, 2 * t, out[2 * t]!, out[2 * t + 1]!, acc[0]!, acc[1]!);
+    }
+  }
+
+  evaluate(rows: F.Vec[], n: number): F.Vec {
+    const out = F.zeros(n);
+    this.accumulate(rows[0]!, rows[1]!, n, out);
+    return out;
+  }
+}
+
+export class ParallelSum implements Gadget {
+  readonly arity: number;
+  readonly degree: number;
+
+  constructor(readonly subcircuit: Gadget, readonly count: number) {
+    if (count < 1) throw new RangeError("count must be >= 1");
+    this.arity = subcircuit.arity * count;
+    this.degree = subcircuit.degree;
+  }
+
+  evaluate(rows: F.Vec[], n: number): F.Vec {
+    const a = this.subcircuit.arity;
+    const out = F.zeros(n);
+    const sub = this.subcircuit;
+    for (let c = 0; c < this.count; c++) {
+      if (sub instanceof WeightedRange) {
+        sub.accumulate(rows[c * a]!, rows[c * a + 1]!, n, out);
+      } else {
+        const part = sub.evaluate(rows.slice(c * a, c * a + a), n);
+        for (let i = 0; i < 2 * n; i += 2) F.addTo(out, i, out[i]!, out[i + 1]!, part[i]!, part[i + 1]!);
+      }
+    }
+    return out;
+  }
+}

@@ -1,0 +1,51 @@
+/** dp-pop's check against Python's fixtures (scripts/write_prio3_fixtures.py): for a fixed
+ * noised vector, nonce and randomness, the same circuit layout, public share, input shares
+ * and proofs, byte for byte (a SHA-256 where the fixture stores one). */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { sha256 } from "@noble/hashes/sha2.js";
+import * as F from "../src/prio3/field64.js";
+import { dpPopCheck } from "../src/prio3/contribution.js";
+import type { ParallelSum } from "../src/prio3/gadgets.js";
+
+const DIR = new URL("../../fixtures/python/", import.meta.url);
+const hex = (b: Uint8Array): string => Buffer.from(b).toString("hex");
+const bytes = (h: string): Uint8Array => new Uint8Array(Buffer.from(h, "hex"));
+
+function same(got: Uint8Array, want: { hex?: string; sha256?: string }, what: string): void {
+  if (want.hex !== undefined) assert.equal(hex(got), want.hex, what);
+  else assert.equal(hex(sha256(got)), want.sha256, what);
+}
+
+for (const name of ["small", "bits", "1682"]) {
+  test(`prio3_dp_pop_${name}.json: layout, shares and proofs byte for byte`, () => {
+    const fx = JSON.parse(readFileSync(new URL(`prio3_dp_pop_${name}.json`, DIR), "utf8"));
+    const check = dpPopCheck(fx.dimension, fx.terms);
+    const c = check.circuit, v = check.vdaf;
+    assert.deepEqual([c.low, c.high, c.rangeProof, c.measLen, v.flp.proofLen],
+      [fx.circuit.low, fx.circuit.high, fx.circuit.range_proof, fx.circuit.meas_len, fx.circuit.proof_len]);
+    assert.deepEqual(c.gadgetCalls, fx.circuit.gadget_calls);
+    assert.deepEqual(c.gadgets.map((g) => (g as ParallelSum).count), fx.circuit.chunks);
+    assert.equal(hex(check.ctx), fx.ctx);
+    const nonce = bytes(fx.nonce), rand = bytes(fx.rand);
+    const rep = check.shard(fx.y, nonce, rand);
+    assert.equal(hex(rep.publicShare), fx.public_share);
+    assert.equal(hex(rep.helperShare), fx.helper_share);
+    same(rep.leaderShare, fx.leader_share, "leader share");
+    // the whole proofs: the leader's share plus the helper's expanded share
+    const measBytes = F.ENCODED_SIZE * c.measLen;
+    const leaderProofs = F.decode(rep.leaderShare.subarray(measBytes, rep.leaderShare.length - 32));
+    const helper = v.helperProofsShare(check.ctx, 1, rep.helperShare.subarray(0, 32));
+    same(F.encode(F.add(leaderProofs, helper)), fx.proofs, "proofs");
+  });
+}
+
+test("a vector outside the check is refused before anything is proved", () => {
+  const fx = JSON.parse(readFileSync(new URL("prio3_dp_pop_small.json", DIR), "utf8"));
+  const check = dpPopCheck(fx.dimension, fx.terms);
+  const y = fx.y.slice();
+  y[0] = fx.circuit.high + 1;
+  assert.throws(() => check.shard(y, bytes(fx.nonce), bytes(fx.rand)), /breaks the dp-pop check \(range\)/);
+  assert.throws(() => dpPopCheck(fx.dimension, { ...fx.terms, proofs: 2 }), /proofs/);
+});

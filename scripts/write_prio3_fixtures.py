@@ -1,0 +1,121 @@
+"""Write the Prio3 conformance fixtures the TypeScript SDK's tests read
+(clients/js/fixtures/python/prio3_*.json): for dp-pop's validity check at a fixed noised
+vector, nonce and client randomness, the public share, both input shares, the proofs and the
+preparation messages (verifier shares, verifier message) under a fixed verify key.
+
+    PYTHONPATH=src python scripts/write_prio3_fixtures.py [--check]
+
+``--check`` rewrites nothing and exits 1 if a fixture differs from what this code writes
+(tests/clients/js/test_ts_prio3.py runs the same comparison).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from dprec.protocol.secure_sum.checks import check_terms
+from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck, dp_pop_check
+from dprec.protocol.secure_sum.vdaf.noise_bounds import choose_truncation, truncated_noise_share
+from dprec.systems.dp_pop.calibration import contribution_check
+from dprec.systems.dp_pop.config import DpPopConfig
+
+OUT = Path(__file__).resolve().parent.parent / "clients" / "js" / "fixtures" / "python"
+VERIFY_KEY = bytes(range(32))
+FULL = 4096
+"""Shares longer than this many bytes are stored as their SHA-256 (the 1,682-item case)."""
+
+
+def _noised(check: ContributionCheck, k: int, seed: int) -> np.ndarray:
+    """A k-hot vector plus a truncated share meeting ``check`` (seeded: a fixture)."""
+    rng = np.random.default_rng(seed)
+    d = check.circuit.dimension
+    v = np.zeros(d, np.int64)
+    v[rng.choice(d, k, replace=False)] = 1
+    z = truncated_noise_share(check.truncation, rng, vector=v,
+                              l2_bound_sq=check.circuit.l2_bound_sq)
+    return v + z
+
+
+def _bytes(data: bytes) -> dict[str, str]:
+    if len(data) > FULL:
+        return {"sha256": hashlib.sha256(data).hexdigest(), "length": str(len(data))}
+    return {"hex": data.hex()}
+
+
+def fixture(check: ContributionCheck, y: np.ndarray, seed: int) -> dict:
+    """Everything one report of ``y`` gives, from randomness fixed by ``seed``."""
+    rng = np.random.default_rng(seed + 1)
+    nonce = rng.bytes(16)
+    rand = rng.bytes(check.rand_size)
+    rep = check.shard(y, nonce, rand)
+    v = check.vdaf
+    leader = v.decode_input_share(0, rep.leader_share)
+    helper = v.decode_input_share(1, rep.helper_share)
+    proofs = v.field.add(leader.proofs, v.helper_proofs_share(check.ctx, 1, helper.seed))
+    s0, vs0 = check.prep_init(0, VERIFY_KEY, nonce, rep.public_share, rep.leader_share)
+    s1, vs1 = check.prep_init(1, VERIFY_KEY, nonce, rep.public_share, rep.helper_share)
+    message = check.prep_shares_to_prep(vs0, vs1)
+    out0, out1 = check.prep_finish(s0, message), check.prep_finish(s1, message)
+    total = check.unshard([check.aggregate([out0]), check.aggregate([out1])], 1)
+    assert np.array_equal(total, y)
+    c = check.circuit
+    return {
+        "system": "dp-pop", "dimension": int(c.dimension), "terms": check_terms(check),
+        "circuit": {"low": c.low, "high": c.high, "sum_range": list(c.sum_range),
+                    "l2_bound_sq": c.l2_bound_sq, "range_proof": c.range_proof,
+                    "meas_len": v.flp.MEAS_LEN, "proof_len": v.flp.PROOF_LEN,
+                    "gadget_calls": list(c.GADGET_CALLS),
+                    "chunks": [g.count for g in c.GADGETS]},
+        "ctx": check.ctx.hex(), "y": [int(x) for x in y], "nonce": nonce.hex(),
+        "rand": rand.hex(), "verify_key": VERIFY_KEY.hex(),
+        "public_share": rep.public_share.hex(), "helper_share": rep.helper_share.hex(),
+        "leader_share": _bytes(rep.leader_share), "proofs": _bytes(v.field.encode(proofs)),
+        "verifier_shares": [_bytes(vs0), _bytes(vs1)], "verifier_message": message.hex(),
+    }
+
+
+def fixtures() -> dict[str, dict]:
+    """The fixtures by file name: a small polynomial-range check, a bits-range one (large
+    noise), and dp-pop at ML-100K's 1,682 items as a device computes it from its config."""
+    out = {}
+    small = dp_pop_check(40, 5, choose_truncation(0.5, 40, 100))
+    out["prio3_dp_pop_small.json"] = fixture(small, _noised(small, 5, 1), 1)
+    wide = dp_pop_check(12, 3, choose_truncation(60.0, 12, 10))
+    out["prio3_dp_pop_bits.json"] = fixture(wide, _noised(wide, 3, 2), 2)
+    ml = contribution_check(DpPopConfig(epsilon=1.0, n_clients=943), 1682, 943)
+    out["prio3_dp_pop_1682.json"] = fixture(ml, _noised(ml, 50, 3), 3)
+    return out
+
+
+def render(data: dict) -> str:
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare, write nothing")
+    args = parser.parse_args()
+    stale = []
+    for name, data in fixtures().items():
+        path = OUT / name
+        text = render(data)
+        if args.check:
+            if not path.exists() or path.read_text() != text:
+                stale.append(name)
+        else:
+            OUT.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    if stale:
+        print(f"stale fixtures: {stale}; rerun scripts/write_prio3_fixtures.py", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
