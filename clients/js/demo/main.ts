@@ -22,6 +22,11 @@ function say(id: string, text: string, error = false): void {
   e.classList.toggle("error", error);
 }
 
+/** An epsilon as people read it (no float residue: 2, not 1.9999999999999998). */
+function eps(x: number): string {
+  return String(Number(x.toPrecision(6)));
+}
+
 function label(f: Film): string {
   return f.year === null ? f.title : `${f.title} (${f.year})`;
 }
@@ -114,14 +119,20 @@ class Page {
     try {
       const seat = await this.seat();
       const out = await joinRound(this.cfg, seat, [...this.picked]);
-      say("status", "Your report was accepted by the proxy.");
+      if (out.status !== "sent" && out.status !== "resent") {
+        say("status", out.status === "budget" ? "Not sent: your privacy budget is spent."
+          : `Not sent (${out.status}): no round is open for you now.`, true);
+        return;
+      }
+      say("status", out.status === "sent" ? "Your report was accepted by the proxy."
+        : "Your report was accepted by the proxy (the stored report, sent again bit for bit).");
       // tells the demo's operator a report arrived (the proxy publishes no count)
       await fetch("/reported", { method: "POST", body: JSON.stringify({ client_id: seat.client_id }) });
       say("left-what", "One sealed report to the proxy: two encrypted halves (one for the server, one for " +
         "the proxy) and the proof. Not your list of films.");
       say("left-bytes", `${out.bytes.toLocaleString("en")} bytes`);
-      say("left-epsilon", `ε = ${out.epsilon}`);
-      say("left-budget", `ε = ${out.budget - out.spent} of ${out.budget} left`);
+      say("left-epsilon", `ε = ${eps(out.epsilon)}`);
+      say("left-budget", `ε = ${eps(out.budget - out.spent)} of ${eps(out.budget)} left`);
     } catch (e) {
       say("status", `Not sent: ${(e as Error).message}`, true);
     } finally {
@@ -155,8 +166,8 @@ class Page {
   async showLedger(): Promise<void> {
     const stored = localStorage.getItem(SEAT_KEY);
     if (stored === null) return;
-    const state = await ledgerState(this.cfg, JSON.parse(stored) as Seat);
-    if (state !== null) say("left-budget", `ε = ${state.budget - state.spent} of ${state.budget} left`);
+    const state = await ledgerState(JSON.parse(stored) as Seat);
+    say("left-budget", `ε = ${eps(state.budget - state.spent)} of ${eps(state.budget)} left`);
   }
 }
 

@@ -1,8 +1,15 @@
 /**
- * The page's one door to the device SDK (clients/js/src): joining a dp-pop round and reading
- * the released counts go through the SDK alone (policy, IndexedDB ledger under Web Locks,
- * Prio3 proof, sealing to the two roles). The page itself computes nothing private.
+ * The page's one door to the device SDK (clients/js/src): a {@link DeviceClient} with the
+ * browser ledger (IndexedDB under Web Locks, one per seat), the device's default policy, the
+ * HTTP endpoints and dp-pop's step (Prio3 proof, sealed to the server and the proxy). The
+ * page itself computes nothing private; the ranking is the SDK's on-device scores.
  */
+import { DeviceClient } from "../src/device.js";
+import { openBrowserLedger } from "../src/ledger/indexeddb.js";
+import type { StoredLedger } from "../src/ledger/ledger.js";
+import { decodePopularity, dpPopSteps, httpProxy, httpServer } from "./pending.js";
+
+export { SdkMissing } from "./pending.js";
 
 export interface Film { id: number; title: string; year: number | null }
 
@@ -19,23 +26,20 @@ export interface Seat { client_id: number; token: string }
 /** The round's published terms, for display (the SDK checks them under its own policy). */
 export interface Terms { epsilon: number; delta: number; k: number; minHonest: number; nItems: number }
 
-export interface ReportOutcome {
-  /** Bytes of the one sealed upload sent to the proxy. */
+export interface ReportResult {
+  status: string;
+  /** Bytes of the one sealed upload sent to the proxy (0 if nothing was sent). */
   bytes: number;
-  /** Epsilon charged to the ledger for this report (0 for a re-send). */
+  /** Epsilon charged by this report (0 for a re-send). */
   epsilon: number;
   spent: number;
   budget: number;
 }
 
-export interface Released { counts: Float64Array; contributors: number }
+export interface Released { counts: ArrayLike<number>; contributors: number }
 
-export class SdkMissing extends Error {
-  constructor(what: string) {
-    super(`${what} needs the TypeScript SDK's device client (clients/js/src), not merged yet`);
-    this.name = "SdkMissing";
-  }
-}
+/** The budget a new browser ledger starts with (epsilon, basic composition). */
+export const BUDGET = 3;
 
 function finite(x: unknown, what: string): number {
   if (typeof x !== "number" || !Number.isFinite(x)) throw new Error(`the server's ${what} is not a number`);
@@ -58,18 +62,42 @@ export async function fetchTerms(cfg: DemoConfig): Promise<Terms> {
   };
 }
 
+const ledgers = new Map<number, Promise<StoredLedger>>();
+
+/** The seat's ledger in this browser (opened once per page). */
+export function ledgerOf(seat: Seat): Promise<StoredLedger> {
+  let l = ledgers.get(seat.client_id);
+  if (l === undefined) {
+    l = openBrowserLedger(`demo-${seat.client_id}`, BUDGET);
+    ledgers.set(seat.client_id, l);
+  }
+  return l;
+}
+
+function device(cfg: DemoConfig, seat: Seat, ledger: StoredLedger): DeviceClient {
+  return new DeviceClient({
+    clientId: seat.client_id, token: seat.token, ledger,
+    server: httpServer(cfg.server), proxy: httpProxy(cfg.proxy), steps: [dpPopSteps()],
+  });
+}
+
 /** Report ``films`` in the open round through the SDK (charge before send). */
-export async function joinRound(_cfg: DemoConfig, _seat: Seat, _films: number[]): Promise<ReportOutcome> {
-  throw new SdkMissing("joining a round");
+export async function joinRound(cfg: DemoConfig, seat: Seat, films: number[]): Promise<ReportResult> {
+  const ledger = await ledgerOf(seat);
+  const out = await device(cfg, seat, ledger).report({ items: [...films].sort((a, b) => a - b) });
+  return { status: out.status, bytes: out.bytes, epsilon: out.epsilon,
+           spent: await ledger.spent(), budget: ledger.budget };
 }
 
-/** The released counts (the server's ``model`` artefact, decoded and checked by the SDK),
- * null while no round was released. */
-export async function releasedCounts(_cfg: DemoConfig): Promise<Released | null> {
-  throw new SdkMissing("reading the released counts");
+/** The released counts (the server's ``model`` artefact, fetched and size-checked by the
+ * SDK), null while no round was released. */
+export async function releasedCounts(cfg: DemoConfig): Promise<Released | null> {
+  const model = decodePopularity(await httpServer(cfg.server).artefact("model", 1 << 24));
+  return model.contributors > 0 ? model : null;
 }
 
-/** The ledger's state on this device: (spent, budget), or null before the first report. */
-export async function ledgerState(_cfg: DemoConfig, _seat: Seat): Promise<{ spent: number; budget: number } | null> {
-  return null;
+/** The ledger's state on this device. */
+export async function ledgerState(seat: Seat): Promise<{ spent: number; budget: number }> {
+  const ledger = await ledgerOf(seat);
+  return { spent: await ledger.spent(), budget: ledger.budget };
 }
