@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from demo_fixture import fixture_catalogue  # noqa: E402
 
-from dprec.services.demo import Demo, DemoSettings  # noqa: E402
+from dprec.services.demo import Demo, DemoSettings, catalogue_of  # noqa: E402
 
 CHROMIUM = os.environ.get("DPREC_CHROMIUM", "/usr/bin/chromium")
 AXE = Path(__file__).parents[2] / "clients" / "js" / "node_modules" / "axe-core" / "axe.min.js"
@@ -43,6 +44,16 @@ def _browser_or_skip():
             pytest.fail(f"DPREC_REQUIRE_BROWSER is set but {why}")
         pytest.skip(why)
     return sync_playwright
+
+
+def _wait(page, condition: str, timeout: float = 60.0) -> None:
+    """Poll ``condition`` (a JS expression) until true: Playwright's wait_for_function
+    evaluates a string, which the page's policy (no 'unsafe-eval') refuses."""
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(condition):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout:.0f} s: {condition}")
+        page.wait_for_timeout(50)
 
 
 class Watched:
@@ -76,10 +87,8 @@ class Watched:
     def join(self) -> str:
         """Press the join button; the status it ends with."""
         self.page.click("#join")
-        self.page.wait_for_function(
-            "document.querySelector('#status').textContent.length > 0 && "
-            "!document.querySelector('#status').textContent.startsWith('Building')",
-            timeout=60_000)
+        _wait(self.page, "document.querySelector('#status').textContent.length > 0 && "
+              "!document.querySelector('#status').textContent.startsWith('Building')")
         return self.page.text_content("#status") or ""
 
 
@@ -192,3 +201,121 @@ def test_twenty_browsers_and_two_hundred_devices_complete_one_round(tmp_path):
     order = sorted((i for i in range(ds.n_items) if i not in set(films[0])),
                    key=lambda i: (-counts[i], i))
     assert shown == order[:10]
+
+
+def _skip_without_sdk(status: str) -> None:
+    if SDK_MISSING in status:
+        pytest.skip(f"the page's join step {SDK_MISSING} (clients/js/demo/pending.ts)")
+
+
+def _spent(page) -> str:
+    _wait(page, "!document.querySelector('#left-budget').textContent.startsWith('unknown')", 30)
+    return page.text_content("#left-budget") or ""
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(300)
+def test_the_ledger_survives_a_reload_and_a_second_tab_charges_nothing_more(tmp_path):
+    """One seat, two tabs of one browser (one IndexedDB ledger, Web Locks): both press
+    join at once; one report is charged (epsilon 1 of 3) and the other tab re-sends the
+    stored message; a reload shows the same ledger."""
+    sync_playwright = _browser_or_skip()
+    settings = DemoSettings(crowd=10, seats=2)
+    with Demo(settings, tmp_path / "demo", fixture_catalogue()).start(crowd=False) as demo, \
+            sync_playwright() as p:
+        browser = _launch(p)
+        try:
+            context = browser.new_context()
+            first = Watched(context).open(demo.page.url)
+            first.pick("film", 3)
+            first.page.reload()
+            first.page.wait_for_selector("body[data-ready='1']")
+            second = Watched(context).open(demo.page.url)  # the same seat (localStorage)
+            for w in (first, second):
+                _wait(w.page, "!document.querySelector('#join').disabled")
+            first.page.click("#join")
+            second.page.click("#join")
+            statuses = [_status(w) for w in (first, second)]
+            _skip_without_sdk(statuses[0])
+            left = [_spent(w.page) for w in (first, second)]
+            first.page.reload()
+            first.page.wait_for_selector("body[data-ready='1']")
+            after_reload = _spent(first.page)
+            errors = first.errors + second.errors
+        finally:
+            browser.close()
+    assert sorted("sent again" in s for s in statuses) == [False, True], statuses
+    assert left == ["ε = 2 of 3 left"] * 2, left
+    assert after_reload == "ε = 2 of 3 left"
+    assert errors == []
+
+
+def _status(w: Watched) -> str:
+    _wait(w.page, "document.querySelector('#status').textContent.length > 0 && "
+          "!document.querySelector('#status').textContent.startsWith('Building')")
+    return w.page.text_content("#status") or ""
+
+
+def _liar_process(root: Path):
+    """tests/client's lying server (liar.py through its conftest's LiarProcess)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "client_liar_conftest", Path(__file__).parents[1] / "client" / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    root.mkdir(parents=True, exist_ok=True)
+    return module.LiarProcess(root)
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("lie", [{"epsilon": 20.0},          # more than 5 per report
+                                 {"aggregation": "trusted"},  # the report in the clear
+                                 {"min_honest": 1}])          # a "sum" of one: no hiding
+def test_a_hostile_server_gets_no_report_beyond_the_policy(tmp_path, lie):
+    """The page talks to tests/client's lying server (server and proxy) describing a dp-pop
+    round the device's policy does not accept: the page says why, nothing is POSTed to the
+    liar, no artefact is fetched and nothing is charged."""
+    from dprec.services.demo_page import PageServer
+    from dprec.systems.deployable import ProtocolInfo
+    from dprec.systems.dp_pop.system import DpPopConfig
+
+    sync_playwright = _browser_or_skip()
+    ds = fixture_catalogue(n_users=5, n_items=40)
+    liar = _liar_process(tmp_path / "liar")
+    page_server = PageServer()
+    try:
+        origin = {"Access-Control-Allow-Origin": page_server.origin}
+        doc = ProtocolInfo("dp-pop", 40, DpPopConfig(k=10, n_clients=30, min_honest=20)
+                           ).to_json()
+        config = {**doc["config"], **lie}
+        if config["aggregation"] == "trusted":
+            config["min_honest"] = None
+        liar.serve({"GET /v1/protocol": {"json": {**doc, "config": config}, "headers": origin},
+                    "GET /v1/round": {"json": {"started": True, "finished": False, "round": 0},
+                                      "headers": origin},
+                    "POST /v1/rounds/0/reports": {"status": 202, "json": {"accepted": True},
+                                                  "headers": origin}})
+        seat = iter([{"client_id": 3, "token": "t"}])
+        page_server.serve({"server": liar.url, "proxy": liar.url, "crowd": 20, "seats": 1,
+                           "items": catalogue_of(ds)}, lambda: next(seat, None), lambda c: None)
+        with sync_playwright() as p:
+            browser = _launch(p)
+            try:
+                w = Watched(browser.new_context()).open(page_server.url)
+                w.pick("film", 2)
+                _wait(w.page, "!document.querySelector('#join').disabled")
+                status = w.join()
+                _skip_without_sdk(status)
+                budget = _spent(w.page)
+            finally:
+                browser.close()
+        posts = liar.requests("POST")
+        fetched = liar.requests(prefix="/v1/artefacts")
+    finally:
+        page_server.stop()
+        liar.stop()
+    assert status.startswith("Not sent") and "policy" in status, status
+    assert posts == [] and fetched == []
+    assert budget == "ε = 3 of 3 left"

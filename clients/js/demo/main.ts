@@ -96,8 +96,10 @@ class Page {
     this.terms = t;
     say("terms", `This round counts how many people like each of ${t.nItems.toLocaleString("en")} films. ` +
       `Your device sends at most ${t.k} of your films, with noise, at a privacy cost of ε = ${t.epsilon} ` +
-      `(δ = ${t.delta}). The count is released only once ${t.minHonest} devices have reported.`);
-    say("trust-min-honest", String(t.minHonest));
+      `(δ = ${t.delta}). ` + (t.minHonest === null
+      ? "This server describes no secure sum: your device's policy decides whether to take part."
+      : `The count is released only once ${t.minHonest} devices have reported.`));
+    say("trust-min-honest", t.minHonest === null ? "min_honest (not stated)" : String(t.minHonest));
     say("trust-k", String(t.k));
     this.showPicked();
   }

@@ -24,7 +24,11 @@ export interface DemoConfig {
 export interface Seat { client_id: number; token: string }
 
 /** The round's published terms, for display (the SDK checks them under its own policy). */
-export interface Terms { epsilon: number; delta: number; k: number; minHonest: number; nItems: number }
+export interface Terms {
+  epsilon: number; delta: number; k: number; nItems: number;
+  /** Null where the server describes no secure sum (the SDK's policy then decides). */
+  minHonest: number | null;
+}
 
 export interface ReportResult {
   status: string;
@@ -57,7 +61,8 @@ export async function fetchTerms(cfg: DemoConfig): Promise<Terms> {
   const c = doc.config;
   return {
     epsilon: finite(c["epsilon"], "epsilon"), delta: finite(c["delta"], "delta"),
-    k: finite(c["k"], "k"), minHonest: finite(c["min_honest"], "min_honest"),
+    k: finite(c["k"], "k"),
+    minHonest: c["min_honest"] === null ? null : finite(c["min_honest"], "min_honest"),
     nItems: finite(doc.n_items, "item count"),
   };
 }
