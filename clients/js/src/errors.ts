@@ -35,3 +35,21 @@ export class TamperedCiphertextError extends SealedBoxError {}
 
 /** An upload, key or box does not have the protocol's format or length. */
 export class MalformedUploadError extends SecureSumError {}
+
+/** A service refused a request: `status` and its `{"error": ...}` message
+ * (Python: client.http.ServiceError). */
+export class ServiceError extends DprecError {
+  constructor(readonly status: number, readonly detail: string,
+              readonly retryAfter: number | null = null) {
+    super(`${status}: ${detail}`);
+  }
+
+  /** Worth retrying: rate limited or a service unreachable behind the one asked. */
+  get transient(): boolean {
+    return [429, 502, 503, 504].includes(this.status);
+  }
+}
+
+/** No answer: connection refused or reset, past the exchange's deadline, or a 5xx without a
+ * message (Python: client.http.Unreachable). */
+export class Unreachable extends DprecError {}

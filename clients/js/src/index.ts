@@ -4,3 +4,4 @@ export * from "./errors.js";
 export * from "./seal.js";
 export * from "./wire/index.js";
 export * from "./systems/index.js";
+export * from "./http.js";
