@@ -9,3 +9,7 @@ export * from "./policy.js";
 export * from "./selection.js";
 export * from "./ledger/index.js";
 export * from "./device.js";
+export * from "./seal.js";
+export * from "./wire/index.js";
+export * from "./systems/index.js";
+export * from "./http.js";

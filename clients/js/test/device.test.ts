@@ -59,7 +59,9 @@ test("a protocol the policy refuses is refused before anything is computed or pi
     assert.equal(d.steps.builds + d.proxy.attempts.length + d.server.artefactCalls, 0);
     assert.equal(await d.ledger.locked(async (v) => v.pinned()), null);
   }
-  const d = await device({ config: { neighbours: "50" } });
+  const good = dplcf({}, N).document;
+  const d = await device({ server: new FakeServer({ ...good, config: {
+    ...(good["config"] as Record<string, unknown>), neighbours: "50" } }) });
   await assert.rejects(d.client.report(HISTORY), BadReply);
   const ok = await device();
   await assert.rejects(ok.client.report({ items: [N] }), /integers in \[0, 100\)/);

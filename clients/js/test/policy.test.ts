@@ -95,7 +95,9 @@ test("dp-pop: the run's epsilon once, its delta, min_honest and n_clients within
     (e) => e instanceof PolicyViolation && /epsilon 6 per run/.test(e.message));
   assert.throws(() => policy.cost(policy.read(dpPop(), popTerms(1, 1e-5))),
     (e) => e instanceof PolicyViolation && /max_delta/.test(e.message));
-  assert.throws(() => policy.cost(policy.read(dpPop({ min_honest: 221 }), popTerms())),
+  assert.throws(() => dpPop({ min_honest: 221 }), BadReply); // the strict decoder's refusal
+  const t221: ProtocolTerms = { ...t, minHonest: 221 };
+  assert.throws(() => policy.cost(t221),
     (e) => e instanceof PolicyViolation && /min_honest = 221 of n_clients = 220/.test(e.message));
   assert.throws(() => new DevicePolicy({ maxMinHonest: 10 }).read(dpPop(), popTerms()),
     (e) => e instanceof PolicyViolation && /max_min_honest = 10/.test(e.message));

@@ -6,7 +6,9 @@ export function dplcf(config: Record<string, unknown> = {}, n = 1682): ProtocolD
   return parseDescription({
     system: "dplcf-sp", family: "dplcf", n_items: n, rounds: 1, aggregator: "mean",
     upload: "ObfuscatedBits", forward: "ObfuscatedBits",
-    config: { flip: "symmetric", epsilon: 1.0, neighbours: 50, neighbourhood: "item", ...config },
+    config: { flip: "symmetric", estimator: "unbiased", epsilon: 1.0, neighbours: 50,
+              neighbourhood: "item", batch_size: 4096, aggregator: "mean", history_cap: null,
+              ...config },
   });
 }
 
@@ -14,8 +16,11 @@ export function fmf(config: Record<string, unknown> = {}, n = 1682): ProtocolDes
   return parseDescription({
     system: "fmf-ldp", family: "fmf", n_items: n, rounds: 20, aggregator: "mean",
     upload: "GradientReports", forward: "ShuffledReports",
-    config: { cells: "chosen", mechanism: "binary", epsilon: 0.5, k: 10, factors: 16,
-              epochs: 20, alpha: 0.0, regularization: 0.1, clip: 1.0, ...config },
+    config: { factors: 16, regularization: 0.1, lr: 0.001, alpha: 0.0, epochs: 20,
+              server_steps: 20, epsilon: 0.5, k: 10, clip: 1.0, mechanism: "binary",
+              exact: false, init_scale: 0.1, shuffle_threshold: 100, user_budget: null,
+              delta: 1e-6, batch_size: 8192, allow_no_update: false, cells: "chosen",
+              aggregator: "mean", ...config },
   });
 }
 
@@ -23,8 +28,8 @@ export function dpPop(config: Record<string, unknown> = {}, n = 1682): ProtocolD
   return parseDescription({
     system: "dp-pop", family: "dp_pop", n_items: n, rounds: 1, aggregator: "secure",
     upload: "SumUpload", forward: "SumRelease",
-    config: { epsilon: 1.0, delta: 1e-6, n_clients: 220, min_honest: 20, k: 5,
-              aggregation: "secure", ...config },
+    config: { epsilon: 1.0, delta: 1e-6, k: 5, sampling: "uniform", aggregation: "secure",
+              min_honest: 20, n_clients: 220, validity: "prio3", ...config },
   });
 }
 
