@@ -2,10 +2,10 @@
  * The server's protocol description (`GET /v1/protocol`) as the device holds it before its
  * policy reads it, and the run it names (Python: ProtocolInfo, dprec.client.runs.run_id).
  *
- * The envelope is checked here (a JSON object with a system name, a family, N in
- * [1, MAX_ITEMS] and a config object); the config's fields are read one by one, typed and
- * bounded, by the policy's reader (policy.ts), never trusted as they come. jscore's strict
- * typed-config decoder (src/wire/) may run before; this module needs only the plain object.
+ * The document is decoded strictly first (wire/config.ts's decodeProtocolInfo: a family this
+ * SDK runs, N in [1, MAX_ITEMS], every config field of its JSON type and range, no unknown
+ * key; a refusal is a BadReply); the policy's reader (policy.ts) then reads the fields it
+ * computes with, one by one, typed and bounded again under the device's own limits.
  *
  * A run is named by the SHA-256 (hex) of the description's canonical JSON (keys sorted at
  * every depth, no spaces): equal descriptions, equal runs. It is the device's own local key
@@ -14,10 +14,8 @@
  */
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
-import { BadReply } from "./errors.js";
-
-/** The largest catalogue a message can carry (Python: dprec.protocol.messages.MAX_ITEMS). */
-export const MAX_ITEMS = 1 << 24;
+import { BadReply, ConfigError } from "./errors.js";
+import { decodeProtocolInfo } from "./wire/config.js";
 
 /** A published protocol description, its envelope checked (module doc). */
 export interface ProtocolDescription {
@@ -38,24 +36,17 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 /** The description `doc` (parsed JSON), its envelope checked; {@link BadReply} if malformed. */
 export function parseDescription(doc: unknown): ProtocolDescription {
-  if (!isObject(doc)) throw new BadReply("the protocol description must be a JSON object");
-  const { system, family, n_items: n, config } = doc;
-  const aggregator = doc["aggregator"] ?? "mean";
-  if (typeof system !== "string" || system.length === 0 || system.length > 64) {
-    throw new BadReply(`the protocol's system must be a name, got ${JSON.stringify(system)}`);
+  let info;
+  try {
+    info = decodeProtocolInfo(doc);
+  } catch (e) {
+    if (e instanceof ConfigError) throw new BadReply(`GET /v1/protocol: ${e.message}`);
+    throw e;
   }
-  if (typeof family !== "string" || family.length === 0 || family.length > 64) {
-    throw new BadReply(`the protocol's family must be a name, got ${JSON.stringify(family)}`);
-  }
-  if (typeof n !== "number" || !Number.isInteger(n) || n < 1 || n > MAX_ITEMS) {
-    throw new BadReply(`the protocol's n_items must be an integer in [1, ${MAX_ITEMS}], got ` +
-      `${JSON.stringify(n)}`);
-  }
-  if (typeof aggregator !== "string") {
-    throw new BadReply(`the protocol's aggregator must be a name, got ${JSON.stringify(aggregator)}`);
-  }
-  if (!isObject(config)) throw new BadReply("the protocol description's config must be a JSON object");
-  return { system, family, n_items: n, aggregator, config, document: doc };
+  const { system, family, nItems, aggregator, config } = info;
+  if (system.length > 64) throw new BadReply(`the protocol's system name is ${system.length} characters`);
+  return { system, family, n_items: nItems, aggregator,
+           config: config as unknown as Record<string, unknown>, document: doc as Record<string, unknown> };
 }
 
 /** JSON with the keys of every object sorted and no spaces (equal values, equal strings). */
@@ -74,7 +65,7 @@ export function canonicalJson(value: unknown): string {
 }
 
 /** The run's identity: SHA-256 (hex) of the description's canonical JSON. */
-export function runId(info: ProtocolDescription): string {
+export function protocolRunId(info: ProtocolDescription): string {
   return bytesToHex(sha256(utf8ToBytes(canonicalJson(info.document))));
 }
 

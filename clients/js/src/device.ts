@@ -21,12 +21,13 @@
  * may answer null (this client takes no part in the round): nothing is charged, stored or
  * sent.
  */
-import { parseDescription, reportKey, runId, type ProtocolDescription } from "./description.js";
+import { parseDescription, reportKey, protocolRunId, type ProtocolDescription } from "./description.js";
 import { BadReply, BudgetExceededError, DprecError, PolicyViolation, RunChanged } from "./errors.js";
 import type { Ledger } from "./ledger/ledger.js";
 import { DevicePolicy } from "./policy.js";
 import { SecureSource } from "./random.js";
 import { topK } from "./selection.js";
+import { checkHistory, type History } from "./systems/history.js";
 import { uploadBytes, type DeviceReader, type ProtocolTerms, type TermsFields } from "./terms.js";
 
 /** The server's endpoints a device uses (jscore's http.ts implements them). */
@@ -45,12 +46,6 @@ export interface ProxyApi {
   submit(round: number, clientId: number, token: string, body: Uint8Array): Promise<void>;
   /** What the proxy hands this client alone (FMF-LDP's cells token). */
   clientSecret(clientId: number, token: string): Promise<unknown>;
-}
-
-/** The user's data: item ids in [0, N), distinct, with their ratings (1 if omitted). */
-export interface History {
-  readonly items: readonly number[];
-  readonly values?: readonly number[];
 }
 
 /** What a system's step gets for one report. */
@@ -148,7 +143,7 @@ export class DeviceClient {
         `one this device runs: ${[...this.steps.keys()].join(", ") || "none"}`);
     }
     const terms = this.policy.read(info, (read, i) => steps.terms(read, i));
-    return { info, terms, steps, run: runId(info) };
+    return { info, terms, steps, run: protocolRunId(info) };
   }
 
   /** Pin the run the server describes now (after RunChanged), if the policy accepts it; the
@@ -166,7 +161,7 @@ export class DeviceClient {
   async report(history: History): Promise<ReportOutcome> {
     const { terms, steps, run } = await this.describe();
     let cost = this.policy.cost(terms);
-    const checked = checkHistory(history, terms.nItems);
+    checkHistory(history, terms.nItems); // refused before anything is computed
     await this.ledger.locked(async (view) => {
       const pinned = view.pinned();
       if (pinned === null) await view.pin(run);
@@ -189,7 +184,7 @@ export class DeviceClient {
         if (view.charged(key)) return "lost" as const;
         if (terms.secureSum && view.countUnder(`${run}/`) > 0) cost = 0;
         if (!view.canCharge(cost)) return "budget" as const;
-        body = await steps.build(this.context(terms, checked, round));
+        body = await steps.build(this.context(terms, history, round));
         if (body === null) return "not-selected" as const;
         checkSize(body, terms, round, steps.exactUpload ?? true);
         await view.storeMessage(run, round, body);
@@ -274,8 +269,8 @@ export class DeviceClient {
     if (steps.scores === undefined) {
       throw new DprecError(`${terms.system} has no on-device scores in this SDK`);
     }
-    const checked = checkHistory(history, terms.nItems);
-    return steps.scores(terms, checked, await this.artefactBytes(terms));
+    checkHistory(history, terms.nItems);
+    return steps.scores(terms, history, await this.artefactBytes(terms));
   }
 
   /** The `k` best items for this user, best first, never leaving the device. */
@@ -289,27 +284,13 @@ export class DeviceClient {
 export function recommend(scores: ArrayLike<number>, history: History, k: number,
                           excludeSeen = true): number[] {
   const s = Float64Array.from(scores);
-  if (excludeSeen) for (const i of history.items) if (i >= 0 && i < s.length) s[i] = -Infinity;
-  return topK(s, k);
-}
-
-/** `history` checked against N: distinct integer ids in [0, N), finite values. */
-export function checkHistory(history: History, nItems: number): History {
-  const { items, values } = history;
-  if (!Array.isArray(items)) throw new DprecError("history.items must be an array of item ids");
-  const seen = new Set<number>();
-  for (const i of items) {
-    if (!Number.isInteger(i) || i < 0 || i >= nItems) {
-      throw new DprecError(`history.items must be integers in [0, ${nItems}), got ${i}`);
+  if (excludeSeen) {
+    for (let j = 0; j < history.items.length; j++) {
+      const i = history.items[j] as number;
+      if (i >= 0 && i < s.length) s[i] = -Infinity;
     }
-    if (seen.has(i)) throw new DprecError(`history.items lists item ${i} twice`);
-    seen.add(i);
   }
-  if (values !== undefined && (values.length !== items.length
-      || !values.every((v) => typeof v === "number" && Number.isFinite(v)))) {
-    throw new DprecError("history.values must be finite numbers, one per item");
-  }
-  return { items: [...items], ...(values !== undefined ? { values: [...values] } : {}) };
+  return topK(s, k);
 }
 
 function checkSize(body: Uint8Array, terms: ProtocolTerms, round: number, exact: boolean): void {

@@ -57,13 +57,20 @@ export class BudgetExceededError extends DprecError {}
  */
 export class LedgerError extends DprecError {}
 
-/** A service refused a request: its HTTP status and its message (Python: ServiceError). */
+/** A service refused a request: `status` and its `{"error": ...}` message
+ * (Python: client.http.ServiceError). */
 export class ServiceError extends DprecError {
-  constructor(readonly status: number, message: string) {
-    super(`HTTP ${status}: ${message}`);
-    this.detail = message;
+  constructor(readonly status: number, readonly detail: string,
+              readonly retryAfter: number | null = null) {
+    super(`${status}: ${detail}`);
   }
 
-  /** The service's own message, without the status. */
-  readonly detail: string;
+  /** Worth retrying: rate limited or a service unreachable behind the one asked. */
+  get transient(): boolean {
+    return [429, 502, 503, 504].includes(this.status);
+  }
 }
+
+/** No answer: connection refused or reset, past the exchange's deadline, or a 5xx without a
+ * message (Python: client.http.Unreachable). */
+export class Unreachable extends DprecError {}

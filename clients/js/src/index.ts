@@ -2,9 +2,6 @@
  * the Node file ledger is in "./node.js" (package subpath `@dprec/device/node`). */
 export const WIRE_VERSION = 1;
 export * from "./errors.js";
-export * from "./seal.js";
-export * from "./wire/index.js";
-export * from "./systems/index.js";
 export * from "./random.js";
 export * from "./description.js";
 export * from "./terms.js";
@@ -12,8 +9,7 @@ export * from "./policy.js";
 export * from "./selection.js";
 export * from "./ledger/index.js";
 export * from "./device.js";
-// names both jscore's and jsdev's modules export (merge resolution on branch demo: one picked
-// so that the star exports compile; the two owners should keep one implementation)
-export { runId } from "./seal.js";
-export { HEADER_BYTES, MAX_ITEMS } from "./wire/index.js";
-export { type History, checkHistory } from "./device.js";
+export * from "./seal.js";
+export * from "./wire/index.js";
+export * from "./systems/index.js";
+export * from "./http.js";

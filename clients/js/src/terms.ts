@@ -10,6 +10,7 @@
  * downloads) are computed here from N and the config, never taken from the server.
  */
 import type { ProtocolDescription } from "./description.js";
+import { HEADER_BYTES } from "./wire/header.js";
 
 /** A size limit of the device policy a config field is bounded by. */
 export type PolicyLimit = "maxItems" | "maxK" | "maxFactors" | "maxNeighbours" | "maxClients"
@@ -72,8 +73,6 @@ const BASE: Omit<TermsFields, "rounds" | "mechanism" | "epsilon" | "count" | "me
   trustedAggregator: false, noiseMultiplier: 0,
 };
 
-/** The message header (magic, version, type): Python's HEADER.size. */
-export const HEADER_BYTES = 6;
 const NEIGHBOURS_BASE = 15;
 const ITEM_MATRIX_BASE = 22;
 
