@@ -48,3 +48,15 @@ test("roots of unity and the NTT: intt(ntt(c)) = c, ntt of x is the roots", () =
   const x = ntt(F.fromInts([0, 1]), 4); // f(t) = t at w_4^i
   assert.deepEqual(F.toBigInts(x), [0, 1, 2, 3].map((i) => F.powB(F.root(4), BigInt(i))));
 });
+
+test("mulSmallTo equals BigInt's a c mod p for c < 2^20", () => {
+  const ps = pairs();
+  const out = F.zeros(1);
+  for (const [a] of ps) {
+    for (const c of [0, 1, 2, 3, 255, 65535, 65536, 1048575]) {
+      const v = F.fromInts([a]);
+      F.mulSmallTo(out, 0, v[0]!, v[1]!, c);
+      assert.equal(F.get(out, 0), (a * BigInt(c)) % P, `${a} * ${c}`);
+    }
+  }
+});

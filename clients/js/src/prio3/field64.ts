@@ -15,6 +15,8 @@ export const P = 0xffffffff00000001n;
 export const ENCODED_SIZE = 8;
 export const GEN_ORDER = 1n << 32n;
 export type Vec = Int32Array;
+const TWO32 = 4294967296;
+const INV32 = 1 / TWO32;
 
 /** b^e mod p (bigint). */
 export function powB(b: bigint, e: bigint): bigint {
@@ -195,6 +197,35 @@ export function mulTo(out: Vec, o: number, al: number, ah: number, bl: number, b
   }
   out[o] = rl;
   out[o + 1] = rh;
+}
+
+/** out[o..o+1] = a c mod p for a small integer 0 <= c < 2^20: two exact double products
+ * (< 2^52) and the reduction w0 + w1 2^32 + w2 (2^32 - 1), w2 < 2^20. */
+export function mulSmallTo(out: Vec, o: number, al: number, ah: number, c: number): void {
+  const lo = (al >>> 0) * c;
+  const w0 = lo >>> 0;
+  const mid = (ah >>> 0) * c + (lo - w0) * INV32;
+  const w1 = mid >>> 0;
+  const w2 = (mid - w1) * INV32;
+  let l = w0 - w2, h = w1 + w2; // (w0 - w2) + (w1 + w2) 2^32
+  if (l < 0) {
+    l += TWO32;
+    h -= 1;
+  }
+  if (h >= TWO32) { // 2^64 = 2^32 - 1 (mod p)
+    h -= TWO32;
+    l += TWO32 - 1;
+    if (l >= TWO32) {
+      l -= TWO32;
+      h += 1;
+    }
+  }
+  if (h === TWO32 - 1 && l >= 1) {
+    l -= 1;
+    h = 0;
+  }
+  out[o] = l | 0;
+  out[o + 1] = h | 0;
 }
 
 // -- vectors ---------------------------------------------------------------------------------

@@ -54,11 +54,34 @@ export class PolyEval implements Gadget {
   }
 }
 
+/** Pairs of pair constants (c_a, c_b) of {@link WeightedRange}: (u + c_a)(u + c_b) =
+ * u^2 + (c_a + c_b) u + c_a c_b, the middle term a multiplication by a small integer. */
+interface Quads {
+  readonly small: number[]; // |c_a + c_b| (< 2^20)
+  readonly negative: boolean[];
+  readonly constant: F.Vec; // c_a c_b mod p
+}
+
+const SMALL = 2 ** 20;
+
+function quadsOf(pairs: bigint[]): Quads | null {
+  const small: number[] = [], negative: boolean[] = [], constant: bigint[] = [];
+  for (let i = 0; i + 1 < pairs.length; i += 2) {
+    const s = pairs[i]! + pairs[i + 1]!;
+    if (s >= BigInt(SMALL) || -s >= BigInt(SMALL)) return null;
+    small.push(Number(s < 0n ? -s : s));
+    negative.push(s < 0n);
+    constant.push(pairs[i]! * pairs[i + 1]!);
+  }
+  return { small, negative, constant: F.fromInts(constant) };
+}
+
 export class WeightedRange implements Gadget {
   readonly arity = 2;
   readonly degree: number;
   private readonly total: F.Vec;
   private readonly pairs: F.Vec;
+  private readonly quads: Quads | null;
   private readonly middle: F.Vec | null;
 
   constructor(readonly low: number, readonly high: number) {
@@ -71,13 +94,15 @@ export class WeightedRange implements Gadget {
     }
     this.total = F.fromInts([total]);
     this.pairs = F.fromInts(pairs);
+    this.quads = quadsOf(pairs);
     this.middle = (high - low + 1) % 2 === 1 ? F.fromInts([Math.floor(total / 2)]) : null;
   }
 
   /** out[t] += x0[t] prod (x1[t] - k), for t < n. */
   accumulate(x0: F.Vec, x1: F.Vec, n: number, out: F.Vec): void {
     const s = this.total, pairs = this.pairs, np = F.len(pairs), mid = this.middle;
-    const u = F.zeros(1), acc = F.zeros(1), tmp = F.zeros(1);
+    const q = this.quads, nq = q === null ? 0 : q.small.length;
+    const u = F.zeros(1), v = F.zeros(1), acc = F.zeros(1), tmp = F.zeros(1);
     for (let t = 0; t < n; t++) {
       const xl = x1[2 * t]!, xh = x1[2 * t + 1]!;
       F.mulTo(u, 0, xl, xh, xl, xh);
@@ -90,7 +115,20 @@ export class WeightedRange implements Gadget {
         F.mulTo(acc, 0, acc[0]!, acc[1]!, tmp[0]!, tmp[1]!);
       }
       const ul = u[0]!, uh = u[1]!;
-      for (let k = 0; k < np; k++) {
+      let k = 0;
+      if (q !== null) {
+        F.mulTo(v, 0, ul, uh, ul, uh);
+        const vl = v[0]!, vh = v[1]!, qc = q.constant;
+        for (let i = 0; i < nq; i++) {
+          F.mulSmallTo(tmp, 0, ul, uh, q.small[i]!);
+          if (q.negative[i]) F.subTo(tmp, 0, vl, vh, tmp[0]!, tmp[1]!);
+          else F.addTo(tmp, 0, vl, vh, tmp[0]!, tmp[1]!);
+          F.addTo(tmp, 0, tmp[0]!, tmp[1]!, qc[2 * i]!, qc[2 * i + 1]!);
+          F.mulTo(acc, 0, acc[0]!, acc[1]!, tmp[0]!, tmp[1]!);
+        }
+        k = 2 * nq;
+      }
+      for (; k < np; k++) {
         F.addTo(tmp, 0, ul, uh, pairs[2 * k]!, pairs[2 * k + 1]!);
         F.mulTo(acc, 0, acc[0]!, acc[1]!, tmp[0]!, tmp[1]!);
       }

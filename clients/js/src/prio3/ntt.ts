@@ -17,6 +17,17 @@ export function nextPowerOf2(n: number): number {
 }
 
 const twiddleCache = new Map<number, F.Vec>();
+const inverseCache = new Map<number, F.Vec>();
+
+/** 1/n in the field, as a 1-element vector (cached). */
+function inverseOf(n: number): F.Vec {
+  let inv = inverseCache.get(n);
+  if (inv === undefined) {
+    inv = F.fromInts([F.invB(BigInt(n))]);
+    inverseCache.set(n, inv);
+  }
+  return inv;
+}
 
 /** w_m^j for every level m <= n, level m at offset m/2 - 1. */
 function twiddles(n: number): F.Vec {
@@ -75,7 +86,7 @@ export function ntt(coeffs: F.Vec, n: number): F.Vec {
 export function intt(values: F.Vec): F.Vec {
   const n = F.len(values);
   const out = ntt(values, n);
-  const inv = F.fromInts([F.invB(BigInt(n))]);
+  const inv = inverseOf(n);
   const res = F.zeros(n);
   for (let i = 0; i < n; i++) {
     const s = (n - i) % n; // w^-i = w^(n - i)

@@ -1,0 +1,48 @@
+// One dp-pop report (draw, Prio3 proof, seal) at ML-100K's d = 1,682 under Node, timed.
+//   cd clients/js && npm run build && node bench/dp_pop_report.mjs [reports]
+// The round's terms are those Python computes for DpPopConfig(epsilon=1, n_clients=943)
+// (clients/js/fixtures/python/prio3_dp_pop_1682.json). Prints JSON: per-report times (ms),
+// the median, and the phases of one report (draw, shard, seal).
+import { readFileSync } from "node:fs";
+import { performance } from "node:perf_hooks";
+import { buildDpPopUpload, dpPopRoundCheck, dpPopVector } from "../dist/src/systems/dp_pop.js";
+import { proveAndSeal } from "../dist/src/secure_sum/proved.js";
+import { generateKeyPair, ready } from "../dist/src/seal.js";
+import { SecureSource } from "../dist/src/random.js";
+
+const reports = Number(process.argv[2] ?? 20);
+const fx = JSON.parse(readFileSync(new URL("../fixtures/python/prio3_dp_pop_1682.json", import.meta.url)));
+await ready();
+const round = { nItems: fx.dimension, sampling: "uniform", muShare: 0.4753490620809254, terms: fx.terms };
+const keys = { proxyKey: generateKeyPair().publicKey, serverKey: generateKeyPair().publicKey,
+  publishedValidity: { kind: "prio3", ...fx.terms } };
+const history = { items: Array.from({ length: 120 }, (_, i) => 13 * i + 5) };
+const rng = new SecureSource();
+let t = performance.now();
+dpPopRoundCheck(round);
+const setup = performance.now() - t;
+const times = [];
+let bytes = 0;
+for (let i = 0; i < reports; i++) {
+  t = performance.now();
+  bytes = buildDpPopUpload(round, history, keys, 0, rng).length;
+  times.push(performance.now() - t);
+}
+const check = dpPopRoundCheck(round);
+t = performance.now();
+const y = dpPopVector(round, history, rng);
+const draw = performance.now() - t;
+t = performance.now();
+check.shard(y, rng.bytes(16), rng.bytes(check.randSize));
+const shard = performance.now() - t;
+t = performance.now();
+proveAndSeal(check, keys.proxyKey, keys.serverKey, y, 0, rng);
+const whole = performance.now() - t;
+const sorted = times.slice().sort((a, b) => a - b);
+console.log(JSON.stringify({
+  d: fx.dimension, proofs: check.proofs, upload_bytes: bytes, setup_ms: +setup.toFixed(1),
+  first_ms: +times[0].toFixed(1), median_ms: +sorted[Math.floor(sorted.length / 2)].toFixed(1),
+  min_ms: +sorted[0].toFixed(1),
+  phases_ms: { draw: +draw.toFixed(1), shard_and_prove: +shard.toFixed(1),
+    seal: +(whole - shard).toFixed(1) },
+}));
