@@ -28,3 +28,30 @@ def fixture_catalogue(n_users: int = 230, n_items: int = 40, per_user: int = 4,
     ratings = np.full(users.size, 5.0)
     return Dataset.from_triples("demo-fixture", users, items, ratings,
                                 item_features=features, all_item_ids=np.arange(1, n_items + 1))
+
+
+def write_grouplens(folder, n_users: int = 500, n_items: int = 200):
+    """An ML-100K look-alike in the GroupLens layout that dprec's loader accepts: exactly
+    100,000 ratings (every user rates every film) inside the release's time span, titled
+    films in ``u.item``. Returns ``folder``."""
+    from pathlib import Path
+
+    from dprec.data.loaders.movielens import ML100K_GENRES
+
+    assert n_users * n_items == 100_000
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    users = np.repeat(np.arange(1, n_users + 1), n_items)
+    items = np.tile(np.arange(1, n_items + 1), n_users)
+    stars = (users * 7 + items * 3) % 5 + 1
+    ts = 880_000_000 + np.arange(users.size)
+    (folder / "u.data").write_text("".join(f"{u}\t{i}\t{r}\t{t}\n"
+                                           for u, i, r, t in zip(users, items, stars, ts,
+                                                                 strict=True)))
+    (folder / "u.user").write_text("".join(f"{u}|30|F|writer|12345\n"
+                                           for u in range(1, n_users + 1)))
+    flags = "|".join(["0"] * (len(ML100K_GENRES) - 1) + ["1"])
+    (folder / "u.item").write_text("".join(
+        f"{i}|Fixture Film {i} (1995)|01-Jan-1995||http://example.invalid/{i}|{flags}\n"
+        for i in range(1, n_items + 1)))
+    return folder

@@ -120,3 +120,45 @@ def test_the_settings_and_the_catalogue():
     assert [f["id"] for f in films] == list(range(12))
     assert films[1] == {"id": 1, "title": "Film 001", "year": 1991}
     assert films[9]["year"] is None  # an unknown year stays unknown
+
+
+@pytest.mark.slow  # the page, a server and a proxy as processes, three Python devices
+@pytest.mark.timeout(300)
+def test_serve_demo_prints_the_url_serves_the_catalogue_and_stops_all_on_ctrl_c(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from demo_fixture import write_grouplens
+
+    data = write_grouplens(tmp_path / "ml-100k")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "dprec.cli", "serve", "demo", "--data-dir",
+                             str(data), "--crowd", "3", "--seats", "1", "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("dprec demo: open http://127.0.0.1:"), line
+        url = line.split()[3]
+        services = [w.rstrip(",);") for w in line.split() if w.startswith("http")][1:]
+        page = httpx.get(url, timeout=30)
+        assert page.status_code == 200 and "script-src 'self'" in page.headers[
+            "content-security-policy"]
+        config = httpx.get(url + "config.json", timeout=30).json()
+        assert len(config["items"]) == 200 and config["items"][0]["title"] == \
+            "Fixture Film 1 (1995)"
+        assert [config["server"], config["proxy"]] == services
+        assert httpx.get(services[0] + "/v1/protocol").json()["n_items"] == 200
+        crowd = proc.stdout.readline()  # the crowd's three devices report
+        assert "the crowd's 3 devices reported (0 failed)" in crowd, crowd
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and "dprec demo: stopped" in out
+    time.sleep(0.5)
+    for origin in [url, *services]:
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(origin, timeout=5)

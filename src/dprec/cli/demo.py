@@ -5,12 +5,15 @@ from __future__ import annotations
 import signal
 import threading
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from dprec.cli.common import fail
 from dprec.errors import DprecError
+
+if TYPE_CHECKING:
+    from dprec.services.demo import Demo
 
 __all__ = ["serve_demo"]
 
@@ -35,20 +38,39 @@ def serve_demo(
     from dprec.services.demo import Demo, DemoSettings
 
     try:
-        settings = DemoSettings(data_dir=data_dir, crowd=crowd, seats=seats, epsilon=epsilon,
-                                k=k, close_at=close_at, port=port)
-        demo = Demo(settings).start()
+        demo = Demo(DemoSettings(data_dir=data_dir, crowd=crowd, seats=seats, epsilon=epsilon,
+                                 k=k, close_at=close_at, port=port))
     except DprecError as e:
+        fail(e)
+    try:
+        demo.start()
+    except DprecError as e:
+        demo.stop()
         fail(e)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    typer.echo(f"dprec demo: open {demo.page.url} (server {demo.server.url}, "  # type: ignore[union-attr]
-               f"proxy {demo.proxy.url}); Ctrl-C stops all", err=False)  # type: ignore[union-attr]
+    assert demo.server is not None and demo.proxy is not None
+    typer.echo(f"dprec demo: open {demo.page.url} (server {demo.server.url}, proxy "
+               f"{demo.proxy.url}); Ctrl-C stops all")
+    said: set[str] = set()
     try:
         while not stop.wait(0.5):
-            pass
+            _progress(demo, said)
     except KeyboardInterrupt:
         pass
     finally:
         demo.stop()
         typer.echo("dprec demo: stopped")
+
+
+
+def _progress(demo: Demo, said: set[str]) -> None:
+    """One line when the crowd has reported and one when the round is closed."""
+    if "crowd" not in said and demo.crowd_reported + len(demo.crowd_errors) >= demo.settings.crowd:
+        said.add("crowd")
+        typer.echo(f"dprec demo: the crowd's {demo.crowd_reported} devices reported "
+                   f"({len(demo.crowd_errors)} failed); the round closes once a browser has "
+                   "reported too")
+    if "closed" not in said and demo.closed is not None:
+        said.add("closed")
+        typer.echo(f"dprec demo: round 0 closed: {demo.closed.get('outcomes')}")
