@@ -8,7 +8,9 @@
  * computes with, one by one, typed and bounded again under the device's own limits.
  *
  * A run is named by the SHA-256 (hex) of the description's canonical JSON (keys sorted at
- * every depth, no spaces): equal descriptions, equal runs. It is the device's own local key
+ * every depth, no spaces) over the fields Python's ProtocolInfo.to_json holds (system,
+ * family, n_items, rounds, aggregator, upload, forward, config; not the server's `role` or
+ * `limits`, which describe its process, not the run): equal descriptions, equal runs. It is the device's own local key
  * (its ledger and stored messages), never sent; JavaScript writes 1.0 as 1, so it can differ
  * from the Python SDK's run id of the same description.
  */
@@ -66,8 +68,14 @@ export function canonicalJson(value: unknown): string {
 
 /** The run's identity: SHA-256 (hex) of the description's canonical JSON. */
 export function protocolRunId(info: ProtocolDescription): string {
-  return bytesToHex(sha256(utf8ToBytes(canonicalJson(info.document))));
+  const run = Object.fromEntries(RUN_FIELDS.filter((k) => k in info.document)
+    .map((k) => [k, info.document[k]]));
+  return bytesToHex(sha256(utf8ToBytes(canonicalJson(run))));
 }
+
+/** The description's fields that name its run (Python: ProtocolInfo.to_json). */
+const RUN_FIELDS = ["system", "family", "n_items", "rounds", "aggregator", "upload", "forward",
+                    "config"] as const;
 
 /** The ledger key of the message sent in `round` of `run` (Python: report_key). */
 export function reportKey(run: string, round: number): string {

@@ -30,20 +30,21 @@ import { topK } from "./selection.js";
 import { checkHistory, type History } from "./systems/history.js";
 import { uploadBytes, type DeviceReader, type ProtocolTerms, type TermsFields } from "./terms.js";
 
-/** The server's endpoints a device uses (jscore's http.ts implements them). */
+/** The server's endpoints a device uses: http.ts's {@link ServerAPI} is one. */
 export interface ServerApi {
-  /** `GET /v1/protocol`: the description's JSON. */
-  protocol(): Promise<unknown>;
-  /** `GET /v1/artefacts/<name>`, refused above `limitBytes`. */
-  artefact(name: string, limitBytes: number): Promise<Uint8Array>;
+  /** `GET /v1/protocol`: the description's JSON (decoded strictly here). */
+  protocolDoc(): Promise<unknown>;
+  /** `GET /v1/artefacts/<name>`: of exactly `expected` bytes, or at most `limit`. */
+  artefact(name: string, options: { expected?: number; expectedWhat?: string; limit?: number }):
+    Promise<{ readonly data: Uint8Array }>;
 }
 
-/** The proxy's endpoints a device uses. */
+/** The proxy's endpoints a device uses: http.ts's {@link ProxyAPI} is one. */
 export interface ProxyApi {
   /** `GET /v1/round`: `{started, finished, round, published?}`. */
   round(): Promise<unknown>;
   /** `POST` the report; rejects with an error carrying `status` (409: already submitted). */
-  submit(round: number, clientId: number, token: string, body: Uint8Array): Promise<void>;
+  submit(round: number, clientId: number, token: string, body: Uint8Array): Promise<unknown>;
   /** What the proxy hands this client alone (FMF-LDP's cells token). */
   clientSecret(clientId: number, token: string): Promise<unknown>;
 }
@@ -136,7 +137,7 @@ export class DeviceClient {
   /** Fetch the description and read it under the policy: the terms, the run and the steps;
    * BadReply or PolicyViolation (nothing computed). */
   async describe(): Promise<{ info: ProtocolDescription; terms: ProtocolTerms; steps: SystemSteps; run: string }> {
-    const info = parseDescription(await this.server.protocol());
+    const info = parseDescription(await this.server.protocolDoc());
     const steps = this.steps.get(info.family);
     if (steps === undefined) {
       throw new PolicyViolation(`the protocol's family ${info.family} (${info.system}) is not ` +
@@ -237,7 +238,9 @@ export class DeviceClient {
   /** The protocol's artefact, of the exact size the terms imply (at most, for a secure sum's
    * model); BadReply otherwise. */
   private async artefactBytes(terms: ProtocolTerms): Promise<Uint8Array> {
-    const body = await this.server.artefact(terms.artefact, terms.artefactBytes);
+    const { data: body } = await this.server.artefact(terms.artefact, terms.artefactExact
+      ? { expected: terms.artefactBytes, expectedWhat: terms.artefactWhat }
+      : { limit: terms.artefactBytes });
     if (body.length > terms.artefactBytes
         || (terms.artefactExact && body.length !== terms.artefactBytes)) {
       throw new BadReply(`GET /v1/artefacts/${terms.artefact}: ${body.length} bytes, expected ` +

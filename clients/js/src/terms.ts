@@ -10,7 +10,10 @@
  * downloads) are computed here from N and the config, never taken from the server.
  */
 import type { ProtocolDescription } from "./description.js";
-import { HEADER_BYTES } from "./wire/header.js";
+import { neighbourListsSize } from "./wire/dplcf.js";
+import { HEADER_BYTES, Kind } from "./wire/header.js";
+import { itemMatrixSize } from "./wire/item_matrix.js";
+import { reportsSize } from "./wire/reports.js";
 
 /** A size limit of the device policy a config field is bounded by. */
 export type PolicyLimit = "maxItems" | "maxK" | "maxFactors" | "maxNeighbours" | "maxClients"
@@ -73,8 +76,6 @@ const BASE: Omit<TermsFields, "rounds" | "mechanism" | "epsilon" | "count" | "me
   trustedAggregator: false, noiseMultiplier: 0,
 };
 
-const NEIGHBOURS_BASE = 15;
-const ITEM_MATRIX_BASE = 22;
 
 /** The exact upload size of round `round` of `terms`. */
 export function uploadBytes(terms: ProtocolTerms, round: number): number {
@@ -93,7 +94,7 @@ export function dplcfTerms(read: DeviceReader, info: ProtocolDescription): Terms
   return {
     ...BASE, rounds: 1, mechanism: flip, epsilon, count: n,
     messageBytes: HEADER_BYTES + 8 + Math.ceil(n / 8), artefact: "neighbours",
-    artefactBytes: NEIGHBOURS_BASE + 8 * n * wireK + (hood === "user" ? 4 * n * n : 0),
+    artefactBytes: neighbourListsSize(n, wireK, hood === "user"),
     artefactWhat: `${n} neighbour lists of ${wireK}` +
       (hood === "user" ? ` and the ${n} x ${n} similarity matrix` : ""),
     values: { neighbours: k, neighbourhood: hood },
@@ -114,13 +115,12 @@ export function fmfTerms(read: DeviceReader, info: ProtocolDescription): TermsFi
   const k = read.integer("k", "maxK");
   const f = read.integer("factors", "maxFactors", MAX_WIRE_FACTORS);
   const rounds = read.integer("epochs", null);
-  const reports = mechanism === "binary" ? 4 * k + Math.ceil(k / 8) : 8 * k;
-  const width = cells === "assigned" ? 8 : 4;
   return {
     ...BASE, rounds, mechanism, epsilon, count: k,
-    messageBytes: HEADER_BYTES + 12 + reports,
+    messageBytes: reportsSize(mechanism === "binary" ? Kind.GradientReports : Kind.ValueReports, k),
     artefact: cells === "assigned" ? "item-matrix-f64" : "item-matrix",
-    artefactBytes: ITEM_MATRIX_BASE + width * n * f, artefactWhat: `a ${n} x ${f} item matrix`,
+    artefactBytes: itemMatrixSize(cells === "assigned" ? Kind.ItemMatrix64 : Kind.ItemMatrix, n, f),
+    artefactWhat: `a ${n} x ${f} item matrix`,
     values: {
       cells, k, factors: f, alpha: read.real("alpha", { positive: false }),
       regularization: read.real("regularization", { positive: true }),

@@ -131,3 +131,14 @@ test("a policy file in Python's format: read, written back, unknown fields refus
   assert.throws(() => new DevicePolicy({ maxItems: 0 }), /max_items/);
   assert.throws(() => new DevicePolicy({ maxDelta: 1 }), DprecError);
 });
+
+test("the run id hashes the description's run fields in canonical order, not role or limits", async () => {
+  const { parseDescription, protocolRunId } = await import("../src/description.js");
+  const doc = dplcf({}, 50).document;
+  const shuffled = Object.fromEntries(Object.entries(doc).reverse());
+  const a = protocolRunId(parseDescription(doc));
+  assert.match(a, /^[0-9a-f]{64}$/);
+  assert.equal(protocolRunId(parseDescription({ ...shuffled, role: { x: 1 }, limits: { y: 2 } })), a);
+  const other = { ...doc, config: { ...(doc["config"] as object), epsilon: 2 } };
+  assert.notEqual(protocolRunId(parseDescription(other)), a);
+});

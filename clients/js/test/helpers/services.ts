@@ -9,10 +9,10 @@ export class FakeServer implements ServerApi {
   artefactCalls = 0;
   artefactSize: number | null = null;
   constructor(public doc: Record<string, unknown>) {}
-  async protocol(): Promise<unknown> { return structuredClone(this.doc); }
-  async artefact(name: string, limit: number): Promise<Uint8Array> {
+  async protocolDoc(): Promise<unknown> { return structuredClone(this.doc); }
+  async artefact(name: string, o: { expected?: number; limit?: number }): Promise<{ data: Uint8Array }> {
     this.artefactCalls += 1;
-    return new Uint8Array(this.artefactSize ?? limit);
+    return { data: new Uint8Array(this.artefactSize ?? o.expected ?? o.limit ?? 0) };
   }
 }
 
