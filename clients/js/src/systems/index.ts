@@ -5,4 +5,3 @@ export * from "./dplcf_sp.js";
 export * from "./fmf_cells.js";
 export * from "./fmf_ldp.js";
 export * from "./scores.js";
-export * from "./device_steps.js";
