@@ -5,4 +5,3 @@ export * from "./seal.js";
 export * from "./wire/index.js";
 export * from "./systems/index.js";
 export * from "./http.js";
-export * from "./endpoints.js";

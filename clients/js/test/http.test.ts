@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import {
-  BadReply, ProxyAPI, ServerAPI, ServiceError, Unreachable, httpProxy, httpServer, retrying,
+  BadReply, ProxyAPI, ServerAPI, ServiceError, Unreachable, retrying,
 } from "../src/index.js";
 import { readFixture } from "./fixture_io.js";
 
@@ -176,21 +176,3 @@ test("a refused connection is Unreachable; retrying() retries transient refusals
     await assert.rejects(retrying(() => proxy.round(), 10_000), ServiceError);
     assert.equal(calls, 1);
   });
-
-test("httpServer / httpProxy give DeviceClient's shapes with http.ts's checks", async () => {
-  const server = httpServer(url);
-  const proxy = httpProxy(url);
-  handler = (req, res) => {
-    if (req.url === "/v1/protocol") return json(res, 200, protocols[0]);
-    res.writeHead(200, { ETag: "e1", "X-Dprec-Version": "2" });
-    res.end(Buffer.alloc(8, 7));
-  };
-  assert.deepEqual(await server.protocol(), protocols[0]);
-  assert.deepEqual(Array.from(await server.artefact("neighbours", 8)), new Array(8).fill(7));
-  await assert.rejects(server.artefact("neighbours", 7), BadReply);
-  handler = (_q, res) => json(res, 200, { accepted: true });
-  assert.equal(await proxy.submit(0, 1, "tok", new Uint8Array(2)), undefined);
-  handler = (_q, res) => json(res, 409, { error: "already submitted" });
-  await assert.rejects(proxy.submit(0, 1, "tok", new Uint8Array(2)),
-    (e: unknown) => e instanceof ServiceError && e.status === 409);
-});
