@@ -106,15 +106,15 @@ test("piecewise reports lie in [-C, C], are unbiased, and land in [l(x), r(x)] w
     }
   });
 
-test("int(n) is uniform (chi-square, 9 dof, below the 0.9999 quantile 33.7)", () => {
+test("integers(n) is uniform (chi-square, 9 dof, below the 0.9999 quantile 33.7)", () => {
   for (const src of [new SeededSource("ints"), cryptoSource()]) {
     const counts = new Array<number>(10).fill(0);
     const n = 50000;
-    for (let j = 0; j < n; j++) counts[src.int(10)]!++;
+    for (let j = 0; j < n; j++) counts[src.integers(10)]!++;
     const chi2 = counts.reduce((s, c) => s + (c - n / 10) ** 2 / (n / 10), 0);
     assert.ok(chi2 < 33.7, `chi2 ${chi2} for ${counts}`);
   }
-  const u = cryptoSource().float();
+  const u = cryptoSource().uniform();
   assert.ok(u >= 0 && u < 1);
 });
 

@@ -69,7 +69,7 @@ export function obfuscate(held: ArrayLike<number>, nItems: number, mechanism: Bi
   for (let j = 0; j < held.length; j++) truth[held[j]!] = 1;
   const out = new Uint8Array(nItems);
   for (let i = 0; i < nItems; i++) {
-    out[i] = source.float() < (truth[i] ? mechanism.p : mechanism.q) ? 1 : 0;
+    out[i] = source.uniform() < (truth[i] ? mechanism.p : mechanism.q) ? 1 : 0;
   }
   return out;
 }

@@ -127,7 +127,7 @@ export function scaledEntries(V: Float64Array, f: number, x: Float64Array, h: Ch
 /** One-bit reports: P(1 | x) = (1 + x tanh(eps/2)) / 2 (Python: BinaryMechanism). */
 export function binaryBits(x: Float64Array, epsilon: number, source: RandomSource): Uint8Array {
   const t = Math.tanh(epsilon / 2);
-  return Uint8Array.from(x, (v) => (source.float() < 0.5 * (1 + v * t) ? 1 : 0));
+  return Uint8Array.from(x, (v) => (source.uniform() < 0.5 * (1 + v * t) ? 1 : 0));
 }
 
 /** Piecewise reports in [-C, C], unbiased for x (Python: PiecewiseMechanism.sample). */
@@ -140,8 +140,8 @@ export function piecewiseValues(x: Float64Array, epsilon: number, source: Random
   return Float64Array.from(x, (v) => {
     const left = v + half * (v - 1);
     const right = v + half * (v + 1);
-    const center = source.float() < centerProb;
-    const u = source.float();
+    const center = source.uniform() < centerProb;
+    const u = source.uniform();
     if (center) return left + (right - left) * u;
     const w = u * (c + 1); // the two outer pieces laid end to end on [0, C + 1)
     const leftLen = left + c;
@@ -168,8 +168,8 @@ export function fmfStep(terms: FmfStepTerms, history: History, V: ItemFactors,
     }
     ({ items, factors } = assignedCells(roundSeed(v, nItems, f), terms.cellsToken, k, nItems, f));
   } else {
-    items = Int32Array.from({ length: k }, () => source.int(nItems));
-    factors = Uint8Array.from({ length: k }, () => source.int(f));
+    items = Int32Array.from({ length: k }, () => source.integers(nItems));
+    factors = Uint8Array.from({ length: k }, () => source.integers(f));
   }
   const scaled = scaledEntries(v, f, x, h, items, factors, terms.alpha, terms.clip);
   if (terms.mechanism === "binary") {

@@ -1,18 +1,17 @@
 /**
  * The randomness a device step draws: only from crypto.getRandomValues (never Math.random).
  *
- * {@link RandomSource} is the interface the steps take: the methods of jsdev's
- * `SecureSource` (src/random.ts) that the steps use, so a SecureSource fits it as it is;
- * {@link cryptoSource} is a minimal one on crypto.getRandomValues for this module alone.
- * Tests may pass a seeded source to get reproducible draws.
+ * {@link RandomSource} is the interface the steps take (the suggested shape of jsdev's
+ * src/random.ts: any object with these three methods fits); {@link cryptoSource} is the one
+ * a device uses. Tests may pass a seeded source to get reproducible draws.
  */
 import { DprecError } from "../errors.js";
 
 export interface RandomSource {
   /** A uniform double in [0, 1) with 53 random bits. */
-  float(): number;
+  uniform(): number;
   /** A uniform integer in [0, n), 1 <= n <= 2^32, without modulo bias. */
-  int(n: number): number;
+  integers(n: number): number;
   /** `n` uniform random bytes. */
   bytes(n: number): Uint8Array;
 }
@@ -20,21 +19,21 @@ export interface RandomSource {
 const TWO_32 = 4294967296;
 const TWO_53 = 9007199254740992;
 
-/** float() and int() from a source of random 32-bit words (shared by every source). */
+/** uniform() and integers() from a source of random 32-bit words (shared by every source). */
 export abstract class WordSource implements RandomSource {
   /** The next uniform 32-bit word. */
   protected abstract word(): number;
   abstract bytes(n: number): Uint8Array;
 
-  float(): number {
+  uniform(): number {
     const hi = this.word() >>> 5; // 27 bits
     const lo = this.word() >>> 6; // 26 bits
     return (hi * 67108864 + lo) / TWO_53;
   }
 
-  int(n: number): number {
+  integers(n: number): number {
     if (!Number.isInteger(n) || n < 1 || n > TWO_32) {
-      throw new DprecError(`int(n) needs an integer n in [1, 2^32], got ${n}`);
+      throw new DprecError(`integers(n) needs an integer n in [1, 2^32], got ${n}`);
     }
     const limit = Math.floor(TWO_32 / n) * n; // accept words below a multiple of n
     for (;;) {
