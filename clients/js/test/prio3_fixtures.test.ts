@@ -8,6 +8,8 @@ import { sha256 } from "@noble/hashes/sha2.js";
 import * as F from "../src/prio3/field64.js";
 import { dpPopCheck } from "../src/prio3/contribution.js";
 import type { ParallelSum } from "../src/prio3/gadgets.js";
+import { InvalidProofError } from "../src/prio3/errors.js";
+import { encodeVerifierShare, verifierSharesToMessage, verifyInit, verifyNext } from "../src/prio3/verify.js";
 
 const DIR = new URL("../../fixtures/python/", import.meta.url);
 const hex = (b: Uint8Array): string => Buffer.from(b).toString("hex");
@@ -48,4 +50,37 @@ test("a vector outside the check is refused before anything is proved", () => {
   y[0] = fx.circuit.high + 1;
   assert.throws(() => check.shard(y, bytes(fx.nonce), bytes(fx.rand)), /breaks the dp-pop check \(range\)/);
   assert.throws(() => dpPopCheck(fx.dimension, { ...fx.terms, proofs: 2 }), /proofs/);
+});
+
+test("preparation of the small and bits fixtures: Python's verifier shares and message; a tampered proof refused", () => {
+  for (const name of ["small", "bits"]) {
+    const fx = JSON.parse(readFileSync(new URL(`prio3_dp_pop_${name}.json`, DIR), "utf8"));
+    const check = dpPopCheck(fx.dimension, fx.terms);
+    const v = check.vdaf, c = check.circuit;
+    const rep = check.shard(fx.y, bytes(fx.nonce), bytes(fx.rand));
+    const pub = [rep.publicShare.slice(0, 32), rep.publicShare.slice(32)];
+    const cut = F.ENCODED_SIZE * c.measLen, end = rep.leaderShare.length - 32;
+    const leader = { measurement: F.decode(rep.leaderShare.subarray(0, cut)),
+      proofs: F.decode(rep.leaderShare.subarray(cut, end)), blind: rep.leaderShare.slice(end) };
+    const helper = { seed: rep.helperShare.slice(0, 32), blind: rep.helperShare.slice(32) };
+    const run = (lead: typeof leader): Uint8Array | null => {
+      const [s0, vs0] = verifyInit(v, bytes(fx.verify_key), check.ctx, 0, bytes(fx.nonce), pub, lead);
+      const [s1, vs1] = verifyInit(v, bytes(fx.verify_key), check.ctx, 1, bytes(fx.nonce), pub, helper);
+      same(encodeVerifierShare(vs0), fx.verifier_shares[0], "leader's verifier share");
+      same(encodeVerifierShare(vs1), fx.verifier_shares[1], "helper's verifier share");
+      const message = verifierSharesToMessage(v, check.ctx, [vs0, vs1]);
+      const sum = F.add(verifyNext(s0, message), verifyNext(s1, message));
+      const low = c.rangeProof === "bits" ? BigInt(c.low) : 0n;
+      assert.deepEqual(F.toBigInts(sum).map((x) => F.centred(x) + low), fx.y.map(BigInt));
+      return message;
+    };
+    assert.equal(hex(run(leader)!), fx.verifier_message);
+    const bad = leader.proofs.slice();
+    bad[2 * 3] = (bad[2 * 3]! + 1) | 0; // one proof element (the seeds' 4th) off by one
+    assert.throws(() => {
+      const [, vs0] = verifyInit(v, bytes(fx.verify_key), check.ctx, 0, bytes(fx.nonce), pub, { ...leader, proofs: bad });
+      const [, vs1] = verifyInit(v, bytes(fx.verify_key), check.ctx, 1, bytes(fx.nonce), pub, helper);
+      verifierSharesToMessage(v, check.ctx, [vs0, vs1]);
+    }, InvalidProofError);
+  }
 });

@@ -14,7 +14,8 @@
  */
 import * as F from "./field64.js";
 import {
-  bitLength, bitTestRows, chunkRows, encodeRangeChecked, rangeCheckedWeights, weightedRows,
+  bitLength, bitTestRows, chunkRows, decodeRangeChecked, encodeRangeChecked, rangeCheckedWeights,
+  weightedRows,
 } from "./circuits.js";
 import { type Circuit, gadgetPolyLen, sharesInv, wirePolyLen } from "./flp.js";
 import { type Gadget, Mul, ParallelSum, WeightedRange } from "./gadgets.js";
@@ -186,5 +187,36 @@ export class BoundedVector implements Circuit {
       }
     });
     return inputs;
+  }
+
+  outputs(meas: F.Vec, _jr: F.Vec, numShares: number, gadgetOutputs: F.Vec[]): F.Vec {
+    const inv = sharesInv(numShares);
+    const out = gadgetOutputs.filter((_, i) => this.roles[i] !== "squares").map((o) => F.sum(o));
+    const y = this.values(meas, numShares);
+    let at = this.measLen - this.sumBits - this.l2Bits;
+    if (this.sumRange !== null) {
+      let total = F.sub(F.sum(y), F.mul(F.fromInts([this.sumRange[0]]), inv));
+      if (this.sumBits) {
+        total = F.sub(total, decodeRangeChecked(F.slice(meas, at, at + this.sumBits),
+          this.sumRange[1] - this.sumRange[0]));
+      }
+      out.push(total);
+      at += this.sumBits;
+    }
+    if (this.l2BoundSq !== null) {
+      const squares = F.sum(gadgetOutputs[this.roles.indexOf("squares")]!);
+      let check = F.sub(squares, F.mul(F.fromInts([this.l2BoundSq]), inv));
+      if (this.l2Bits) {
+        check = F.add(check, decodeRangeChecked(F.slice(meas, at, at + this.l2Bits), this.l2BoundSq));
+      }
+      out.push(check);
+    }
+    return F.concat(out);
+  }
+
+  /** y (polynomial range) or y - low (bits: the sum adds low once per report). */
+  truncate(meas: F.Vec): F.Vec {
+    if (this.rangeProof === "polynomial") return F.slice(meas, 0, this.dimension);
+    return F.sub(this.values(meas, 1), F.fromInts(Array(this.dimension).fill(this.low)));
   }
 }

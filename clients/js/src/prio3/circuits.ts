@@ -50,6 +50,14 @@ export function rangeCheckedWeights(maxValue: number): F.Vec {
   return F.fromInts(w);
 }
 
+/** The values of consecutive range-checked encodings of [0, M] (linear: on shares). */
+export function decodeRangeChecked(encoded: F.Vec, maxValue: number): F.Vec {
+  const w = rangeCheckedWeights(maxValue), b = F.len(w), n = F.len(encoded) / b;
+  const out = F.zeros(n);
+  for (let i = 0; i < n; i++) out.set(F.dot(F.slice(encoded, i * b, (i + 1) * b), w), 2 * i);
+  return out;
+}
+
 /** out[i][j] = scale r_i^(j+1): the rows j of the (calls x count) power table. */
 function powerRows(r: F.Vec, calls: number, count: number, scale: F.Vec): F.Vec[] {
   const rows: F.Vec[] = [];
@@ -126,6 +134,14 @@ export class Count implements Circuit {
   gadgetInputs(meas: F.Vec): F.Vec[][] {
     return [[F.slice(meas, 0, 1), F.slice(meas, 0, 1)]];
   }
+
+  outputs(meas: F.Vec, _jr: F.Vec, _s: number, gadgetOutputs: F.Vec[]): F.Vec {
+    return F.sub(F.slice(gadgetOutputs[0]!, 0, 1), F.slice(meas, 0, 1));
+  }
+
+  truncate(meas: F.Vec): F.Vec {
+    return meas;
+  }
 }
 
 /** A circuit of one PolyEval gadget called once per measurement element (Sum's bit test;
@@ -146,6 +162,14 @@ export class PolyEvalCircuit implements Circuit {
   gadgetInputs(meas: F.Vec): F.Vec[][] {
     return [[meas.slice()]];
   }
+
+  outputs(_meas: F.Vec, _jr: F.Vec, _s: number, gadgetOutputs: F.Vec[]): F.Vec {
+    return gadgetOutputs[0]!;
+  }
+
+  truncate(meas: F.Vec): F.Vec {
+    return meas;
+  }
 }
 
 /** Prio3Sum's circuit: `0 <= v <= maxMeasurement` as range-checked bits. */
@@ -156,6 +180,10 @@ export class Sum extends PolyEvalCircuit {
 
   encode(measurement: number): F.Vec {
     return F.fromInts(encodeRangeChecked([measurement], this.maxMeasurement));
+  }
+
+  override truncate(meas: F.Vec): F.Vec {
+    return decodeRangeChecked(meas, this.maxMeasurement);
   }
 }
 
@@ -185,5 +213,13 @@ export class SumVec implements Circuit {
 
   gadgetInputs(meas: F.Vec, jointRand: F.Vec, numShares: number): F.Vec[][] {
     return [bitTestRows(meas, jointRand, this.chunkLength, this.gadgetCalls[0]!, numShares)];
+  }
+
+  outputs(_meas: F.Vec, _jr: F.Vec, _s: number, gadgetOutputs: F.Vec[]): F.Vec {
+    return F.sum(gadgetOutputs[0]!);
+  }
+
+  truncate(meas: F.Vec): F.Vec {
+    return decodeRangeChecked(meas, this.maxMeasurement);
   }
 }

@@ -21,12 +21,12 @@ import { type ByteSource, type FixedRandomness, proveAndSeal } from "../secure_s
 import { MAX_DRAWS, meetsTruncation, type NoiseSource, skellamShare, tooManyDraws }
   from "../secure_sum/truncation.js";
 
-export type Sampling = "uniform" | "recency";
+export type DpPopSampling = "uniform" | "recency";
 
 /** Everything public about one dp-pop round, as the device computed it from the config. */
 export interface DpPopRound {
   readonly nItems: number;
-  readonly sampling: Sampling;
+  readonly sampling: DpPopSampling;
   /** The Poisson rate of each half of a client's share: mu / min_honest. */
   readonly muShare: number;
   /** The validity check's terms (k, T, S, B2, proofs). */
@@ -59,7 +59,7 @@ export function dpPopRoundCheck(round: DpPopRound): ContributionCheck {
 
 /** The device's items: all, or with recency and more than k, the k with the largest
  * values, ties by the smaller item id. */
-export function ownItems(history: DpPopHistory, k: number, sampling: Sampling): number[] {
+export function ownItems(history: DpPopHistory, k: number, sampling: DpPopSampling): number[] {
   const items = history.items.slice();
   if (sampling !== "recency" || items.length <= k) return items;
   const values = history.values;
