@@ -89,7 +89,7 @@ class Page {
       list.append(li);
     }
     say("picked-count", String(this.picked.size));
-    el<HTMLButtonElement>("join").disabled = this.terms === null || this.picked.size === 0;
+    el<HTMLButtonElement>("join").disabled = this.picked.size === 0;
   }
 
   showTerms(t: Terms): void {
@@ -137,6 +137,7 @@ class Page {
       say("left-budget", `ε = ${eps(out.budget - out.spent)} of ${eps(out.budget)} left`);
     } catch (e) {
       say("status", `Not sent: ${(e as Error).message}`, true);
+      await this.showLedger();
     } finally {
       this.showPicked();
     }

@@ -5,9 +5,10 @@
  * page itself computes nothing private; the ranking is the SDK's on-device scores.
  */
 import { DeviceClient } from "../src/device.js";
+import { ProxyAPI, ServerAPI } from "../src/http.js";
 import { openBrowserLedger } from "../src/ledger/indexeddb.js";
 import type { StoredLedger } from "../src/ledger/ledger.js";
-import { decodePopularity, dpPopSteps, httpProxy, httpServer } from "./pending.js";
+import { decodePopularity, dpPopSteps } from "./pending.js";
 
 export { SdkMissing } from "./pending.js";
 
@@ -45,26 +46,13 @@ export interface Released { counts: ArrayLike<number>; contributors: number }
 /** The budget a new browser ledger starts with (epsilon, basic composition). */
 export const BUDGET = 3;
 
-function finite(x: unknown, what: string): number {
-  if (typeof x !== "number" || !Number.isFinite(x)) throw new Error(`the server's ${what} is not a number`);
-  return x;
-}
-
-/** GET /v1/protocol, for the words on the page. */
+/** The server's description, decoded strictly by the SDK, for the words on the page (the
+ * SDK reads it again under the device's policy when reporting). */
 export async function fetchTerms(cfg: DemoConfig): Promise<Terms> {
-  const r = await fetch(`${cfg.server}/v1/protocol`);
-  if (!r.ok) throw new Error(`the server answered ${r.status} for its protocol`);
-  const doc = (await r.json()) as { system?: unknown; n_items?: unknown; config?: Record<string, unknown> };
-  if (doc.system !== "dp-pop" || typeof doc.config !== "object" || doc.config === null) {
-    throw new Error("the server does not run dp-pop");
-  }
-  const c = doc.config;
-  return {
-    epsilon: finite(c["epsilon"], "epsilon"), delta: finite(c["delta"], "delta"),
-    k: finite(c["k"], "k"),
-    minHonest: c["min_honest"] === null ? null : finite(c["min_honest"], "min_honest"),
-    nItems: finite(doc.n_items, "item count"),
-  };
+  const info = await new ServerAPI(cfg.server).protocol();
+  if (info.family !== "dp_pop") throw new Error(`the server runs ${info.system}, not dp-pop`);
+  const c = info.config;
+  return { epsilon: c.epsilon, delta: c.delta, k: c.k, minHonest: c.min_honest, nItems: info.nItems };
 }
 
 const ledgers = new Map<number, Promise<StoredLedger>>();
@@ -82,7 +70,7 @@ export function ledgerOf(seat: Seat): Promise<StoredLedger> {
 function device(cfg: DemoConfig, seat: Seat, ledger: StoredLedger): DeviceClient {
   return new DeviceClient({
     clientId: seat.client_id, token: seat.token, ledger,
-    server: httpServer(cfg.server), proxy: httpProxy(cfg.proxy), steps: [dpPopSteps()],
+    server: new ServerAPI(cfg.server), proxy: new ProxyAPI(cfg.proxy), steps: [dpPopSteps()],
   });
 }
 
@@ -97,7 +85,7 @@ export async function joinRound(cfg: DemoConfig, seat: Seat, films: number[]): P
 /** The released counts (the server's ``model`` artefact, fetched and size-checked by the
  * SDK), null while no round was released. */
 export async function releasedCounts(cfg: DemoConfig): Promise<Released | null> {
-  const model = decodePopularity(await httpServer(cfg.server).artefact("model", 1 << 24));
+  const model = decodePopularity((await new ServerAPI(cfg.server).artefact("model", { limit: 1 << 24 })).data);
   return model.contributors > 0 ? model : null;
 }
 
