@@ -152,8 +152,12 @@ class Demo:
         self.page.serve(self._page_config(), self.enrol, self.seat_reported)
         self._spawn(self._close_when_ready)
         if crowd:
-            self._spawn(self._report_crowd)
+            self.start_crowd()
         return self
+
+    def start_crowd(self) -> None:
+        """The crowd's devices report in the background (two at a time)."""
+        self._spawn(self._report_crowd)
 
     def _page_config(self) -> dict[str, Any]:
         assert self.server is not None and self.proxy is not None
