@@ -121,3 +121,32 @@ test("a lock left by a dead process is broken; a live holder's is waited for", a
   writeFileSync(lock, JSON.stringify({ pid: 1, host: "another-host", nonce: "y" }));
   await assert.rejects(ledger.charge("b", 1), /on another-host/);
 });
+
+test("a ledger written by Python's DiskLedger is read as is, and charged on", async () => {
+  // Python: DiskLedger(path, 5.0); charge("r/round-0", 1.5, "why"); charge("r/round-1", 0.1)
+  const python = '{\n "budget": 5.0,\n "charges": {\n  "r/round-0": 1.5,\n  "r/round-1": 0.1\n },\n' +
+    ' "format": 1,\n "notes": {\n  "r/round-0": "why"\n },\n "spent": 1.6\n}';
+  const dir = folder();
+  await openNodeLedger(dir, 5);
+  writeFileSync(join(dir, "ledger.json"), python);
+  const ledger = await openNodeLedger(dir, 5);
+  assert.deepEqual(await ledger.entries(), [{ key: "r/round-0", epsilon: 1.5, note: "why" },
+                                            { key: "r/round-1", epsilon: 0.1 }]);
+  assert.ok(Math.abs((await ledger.spent()) - 1.6) < 1e-12);
+  assert.equal(await ledger.charge("r/round-0", 1), false);
+  await assert.rejects(ledger.charge("r/round-2", 3.5), BudgetExceededError);
+  assert.equal(await ledger.charge("r/round-2", 3.4), true);
+});
+
+test("a key named __proto__ is an ordinary charge (no prototype is touched)", async () => {
+  const dir = folder();
+  await openNodeLedger(dir, 5);
+  writeFileSync(join(dir, "ledger.json"), '{"format": 1, "budget": 5, "charges": {"__proto__": 2}}');
+  const ledger = await openNodeLedger(dir, 5);
+  assert.equal(await ledger.spent(), 2);
+  assert.equal(await ledger.charge("__proto__", 1), false);
+  assert.equal(await ledger.charge("x", 1), true);
+  const doc = JSON.parse(readFileSync(join(dir, "ledger.json"), "utf8"));
+  assert.deepEqual(Object.keys(doc.charges).sort(), ["__proto__", "x"]);
+  assert.equal(({} as Record<string, unknown>)["x"], undefined);
+});

@@ -76,7 +76,9 @@ export interface LedgerView {
 /** One user's ledger (module doc). */
 export interface Ledger {
   readonly budget: number;
-  /** Run `fn` on the state re-read under the exclusive lock, holding it throughout. */
+  /** Run `fn` on the state re-read under the exclusive lock, holding it throughout. Not
+   * re-entrant: inside `fn`, use the view (a nested `locked` on the same store waits for
+   * the lock it is holding). */
   locked<T>(fn: (view: LedgerView) => Promise<T>): Promise<T>;
   charge(key: string, eps: number, note?: string): Promise<boolean>;
   spent(): Promise<number>;
