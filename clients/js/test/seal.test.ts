@@ -69,3 +69,13 @@ test("run id and associated data have Python's layout", () => {
   assert.throws(() => associatedData(run.subarray(1), 1, seq(9, 16), "proxy"),
     MalformedUploadError);
 });
+
+test("no SDK module but seal.ts calls sealWithEphemeral (test vectors only)", async () => {
+  const { readdirSync, readFileSync } = await import("node:fs");
+  const { fileURLToPath } = await import("node:url");
+  const root = fileURLToPath(new URL("../../src/", import.meta.url));
+  const users = (readdirSync(root, { recursive: true }) as string[])
+    .filter((f) => f.endsWith(".ts") && readFileSync(root + f, "utf8").includes("sealWithEphemeral("))
+    .map((f) => f.replaceAll("\\", "/"));
+  assert.deepEqual(users, ["seal.ts"]);
+});
