@@ -45,8 +45,8 @@ def _writer():
 
 
 def test_python_fixtures_are_what_the_writer_writes_now():
-    texts = _writer().fixture_texts()
-    assert sorted(texts) == sorted(p.name for p in PY.glob("*.json"))
+    texts = _writer().fixture_texts()  # the folder also holds other writers' files (prio3_*)
+    assert sorted(texts) == ["configs.json", "messages.json", "seal.json"]
     for name, text in texts.items():
         assert (PY / name).read_text() == text, (
             f"clients/js/fixtures/python/{name} is stale: run scripts/write_js_fixtures.py "
