@@ -1,7 +1,9 @@
 """The TypeScript SDK against the real services (issue 34 §1): Node devices built from
 clients/js read the published protocol, run the dplcf-sp and fmf-ldp device steps and submit
 through the proxy with their tokens; the server accepts every report (its own checks) and
-the round completes; a device then fetches DPLCF's neighbour lists by ETag. Needs the built
+the round completes (FMF-LDP with cells=assigned: the proxy recomputes each device's
+cells from the token it issued and refuses any other); a device then fetches DPLCF's
+neighbour lists by ETag. Needs the built
 SDK (``make test-js`` / ``npm test`` in clients/js, which ``make test`` runs first)."""
 
 from __future__ import annotations
@@ -49,7 +51,9 @@ def _post(url: str, path: str, secret: bytes, doc: dict) -> dict:
 @pytest.mark.parametrize("system, params", [
     ("dplcf-sp", {"neighbours": "3", "epsilon": "2"}),
     ("fmf-ldp", {"epochs": "2", "k": "5", "factors": "3", "shuffle_threshold": "3"}),
-])
+    ("fmf-ldp", {"epochs": "2", "k": "5", "factors": "3", "shuffle_threshold": "3",
+                 "cells": "assigned", "mechanism": "piecewise"}),
+], ids=["dplcf-sp", "fmf-ldp", "fmf-ldp-assigned-piecewise"])
 def test_ts_devices_complete_a_round_against_the_services(tmp_path, system, params):
     n_items, senders = 20, 3
     with Loopback(tmp_path / "services") as lb:
@@ -57,6 +61,8 @@ def test_ts_devices_complete_a_round_against_the_services(tmp_path, system, para
         prx = lb.proxy(srv.url, senders, senders, wait=False)
         srv.wait_ready()
         prx.wait_ready()
+        if params.get("cells") == "assigned":  # the proxy checks each device's cells
+            _post(prx.url, "/v1/secret", lb.operator_secret, {"cells_key": "5a" * 32})
         _post(srv.url, "/v1/start", lb.secret,
               {"generator": generator_to_json(np.random.default_rng(0))})
         for u in range(senders):

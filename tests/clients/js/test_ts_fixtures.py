@@ -7,6 +7,7 @@ scripts/write_js_fixtures.py writes now, so drift on either side fails a test.""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 from pathlib import Path
@@ -34,6 +35,7 @@ def _load(name: str) -> dict:
     return json.loads((TS / name).read_text())
 
 
+@functools.cache
 def _writer():
     spec = importlib.util.spec_from_file_location("write_js_fixtures",
                                                   ROOT / "scripts" / "write_js_fixtures.py")
@@ -43,8 +45,8 @@ def _writer():
 
 
 def test_python_fixtures_are_what_the_writer_writes_now():
-    texts = _writer().fixture_texts()
-    assert sorted(texts) == sorted(p.name for p in PY.glob("*.json"))
+    texts = _writer().fixture_texts()  # the folder also holds other writers' files (prio3_*)
+    assert sorted(texts) == ["configs.json", "messages.json", "seal.json"]
     for name, text in texts.items():
         assert (PY / name).read_text() == text, (
             f"clients/js/fixtures/python/{name} is stale: run scripts/write_js_fixtures.py "
@@ -153,3 +155,11 @@ def test_ts_on_device_scores_are_pythons(case):
                          case["regularization"])
         np.testing.assert_allclose(case["scores"], (x @ V.T)[0], rtol=1e-9, atol=1e-12)
     assert np.ptp(case["scores"]) > 0  # scores that tell items apart
+
+
+def test_the_fixed_ephemeral_seal_is_for_fixtures_only():
+    """No protocol code seals with a chosen ephemeral key (it would reuse key and nonce)."""
+    src = ROOT / "src" / "dprec"
+    users = sorted(p.relative_to(src).as_posix() for p in src.rglob("*.py")
+                   if "_seal_with_ephemeral" in p.read_text())
+    assert users == ["protocol/secure_sum/sealed.py"]

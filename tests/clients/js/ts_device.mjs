@@ -22,12 +22,18 @@ if (mode === "report") {
   if (info.family === "dplcf") {
     body = sdk.dplcfStep({ nItems: info.nItems, mechanism: c.flip, epsilon: c.epsilon }, history, source);
   } else {
-    const art = await server.artefact("item-matrix",
-      { expected: sdk.itemMatrixSize(sdk.Kind.ItemMatrix, info.nItems, c.factors) });
-    const V = sdk.checkItemMatrixFor(sdk.decodeItemMatrix(art.data), info.nItems, c.factors);
+    const assigned = c.cells === "assigned";
+    const kind = assigned ? sdk.Kind.ItemMatrix64 : sdk.Kind.ItemMatrix;
+    const art = await server.artefact(assigned ? "item-matrix-f64" : "item-matrix",
+      { expected: sdk.itemMatrixSize(kind, info.nItems, c.factors) });
+    const decoded = assigned ? sdk.decodeItemMatrix64(art.data) : sdk.decodeItemMatrix(art.data);
+    const V = sdk.checkItemMatrixFor(decoded, info.nItems, c.factors);
+    const cellsToken = assigned
+      ? sdk.parseCellsToken((await proxy.clientSecret(spec.clientId, spec.token)).cells_token)
+      : undefined;
     body = sdk.fmfStep({ nItems: info.nItems, factors: c.factors, k: c.k, alpha: c.alpha,
       regularization: c.regularization, clip: c.clip, mechanism: c.mechanism, epsilon: c.epsilon,
-      cells: c.cells }, history, V, BigInt(spec.clientId), source);
+      cells: c.cells, cellsToken }, history, V, BigInt(spec.clientId), source);
   }
   await proxy.submit(round, spec.clientId, spec.token, body);
   out = { reported: true, bytes: body.length, round };
