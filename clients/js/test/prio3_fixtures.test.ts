@@ -9,6 +9,7 @@ import * as F from "../src/prio3/field64.js";
 import { dpPopCheck } from "../src/prio3/contribution.js";
 import type { ParallelSum } from "../src/prio3/gadgets.js";
 import { InvalidProofError } from "../src/prio3/errors.js";
+import { setWasmEnabled, wasmKernel } from "../src/prio3/wasm64.js";
 import { encodeVerifierShare, verifierSharesToMessage, verifyInit, verifyNext } from "../src/prio3/verify.js";
 
 const DIR = new URL("../../fixtures/python/", import.meta.url);
@@ -83,4 +84,21 @@ test("preparation of the small and bits fixtures: Python's verifier shares and m
       verifierSharesToMessage(v, check.ctx, [vs0, vs1]);
     }, InvalidProofError);
   }
+});
+
+test("without WebAssembly (the JavaScript arithmetic) the same shares and proofs", () => {
+  assert.ok(wasmKernel() !== null, "Node runs the WebAssembly kernel");
+  setWasmEnabled(false);
+  try {
+    assert.equal(wasmKernel(), null);
+    for (const name of ["small", "1682"]) {
+      const fx = JSON.parse(readFileSync(new URL(`prio3_dp_pop_${name}.json`, DIR), "utf8"));
+      const rep = dpPopCheck(fx.dimension, fx.terms).shard(fx.y, bytes(fx.nonce), bytes(fx.rand));
+      same(rep.leaderShare, fx.leader_share, `${name}: leader share, JavaScript path`);
+      assert.equal(hex(rep.publicShare), fx.public_share);
+    }
+  } finally {
+    setWasmEnabled(true);
+  }
+  assert.ok(wasmKernel() !== null);
 });
