@@ -14,7 +14,7 @@ import { SecureSource } from "../dist/src/random.js";
 const reports = Number(process.argv[2] ?? 20);
 const fx = JSON.parse(readFileSync(new URL("../fixtures/python/prio3_dp_pop_1682.json", import.meta.url)));
 await ready();
-const round = { nItems: fx.dimension, sampling: "uniform", muShare: 0.4753490620809254, terms: fx.terms };
+const round = { nItems: fx.dimension, sampling: "uniform", muShare: fx.round.mu_share, terms: fx.terms };
 const keys = { proxyKey: generateKeyPair().publicKey, serverKey: generateKeyPair().publicKey,
   publishedValidity: { kind: "prio3", ...fx.terms } };
 const history = { items: Array.from({ length: 120 }, (_, i) => 13 * i + 5) };
