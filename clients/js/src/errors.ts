@@ -35,3 +35,42 @@ export class TamperedCiphertextError extends SealedBoxError {}
 
 /** An upload, key or box does not have the protocol's format or length. */
 export class MalformedUploadError extends SecureSumError {}
+
+/**
+ * A well-formed protocol the device's own policy does not accept (a mechanism, an epsilon, a
+ * size): nothing was computed or sent (Python: dprec.client.errors.PolicyViolation).
+ */
+export class PolicyViolation extends DprecError {}
+
+/**
+ * The server describes another protocol run than the one the device is pinned to; the device
+ * reports to it only after `joinNewRun()` (Python: dprec.client.errors.RunChanged).
+ */
+export class RunChanged extends DprecError {}
+
+/** A charge would pass the ledger's budget; nothing changed (Python: BudgetExceededError). */
+export class BudgetExceededError extends DprecError {}
+
+/**
+ * The stored ledger is unreadable, inconsistent or hostile: refused, never reset (a reset
+ * would refund the budget). Names the store and what is wrong.
+ */
+export class LedgerError extends DprecError {}
+
+/** A service refused a request: `status` and its `{"error": ...}` message
+ * (Python: client.http.ServiceError). */
+export class ServiceError extends DprecError {
+  constructor(readonly status: number, readonly detail: string,
+              readonly retryAfter: number | null = null) {
+    super(`${status}: ${detail}`);
+  }
+
+  /** Worth retrying: rate limited or a service unreachable behind the one asked. */
+  get transient(): boolean {
+    return [429, 502, 503, 504].includes(this.status);
+  }
+}
+
+/** No answer: connection refused or reset, past the exchange's deadline, or a 5xx without a
+ * message (Python: client.http.Unreachable). */
+export class Unreachable extends DprecError {}

@@ -13,9 +13,12 @@
  *   Sk(mu) = Poisson(mu/2) - Poisson(mu/2) (dp-pop's noise share), Poisson by inversion for
  *   lambda < 10 and by Hormann's PTRS rejection (1993, as numpy) above.
  *
- * Bytes are drawn in pools of {@link POOL_BYTES} and every byte is used once.
+ * Bytes are drawn in pools of {@link POOL_BYTES} and every byte is used once. A SecureSource
+ * is the RandomSource the device steps take (systems/random_source.ts: `uniform`,
+ * `integers`, `bytes`) and dp-pop's DpPopSource (`poisson`, `sample`, `bytes`).
  */
 import { DprecError } from "./errors.js";
+import type { RandomSource } from "./systems/random_source.js";
 
 /** Fills a buffer with random bytes (the platform's CSPRNG; a test may pass its own). */
 export type Fill = (buffer: Uint8Array) => void;
@@ -47,7 +50,7 @@ function checkCount(name: string, value: number, high: number = TWO_53): number 
 }
 
 /** Cryptographically secure draws for one device (module doc). */
-export class SecureSource {
+export class SecureSource implements RandomSource {
   readonly secure = true;
   private pool = new Uint8Array(0);
   private used = 0;
@@ -113,6 +116,16 @@ export class SecureSource {
   /** Uniform on [0, 1): a uniform 53-bit integer over 2^53. */
   float(): number {
     return this.uint53() / TWO_53;
+  }
+
+  /** {@link float}, by the steps' name. */
+  uniform(): number {
+    return this.float();
+  }
+
+  /** {@link int}, by the steps' name. */
+  integers(n: number): number {
+    return this.int(n);
   }
 
   /** True with probability `p` (0 <= p <= 1; to within 2^-53). */
