@@ -23,8 +23,13 @@ import numpy as np
 
 from dprec.protocol.messages import HEADER
 from dprec.protocol.secure_sum.checks import check_terms
-from dprec.protocol.secure_sum.vdaf.contribution import ContributionCheck, dp_pop_check
-from dprec.protocol.secure_sum.vdaf.noise_bounds import choose_truncation, truncated_noise_share
+from dprec.protocol.secure_sum.vdaf.contribution import DP_POP_ID, ContributionCheck, dp_pop_check
+from dprec.protocol.secure_sum.vdaf.dprec_circuits import BoundedVector
+from dprec.protocol.secure_sum.vdaf.noise_bounds import (
+    NoiseTruncation,
+    choose_truncation,
+    truncated_noise_share,
+)
 from dprec.systems.dp_pop.calibration import calibrate, contribution_check
 from dprec.systems.dp_pop.config import DpPopConfig
 from dprec.systems.dp_pop.deploy import DEPLOYMENT
@@ -98,7 +103,34 @@ def fixtures() -> dict[str, dict]:
     out["prio3_dp_pop_1682.json"] = {**fixture(ml, _noised(ml, 50, 3), 3),
                                      "round": _round_numbers(config, ml, 1682)}
     out["dp_pop_model.json"] = _models(1682)
+    out["prio3_layouts.json"] = _layouts()
     return out
+
+
+LAYOUTS = ((1, 0, 0, 1, 1), (7, 2, 3, 2, 20), (50, 14, 52, 5, 482), (300, 30, 120, 20, 9000),
+           (301, 31, 130, 20, 9100), (1682, 15, 351, 50, 2974), (4000, 9, 400, 100, 12000),
+           (12, 102, 311, 3, 249554), (64, 3, 0, 64, 500), (100, 5, 40, 10, 0))
+"""(d, T, S, k, B2) of dp-pop checks whose circuit layout the TS side must compute alike:
+tiny, both sides of the polynomial/bits switch (2T + 3 <= 64), ML-100K's, a larger d, no
+sum slack (S = 0, k = d), no L2 slack (B2 = 0)."""
+
+
+def _layouts() -> dict:
+    """Each check's layout: ranges, the gadgets' calls and chunks, lengths and proofs."""
+    rows = []
+    for d, t, s, k, b2 in LAYOUTS:
+        truncation = NoiseTruncation(0.5, d, 1, t, s, 0.0)
+        check = ContributionCheck(BoundedVector(d, -t, 1 + t, sum_range=(-s, k + s),
+                                                l2_bound_sq=b2), DP_POP_ID, "dp-pop",
+                                  truncation=truncation)
+        c, v = check.circuit, check.vdaf
+        rows.append({"dimension": d, "terms": check_terms(check), "range_proof": c.range_proof,
+                     "meas_len": v.flp.MEAS_LEN, "proof_len": v.flp.PROOF_LEN,
+                     "joint_rand_len": v.flp.JOINT_RAND_LEN,
+                     "gadget_calls": list(c.GADGET_CALLS), "chunks": [g.count for g in c.GADGETS],
+                     "degrees": [g.DEGREE for g in c.GADGETS],
+                     "leader_share": check.sizes()["leader_share"]})
+    return {"layouts": rows}
 
 
 def _round_numbers(config: DpPopConfig, check: ContributionCheck, d: int) -> dict:

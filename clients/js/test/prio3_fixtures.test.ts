@@ -102,3 +102,17 @@ test("without WebAssembly (the JavaScript arithmetic) the same shares and proofs
   }
   assert.ok(wasmKernel() !== null);
 });
+
+test("prio3_layouts.json: ten dp-pop checks laid out as Python lays them out", () => {
+  const fx = JSON.parse(readFileSync(new URL("prio3_layouts.json", DIR), "utf8"));
+  for (const row of fx.layouts) {
+    const check = dpPopCheck(row.dimension, row.terms);
+    const c = check.circuit, v = check.vdaf;
+    const got = { range_proof: c.rangeProof, meas_len: c.measLen, proof_len: v.flp.proofLen,
+      joint_rand_len: c.jointRandLen, gadget_calls: c.gadgetCalls,
+      chunks: c.gadgets.map((g) => (g as ParallelSum).count), degrees: c.gadgets.map((g) => g.degree),
+      leader_share: check.sizes().leaderShare };
+    const { dimension: _d, terms: _t, ...want } = row;
+    assert.deepEqual(got, want, `d = ${row.dimension}, terms ${JSON.stringify(row.terms)}`);
+  }
+});
