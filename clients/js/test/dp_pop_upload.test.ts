@@ -27,7 +27,7 @@ interface Case { file: string; python: string; muShare: number; items: number[] 
 const CASES: Case[] = [
   { file: "dp_pop_upload.json", python: "prio3_dp_pop_small.json", muShare: 0.5,
     items: [1, 4, 9, 16, 25, 36, 38] },
-  { file: "dp_pop_upload_1682.json", python: "prio3_dp_pop_1682.json", muShare: 0.4753490620809254,
+  { file: "dp_pop_upload_1682.json", python: "prio3_dp_pop_1682.json", muShare: 0.4753490620809254, // its round.mu_share
     items: Array.from({ length: 80 }, (_, i) => 20 * i + 3) },
 ];
 
@@ -36,6 +36,7 @@ for (const c of CASES) {
     await ready();
     const py = JSON.parse(readFileSync(new URL(c.python, PY), "utf8"));
     const round: DpPopRound = { nItems: py.dimension, sampling: "uniform", muShare: c.muShare, terms: py.terms };
+    if (py.round !== undefined) assert.equal(c.muShare, py.round.mu_share); // Python's calibration
     const proxy = keyPairFromPrivate(key(1)), server = keyPairFromPrivate(key(101));
     const rng = knownSource(`dprec ts fixture ${c.file}`);
     const check = dpPopRoundCheck(round);

@@ -9,6 +9,7 @@ import * as F from "../src/prio3/field64.js";
 import { dpPopCheck } from "../src/prio3/contribution.js";
 import type { ParallelSum } from "../src/prio3/gadgets.js";
 import { InvalidProofError } from "../src/prio3/errors.js";
+import { setWasmEnabled, wasmKernel } from "../src/prio3/wasm64.js";
 import { encodeVerifierShare, verifierSharesToMessage, verifyInit, verifyNext } from "../src/prio3/verify.js";
 
 const DIR = new URL("../../fixtures/python/", import.meta.url);
@@ -82,5 +83,36 @@ test("preparation of the small and bits fixtures: Python's verifier shares and m
       const [, vs1] = verifyInit(v, bytes(fx.verify_key), check.ctx, 1, bytes(fx.nonce), pub, helper);
       verifierSharesToMessage(v, check.ctx, [vs0, vs1]);
     }, InvalidProofError);
+  }
+});
+
+test("without WebAssembly (the JavaScript arithmetic) the same shares and proofs", () => {
+  assert.ok(wasmKernel() !== null, "Node runs the WebAssembly kernel");
+  setWasmEnabled(false);
+  try {
+    assert.equal(wasmKernel(), null);
+    for (const name of ["small", "1682"]) {
+      const fx = JSON.parse(readFileSync(new URL(`prio3_dp_pop_${name}.json`, DIR), "utf8"));
+      const rep = dpPopCheck(fx.dimension, fx.terms).shard(fx.y, bytes(fx.nonce), bytes(fx.rand));
+      same(rep.leaderShare, fx.leader_share, `${name}: leader share, JavaScript path`);
+      assert.equal(hex(rep.publicShare), fx.public_share);
+    }
+  } finally {
+    setWasmEnabled(true);
+  }
+  assert.ok(wasmKernel() !== null);
+});
+
+test("prio3_layouts.json: ten dp-pop checks laid out as Python lays them out", () => {
+  const fx = JSON.parse(readFileSync(new URL("prio3_layouts.json", DIR), "utf8"));
+  for (const row of fx.layouts) {
+    const check = dpPopCheck(row.dimension, row.terms);
+    const c = check.circuit, v = check.vdaf;
+    const got = { range_proof: c.rangeProof, meas_len: c.measLen, proof_len: v.flp.proofLen,
+      joint_rand_len: c.jointRandLen, gadget_calls: c.gadgetCalls,
+      chunks: c.gadgets.map((g) => (g as ParallelSum).count), degrees: c.gadgets.map((g) => g.degree),
+      leader_share: check.sizes().leaderShare };
+    const { dimension: _d, terms: _t, ...want } = row;
+    assert.deepEqual(got, want, `d = ${row.dimension}, terms ${JSON.stringify(row.terms)}`);
   }
 });

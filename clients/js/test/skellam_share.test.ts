@@ -11,7 +11,7 @@ import { dpPopVector, type DpPopRound } from "../src/systems/dp_pop.js";
 import { skellamShare } from "../src/secure_sum/truncation.js";
 
 const PY = new URL("../../fixtures/python/", import.meta.url);
-const MU = 0.4753490620809254; // dp-pop's share at eps 1, 943 clients (the 1,682 fixture)
+const MU: number = JSON.parse(readFileSync(new URL("prio3_dp_pop_1682.json", PY), "utf8")).round.mu_share;
 const BINS = [-4, -3, -2, -1, 0, 1, 2, 3, 4]; // the ends collect the tails
 const CHI2_8DOF_1E6 = 42.70; // scipy.stats.chi2.isf(1e-6, 8)
 

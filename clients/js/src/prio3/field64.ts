@@ -7,7 +7,10 @@
  * (low, high) 32 bits (signed int32 storage of the unsigned words), so the arithmetic runs on
  * 32-bit integer operations only: measured against BigInt in bench/field64.mjs (limbs about
  * 2x faster per multiplication, and no allocation). Every vector holds canonical
- * representatives in [0, p). Scalars outside the hot paths are `bigint`.
+ * representatives in [0, p). Scalars outside the hot paths are `bigint`. The prover's two hot
+ * loops (the range gadget, the NTT's butterflies) run in WebAssembly where it can
+ * (wasm64.ts: 64-bit multiplication, about 4x less CPU per report); this arithmetic is their
+ * fallback and everything else's.
  */
 import { MalformedUploadError } from "../errors.js";
 

@@ -10,6 +10,7 @@
  * - {@link ParallelSum}: the sum of `count` copies of a subcircuit on consecutive inputs.
  */
 import * as F from "./field64.js";
+import { wasmKernel } from "./wasm64.js";
 
 export interface Gadget {
   readonly arity: number;
@@ -138,8 +139,34 @@ export class WeightedRange implements Gadget {
 
   evaluate(rows: F.Vec[], n: number): F.Vec {
     const out = F.zeros(n);
-    this.accumulate(rows[0]!, rows[1]!, n, out);
+    this.accumulateCopies(rows, 1, n, out);
     return out;
+  }
+
+  /** out[t] += the gadget on rows (2c, 2c + 1) for every copy c < count: in WebAssembly
+   * where it runs (wasm64.ts), else in JavaScript; the same field elements. */
+  accumulateCopies(rows: F.Vec[], count: number, n: number, out: F.Vec): void {
+    const k = wasmKernel();
+    if (k === null) {
+      for (let c = 0; c < count; c++) this.accumulate(rows[2 * c]!, rows[2 * c + 1]!, n, out);
+      return;
+    }
+    const np = F.len(this.pairs), o = 16 + 8 * np, a = o + 8 * n, b = a + 8 * n;
+    const need = b + 8 * n;
+    if (k.memory.buffer.byteLength < need) {
+      k.memory.grow(Math.ceil((need - k.memory.buffer.byteLength) / 65536));
+    }
+    const mem = new Int32Array(k.memory.buffer);
+    mem.set(this.total, 0);
+    mem.set(this.middle ?? F.zeros(1), 2);
+    mem.set(this.pairs, 4);
+    mem.set(out.subarray(0, 2 * n), o / 4);
+    for (let c = 0; c < count; c++) {
+      mem.set(rows[2 * c]!.subarray(0, 2 * n), a / 4);
+      mem.set(rows[2 * c + 1]!.subarray(0, 2 * n), b / 4);
+      k.wr(a, b, n, o, 16, np, 0, this.middle === null ? 0 : 1);
+    }
+    out.set(mem.subarray(o / 4, o / 4 + 2 * n));
   }
 }
 
@@ -157,13 +184,13 @@ export class ParallelSum implements Gadget {
     const a = this.subcircuit.arity;
     const out = F.zeros(n);
     const sub = this.subcircuit;
+    if (sub instanceof WeightedRange) {
+      sub.accumulateCopies(rows, this.count, n, out);
+      return out;
+    }
     for (let c = 0; c < this.count; c++) {
-      if (sub instanceof WeightedRange) {
-        sub.accumulate(rows[c * a]!, rows[c * a + 1]!, n, out);
-      } else {
-        const part = sub.evaluate(rows.slice(c * a, c * a + a), n);
-        for (let i = 0; i < 2 * n; i += 2) F.addTo(out, i, out[i]!, out[i + 1]!, part[i]!, part[i + 1]!);
-      }
+      const part = sub.evaluate(rows.slice(c * a, c * a + a), n);
+      for (let i = 0; i < 2 * n; i += 2) F.addTo(out, i, out[i]!, out[i + 1]!, part[i]!, part[i + 1]!);
     }
     return out;
   }

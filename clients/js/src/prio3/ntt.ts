@@ -9,6 +9,7 @@
  * - {@link valuesOnLargerDomain}: values on the p-th roots -> values on the n-th roots.
  */
 import * as F from "./field64.js";
+import { wasmKernel } from "./wasm64.js";
 
 export function nextPowerOf2(n: number): number {
   let p = 1;
@@ -66,6 +67,7 @@ export function ntt(coeffs: F.Vec, n: number): F.Vec {
     }
   }
   const tw = twiddles(n);
+  if (butterfliesWasm(a, n, 2 * rep, tw)) return a;
   const v = F.zeros(1);
   for (let m = 2 * rep; m <= n; m *= 2) {
     const half = m / 2, base = half - 1;
@@ -80,6 +82,22 @@ export function ntt(coeffs: F.Vec, n: number): F.Vec {
     }
   }
   return a;
+}
+
+/** The levels m = first..n of a in WebAssembly (wasm64.ts); false where it cannot run. */
+function butterfliesWasm(a: F.Vec, n: number, first: number, tw: F.Vec): boolean {
+  const k = wasmKernel();
+  if (k === null) return false;
+  const need = 16 * n;
+  if (k.memory.buffer.byteLength < need) {
+    k.memory.grow(Math.ceil((need - k.memory.buffer.byteLength) / 65536));
+  }
+  const mem = new Int32Array(k.memory.buffer);
+  mem.set(a, 0);
+  mem.set(tw, 2 * n);
+  k.bf(0, n, first, 8 * n);
+  a.set(mem.subarray(0, 2 * n));
+  return true;
 }
 
 /** Coefficients of the polynomial (degree < n) with the given values on the n-th roots. */

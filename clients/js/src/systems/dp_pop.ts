@@ -40,8 +40,8 @@ export interface DpPopSource extends NoiseSource, ByteSource {
 
 /** The user's items (distinct ids in [0, nItems)) and, for recency, their times. */
 export interface DpPopHistory {
-  readonly items: readonly number[];
-  readonly values?: readonly number[];
+  readonly items: ArrayLike<number>;
+  readonly values?: ArrayLike<number>;
 }
 
 const checks = new Map<string, ContributionCheck>();
@@ -60,7 +60,7 @@ export function dpPopRoundCheck(round: DpPopRound): ContributionCheck {
 /** The device's items: all, or with recency and more than k, the k with the largest
  * values, ties by the smaller item id. */
 export function ownItems(history: DpPopHistory, k: number, sampling: DpPopSampling): number[] {
-  const items = history.items.slice();
+  const items = Array.from(history.items);
   if (sampling !== "recency" || items.length <= k) return items;
   const values = history.values;
   if (values === undefined || values.length !== items.length) {
@@ -73,7 +73,7 @@ export function ownItems(history: DpPopHistory, k: number, sampling: DpPopSampli
 
 function checkHistory(history: DpPopHistory, nItems: number): void {
   const seen = new Set<number>();
-  for (const i of history.items) {
+  for (const i of Array.from(history.items)) {
     if (!Number.isInteger(i) || i < 0 || i >= nItems || seen.has(i)) {
       throw new SecureSumError(`the history's items must be distinct integers in [0, ${nItems}), got ${i}`);
     }
