@@ -34,7 +34,7 @@ from dprec.services.auth import client_token
 from dprec.services.demo_page import PageServer
 from dprec.services.launch import Loopback, ServiceProcess
 
-__all__ = ["Demo", "DemoSettings", "catalogue_of", "load_catalogue"]
+__all__ = ["Demo", "DemoSettings", "catalogue_of", "load_catalogue", "round_calibration"]
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +100,31 @@ def catalogue_of(ds: Dataset) -> list[dict[str, Any]]:
     return out
 
 
+def round_calibration(params: dict[str, str], n_items: int) -> dict[str, Any]:
+    """The calibration the page's SDK takes for the one round it was built for (its
+    ``Calibrate``; the TypeScript SDK does not recompute the PLD accountant's mu): the
+    config as the server publishes it, mu per share, the Prio3 check's terms (T, S, B2, k,
+    proofs) and the truncated shares' total variation n (eta + eta_2), all computed here by
+    :func:`dprec.systems.dp_pop.calibration.calibrate` from the config alone. The page
+    refuses any other config, so a server's numbers never reach the device's noise."""
+    from dprec.protocol.secure_sum.checks import check_terms
+    from dprec.systems.deployable import ProtocolInfo
+    from dprec.systems.dp_pop.calibration import calibrate, contribution_check
+    from dprec.systems.dp_pop.config import DpPopConfig
+
+    config = DpPopConfig(epsilon=float(params["epsilon"]), k=int(params["k"]),
+                         n_clients=int(params["n_clients"]),
+                         min_honest=int(params["min_honest"]))
+    check = contribution_check(config, n_items, int(params["n_clients"]))
+    assert check is not None and check.truncation is not None
+    t = check.truncation
+    return {"config": ProtocolInfo("dp-pop", n_items, config).to_json()["config"],
+            "nItems": int(n_items),
+            "muShare": calibrate(config, n_items, int(params["n_clients"])).share.mu,
+            "terms": check_terms(check),
+            "truncationTv": t.clients * (t.per_client_tv + check.l2_tv)}
+
+
 class Demo:
     """The page server, the services and the crowd; :meth:`stop` (or leaving the ``with``
     block) stops them all."""
@@ -163,6 +188,7 @@ class Demo:
         assert self.server is not None and self.proxy is not None
         return {"server": self.server.url, "proxy": self.proxy.url,
                 "crowd": self.settings.crowd, "seats": self.settings.seats,
+                "round": round_calibration(self.params, self.ds.n_items),
                 "items": catalogue_of(self.ds)}
 
     @staticmethod
