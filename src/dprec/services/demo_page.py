@@ -2,11 +2,12 @@
 enrolment, on 127.0.0.1, each answer under a content-security policy.
 
 The policy (:func:`content_security_policy`): scripts from the page's own origin only, and
-``'wasm-unsafe-eval'`` because libsodium's JS build compiles its WebAssembly module (without
-it the browser refuses ``WebAssembly.instantiate``); styles and images from the own origin;
-``connect-src`` the page's, the server's and the proxy's origins (all on 127.0.0.1), nothing
-else; no frames, no forms, no base URL. Fonts are the system's: nothing is fetched from
-elsewhere.
+``'wasm-unsafe-eval'`` because libsodium's JS build and the SDK's Prio3 loops
+(clients/js/src/prio3/wasm64.ts) compile WebAssembly (without it Chromium refuses
+``WebAssembly.instantiate``, and libsodium falls back to asm.js with console warnings);
+styles and images from the own origin; ``connect-src`` the page's, the server's and the
+proxy's origins (all on 127.0.0.1), nothing else; no frames, no forms, no base URL. Fonts
+are the system's: nothing is fetched from elsewhere.
 """
 
 from __future__ import annotations
