@@ -137,6 +137,9 @@ def test_the_page_loads_clean_works_by_keyboard_and_axe_finds_nothing_serious(tm
             images = page.evaluate("Array.from(document.images, i => [i.alt, i.complete, "
                                    "i.naturalWidth])")
             violations = _axe(page)
+            # the check can fail: an input without a label is a critical violation
+            page.evaluate("document.querySelector('main').append(document.createElement('input'))")
+            control = _axe(page)
             # keyboard alone: the search field, a film's checkbox, then the join button
             page.goto(demo.page.url, wait_until="load")
             page.wait_for_selector("body[data-ready='1']")
@@ -156,6 +159,7 @@ def test_the_page_loads_clean_works_by_keyboard_and_axe_finds_nothing_serious(tm
     assert "script-src 'self'" in csp and "unsafe-inline" not in csp
     assert images and [alt for alt, done, width in images if not done or width == 0] == []
     assert [v for v in violations if v["impact"] in ("serious", "critical")] == []
+    assert any(v["id"] == "label" and v["impact"] == "critical" for v in control), control
     assert focused == ["checkbox", "solid"]  # a visible focus ring
     assert picked == "1"
     assert join_tag == ["BUTTON", False]
