@@ -9,7 +9,7 @@ import * as F from "../src/prio3/field64.js";
 import { dpPopCheck } from "../src/prio3/contribution.js";
 import type { ParallelSum } from "../src/prio3/gadgets.js";
 import { InvalidProofError } from "../src/prio3/errors.js";
-import { setWasmEnabled, wasmKernel } from "../src/prio3/wasm64.js";
+import { moduleBytes, setWasmEnabled, wasmKernel } from "../src/prio3/wasm64.js";
 import { encodeVerifierShare, verifierSharesToMessage, verifyInit, verifyNext } from "../src/prio3/verify.js";
 
 const DIR = new URL("../../fixtures/python/", import.meta.url);
@@ -88,6 +88,7 @@ test("preparation of the small and bits fixtures: Python's verifier shares and m
 
 test("without WebAssembly (the JavaScript arithmetic) the same shares and proofs", () => {
   assert.ok(wasmKernel() !== null, "Node runs the WebAssembly kernel");
+  assert.ok(moduleBytes().length < 4096, "small enough to compile synchronously in a browser");
   setWasmEnabled(false);
   try {
     assert.equal(wasmKernel(), null);

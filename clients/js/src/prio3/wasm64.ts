@@ -3,7 +3,9 @@
  * the module is assembled here from its instructions (no binary blob, no build step) and
  * compiled once; where WebAssembly is unavailable (or a content-security policy without
  * 'wasm-unsafe-eval' refuses it) {@link wasmKernel} answers null and the callers use the
- * 32-bit-limb JavaScript arithmetic of field64.ts, which gives the same field elements.
+ * 32-bit-limb JavaScript arithmetic of field64.ts, which gives the same field elements. The
+ * module has under 1 KB, so it compiles synchronously on a browser's main thread (Chromium
+ * refuses a synchronous compile above 4 KB there).
  *
  * Exported function (all pointers are byte offsets into the module's memory, elements are
  * 8-byte little-endian words, as field64's encoding):
