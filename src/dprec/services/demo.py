@@ -136,8 +136,8 @@ class Demo:
         if self.ds.n_users < settings.crowd:
             raise DprecError(f"--crowd {settings.crowd} is more than the catalogue's "
                              f"{self.ds.n_users} users")
+        self.page = PageServer(settings.page_dir, settings.port)  # refuses a missing bundle
         self.loopback = Loopback(root)
-        self.page = PageServer(settings.page_dir, settings.port)
         self.server: ServiceProcess | None = None
         self.proxy: ServiceProcess | None = None
         self._next_seat = settings.crowd
