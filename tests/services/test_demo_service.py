@@ -116,6 +116,10 @@ def test_the_settings_and_the_catalogue():
         DemoSettings(crowd=0)
     with pytest.raises(DprecError, match="--close-at must be in 1..30"):
         DemoSettings(crowd=10, seats=20, close_at=31)
+    with pytest.raises(DprecError, match="--port must be in 0..65535"):
+        DemoSettings(port=70000)
+    with pytest.raises(DprecError, match="epsilon must be finite and > 0"):
+        DemoSettings(epsilon=-1.0)
     films = catalogue_of(fixture_catalogue(n_users=5, n_items=12))
     assert [f["id"] for f in films] == list(range(12))
     assert films[1] == {"id": 1, "title": "Film 001", "year": 1991}

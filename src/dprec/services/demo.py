@@ -67,6 +67,11 @@ class DemoSettings:
             v = getattr(self, name)
             if isinstance(v, bool) or int(v) != v or v < 1:
                 raise DprecError(f"--{name} must be an integer >= 1, got {v!r}")
+        if isinstance(self.port, bool) or not 0 <= int(self.port) <= 65535:
+            raise DprecError(f"--port must be in 0..65535 (0: any free port), got {self.port}")
+        from dprec.systems.dp_pop.config import DpPopConfig
+        DpPopConfig(epsilon=self.epsilon, k=self.k, n_clients=self.n_clients,
+                    min_honest=self.crowd)  # its own one-line refusals
         if self.close_at is not None and not 1 <= self.close_at <= self.n_clients:
             raise DprecError(f"--close-at must be in 1..{self.n_clients} (crowd + seats), "
                              f"got {self.close_at}")
