@@ -1,5 +1,5 @@
 /** The demo page (issue 34 §2): catalogue, picks, one private report, on-device ranking. */
-import { rankFilms } from "./rank.js";
+import { recommend } from "../src/device.js";
 import {
   type DemoConfig, type Film, type Seat, type Terms, fetchTerms, joinRound, ledgerState,
   releasedCounts,
@@ -151,7 +151,8 @@ class Page {
         say("recs-status", "No round has been released yet: it needs enough reports. Try again soon.");
         return;
       }
-      const ranked = rankFilms(released.counts, this.picked, RECOMMENDED);
+      // the SDK's on-device ranking: own films left out, ties by the smaller item id
+      const ranked = recommend(released.counts, { items: [...this.picked] }, RECOMMENDED);
       const list = el<HTMLOListElement>("recs");
       list.replaceChildren(...ranked.map((id) => {
         const li = document.createElement("li");
