@@ -84,7 +84,25 @@ def seal(recipient: bytes, plaintext: bytes, aad: bytes) -> bytes:
     """``plaintext`` sealed to the raw X25519 public key ``recipient``, ``aad`` bound in."""
     if len(recipient) != KEY_BYTES:
         raise MalformedUploadError(f"a public key has {KEY_BYTES} bytes, got {len(recipient)}")
-    ephemeral = X25519PrivateKey.generate()
+    return _seal_from(X25519PrivateKey.generate(), recipient, plaintext, aad)
+
+
+def _seal_with_ephemeral(ephemeral_private: bytes, recipient: bytes, plaintext: bytes,
+                         aad: bytes) -> bytes:
+    """TEST VECTORS ONLY (the TypeScript SDK's conformance fixtures): :func:`seal` under a
+    given raw ephemeral private key. Reusing one reuses the AEAD key and nonce; the protocol
+    never calls this."""
+    if len(recipient) != KEY_BYTES:
+        raise MalformedUploadError(f"a public key has {KEY_BYTES} bytes, got {len(recipient)}")
+    if len(ephemeral_private) != KEY_BYTES:
+        raise MalformedUploadError(f"a private key has {KEY_BYTES} bytes, got "
+                                   f"{len(ephemeral_private)}")
+    return _seal_from(X25519PrivateKey.from_private_bytes(ephemeral_private), recipient,
+                      plaintext, aad)
+
+
+def _seal_from(ephemeral: X25519PrivateKey, recipient: bytes, plaintext: bytes,
+               aad: bytes) -> bytes:
     eph = _raw(ephemeral.public_key())
     shared = ephemeral.exchange(X25519PublicKey.from_public_bytes(recipient))
     key, nonce = _key_and_nonce(shared, eph, recipient)
