@@ -178,7 +178,7 @@ export async function fetchCapped(url: string, method: string, path: string, o: 
     }
     return new Reply(response.status, response.headers, body, what);
   } catch (e) {
-    if (expired && !(e instanceof BadReply)) {
+    if (expired && e instanceof Unreachable) {
       throw new Unreachable(`${what}: no complete reply within the exchange's deadline of ` +
         `${o.deadlineMs / 1000} s`);
     }

@@ -69,3 +69,18 @@ test("run id and associated data have Python's layout", () => {
   assert.throws(() => associatedData(run.subarray(1), 1, seq(9, 16), "proxy"),
     MalformedUploadError);
 });
+
+// secure_sum/proved.ts (jsprio's dp-pop upload) calls it only under its `fixed` option, which
+// only its test vectors pass.
+const FIXED_SEAL_USERS = ["seal.ts", "secure_sum/proved.ts"];
+
+test("no SDK module but the allowed ones calls sealWithEphemeral (test vectors only)", async () => {
+  const { readdirSync, readFileSync } = await import("node:fs");
+  const { fileURLToPath } = await import("node:url");
+  const root = fileURLToPath(new URL("../../src/", import.meta.url));
+  const users = (readdirSync(root, { recursive: true }) as string[])
+    .filter((f) => f.endsWith(".ts") && readFileSync(root + f, "utf8").includes("sealWithEphemeral("))
+    .map((f) => f.replaceAll("\\", "/"));
+  assert.ok(users.includes("seal.ts"));
+  assert.deepEqual(users.filter((f) => !FIXED_SEAL_USERS.includes(f)), []);
+});

@@ -106,13 +106,14 @@ test("piecewise reports lie in [-C, C], are unbiased, and land in [l(x), r(x)] w
     }
   });
 
-test("integers(n) is uniform (chi-square, 9 dof, below the 0.9999 quantile 33.7)", () => {
-  for (const src of [new SeededSource("ints"), cryptoSource()]) {
+// Seeded: the 1 - 1e-4 quantile (33.7); the CSPRNG, drawn afresh each run: 1 - 1e-8 (55.4).
+test("integers(n) is uniform (chi-square, 9 dof)", () => {
+  for (const [src, bound] of [[new SeededSource("ints"), 33.7], [cryptoSource(), 55.4]] as const) {
     const counts = new Array<number>(10).fill(0);
     const n = 50000;
     for (let j = 0; j < n; j++) counts[src.integers(10)]!++;
     const chi2 = counts.reduce((s, c) => s + (c - n / 10) ** 2 / (n / 10), 0);
-    assert.ok(chi2 < 33.7, `chi2 ${chi2} for ${counts}`);
+    assert.ok(chi2 < bound, `chi2 ${chi2} for ${counts}`);
   }
   const u = cryptoSource().uniform();
   assert.ok(u >= 0 && u < 1);

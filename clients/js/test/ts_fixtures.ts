@@ -8,7 +8,7 @@
  */
 import { sha256 } from "@noble/hashes/sha2.js";
 import {
-  associatedData, dplcfStep, encodeGradientReports, encodeItemMatrix, encodeItemMatrix64,
+  associatedData, decodeNeighbourLists, dplcfScores, dplcfStep, fmfScores, encodeGradientReports, encodeItemMatrix, encodeItemMatrix64,
   encodeNeighbourLists, encodeObfuscatedBits, encodeShuffledReports, encodeShuffledValues,
   encodeValueReports, fmfStep, keyPairFromPrivate, packBits, ready, runId, sealWithEphemeral,
 } from "../src/index.js";
@@ -136,7 +136,33 @@ function stepsDoc(): Record<string, unknown> {
         new SeededSource(`steps/fmf/${mechanism}/${cells}`))),
     });
   }
-  return { format: FORMAT, steps };
+  return { format: FORMAT, steps, scores: scoresCases() };
+}
+
+/** On-device scores from fixed broadcasts, for Python to recompute. */
+function scoresCases(): Record<string, unknown>[] {
+  const n = 9;
+  const k = 3;
+  const indices = Array.from({ length: n * k }, (_, j) => (Math.floor(j / k) + 1 + (j % k) * 2) % n);
+  const sims = Array.from({ length: n * k }, (_, j) => Math.fround(0.5 + 0.4 * Math.sin(j)));
+  const full = Array.from({ length: n * n }, (_, j) => Math.fround(0.5 + 0.5 * Math.cos(j * 1.7)));
+  const listsBytes = encodeNeighbourLists({ nItems: n, k, indices, sims, full });
+  const lists = decodeNeighbourLists(listsBytes);
+  const history = { items: [1, 4, 5, 8], values: [1, 2, 1, 3] };
+  const fmfHistory = HISTORY;
+  return [
+    ...(["item", "user"] as const).map((hood) => ({
+      name: `ts-dplcf-scores-${hood}`, system: "dplcf", neighbourhood: hood, k,
+      artefact: toHex(listsBytes), history,
+      scores: Array.from(dplcfScores(lists, history, hood, k)),
+    })),
+    {
+      name: "ts-fmf-scores", system: "fmf", alpha: 1, regularization: 0.01,
+      artefact: toHex(encodeItemMatrix64({ epoch: 0, rows: N, cols: F, matrix: V })),
+      history: fmfHistory,
+      scores: Array.from(fmfScores({ rows: N, cols: F, matrix: V }, fmfHistory, 1, 0.01)),
+    },
+  ];
 }
 
 /** File name -> the text `npm run fixtures` writes into clients/js/fixtures/ts/. */

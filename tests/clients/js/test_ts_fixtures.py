@@ -7,20 +7,24 @@ scripts/write_js_fixtures.py writes now, so drift on either side fails a test.""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from dprec.protocol.messages import Message, MessageError
 from dprec.protocol.secure_sum.errors import TamperedCiphertextError
 from dprec.protocol.secure_sum.messages import associated_data, run_id
 from dprec.protocol.secure_sum.sealed import KeyPair, _seal_with_ephemeral, open_box
 from dprec.systems.deployable import ProtocolInfo
+from dprec.systems.dplcf.client import local_scores
 from dprec.systems.dplcf.messages import ObfuscatedBits
 from dprec.systems.fmf.cells import assigned_cells, round_seed
+from dprec.systems.fmf.client import user_vectors
 
 ROOT = Path(__file__).parents[3]
 TS = ROOT / "clients" / "js" / "fixtures" / "ts"
@@ -31,6 +35,7 @@ def _load(name: str) -> dict:
     return json.loads((TS / name).read_text())
 
 
+@functools.cache
 def _writer():
     spec = importlib.util.spec_from_file_location("write_js_fixtures",
                                                   ROOT / "scripts" / "write_js_fixtures.py")
@@ -40,8 +45,8 @@ def _writer():
 
 
 def test_python_fixtures_are_what_the_writer_writes_now():
-    texts = _writer().fixture_texts()
-    assert sorted(texts) == sorted(p.name for p in PY.glob("*.json"))
+    texts = _writer().fixture_texts()  # the folder also holds other writers' files (prio3_*)
+    assert sorted(texts) == ["configs.json", "messages.json", "seal.json"]
     for name, text in texts.items():
         assert (PY / name).read_text() == text, (
             f"clients/js/fixtures/python/{name} is stale: run scripts/write_js_fixtures.py "
@@ -126,3 +131,35 @@ def test_a_changed_ts_step_message_is_refused_by_python():
     fewer = type(short)(short.client_id, short.items[:-1], short.factors[:-1], short.bits[:-1])
     with pytest.raises(MessageError):
         info.deployment.check_upload(fewer, info)
+
+
+SCORES = _load("steps.json")["scores"]
+
+
+def _row(history: dict, n_items: int) -> sp.csr_matrix:
+    row = np.zeros((1, n_items))
+    row[0, history["items"]] = history["values"]
+    return sp.csr_matrix(row)
+
+
+@pytest.mark.parametrize("case", SCORES, ids=[c["name"] for c in SCORES])
+def test_ts_on_device_scores_are_pythons(case):
+    artefact = Message.from_bytes(bytes.fromhex(case["artefact"]))
+    if case["system"] == "dplcf":
+        h = _row(case["history"], artefact.n_items)
+        want = local_scores(h, artefact, case["neighbourhood"], case["k"])[0]
+        np.testing.assert_allclose(case["scores"], want, rtol=1e-6, atol=1e-6)
+    else:
+        V = artefact.matrix
+        x = user_vectors(V, _row(case["history"], V.shape[0]), case["alpha"],
+                         case["regularization"])
+        np.testing.assert_allclose(case["scores"], (x @ V.T)[0], rtol=1e-9, atol=1e-12)
+    assert np.ptp(case["scores"]) > 0  # scores that tell items apart
+
+
+def test_the_fixed_ephemeral_seal_is_for_fixtures_only():
+    """No protocol code seals with a chosen ephemeral key (it would reuse key and nonce)."""
+    src = ROOT / "src" / "dprec"
+    users = sorted(p.relative_to(src).as_posix() for p in src.rglob("*.py")
+                   if "_seal_with_ephemeral" in p.read_text())
+    assert users == ["protocol/secure_sum/sealed.py"]

@@ -4,3 +4,4 @@ export * from "./history.js";
 export * from "./dplcf_sp.js";
 export * from "./fmf_cells.js";
 export * from "./fmf_ldp.js";
+export * from "./scores.js";
