@@ -72,3 +72,18 @@ def test_accountant_refuses_what_it_cannot_bound():
     with pytest.raises(DprecError, match="supports"):
         acc.compose([(dp_accounting.PoissonSampledDpEvent(
             0.1, dp_accounting.LaplaceDpEvent(1.0)), 1)], 1e-6)
+
+
+def test_gaussian_reference_sits_below_the_bound_and_matches_dp_accounting():
+    """The reference of the report's looseness factor: a tight PLD of the subsampled Gaussian
+    of the same variance; at large mu it is below the sound Skellam bound, by a factor > 1."""
+    from dprec.privacy.sampled_skellam import gaussian_reference_epsilon
+    mu = 1e9
+    l2 = math.sqrt(2 * mu) / 1.0  # noise multiplier 1
+    event = SkellamDpEvent(mu, 10 * l2, l2)
+    ref = gaussian_reference_epsilon(event, 0.2, 10, 1e-6)
+    assert math.isclose(ref, 5.857, rel_tol=2e-3)  # dp-accounting 0.6.0's PLD, by hand above
+    bound = sampled_epsilon(dp_accounting.PoissonSampledDpEvent(0.2, event), 10, 1e-6)
+    assert bound > ref
+    with pytest.raises(DprecError, match="rate"):
+        gaussian_reference_epsilon(event, 0.0, 10, 1e-6)

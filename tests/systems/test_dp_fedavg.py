@@ -116,6 +116,9 @@ def test_report_accounts_the_sampled_rounds_to_the_target():
     assert report.extra["threat_model_assumptions"]["min_honest"] == train.shape[0]
     assert report.extra["secure_sum"]["q"] == 2 ** report.extra["secure_sum"]["bits"]
     assert report.extra["sampling"]["rate"] == 0.3
+    gap = report.extra["sampling"]["analysis_gap"]  # issue 33 §5: the bound's own factor
+    assert math.isclose(gap["bound_epsilon"], user["epsilon"], rel_tol=1e-6)
+    assert 1.0 < gap["factor"] < 3.0 and f"{gap['factor']:.2f}x" in gap["note"]
     sampled = model.diagnostics()["simulation_only"]["sampled_per_round"]
     assert len(sampled) == 4 and all(0 < s < train.shape[0] for s in sampled)
 
