@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast test-cpu test-js bench lint clean reproduce
+.PHONY: run test test-fast test-cpu test-js demo-js bench lint clean reproduce
 
 # The TypeScript device SDK (clients/js): its pinned dependencies from the lockfile, then built.
 JS := clients/js
@@ -39,13 +39,20 @@ TEST_WORKERS ?= auto
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -p no:cacheprovider \
 	-n $(TEST_WORKERS)
 test: $(STAMP) $(JS_STAMP)
-	$(MAKE) --no-print-directory test-js
+	$(MAKE) --no-print-directory test-js demo-js
 	$(PYTEST)
 	$(MAKE) --no-print-directory test-cpu
 
 # The TypeScript SDK's own tests under Node (`npm test`: type-check, build, node --test).
 test-js: $(JS_STAMP)
 	cd $(JS) && npm test --silent
+
+# The browser demo's one script (`dprec serve demo`, tests/clients/test_demo_browser.py):
+# clients/js/demo type-checked, then bundled by esbuild into clients/js/dist/demo/demo.js.
+demo-js: $(JS_STAMP)
+	cd $(JS) && node_modules/.bin/tsc -p demo/tsconfig.json && node_modules/.bin/esbuild \
+		demo/main.ts --bundle --format=esm --minify --target=es2022 --log-level=warning \
+		--outfile=dist/demo/demo.js
 
 # The development loop: every test but the `slow` end-to-end checks (services as processes, kill
 # and restart, inproc == http, Ray, fresh interpreters) and the browser one, on every core

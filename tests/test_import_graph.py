@@ -40,7 +40,7 @@ KNOWN_CYCLES: dict[str, frozenset[str]] = {}
 # Inside the command line (dprec.cli): its face registers the command groups, which share
 # only the lower modules common and tables and never import each other or the face.
 CLI_LAYERS: dict[str, int] = {
-    "common": 0, "tables": 1,
+    "common": 0, "demo": 1, "tables": 1,
     "audit": 2, "compare": 2, "data": 2, "privacy": 2, "report": 2, "run": 2, "serve": 2,
     "systems": 2, "tune": 2,
     "__init__": 3, "__main__": 4,

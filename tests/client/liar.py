@@ -12,6 +12,8 @@ request, so a test can change it between calls) says for ``"METHOD /path"``::
 when the liar hangs up) and then zeros, up to ``send`` bytes or until the client hangs up.
 ``{"json": {...}, "drip": SECONDS}`` sends a whole, valid reply one byte every ``SECONDS``,
 status line and headers included (a service that trips no per-read timeout).
+A browser's CORS preflight (OPTIONS) is allowed for any origin (the demo page's tests; a
+reply's own ``Access-Control-Allow-Origin`` comes from its ``headers``).
 Every request is appended to ``SCRIPT.log`` (one JSON line: method, path, the body as base64,
 and for a streamed reply the bytes written), so a test sees what a device sent and how much
 of a body it took. A path without a reply is a 404.
@@ -102,6 +104,17 @@ class Liar(BaseHTTPRequestHandler):
         self.close_connection = True
 
     do_GET = do_POST = _reply
+
+    def do_OPTIONS(self) -> None:  # noqa: N802 - a browser's CORS preflight: allowed
+        self._record(b"")
+        self.send_response(204)
+        for k, v in {"Access-Control-Allow-Origin": self.headers.get("Origin") or "*",
+                     "Access-Control-Allow-Methods": "GET, POST",
+                     "Access-Control-Allow-Headers": "Authorization, Content-Type, "
+                                                     "If-None-Match, X-Dprec-Client",
+                     "Content-Length": "0"}.items():
+            self.send_header(k, v)
+        self.end_headers()
 
 
 def main() -> None:

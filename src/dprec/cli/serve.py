@@ -1,4 +1,4 @@
-"""``dprec serve server|proxy|keys|token|openapi`` and ``dprec simulate``: thin wrappers.
+"""``dprec serve server|proxy|keys|token|openapi|demo`` and ``dprec simulate``: thin wrappers.
 
 The services need the ``serve`` extra; everything heavy is imported inside the commands, so
 ``dprec --help`` works without it.
@@ -48,6 +48,9 @@ HeaderTimeout = Annotated[float, typer.Option(
     "--header-timeout", help="Seconds for a request's headers to arrive (else 408, closed).")]
 BodyTimeout = Annotated[float, typer.Option(
     "--body-timeout", help="Seconds for a request's body to arrive after its headers.")]
+CorsOrigins = Annotated[list[str] | None, typer.Option(
+    "--cors-origin", help="A browser page's origin (http://127.0.0.1:PORT) answered with CORS "
+                          "headers; repeatable; none by default (`dprec serve demo`).")]
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 DEPLOYABLE_HELP = "{deployable}"
 """Stands for the deployable systems in a help text (:class:`_ListsDeployable`)."""
@@ -231,6 +234,7 @@ def serve_server(
     max_connections: MaxConnections = 1000,
     header_timeout: HeaderTimeout = 10.0,
     body_timeout: BodyTimeout = 60.0,
+    cors_origin: CorsOrigins = None,
 ) -> None:
     """The server role (untrusted, or a trusted aggregator where the role says so):
     publishes artefacts, takes the proxy's batches, runs rounds."""
@@ -248,8 +252,8 @@ def serve_server(
                                                            "shared secret"),
                                   sync=sync, max_batch_bytes=max_batch_mb << 20,  # type: ignore[arg-type]
                                   autostart=autostart)
-        _serve(create_server_app(settings), sock, log_level, True, state,
-               limits)
+        _serve(_with_cors(create_server_app(settings), cors_origin), sock, log_level, True,
+               state, limits)
     except DprecError as e:
         fail(e)
 
@@ -291,6 +295,7 @@ def serve_proxy(
     max_connections: MaxConnections = 1000,
     header_timeout: HeaderTimeout = 10.0,
     body_timeout: BodyTimeout = 60.0,
+    cors_origin: CorsOrigins = None,
 ) -> None:
     """The shuffling proxy: one message per client and round, shuffled batches forwarded."""
     try:
@@ -309,10 +314,18 @@ def serve_proxy(
             sync=sync, round_seconds=round_seconds, min_honest=min_honest,
             n_clients=n_clients)  # type: ignore[arg-type]
         # no access log: the proxy keeps no transport metadata
-        _serve(create_proxy_app(settings), sock, log_level, False, state,
-               limits)
+        _serve(_with_cors(create_proxy_app(settings), cors_origin), sock, log_level, False,
+               state, limits)
     except DprecError as e:
         fail(e)
+
+
+def _with_cors(app: FastAPI, origins: list[str] | None) -> FastAPI:
+    """``app`` answering the browser pages of ``origins``
+    (:func:`~dprec.services.http.install_cors`)."""
+    from dprec.services.http import install_cors
+    install_cors(app, origins or [])
+    return app
 
 
 def _operator_secret(path: Path | None) -> bytes | None:
@@ -548,5 +561,7 @@ def _http_transport(system: str, params: dict[str, Any], config: Path | None,
 
 def register(app: typer.Typer) -> None:
     """Add ``serve`` and ``simulate`` to the main CLI."""
+    from dprec.cli.demo import serve_demo
+    serve_app.command("demo")(serve_demo)
     app.add_typer(serve_app, name="serve")
     app.command("simulate", cls=_ListsDeployable)(simulate)

@@ -17,7 +17,7 @@ connection is then closed. :func:`read_body` reads a body under the same rule.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -27,14 +27,15 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from dprec.errors import DprecError
 from dprec.protocol.messages import Message as WireMessage
 from dprec.protocol.messages import MessageError
 
 log = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_BODY_LIMIT", "ERROR_SCHEMA", "ApiError", "BodyLimit", "BodyRefused",
-           "checked_message", "error_responses", "install_body_limit", "install_error_handlers",
-           "read_body"]
+           "checked_message", "error_responses", "install_body_limit", "install_cors",
+           "install_error_handlers", "read_body"]
 
 DEFAULT_BODY_LIMIT = 64 << 10
 """Largest body of a request whose route states no limit of its own (64 KiB: the operator's
@@ -200,3 +201,34 @@ def checked_message(body: bytes, what: str, check: Callable[[WireMessage], None]
     except MessageError as e:
         raise ApiError(422, f"{what} refused: {e}") from None
     return message
+
+
+def install_cors(app: FastAPI, origins: Sequence[str]) -> None:
+    """Answer the browser pages of ``origins`` (each ``http://host:port``) with CORS headers:
+    GET and POST, the headers a device sends (its token, its client id, conditional GETs),
+    and the artefacts' ``ETag``/``X-Dprec-Version`` readable. Off unless origins are given
+    (``dprec serve server|proxy --cors-origin``); no credentials (cookies) are ever allowed."""
+    from starlette.middleware.cors import CORSMiddleware
+
+    bad = [o for o in origins if not _is_origin(o)]
+    if bad:
+        raise DprecError(f"--cors-origin must be an origin like http://127.0.0.1:8080 (scheme, "
+                         f"host and port, no path), got {bad[0]!r}")
+    if origins:
+        app.add_middleware(
+            CORSMiddleware, allow_origins=list(origins), allow_methods=["GET", "POST"],  # type: ignore[arg-type]
+            allow_headers=["Authorization", "Content-Type", "If-None-Match", "X-Dprec-Client"],
+            expose_headers=["ETag", "X-Dprec-Version", "Retry-After"], allow_credentials=False,
+            max_age=600)
+
+
+def _is_origin(text: str) -> bool:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError:
+        return False
+    return (parts.scheme in ("http", "https") and bool(parts.hostname) and port is not None
+            and parts.path == "" and not parts.query and not parts.fragment)
