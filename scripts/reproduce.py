@@ -89,7 +89,7 @@ STEPS: tuple[Step, ...] = (
     Step("ranking-table", "003",
          _compare("--seeds", "3", "--configs", "configs/ml-100k",
                   "--systems", "random,popularity,lcf-ub,lcf-ap,lcf-sp,dplcf-ap,dplcf-sp,"
-                  "dplcf-oue,dplcf-eb,bpr-mf,gmf,mf-np,fcf,fmf-ldp",
+                  "dplcf-oue,dplcf-eb,bpr-mf,gmf,mf-np,ease,item-knn,fcf,fmf-ldp",
                   "--eps-grid", "0.5,1,2,3", "--sweep-seeds", "2"),
          COMPARE_FILES,
          "DPLCF paper Table 2 and FMF-LDP benchmark table analogue: leave-one-out (latest), "
