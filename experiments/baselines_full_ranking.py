@@ -122,9 +122,9 @@ def main() -> None:
     args = ap.parse_args()
     doc: dict[str, Any] = (json.loads(args.out.read_text(encoding="utf-8"))
                            if args.out.exists() else {"datasets": {}})
-    doc.setdefault("dpals_from", {}).update(s.split("=", 1) for s in args.dpals_from)
     if not args.table_only:
         run(doc, args)
+    doc.setdefault("dpals_from", {}).update(s.split("=", 1) for s in args.dpals_from)
     args.out.write_text(json.dumps(doc, indent=2, default=str), encoding="utf-8")
     md = ("# Baselines on full ranking (issue 33 §2): the closing table\n\n"
           "Test split (latest-item leave-one-out); every metric over the full top-K lists of "
@@ -149,22 +149,33 @@ def run(doc: dict[str, Any], args: argparse.Namespace) -> None:
         systems.remove("oracle")
     ds = load_dataset(args.dataset)
     exp = Experiment(ds, range(args.seeds))
-    part = doc["datasets"].setdefault(args.dataset, {"cells": {}, "commands": []})
-    part["dataset"] = ds.summary()
     command = "python " + shlex.join(sys.argv)
-    if command not in part["commands"]:
-        part["commands"].append(command)
     for system in systems:
-        if system in part["cells"] and not args.force:
+        if system in doc["datasets"].get(args.dataset, {}).get("cells", {}) and not args.force:
             continue
         start = time.perf_counter()
-        part["cells"][system] = {**cell(exp, args.dataset, system),
-                                 "date": datetime.datetime.now(datetime.UTC).isoformat()[:16],
-                                 "dprec_version": dprec.__version__}
-        print(f"{args.dataset} {system}: {fmt(part['cells'][system]['summary']['HR@10'])} "
+        new = {**cell(exp, args.dataset, system),
+               "date": datetime.datetime.now(datetime.UTC).isoformat()[:16],
+               "dprec_version": dprec.__version__}
+        print(f"{args.dataset} {system}: {fmt(new['summary']['HR@10'])} "
               f"({time.perf_counter() - start:.0f} s)", flush=True)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(doc, indent=2, default=str), encoding="utf-8")
+        save_cell(args.out, doc, ds.summary(), args.dataset, command, system, new)
+
+
+def save_cell(out: Path, doc: dict[str, Any], summary: dict[str, Any], dataset: str,
+              command: str, system: str, new: dict[str, Any]) -> None:
+    """Add one cell to ``out`` as it is on disk now (another run may have added cells since
+    this one read it) and write it; ``doc`` becomes that file's content."""
+    if out.exists():
+        doc.clear()
+        doc.update(json.loads(out.read_text(encoding="utf-8")))
+    part = doc.setdefault("datasets", {}).setdefault(dataset, {"cells": {}, "commands": []})
+    part["dataset"] = summary
+    part["cells"][system] = new
+    if command not in part["commands"]:
+        part["commands"].append(command)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=2, default=str), encoding="utf-8")
 
 
 if __name__ == "__main__":
