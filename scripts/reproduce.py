@@ -94,7 +94,8 @@ STEPS: tuple[Step, ...] = (
          COMPARE_FILES,
          "DPLCF paper Table 2 and FMF-LDP benchmark table analogue: leave-one-out (latest), "
          "full ranking first (top-K list metrics), then sampled (99 negatives) and full "
-         "HR@K; eps sweep (scripts/reproduction_tables.py rebuilds REPRODUCTION.md's table)"),
+         "HR@K; eps sweep (scripts/reproduction_tables.py rebuilds REPRODUCTION.md's table)",
+         timeout_s=2400),
     Step("dplcf-vs-users", "003",
          ("{py}", "experiments/dplcf_vs_users.py", "--users", "1000", "10000", "75000",
           "--seeds", "1", "--out", "{out}"),
