@@ -103,6 +103,7 @@ def table(doc: dict[str, Any], dpals_from: dict[str, Path]) -> str:
                        + f" | {rel} | {len(c['seeds'])} |")
         if name in dpals_from:
             out += dpals_rows(dpals_from[name], als)
+        out += [""] + [f"- {n}" for n in doc.get("notes", {}).get(name, [])]
         out += ["", "Commands: " + "; ".join(f"`{c}`" for c in part["commands"]), ""]
     return "\n".join(out)
 
@@ -119,12 +120,17 @@ def main() -> None:
                     help="a dpals targets JSON whose tuned dpals rows join DATASET's table "
                     "(kept in --out)")
     ap.add_argument("--table-only", action="store_true", help="only rewrite the Markdown")
+    ap.add_argument("--note", action="append", default=[], metavar="DATASET=TEXT",
+                    help="a line under DATASET's table (kept in --out; '-' clears them)")
     args = ap.parse_args()
     doc: dict[str, Any] = (json.loads(args.out.read_text(encoding="utf-8"))
                            if args.out.exists() else {"datasets": {}})
     if not args.table_only:
         run(doc, args)
     doc.setdefault("dpals_from", {}).update(s.split("=", 1) for s in args.dpals_from)
+    for name, text in (n.split("=", 1) for n in args.note):
+        notes = doc.setdefault("notes", {}).setdefault(name, [])
+        notes[:] = [] if text == "-" else [*notes, text]
     args.out.write_text(json.dumps(doc, indent=2, default=str), encoding="utf-8")
     md = ("# Baselines on full ranking (issue 33 §2): the closing table\n\n"
           "Test split (latest-item leave-one-out); every metric over the full top-K lists of "
