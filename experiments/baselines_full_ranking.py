@@ -5,7 +5,8 @@ the test split, with the one evaluator (:class:`dprec.evaluation.runner.Experime
 Each cell is a system's full-ranking metrics (top-K lists over all unseen items, ties: larger
 score, then smaller item id): HR@10, Recall@20, NDCG@10, MRR and Coverage@10, each the mean
 ± 95% t-interval over the seeds. A system runs at ``configs/<dataset>/<system>.toml`` (what
-``dprec tune`` chose on validation) where that file exists, else at its defaults (said in the
+``dprec tune`` chose on validation, or, a file without ``tuned_on`` in its provenance, a config
+transferred from another data set) where that file exists, else at its defaults (said in the
 cell). Cells are merged into ``--out`` (one JSON for every data set) and kept unless
 ``--force``; the Markdown table is written from the whole file. dpals rows are read, never
 run, from ``--dpals-from`` (issue 33 §3's targets file: full HR@10 only).
@@ -44,7 +45,9 @@ def tuned_config(dataset: str, system: str) -> tuple[Any, str]:
         return OracleConfig(dataset), "the generator's own scores (no fit)"
     path = CONFIGS / dataset / f"{system}.toml"
     if path.exists():
-        return make_config(system, read_config(path).params, typed=True), f"tuned ({path})"
+        cf = read_config(path)
+        how = "tuned" if "tuned_on" in cf.provenance else "transferred, not tuned here"
+        return make_config(system, cf.params, typed=True), f"{how} ({path})"
     return make_config(system, {}), "no settings" if system == "popularity" else "defaults"
 
 
