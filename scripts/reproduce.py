@@ -89,12 +89,13 @@ STEPS: tuple[Step, ...] = (
     Step("ranking-table", "003",
          _compare("--seeds", "3", "--configs", "configs/ml-100k",
                   "--systems", "random,popularity,lcf-ub,lcf-ap,lcf-sp,dplcf-ap,dplcf-sp,"
-                  "dplcf-oue,dplcf-eb,bpr-mf,gmf,mf-np,fcf,fmf-ldp",
+                  "dplcf-oue,dplcf-eb,bpr-mf,gmf,mf-np,ease,item-knn,fcf,fmf-ldp",
                   "--eps-grid", "0.5,1,2,3", "--sweep-seeds", "2"),
          COMPARE_FILES,
          "DPLCF paper Table 2 and FMF-LDP benchmark table analogue: leave-one-out (latest), "
          "full ranking first (top-K list metrics), then sampled (99 negatives) and full "
-         "HR@K; eps sweep (scripts/reproduction_tables.py rebuilds REPRODUCTION.md's table)"),
+         "HR@K; eps sweep (scripts/reproduction_tables.py rebuilds REPRODUCTION.md's table)",
+         timeout_s=2400),
     Step("dplcf-vs-users", "003",
          ("{py}", "experiments/dplcf_vs_users.py", "--users", "1000", "10000", "75000",
           "--seeds", "1", "--out", "{out}"),

@@ -17,8 +17,9 @@ from dprec.systems.spec import SystemSpec
 SYSTEMS_DIR = Path(dprec.systems.__file__).parent
 
 NAMES = [
-    "random", "popularity", "ease", "lcf-ub", "lcf-sp", "lcf-ap", "dplcf-sp", "dplcf-ap",
-    "dplcf-oue", "dplcf-eb", "bpr-mf", "gmf", "mf-np", "fcf", "fmf-ldp", "global-mean", "bias",
+    "random", "popularity", "ease", "item-knn", "lcf-ub", "lcf-sp", "lcf-ap", "dplcf-sp",
+    "dplcf-ap", "dplcf-oue", "dplcf-eb", "bpr-mf", "gmf", "mf-np", "fcf", "fmf-ldp",
+    "global-mean", "bias",
     "nondp-svd", "pcc-knn", "cos-knn", "laplace-svd", "laplace-rr-svd", "ldp-svd", "dpsgd-mf",
     "dpps-mf", "pnbm", "dpsgd-pnbm", "dpps-pnbm", "privrec", "dp-privrec", "privrec-cen",
     "fofl-self", "nn-self", "dp-pop", "ldp-pop", "dpals", "dp-fedavg",
@@ -67,5 +68,5 @@ def test_systems_are_built_only_in_modules_that_the_registry_lists():
 
 def test_a_name_registered_twice_is_refused(monkeypatch):
     monkeypatch.setattr(registry, "SPEC_MODULES", ("dprec.systems.baselines",) * 2)
-    with pytest.raises(DprecError, match="registered twice: ease, popularity, random"):
+    with pytest.raises(DprecError, match="registered twice: ease, item-knn, popularity, random"):
         registry._specs.__wrapped__()  # the uncached load
