@@ -18,4 +18,4 @@ export * from "./systems/dp_pop.js";
 export { ContributionCheck, dpPopCheck, type DpPopTerms } from "./prio3/contribution.js";
 export { proveAndSeal, provedUploadBytes, SUM_UPLOAD_KIND } from "./secure_sum/proved.js";
 export { decodePopularity, dpPopShape, type PopularityModel } from "./systems/dp_pop_model.js";
-export { dpPopSteps, type Calibrate, type DpPopCalibration } from "./systems/dp_pop_steps.js";
+export { dpPopSteps, type Calibrate, type DpPopCalibration, type DpPopStepOptions } from "./systems/dp_pop_steps.js";
