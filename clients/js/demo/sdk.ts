@@ -14,7 +14,6 @@ import { DeviceClient } from "../src/device.js";
 import type { DpPopTerms } from "../src/prio3/contribution.js";
 import { ProxyAPI, ServerAPI } from "../src/http.js";
 import { openBrowserLedger } from "../src/ledger/indexeddb.js";
-import { ready } from "../src/seal.js";
 import type { StoredLedger } from "../src/ledger/ledger.js";
 import { decodePopularity } from "../src/systems/dp_pop_model.js";
 import type { OnPlaintext } from "../src/systems/dp_pop.js";
@@ -114,7 +113,6 @@ function device(cfg: DemoConfig, seat: Seat, ledger: StoredLedger, onPlaintext?:
  * the SDK's hook for the report's plaintext (main.ts's test flag only). */
 export async function joinRound(cfg: DemoConfig, seat: Seat, films: number[],
                                 onPlaintext?: OnPlaintext): Promise<ReportResult> {
-  await ready(); // libsodium's wasm, before the step seals
   const ledger = await ledgerOf(seat);
   const out = await device(cfg, seat, ledger, onPlaintext).report({ items: [...films].sort((a, b) => a - b) });
   return { status: out.status, bytes: out.bytes, epsilon: out.epsilon,
