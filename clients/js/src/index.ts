@@ -1,6 +1,6 @@
 /** dprec's device SDK: the public entry point (modules re-exported as they land). Browser-safe:
- * the Node file ledger is in "./node.js" (package subpath `@dprec/device/node`). */
-export const WIRE_VERSION = 1;
+ * the Node file ledger is in "./node.js" (package subpath `@dprec/device/node`). The wire
+ * format's version is wire/header.ts's VERSION (exported below). */
 export * from "./errors.js";
 export * from "./random.js";
 export * from "./description.js";
