@@ -9,6 +9,7 @@ tests/report/test_report_browser.py; CI sets it, so there a missing browser fail
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import sys
 import time
@@ -16,10 +17,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
+from randomgen import ChaCha
 
 sys.path.insert(0, str(Path(__file__).parent))
 from demo_fixture import fixture_catalogue  # noqa: E402
 
+from dprec.client import RandomSource  # noqa: E402
+from dprec.client.http import ServerAPI  # noqa: E402
+from dprec.protocol.secure_sum.vdaf.field import Field64  # noqa: E402
 from dprec.services.demo import (  # noqa: E402
     Demo,
     DemoSettings,
@@ -166,25 +172,76 @@ def test_the_page_loads_clean_works_by_keyboard_and_axe_finds_nothing_serious(tm
     assert all(u.startswith("http://127.0.0.1:") for u in w.requests), w.requests
 
 
+class _Replayable(RandomSource):
+    """A crowd device's randomness that this test can replay (the demo's ``crowd_source``
+    test hook): ChaCha20 under a fresh 256-bit key per client step, the keys kept here."""
+
+    secure = True
+
+    def __init__(self) -> None:
+        self.keys: list[np.ndarray] = []
+
+    def generator(self) -> np.random.Generator:
+        from randomgen import ChaCha
+
+        self.keys.append(np.frombuffer(secrets.token_bytes(32), np.uint64).copy())
+        return np.random.Generator(ChaCha(key=self.keys[-1].copy(), counter=0, rounds=20))
+
+
+def _crowd_plaintexts(demo: Demo, sources: list[_Replayable], info) -> tuple[list, list]:
+    """Each crowd device's v (its k-hot row: k covers every fixture history, so all its
+    films) and y = v + z, replayed from its one generator key as its client step drew them
+    (dp-pop's device_vector: the share first, again until it meets the Prio3 truncation)."""
+    from dprec.systems.dp_pop.deploy import check_of, own_items, round_of
+    from dprec.systems.dp_pop.draws import device_vector
+
+    k, sampling, d = int(info.config.k), info.config.sampling, int(info.n_items)
+    share, check = round_of(info).share, check_of(info)
+    vs, ys = [], []
+    for user, source in enumerate(sources):
+        assert len(source.keys) == 1, (user, len(source.keys))  # one report, one step
+        history = demo.crowd_history(user)
+        items = own_items(sp.csr_matrix(history), k, sampling)
+        assert items.size <= k  # v is the whole history: no draw picks the films
+        rng = np.random.Generator(ChaCha(key=source.keys[0].copy(), counter=0, rounds=20))
+        ys.append(device_vector(items, d, k, sampling, share, rng, check))
+        vs.append(history.astype(np.int64))
+    return vs, ys
+
+
+def _field_sum(rows: list) -> np.ndarray:
+    """sum(rows) as the server sums proved uploads: in Field64 (p = 2^64 - 2^32 + 1),
+    lifted to (-p/2, p/2] (Field64.centred)."""
+    p = Field64.MODULUS
+    total = [sum(int(r[j]) for r in rows) % p for j in range(len(rows[0]))]
+    return np.array([t - p if t > p // 2 else t for t in total], dtype=np.int64)
+
+
 @pytest.mark.browser
 @pytest.mark.slow  # 200 Python devices with Prio3 proofs and 20 browser contexts
 @pytest.mark.timeout(900)
 def test_twenty_browsers_and_two_hundred_devices_complete_one_round(tmp_path):
-    """The released counts are the plain sum of every device's films (k = 10 covers each
-    fixture history, so nothing is sampled away) plus the devices' noise shares; each share
-    lies in [-T, T] per film (the Prio3 proof's bound), every upload was summed (the proxy's
-    and the server's joint check refused none), and the ranking shown is the counts' order."""
+    """The released counts are exactly the sum (in the proof's field, as the server sums) of
+    every device's plaintext y = v + z, what it secret-shares: the browsers' from the SDK's
+    plaintext hook (the page's test flag), the crowd's replayed from their recorded
+    generator keys; and the v alone sum to the plain count of every device's films (k = 10
+    covers each fixture history, so nothing is sampled away). Each share lies in [-T, T] per
+    film (the Prio3 proof's bound), every upload was summed (the proxy's and the server's
+    joint check refused none), and the ranking shown is the counts' order."""
     sync_playwright = _browser_or_skip()
     ds = fixture_catalogue(n_users=230, n_items=40, per_user=4)
     settings = DemoSettings(crowd=200, seats=20, k=10, close_at=220)
-    with Demo(settings, tmp_path / "demo", ds).start(crowd=False) as demo, \
-            sync_playwright() as p:
+    sources = [_Replayable() for _ in range(settings.crowd)]
+    with Demo(settings, tmp_path / "demo", ds, crowd_source=sources.__getitem__).start(
+            crowd=False) as demo, sync_playwright() as p:
         browser = _launch(p)
         try:
-            pages = [Watched(browser.new_context()).open(demo.page.url) for _ in range(20)]
+            pages = [Watched(browser.new_context()).open(demo.page.url + "?test-hook=plaintext")
+                     for _ in range(20)]
             films = [w.pick("film", 1 + i % 4) for i, w in enumerate(pages)]
             statuses = [w.join() for w in pages]
             assert all("accepted" in s for s in statuses), statuses
+            plaintexts = [w.page.evaluate("window.dprecTestPlaintext") for w in pages]
             demo.start_crowd()
             closed = demo.wait_closed(timeout=600)
             pages[0].page.click("#recommend")
@@ -195,22 +252,34 @@ def test_twenty_browsers_and_two_hundred_devices_complete_one_round(tmp_path):
         finally:
             browser.close()
         counts, contributors, bound = demo.released()
+        server = ServerAPI(demo.server.url)
+        try:
+            info = server.protocol()
+        finally:
+            server.close()
+        crowd_v, crowd_y = _crowd_plaintexts(demo, sources, info)
     assert closed["outcomes"] == {"summed": 220, "refused": 0, "below_threshold": 0,
                                   "lost": 0}, closed
-    assert contributors == 220 and errors == []
+    assert contributors == 220 and errors == [] and demo.crowd_errors == []
+    browser_v = [np.asarray(t["v"], np.int64) for t in plaintexts]
+    browser_y = [np.asarray(t["y"], np.int64) for t in plaintexts]
+    for v, picked in zip(browser_v, films, strict=True):  # v: the films the person ticked
+        assert np.flatnonzero(v).tolist() == sorted(picked) and v.max() == 1
+    ys, vs = crowd_y + browser_y, crowd_v + browser_v
+    assert all(np.abs(y - v).max() <= bound for y, v in zip(ys, vs, strict=True))  # [-T, T]
+    # the exact check: the published counts are the sum of what the 220 devices shared
+    np.testing.assert_array_equal(counts, _field_sum(ys))
     plain = np.zeros(ds.n_items, np.int64)
     for user in range(200):
         plain += demo.crowd_history(user).astype(np.int64)
     for picked in films:
         plain[picked] += 1
-    noise = counts - plain
-    assert np.abs(noise).max() <= 220 * bound  # each share within [-T, T]: certain
-    # the 220 shares of Sk(mu_share) per film sum to Sk(220 mu_share), variance 220 * 2
-    # mu_share: 8 sd bounds all 40 films but with probability < 1e-10 (Bernstein's bound;
-    # the truncation only narrows the shares)
-    sd = np.sqrt(220 * 2 * round_calibration(demo.params, ds.n_items)["muShare"])
-    assert np.abs(noise).max() <= 8 * sd, (noise, sd)
+    np.testing.assert_array_equal(_field_sum(vs), plain)
     assert not np.array_equal(counts, plain)  # the shares are in the sum
+    # and they are as large as calibrated: the 220 shares of Sk(mu_share) per film sum to
+    # Sk(220 mu_share); 8 sd bounds all 40 films but with probability < 1e-10
+    sd = np.sqrt(220 * 2 * round_calibration(demo.params, ds.n_items)["muShare"])
+    assert np.abs(counts - plain).max() <= 8 * sd, (counts - plain, sd)
     order = sorted((i for i in range(ds.n_items) if i not in set(films[0])),
                    key=lambda i: (-counts[i], i))
     assert shown == order[:10]

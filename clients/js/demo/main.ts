@@ -1,5 +1,6 @@
 /** The demo page (issue 34 §2): catalogue, picks, one private report, on-device ranking. */
 import { recommend } from "../src/device.js";
+import type { DpPopPlaintext } from "../src/systems/dp_pop.js";
 import {
   type DemoConfig, type Film, type Seat, type Terms, fetchTerms, joinRound, ledgerState,
   releasedCounts,
@@ -9,6 +10,17 @@ const MATCHES = 25;
 const RECOMMENDED = 10;
 const SEAT_KEY = "dprec-demo-seat";
 const PICKS_KEY = "dprec-demo-picks";
+/** The test flag: a page opened with `?test-hook=plaintext` (tests/clients/test_demo_browser.py
+ * only; no link on the page sets it) keeps its last report's plaintext, v and y = v + z, on
+ * `window.dprecTestPlaintext`, where the test reads it to check the released sum exactly.
+ * It is this device's own data and stays in this page: the SDK sends only the sealed shares,
+ * and nothing of the plaintext is kept without the flag. */
+const TEST_HOOK = new URLSearchParams(location.search).get("test-hook") === "plaintext";
+
+function keepForTest(p: DpPopPlaintext): void {
+  (window as unknown as { dprecTestPlaintext: unknown }).dprecTestPlaintext =
+    { v: Array.from(p.v), y: Array.from(p.y) };
+}
 
 function el<T extends HTMLElement>(id: string): T {
   const e = document.getElementById(id);
@@ -120,7 +132,7 @@ class Page {
     say("status", "Building your report: sampling, noise, proof, sealing…");
     try {
       const seat = await this.seat();
-      const out = await joinRound(this.cfg, seat, [...this.picked]);
+      const out = await joinRound(this.cfg, seat, [...this.picked], TEST_HOOK ? keepForTest : undefined);
       if (out.status !== "sent" && out.status !== "resent") {
         say("status", out.status === "budget" ? "Not sent: your privacy budget is spent."
           : `Not sent (${out.status}): no round is open for you now.`, true);

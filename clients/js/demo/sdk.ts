@@ -14,9 +14,9 @@ import { DeviceClient } from "../src/device.js";
 import type { DpPopTerms } from "../src/prio3/contribution.js";
 import { ProxyAPI, ServerAPI } from "../src/http.js";
 import { openBrowserLedger } from "../src/ledger/indexeddb.js";
-import { ready } from "../src/seal.js";
 import type { StoredLedger } from "../src/ledger/ledger.js";
 import { decodePopularity } from "../src/systems/dp_pop_model.js";
+import type { OnPlaintext } from "../src/systems/dp_pop.js";
 import { type DpPopCalibration, dpPopSteps } from "../src/systems/dp_pop_steps.js";
 
 export interface Film { id: number; title: string; year: number | null }
@@ -101,18 +101,20 @@ function calibrateFor(round: RoundCalibration) {
   };
 }
 
-function device(cfg: DemoConfig, seat: Seat, ledger: StoredLedger): DeviceClient {
+function device(cfg: DemoConfig, seat: Seat, ledger: StoredLedger, onPlaintext?: OnPlaintext): DeviceClient {
+  const steps = dpPopSteps(calibrateFor(cfg.round), onPlaintext === undefined ? {} : { onPlaintext });
   return new DeviceClient({
     clientId: seat.client_id, token: seat.token, ledger,
-    server: new ServerAPI(cfg.server), proxy: new ProxyAPI(cfg.proxy), steps: [dpPopSteps(calibrateFor(cfg.round))],
+    server: new ServerAPI(cfg.server), proxy: new ProxyAPI(cfg.proxy), steps: [steps],
   });
 }
 
-/** Report ``films`` in the open round through the SDK (charge before send). */
-export async function joinRound(cfg: DemoConfig, seat: Seat, films: number[]): Promise<ReportResult> {
-  await ready(); // libsodium's wasm, before the step seals
+/** Report ``films`` in the open round through the SDK (charge before send); `onPlaintext`:
+ * the SDK's hook for the report's plaintext (main.ts's test flag only). */
+export async function joinRound(cfg: DemoConfig, seat: Seat, films: number[],
+                                onPlaintext?: OnPlaintext): Promise<ReportResult> {
   const ledger = await ledgerOf(seat);
-  const out = await device(cfg, seat, ledger).report({ items: [...films].sort((a, b) => a - b) });
+  const out = await device(cfg, seat, ledger, onPlaintext).report({ items: [...films].sort((a, b) => a - b) });
   return { status: out.status, bytes: out.bytes, epsilon: out.epsilon,
            spent: await ledger.spent(), budget: ledger.budget };
 }

@@ -16,7 +16,9 @@
  * 3. else check the budget, build the message and store it;
  * 4. charge (run, round) in the ledger (once per key), then submit.
  *
- * A 409 "already submitted" on a re-send means the first one had arrived. A secure sum's run
+ * Before step 2 the device awaits libsodium's `ready()` itself (a step may seal: the
+ * embedding application need not load it). A 409 "already submitted" on a re-send means the
+ * first one had arrived. A secure sum's run
  * is charged its epsilon once, at its first upload; its later rounds are charged 0. A step
  * may answer null (this client takes no part in the round): nothing is charged, stored or
  * sent.
@@ -26,6 +28,7 @@ import { BadReply, BudgetExceededError, DprecError, PolicyViolation, RunChanged 
 import type { Ledger } from "./ledger/ledger.js";
 import { DevicePolicy } from "./policy.js";
 import { SecureSource } from "./random.js";
+import { ready } from "./seal.js";
 import { topK } from "./selection.js";
 import { checkHistory, type History } from "./systems/history.js";
 import { uploadBytes, type DeviceReader, type ProtocolTerms, type TermsFields } from "./terms.js";
@@ -178,6 +181,7 @@ export class DeviceClient {
       ({ status, round, bytes: 0, epsilon: 0, run });
     if (round === null) return none("no-round");
     const key = reportKey(run, round);
+    await ready(); // libsodium's WebAssembly: a step may seal (no caller has to remember it)
     const decided = await this.ledger.locked(async (view) => {
       let body = await view.message(run, round);
       const resend = body !== null && view.charged(key);

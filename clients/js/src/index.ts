@@ -1,6 +1,6 @@
 /** dprec's device SDK: the public entry point (modules re-exported as they land). Browser-safe:
- * the Node file ledger is in "./node.js" (package subpath `@dprec/device/node`). */
-export const WIRE_VERSION = 1;
+ * the Node file ledger is in "./node.js" (package subpath `@dprec/device/node`). The wire
+ * format's version is wire/header.ts's VERSION (exported below). */
 export * from "./errors.js";
 export * from "./random.js";
 export * from "./description.js";
@@ -18,4 +18,4 @@ export * from "./systems/dp_pop.js";
 export { ContributionCheck, dpPopCheck, type DpPopTerms } from "./prio3/contribution.js";
 export { proveAndSeal, provedUploadBytes, SUM_UPLOAD_KIND } from "./secure_sum/proved.js";
 export { decodePopularity, dpPopShape, type PopularityModel } from "./systems/dp_pop_model.js";
-export { dpPopSteps, type Calibrate, type DpPopCalibration } from "./systems/dp_pop_steps.js";
+export { dpPopSteps, type Calibrate, type DpPopCalibration, type DpPopStepOptions } from "./systems/dp_pop_steps.js";

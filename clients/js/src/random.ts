@@ -14,11 +14,21 @@
  *   lambda < 10 and by Hormann's PTRS rejection (1993, as numpy) above.
  *
  * Bytes are drawn in pools of {@link POOL_BYTES} and every byte is used once. A SecureSource
- * is the RandomSource the device steps take (systems/random_source.ts: `uniform`,
- * `integers`, `bytes`) and dp-pop's DpPopSource (`poisson`, `sample`, `bytes`).
+ * is the device's one source: the {@link RandomSource} the dplcf-sp and fmf-ldp steps take
+ * (`uniform`, `integers`, `bytes`) and dp-pop's DpPopSource (`poisson`, `sample`, `bytes`).
  */
 import { DprecError } from "./errors.js";
-import type { RandomSource } from "./systems/random_source.js";
+
+/** What the dplcf-sp and fmf-ldp steps draw from: a device passes its {@link SecureSource};
+ * a test may pass a seeded source of the same shape for reproducible draws. */
+export interface RandomSource {
+  /** A uniform double in [0, 1) with 53 random bits. */
+  uniform(): number;
+  /** A uniform integer in [0, n), without modulo bias. */
+  integers(n: number): number;
+  /** `n` uniform random bytes. */
+  bytes(n: number): Uint8Array;
+}
 
 /** Fills a buffer with random bytes (the platform's CSPRNG; a test may pass its own). */
 export type Fill = (buffer: Uint8Array) => void;

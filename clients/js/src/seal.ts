@@ -9,7 +9,8 @@
  *
  * id(pk_R) = SHA-256(pk_R)[:8]. X25519 and ChaCha20-Poly1305 come from libsodium-wrappers,
  * HKDF and SHA-256 from @noble/hashes; nothing is hand-rolled. Call {@link ready} once
- * before sealing (libsodium's WebAssembly loads asynchronously).
+ * before sealing (libsodium's WebAssembly loads asynchronously); the DeviceClient does so
+ * itself before a step builds its message.
  */
 import sodium from "libsodium-wrappers";
 import { hkdf } from "@noble/hashes/hkdf.js";

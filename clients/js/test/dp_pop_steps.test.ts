@@ -16,7 +16,8 @@ import { dpPopCheck } from "../src/prio3/contribution.js";
 import { verifierSharesToMessage, verifyInit, verifyNext } from "../src/prio3/verify.js";
 import { boundData } from "../src/secure_sum/proved.js";
 import { runId } from "../src/seal.js";
-import { dpPopSteps, type DpPopCalibration } from "../src/systems/dp_pop_steps.js";
+import type { DpPopPlaintext } from "../src/systems/dp_pop.js";
+import { dpPopSteps, type DpPopCalibration, type DpPopStepOptions } from "../src/systems/dp_pop_steps.js";
 import { FakeProxy, FakeServer } from "./helpers/services.js";
 
 const PY = new URL("../../fixtures/python/", import.meta.url);
@@ -34,7 +35,8 @@ const DOC = parseDescription({
             min_honest: null, n_clients: 943, validity: "prio3" },
 }).document;
 
-async function setup(published: (proxyPub: Uint8Array) => Record<string, unknown>) {
+async function setup(published: (proxyPub: Uint8Array) => Record<string, unknown>,
+                     options: DpPopStepOptions = {}) {
   await ready();
   const proxy = keyPairFromPrivate(key(1));
   const serverKeys = keyPairFromPrivate(key(101));
@@ -47,7 +49,7 @@ async function setup(published: (proxyPub: Uint8Array) => Record<string, unknown
   fakeProxy.state = { started: true, finished: false, round: 0, published: published(proxy.publicKey) };
   const ledger = await openNodeLedger(join(mkdtempSync(join(tmpdir(), "dprec-dppop-")), "state"), 10);
   const calls: string[] = [];
-  const steps = dpPopSteps((config, n) => { calls.push(`${String(config["k"])}/${n}`); return CAL; });
+  const steps = dpPopSteps((config, n) => { calls.push(`${String(config["k"])}/${n}`); return CAL; }, options);
   const client = new DeviceClient({ clientId: 3, token: "secret-token", server, proxy: fakeProxy, ledger, steps: [steps] });
   return { client, fakeProxy, proxy, serverKeys, ledger, steps, calls };
 }
@@ -55,7 +57,8 @@ async function setup(published: (proxyPub: Uint8Array) => Record<string, unknown
 const GOOD = (proxyPub: Uint8Array) => ({ secure_sum_proxy_key: hex(proxyPub), validity: { kind: "prio3", ...fx.terms } });
 
 test("one dp-pop report through the DeviceClient: charged, sent, accepted by both aggregators", async () => {
-  const s = await setup(GOOD);
+  const plaintexts: DpPopPlaintext[] = [];
+  const s = await setup(GOOD, { onPlaintext: (p) => plaintexts.push(p) });
   const terms = (await s.client.describe()).terms;
   assert.deepEqual(terms.roundBytes, [fx.round.upload_bytes]);
   assert.equal(terms.artefactBytes, fx.round.model_bytes);
@@ -82,6 +85,14 @@ test("one dp-pop report through the DeviceClient: charged, sent, accepted by bot
   const message = verifierSharesToMessage(v, check.ctx, [vs0, vs1]);
   const y = F.toBigInts(F.add(verifyNext(s0, message), verifyNext(s1, message))).map((x) => Number(F.centred(x)));
   assert.equal(check.circuit.refusal(y), "");
+  // the caller's hook had the very plaintext the shares open to: y = v + z, v k-hot of the
+  // user's items, z within [-T, T]
+  assert.equal(plaintexts.length, 1);
+  const [{ v: hv, y: hy }] = plaintexts as [DpPopPlaintext];
+  assert.deepEqual(Array.from(hy), y);
+  assert.equal(hv.reduce((a, b) => a + b, 0), 50);
+  hv.forEach((x, i) => assert.ok(x === 0 || (x === 1 && history.items.includes(i))));
+  assert.ok(hy.every((x, i) => Math.abs(x - hv[i]!) <= fx.terms.T));
   assert.ok(y.reduce((a, b) => a + b, 0) - 50 <= fx.terms.S);
   assert.ok(s.calls.length >= 1 && s.calls.every((c) => c === "50/1682"));
 });

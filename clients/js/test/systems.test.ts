@@ -3,9 +3,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  DprecError, assignedCells, bitFlip, checkHistory, cryptoSource, decodeGradientReports,
+  DprecError, assignedCells, bitFlip, checkHistory, decodeGradientReports,
   decodeObfuscatedBits, decodeValueReports, dplcfStep, fmfStep, obfuscate, parseCellsToken,
-  piecewiseValues, binaryBits, roundSeed, unpackBits, userVector,
+  piecewiseValues, binaryBits, roundSeed, SecureSource, unpackBits, userVector,
 } from "../src/index.js";
 import { SeededSource, withinBinomial } from "./seeded_source.js";
 
@@ -108,14 +108,14 @@ test("piecewise reports lie in [-C, C], are unbiased, and land in [l(x), r(x)] w
 
 // Seeded: the 1 - 1e-4 quantile (33.7); the CSPRNG, drawn afresh each run: 1 - 1e-8 (55.4).
 test("integers(n) is uniform (chi-square, 9 dof)", () => {
-  for (const [src, bound] of [[new SeededSource("ints"), 33.7], [cryptoSource(), 55.4]] as const) {
+  for (const [src, bound] of [[new SeededSource("ints"), 33.7], [new SecureSource(), 55.4]] as const) {
     const counts = new Array<number>(10).fill(0);
     const n = 50000;
     for (let j = 0; j < n; j++) counts[src.integers(10)]!++;
     const chi2 = counts.reduce((s, c) => s + (c - n / 10) ** 2 / (n / 10), 0);
     assert.ok(chi2 < bound, `chi2 ${chi2} for ${counts}`);
   }
-  const u = cryptoSource().uniform();
+  const u = new SecureSource().uniform();
   assert.ok(u >= 0 && u < 1);
 });
 

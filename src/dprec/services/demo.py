@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import numpy as np
@@ -35,6 +35,11 @@ from dprec.services.demo_page import PageServer
 from dprec.services.launch import Loopback, ServiceProcess
 
 __all__ = ["Demo", "DemoSettings", "catalogue_of", "load_catalogue", "round_calibration"]
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from dprec.client import RandomSource
 
 log = logging.getLogger(__name__)
 
@@ -135,8 +140,13 @@ class Demo:
     block) stops them all."""
 
     def __init__(self, settings: DemoSettings, root: Path | None = None,
-                 ds: Dataset | None = None) -> None:
+                 ds: Dataset | None = None,
+                 crowd_source: Callable[[int], RandomSource] | None = None) -> None:
+        """``crowd_source``: a test hook only, the randomness of crowd device ``user`` (a
+        test that knows a device's generator can replay its noise share); None, as ``dprec
+        serve demo`` runs: each device's own :class:`~dprec.client.SecureSource`."""
         self.settings = settings
+        self.crowd_source = crowd_source
         self.ds = ds if ds is not None else load_catalogue(settings.data_dir)
         if self.ds.n_users < settings.crowd:
             raise DprecError(f"--crowd {settings.crowd} is more than the catalogue's "
@@ -234,7 +244,9 @@ class Demo:
                 return
             device = DeviceClient(user, client_token(self.loopback.token_key, user), srv, prx,
                                   self.loopback.root / "crowd" / str(user),
-                                  self.settings.budget)
+                                  self.settings.budget,
+                                  source=None if self.crowd_source is None
+                                  else self.crowd_source(user))
             try:
                 device.report(self.crowd_history(user))
                 with self._lock:

@@ -11,7 +11,7 @@ const sdk = await import(spec.sdk);
 const server = new sdk.ServerAPI(spec.server, { deadlineMs: 30_000 });
 const proxy = new sdk.ProxyAPI(spec.proxy, { deadlineMs: 30_000 });
 const info = await server.protocol();
-const source = sdk.cryptoSource();
+const source = new sdk.SecureSource();
 const history = { items: spec.items };
 const c = info.config;
 let out;

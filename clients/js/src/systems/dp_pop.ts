@@ -81,8 +81,19 @@ function checkHistory(history: DpPopHistory, nItems: number): void {
   }
 }
 
-/** y = v + z: the device's noised k-hot row, its share truncated (module doc). */
-export function dpPopVector(round: DpPopRound, history: DpPopHistory, rng: DpPopSource): Int32Array {
+/** The device's own plaintext of one report, before it is proved and split into shares:
+ * `v` its quantised (k-hot) vector, `y = v + z` what it secret-shares (z its noise share). */
+export interface DpPopPlaintext {
+  readonly v: Int32Array;
+  readonly y: Int32Array;
+}
+
+/** The caller's hook for the plaintext (the device's own data: it never leaves the device). */
+export type OnPlaintext = (plaintext: DpPopPlaintext) => void;
+
+/** v and y = v + z: the device's k-hot row and its noised row, the share truncated (module
+ * doc). */
+export function dpPopDraw(round: DpPopRound, history: DpPopHistory, rng: DpPopSource): DpPopPlaintext {
   const d = round.nItems, { k, T, S, B2 } = round.terms;
   checkHistory(history, d);
   const items = ownItems(history, k, round.sampling);
@@ -94,10 +105,15 @@ export function dpPopVector(round: DpPopRound, history: DpPopHistory, rng: DpPop
     for (const i of chosen) v[i] = 1;
     if (meetsTruncation({ muShare: round.muShare, T, S, B2 }, z, v)) {
       for (let j = 0; j < d; j++) z[j] = z[j]! + v[j]!;
-      return z;
+      return { v, y: z };
     }
   }
   throw tooManyDraws();
+}
+
+/** y = v + z: the device's noised k-hot row, its share truncated (module doc). */
+export function dpPopVector(round: DpPopRound, history: DpPopHistory, rng: DpPopSource): Int32Array {
+  return dpPopDraw(round, history, rng).y;
 }
 
 /** The published validity terms must be this device's (Python:
@@ -124,12 +140,15 @@ export interface DpPopKeys {
 }
 
 /** One dp-pop report: the SumUpload message (kind 40) of the user's history, proved and
- * sealed; every draw from `rng` (crypto.getRandomValues). `fixed`: test vectors only. */
+ * sealed; every draw from `rng` (crypto.getRandomValues). `fixed`: test vectors only.
+ * `onPlaintext`: the caller's optional hook, handed v and y once they are drawn, before the
+ * proof (a copy: the report is built from the device's own). */
 export function buildDpPopUpload(round: DpPopRound, history: DpPopHistory, keys: DpPopKeys,
                                  roundId: number, rng: DpPopSource,
-                                 fixed?: FixedRandomness): Uint8Array {
+                                 fixed?: FixedRandomness, onPlaintext?: OnPlaintext): Uint8Array {
   checkPublishedValidity(round, keys.publishedValidity);
   const check = dpPopRoundCheck(round);
-  const y = dpPopVector(round, history, rng);
+  const { v, y } = dpPopDraw(round, history, rng);
+  onPlaintext?.({ v: v.slice(), y: y.slice() });
   return proveAndSeal(check, keys.proxyKey, keys.serverKey, y, roundId, rng, fixed);
 }

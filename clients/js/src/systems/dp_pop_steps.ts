@@ -23,7 +23,7 @@ import type { DpPopTerms } from "../prio3/contribution.js";
 import { KEY_BYTES } from "../seal.js";
 import { type DeviceReader, type ProtocolTerms, secureSumTerms } from "../terms.js";
 import type { History } from "./history.js";
-import { buildDpPopUpload, type DpPopRound, type DpPopSampling } from "./dp_pop.js";
+import { buildDpPopUpload, type DpPopRound, type DpPopSampling, type OnPlaintext } from "./dp_pop.js";
 import { decodePopularity, dpPopShape } from "./dp_pop_model.js";
 
 /** The proxy's secure-sum key in `GET /v1/round`'s `published` (Python: PUBLISHED_KEY). */
@@ -69,8 +69,16 @@ function proxyKeyOf(published: Readonly<Record<string, unknown>>): Uint8Array {
   return new Uint8Array((raw as string).match(/../g)!.map((h) => parseInt(h, 16)));
 }
 
+/** Options of {@link dpPopSteps}. */
+export interface DpPopStepOptions {
+  /** Handed each built report's plaintext (v and y = v + z) before it is proved and sealed:
+   * the device's own data, for the embedding application on the device (e.g. a test's
+   * check of the released sum); the SDK sends nothing of it anywhere. */
+  readonly onPlaintext?: OnPlaintext;
+}
+
 /** dp-pop's steps, its rounds calibrated by `calibrate` (module doc). */
-export function dpPopSteps(calibrate: Calibrate): SystemSteps {
+export function dpPopSteps(calibrate: Calibrate, options: DpPopStepOptions = {}): SystemSteps {
   return {
     family: "dp_pop",
     terms(read: DeviceReader, info: ProtocolDescription) {
@@ -82,7 +90,8 @@ export function dpPopSteps(calibrate: Calibrate): SystemSteps {
       const published = await c.proxyPublished();
       const model = decodePopularity(await c.artefact(), c.terms.nItems);
       return buildDpPopUpload(round, c.history, { proxyKey: proxyKeyOf(published),
-        serverKey: model.serverKey, publishedValidity: published["validity"] }, c.round, c.rng);
+        serverKey: model.serverKey, publishedValidity: published["validity"] }, c.round, c.rng,
+        undefined, options.onPlaintext);
     },
     async scores(terms: ProtocolTerms, _history: History, artefact: Uint8Array): Promise<Float64Array> {
       const model = decodePopularity(artefact, terms.nItems);

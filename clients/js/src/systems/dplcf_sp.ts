@@ -16,7 +16,7 @@ import { DprecError } from "../errors.js";
 import { encodeObfuscatedBits } from "../wire/dplcf.js";
 import { packBits } from "../wire/fields.js";
 import { type History, checkHistory } from "./history.js";
-import type { RandomSource } from "./random_source.js";
+import type { RandomSource } from "../random.js";
 
 export type Flip = "symmetric" | "asymmetric" | "oue";
 

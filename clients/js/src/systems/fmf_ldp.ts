@@ -20,7 +20,7 @@ import { encodeGradientReports, encodeValueReports } from "../wire/reports.js";
 import { type History, type CheckedHistory, checkHistory } from "./history.js";
 import { choleskySolve } from "./linalg.js";
 import { assignedCells, roundSeed } from "./fmf_cells.js";
-import type { RandomSource } from "./random_source.js";
+import type { RandomSource } from "../random.js";
 
 export type FmfMechanism = "binary" | "piecewise";
 

@@ -1,5 +1,4 @@
-/** The device steps of dplcf-sp and fmf-ldp, and the randomness they draw. */
-export * from "./random_source.js";
+/** The device steps of dplcf-sp and fmf-ldp (their randomness: random.ts's SecureSource). */
 export * from "./history.js";
 export * from "./dplcf_sp.js";
 export * from "./fmf_cells.js";
