@@ -33,6 +33,7 @@ from dprec.errors import DprecError
 from dprec.services.auth import client_token
 from dprec.services.demo_page import PageServer
 from dprec.services.launch import Loopback, ServiceProcess
+from dprec.systems.deployable import demo_system
 
 __all__ = ["Demo", "DemoSettings", "catalogue_of", "load_catalogue", "round_calibration"]
 
@@ -74,9 +75,9 @@ class DemoSettings:
                 raise DprecError(f"--{name} must be an integer >= 1, got {v!r}")
         if isinstance(self.port, bool) or not 0 <= int(self.port) <= 65535:
             raise DprecError(f"--port must be in 0..65535 (0: any free port), got {self.port}")
-        from dprec.systems.dp_pop.config import DpPopConfig
-        DpPopConfig(epsilon=self.epsilon, k=self.k, n_clients=self.n_clients,
-                    min_honest=self.crowd)  # its own one-line refusals
+        demo_system().check_settings({"epsilon": str(self.epsilon), "k": str(self.k),
+                                      "n_clients": str(self.n_clients),
+                                      "min_honest": str(self.crowd)})
         if self.close_at is not None and not 1 <= self.close_at <= self.n_clients:
             raise DprecError(f"--close-at must be in 1..{self.n_clients} (crowd + seats), "
                              f"got {self.close_at}")
@@ -111,28 +112,9 @@ def catalogue_of(ds: Dataset) -> list[dict[str, Any]]:
 
 
 def round_calibration(params: dict[str, str], n_items: int) -> dict[str, Any]:
-    """The calibration the page's SDK takes for the one round it was built for (its
-    ``Calibrate``; the TypeScript SDK does not recompute the PLD accountant's mu): the
-    config as the server publishes it, mu per share, the Prio3 check's terms (T, S, B2, k,
-    proofs) and the truncated shares' total variation n (eta + eta_2), all computed here by
-    :func:`dprec.systems.dp_pop.calibration.calibrate` from the config alone. The page
-    refuses any other config, so a server's numbers never reach the device's noise."""
-    from dprec.protocol.secure_sum.checks import check_terms
-    from dprec.systems.deployable import ProtocolInfo
-    from dprec.systems.dp_pop.calibration import calibrate, contribution_check
-    from dprec.systems.dp_pop.config import DpPopConfig
-
-    config = DpPopConfig(epsilon=float(params["epsilon"]), k=int(params["k"]),
-                         n_clients=int(params["n_clients"]),
-                         min_honest=int(params["min_honest"]))
-    check = contribution_check(config, n_items, int(params["n_clients"]))
-    assert check is not None and check.truncation is not None
-    t = check.truncation
-    return {"config": ProtocolInfo("dp-pop", n_items, config).to_json()["config"],
-            "nItems": int(n_items),
-            "muShare": calibrate(config, n_items, int(params["n_clients"])).share.mu,
-            "terms": check_terms(check),
-            "truncationTv": t.clients * (t.per_client_tv + check.l2_tv)}
+    """The calibration the page's SDK takes for the one round it was built for: the demo
+    system's ``page_round`` (:func:`dprec.systems.deployable.demo_system`)."""
+    return demo_system().page_round(params, n_items)
 
 
 class Demo:
@@ -179,8 +161,8 @@ class Demo:
             return self
         s = self.settings
         cors = ["--cors-origin", self.page.origin]
-        self.server = self.loopback.server("dp-pop", self.ds.n_items, self.params, extra=cors,
-                                           wait=False)
+        self.server = self.loopback.server(demo_system().SYSTEM, self.ds.n_items, self.params,
+                                           extra=cors, wait=False)
         self.proxy = self.loopback.proxy(self.server.url, s.crowd, batch_senders=s.n_clients,
                                          extra=cors, wait=False)
         self.server.wait_ready()
@@ -297,17 +279,16 @@ class Demo:
         device's noise share per film that the Prio3 proof enforces (the proxy's
         published validity)."""
         from dprec.client.http import ProxyAPI, ServerAPI
-        from dprec.systems.dp_pop.messages import PopularityModel
 
         assert self.server is not None and self.proxy is not None
         server, proxy = ServerAPI(self.server.url), ProxyAPI(self.proxy.url)
         try:
-            model = PopularityModel.from_bytes(server.artefact("model").data)
+            counts, contributors = demo_system().released(server.artefact("model").data)
             bound = int(proxy.round()["published"]["validity"]["T"])
         finally:
             server.close()
             proxy.close()
-        return np.asarray(model.counts), int(model.contributors), bound
+        return counts, contributors, bound
 
     def _spawn(self, target: Any) -> None:
         t = threading.Thread(target=target, daemon=True, name=f"dprec-demo-{target.__name__}")

@@ -34,7 +34,7 @@ from dprec.protocol.deployment import Deployment, Serving
 from dprec.protocol.messages import MAX_ITEMS, Message, MessageError
 from dprec.systems.config_json import config_from_json, config_to_json
 
-__all__ = ["ProtocolInfo", "check_forwarded", "check_upload", "deployable_packages",
+__all__ = ["ProtocolInfo", "check_forwarded", "check_upload", "demo_system", "deployable_packages",
            "deployable_systems", "deployment", "deployments", "family_deployment", "serving",
            "serving_of", "sharded_systems"]
 
@@ -90,6 +90,13 @@ def _package(system: str) -> str:
         raise DprecError(f"{system} runs in process only; the systems that run as services: "
                          f"{', '.join(deployable_systems())}")
     return package
+
+
+def demo_system() -> Any:
+    """The module of the system the browser demo runs (``dprec serve demo``):
+    :mod:`dprec.systems.dp_pop.demo` (its ``SYSTEM`` name, ``check_settings``,
+    ``page_round``, ``released``)."""
+    return importlib.import_module("dprec.systems.dp_pop.demo")
 
 
 def deployment(system: str) -> Deployment:
