@@ -36,8 +36,9 @@ SIZES: dict[str, dict[str, Any]] = {
 
 def row(path: str, eps: int, name: str, size: dict[str, Any]) -> dict[str, Any]:
     """One config on one data set's shape: the noise, c_eff and n*."""
-    cfg = asdict(make_config("dpals", read_config(Path(path)).params, typed=True))
-    p = run_plan(cfg, size["items"], size["users"])
+    typed = make_config("dpals", read_config(Path(path)).params, typed=True)
+    cfg = asdict(typed)
+    p = run_plan(typed, size["items"], size["users"])
     stats = next(r for r in p.releases if r.name == "item_statistics")
     sigma = stats.ratio * p.multiplier * stats.l2 / p.gamma
     share = min(1.0, cfg["k"] / size["user_q50"])
