@@ -36,7 +36,8 @@ SIZES: dict[str, dict[str, Any]] = {
 
 VARIANTS: list[dict[str, Any]] = [
     {}, {"gram_noise_ratio": 3.0}, {"count_noise_ratio": 3.0},
-    {"gram_noise_ratio": 3.0, "count_noise_ratio": 3.0}, {"factors": 4}, {"steps": 1}]
+    {"gram_noise_ratio": 3.0, "count_noise_ratio": 3.0},
+    {"gram_noise_ratio": 10.0, "count_noise_ratio": 3.0}, {"factors": 4}, {"steps": 1}]
 """Changes to the 75K-tuned configs whose noise the reading compares: the budget split
 (the global Gramian and the count round sum over every user, so they can take more noise),
 the rank and the steps."""
