@@ -34,15 +34,28 @@ SIZES: dict[str, dict[str, Any]] = {
 }
 
 
-def row(path: str, eps: int, name: str, size: dict[str, Any]) -> dict[str, Any]:
-    """One config on one data set's shape: the noise, c_eff and n*."""
-    cfg = asdict(make_config("dpals", read_config(Path(path)).params, typed=True))
-    p = run_plan(cfg, size["items"], size["users"])
+VARIANTS: list[dict[str, Any]] = [
+    {}, {"gram_noise_ratio": 3.0}, {"count_noise_ratio": 3.0},
+    {"gram_noise_ratio": 3.0, "count_noise_ratio": 3.0},
+    {"gram_noise_ratio": 10.0, "count_noise_ratio": 3.0}, {"factors": 4}, {"steps": 1}]
+"""Changes to the 75K-tuned configs whose noise the reading compares: the budget split
+(the global Gramian and the count round sum over every user, so they can take more noise),
+the rank and the steps."""
+
+
+def row(path: str, eps: int, name: str, size: dict[str, Any],
+        change: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One config (with ``change`` set on it) on one data set's shape: the noise, c_eff
+    and n*."""
+    params = {**read_config(Path(path)).params, **(change or {})}
+    typed = make_config("dpals", params, typed=True)
+    cfg = asdict(typed)
+    p = run_plan(typed, size["items"], size["users"])
     stats = next(r for r in p.releases if r.name == "item_statistics")
     sigma = stats.ratio * p.multiplier * stats.l2 / p.gamma
     share = min(1.0, cfg["k"] / size["user_q50"])
     c_eff = math.sqrt(share) if cfg["weighting"] == "adaptive" else share
-    return {"config": path, "epsilon": eps, "dataset": name,
+    return {"config": path, "change": change or {}, "epsilon": eps, "dataset": name,
             "noise_multiplier": p.multiplier, "stats_noise_std_clip_units": sigma,
             "factors": cfg["factors"], "median_user_items": size["user_q50"],
             "c_eff": c_eff, "n_star_users": cfg["factors"] * sigma / c_eff,
@@ -52,6 +65,9 @@ def row(path: str, eps: int, name: str, size: dict[str, Any]) -> dict[str, Any]:
 def main() -> None:
     rows = [row(f"configs/synthetic-10000x2000/dpals/eps{eps}.toml", eps, name, size)
             for eps in (1, 8) for name, size in SIZES.items()]
+    big = "synthetic-75000x10000"
+    rows += [row(f"configs/{big}/dpals/eps{eps}.toml", eps, big, SIZES[big], change)
+             for eps in (1, 8) for change in VARIANTS]
     doc = {"experiment": "issue 33 §3 at synthetic-75000x10000",
                       "reading": "back-of-envelope: n_star = F sigma / c_eff users make an item's "
                       "Gramian diagonal signal equal the noise std (users at the clip)",
@@ -60,7 +76,7 @@ def main() -> None:
            "date": datetime.datetime.now(datetime.UTC).isoformat(), "rows": rows}
     OUT.write_text(json.dumps(doc, indent=2), encoding="utf-8")
     for r in rows:
-        print(r["epsilon"], r["dataset"], round(r["stats_noise_std_clip_units"], 2),
+        print(r["config"], r["change"], r["dataset"], round(r["stats_noise_std_clip_units"], 2),
               round(r["c_eff"], 3), round(r["n_star_users"]))
 
 

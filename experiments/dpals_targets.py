@@ -29,6 +29,7 @@ import numpy as np
 
 import dprec
 from dprec.data.registry import load_dataset
+from dprec.evaluation.intervals import summarise
 from dprec.evaluation.metrics import FULL_LIST
 from dprec.evaluation.runner import Experiment
 from dprec.systems.registry import make_config, make_system, read_config
@@ -74,6 +75,37 @@ def ratio(a: dict[str, Any], b: dict[str, Any]) -> tuple[float, float, float]:
     return a["summary"]["mean"] / b["summary"]["mean"], float(per.min()), float(per.max())
 
 
+def merge(paths: list[Path]) -> dict[str, Any]:
+    """One document from runs of some cells on some seeds (``--first-seed``): each cell's
+    per-seed values gathered by seed (a seed run twice for a cell is an error) and
+    summarised again over the seeds in order; every cell must cover every seed (the ratio
+    pairs seeds). Other fields of a cell are from the first file that has it."""
+    docs = [json.loads(p.read_text(encoding="utf-8")) for p in paths]
+    values: dict[str, dict[int, float]] = {}
+    first: dict[str, dict[str, Any]] = {}
+    for d in docs:
+        for lab, c in d["cells"].items():
+            first.setdefault(lab, c)
+            got = values.setdefault(lab, {})
+            for seed, v in zip(d["seeds"], c["per_seed"], strict=True):
+                if seed in got:
+                    raise SystemExit(f"--merge: cell {lab!r} has seed {seed} twice")
+                got[seed] = v
+    seeds = sorted({s for got in values.values() for s in got})
+    cells = {}
+    for lab, got in values.items():
+        if sorted(got) != seeds:
+            raise SystemExit(f"--merge: cell {lab!r} has seeds {sorted(got)}, not {seeds}")
+        per_seed = [got[s] for s in seeds]
+        cells[lab] = {**first[lab], "per_seed": per_seed, "summary": summarise(per_seed),
+                      "wall_s": round(sum(d["cells"][lab]["wall_s"] for d in docs
+                                          if lab in d["cells"]), 1)}
+    return {**docs[0], "seeds": seeds, "cells": cells,
+            "merged_from": [{"file": str(p), "seeds": d["seeds"], "cells": list(d["cells"]),
+                             "command": d["command"], "date": d["date"]}
+                            for p, d in zip(paths, docs, strict=True)]}
+
+
 def table(doc: dict[str, Any]) -> str:
     als = doc["cells"].get("mf-np (tuned)")
     rows = ["| system | ε_user | config | full HR@10 (mean ± 95% CI) | ratio to tuned ALS "
@@ -108,10 +140,18 @@ def main() -> None:
     ap.add_argument("--note", action="append", default=[])
     ap.add_argument("--no-popularity", action="store_true",
                     help="skip the popularity cell (another run's JSON holds it)")
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="run seeds FIRST .. FIRST + SEEDS - 1 (join runs with --merge)")
+    ap.add_argument("--merge", type=Path, nargs="+", default=None, metavar="JSON",
+                    help="run nothing: join these runs' cells over their seeds")
     args = ap.parse_args()
+    if args.merge is not None:
+        doc = merge(args.merge)
+        write(doc, args, f"{len(doc['seeds'])} ({', '.join(map(str, doc['seeds']))})")
+        return
     start = time.perf_counter()
     ds = load_dataset(args.dataset)
-    exp = Experiment(ds, range(args.seeds))
+    exp = Experiment(ds, range(args.first_seed, args.first_seed + args.seeds))
     doc: dict[str, Any] = {"experiment": "issue 33 §3 targets", "dataset": ds.summary(),
                            "seeds": list(exp.seeds), "metric": f"{METRIC} ({FULL_LIST})",
                            "dprec_version": dprec.__version__, "cells": {}}
@@ -141,13 +181,19 @@ def main() -> None:
                                             "config": f"tuned ({path})", "target_eps": eps}
         print(f"eps {eps:g}: {fmt(cells[f'dpals tuned, ε {eps:g}']['summary'])}", flush=True)
     doc["wall_s"] = round(time.perf_counter() - start, 1)
+    write(doc, args, str(len(exp.seeds)))
+
+
+def write(doc: dict[str, Any], args: argparse.Namespace, seeds: str) -> None:
+    """Stamp ``doc`` with the command and date, write its JSON and print (and with
+    ``--table`` write) its Markdown table."""
     command = "python " + shlex.join(sys.argv)
     doc["command"], doc["date"] = command, datetime.datetime.now(datetime.UTC).isoformat()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, indent=2, default=str), encoding="utf-8")
-    md = (f"# dpals against tuned ALS on {args.dataset} (issue 33 §3)\n\n"
+    md = (f"# dpals against tuned ALS on {doc['dataset']['name']} (issue 33 §3)\n\n"
           f"Command: `{command}`  \nDate: {doc['date'][:16]} UTC, {doc['wall_s']:.0f} s  \n"
-          f"Seeds: {len(exp.seeds)}; full HR@10 = top-10 over all unseen items, latest-item "
+          f"Seeds: {seeds}; full HR@10 = top-10 over all unseen items, latest-item "
           f"leave-one-out test split; δ = 1e-6.\n\n" + table(doc) + "\n"
           + "".join(f"\n- {n}" for n in args.note) + "\n")
     print(md)
