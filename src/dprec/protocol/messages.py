@@ -25,9 +25,8 @@ kind  class              fixed fields                arrays
 
 A system's own messages live next to the system, in ``systems/<name>/messages.py``, built
 on this framing (:class:`Message`, the validators :func:`integer_field`, :func:`int_array`,
-:func:`real_array`, :func:`unpack_fixed`, :func:`check_length`): kinds 6-7 DPLCF
-(:mod:`dprec.systems.dplcf.messages`), 8-9 PrivRec (:mod:`dprec.systems.privrec.messages`),
-20-22 the LDP rating systems (:mod:`dprec.systems.ldp_svd.messages`). A kind is registered
+:func:`real_array`, :func:`unpack_fixed`, :func:`check_length`); each system's
+``messages.py`` says which kinds it owns. A kind is registered
 when its module is imported; the services reach a system's types through its deployment
 descriptor (:mod:`dprec.protocol.deployment`), which imports them.
 

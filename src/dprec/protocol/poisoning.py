@@ -24,8 +24,8 @@ survive (the "full knowledge" setting of Fang et al., "Local Model Poisoning Att
 Byzantine-Robust Federated Learning", USENIX Security 2020).
 
 The strategies (``untargeted``, ``promote``) are each protocol's own: an :class:`Attack` in
-its system's folder (DPLCF's :mod:`~dprec.systems.dplcf.attacks`, FMF-LDP's
-:mod:`~dprec.systems.fmf.attacks`), named by the system (its ``poisoning_attack``).
+its system's folder (``systems/<name>/attacks.py``), named by the system (its
+``poisoning_attack``).
 
 ``promote`` needs ``targets`` items; :func:`choose_targets` draws them with the attack's
 generator, after the attackers.
