@@ -8,7 +8,10 @@ privacy report gives, δ = 1e-6) on one privacy axis, zero-out (issue 33 §5; th
 systems' replace-one ε is a sound zero-out bound, :mod:`dprec.privacy.relations`). Non-private
 popularity, ALS (mf-np), EASE (each tuned where ``configs/<dataset>/<system>.toml`` exists),
 random and, on ``synthetic-*`` data, the generator's oracle (a ceiling,
-:mod:`dprec.evaluation.oracle`) are horizontal lines and reference rows. Each system runs
+:mod:`dprec.evaluation.oracle`) are horizontal lines and reference rows. A system with files
+tuned per ε (``configs/<dataset>/<system>/eps<E>.toml``, each with its ``epsilon``: dpals)
+runs at each ε_user from the file tuned at the nearest ε (in log ε; a tie goes to the smaller
+ε), and its provenance says at which ε that file was tuned. Each system runs
 at the per-user ε of :data:`USER_EPSILONS`, and each seed system
 also at its own paper setting (:data:`PAPER_POINTS`: ε per bit or per report as published),
 placed at the per-user ε its report accounts.
@@ -68,7 +71,8 @@ from dprec.systems.registry import make_config, make_system, parse_label, read_c
 
 __all__ = [
     "CALIBRATE_AS", "DELTA", "ORACLE", "PAPER_POINTS", "REFERENCES", "SYSTEMS", "TOLERANCE",
-    "USER_EPSILONS", "Calibration", "Frontier", "calibrate", "main", "start_epsilon",
+    "USER_EPSILONS", "Calibration", "Frontier", "calibrate", "main", "nearest_tuned",
+    "start_epsilon",
     "summary_markdown",
 ]
 
@@ -137,6 +141,7 @@ class Frontier:
         self.force = force
         self.console = console or Console(stderr=True)
         self.tuned = _tuned_files(configs_dir)
+        self.tuned_at = _tuned_per_epsilon(configs_dir)
         self._dataset: Any = None
         self._experiments: dict[int, Experiment] = {}
         self.ran = 0
@@ -153,16 +158,23 @@ class Frontier:
             self._experiments[seed] = Experiment(self._dataset, [seed])
         return self._experiments[seed]
 
-    def config(self, label: str, paper: bool = False) -> tuple[Any, str]:
-        """(config, provenance) of ``label``: the tuned file of its system if any, else the
-        system's defaults (its paper setting with ``paper``), the label's own settings on
-        top; the oracle's: its data set."""
+    def config(self, label: str, paper: bool = False,
+               target: float | None = None) -> tuple[Any, str]:
+        """(config, provenance) of ``label``: at a per-user ε ``target``, the file tuned at
+        the nearest ε (:func:`nearest_tuned`) where its system has files tuned per ε; else
+        the tuned file of its system if any, else the system's defaults (its paper setting
+        with ``paper``); the label's own settings on top. The oracle's: its data set."""
         if label == ORACLE:
             return OracleConfig(self.dataset_name), "the generator's own scores (no fit)"
         name, own = parse_label(label)
         cf = self.tuned.get(name)
         if paper:
             return make_config(name, own, spec(name).paper_config()), "paper setting"
+        if target is not None and self.tuned_at.get(name):
+            at, cf = nearest_tuned(self.tuned_at[name], target)
+            run_at = "" if at == target else f", run at ε {target:g}"
+            return (make_config(name, own, make_config(name, cf.params)),
+                    f"tuned at ε {at:g} ({cf.path}{run_at})")
         if cf is None:
             return make_config(name, own), "untuned (system defaults)"
         base = make_config(name, cf.params)
@@ -222,7 +234,7 @@ class Frontier:
         name, own = parse_label(label)
         proxy = CALIBRATE_AS.get(name, label)
         path = self.root / "calibration" / f"{_slug(proxy)}-eps{target:g}.json"
-        base, _ = self.config(proxy)
+        base, _ = self.config(proxy, target=target)
         base_json = strict_json({k: v for k, v in asdict(base).items() if k != "epsilon"})
         if path.exists() and not self.force:
             doc = json.loads(path.read_text())
@@ -278,6 +290,31 @@ def _tuned_files(configs_dir: Path | None) -> dict[str, Any]:
     if configs_dir is None or not configs_dir.is_dir():
         return {}
     return {cf.system: cf for cf in map(read_config, sorted(configs_dir.glob("*.toml")))}
+
+
+def _tuned_per_epsilon(configs_dir: Path | None) -> dict[str, dict[float, Any]]:
+    """``configs_dir/<system>/*.toml``: each system's files tuned per ε, by their ε."""
+    out: dict[str, dict[float, Any]] = {}
+    if configs_dir is None or not configs_dir.is_dir():
+        return out
+    for path in sorted(configs_dir.glob("*/*.toml")):
+        cf = read_config(path)
+        if cf.system != path.parent.name or "epsilon" not in cf.params:
+            raise DprecError(f"{path}: a file tuned per ε must be a {path.parent.name} config "
+                             "with its epsilon in [config]")
+        eps = float(cf.params["epsilon"])
+        if eps in out.setdefault(cf.system, {}):
+            raise DprecError(f"{path} and {out[cf.system][eps].path} are both tuned at "
+                             f"ε {eps:g}: keep one")
+        out[cf.system][eps] = cf
+    return out
+
+
+def nearest_tuned(files: dict[float, Any], target: float) -> tuple[float, Any]:
+    """The (ε, file) of ``files`` tuned nearest to ``target`` in log ε (distances equal to
+    9 decimals are a tie); a tie goes to the smaller ε (the more private setting)."""
+    at = min(files, key=lambda e: (round(abs(math.log(e / target)), 9), e))
+    return at, files[at]
 
 
 def _cell_doc(label: str, kind: str, target: float | None, seed: int, config: Any,
@@ -367,7 +404,7 @@ def run_frontier(frontier: Frontier, systems: Sequence[str], user_eps: Sequence[
             points[label] = []
             name = parse_label(label)[0]
             for target in user_eps:
-                base, prov = frontier.config(label)
+                base, prov = frontier.config(label, target=float(target))
                 bar.update(task, description=f"{label}: the ε of ε_user={target}")
                 cal, proxy, first = frontier.calibration(label, float(target))
                 cfg = make_config(name, {"epsilon": cal.epsilon}, base)
@@ -482,7 +519,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                   "validation with `dprec tune`; the privacy cost of tuning on the private "
                   "data is not accounted for in any privacy report), else its defaults, marked "
                   "untuned" + (f"; tuned files: {', '.join(sorted(frontier.tuned))}"
-                               if frontier.tuned else "; no tuned files"))
+                               if frontier.tuned else "; no tuned files")
+                  + "".join(f"; {name} tuned per ε at ε "
+                            + ", ".join(f"{e:g}" for e in sorted(files))
+                            + f" ({configs}/{name}/), each ε_user run from the nearest"
+                            for name, files in sorted(frontier.tuned_at.items())))
     result = run_frontier(frontier, systems, args.user_eps, references,
                           not args.no_paper_points)
     doc = build_document(result, args, command, provenance)

@@ -243,3 +243,38 @@ def test_a_guarantee_of_an_unknown_relation_is_off_the_axis():
     assert axis_guarantee(1.0, 1e-6, "zero_out") == (1.0, 1e-6)
     assert axis_guarantee(1.0, 1e-6, "add_remove_one") is None  # no sound conversion
     assert axis_guarantee(1.0, 1e-6, "a") is None and axis_guarantee(None, None, None) is None
+
+
+def _tuned_dpals(folder: Path, eps: float, factors: int) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"eps{eps:g}.toml").write_text(
+        f'system = "dpals"\n[config]\nepsilon = {eps}\nfactors = {factors}\n')
+
+
+def test_the_nearest_tuned_epsilon_in_log_with_ties_to_the_smaller():
+    files = {1.0: "one", 8.0: "eight"}
+    assert frontier.nearest_tuned(files, 2.0) == (1.0, "one")
+    assert frontier.nearest_tuned(files, 4.0) == (8.0, "eight")
+    assert frontier.nearest_tuned(files, math.sqrt(8.0)) == (1.0, "one")
+    assert frontier.nearest_tuned(files, 0.5) == (1.0, "one")
+    assert frontier.nearest_tuned(files, 16.0) == (8.0, "eight")
+
+
+def test_a_system_tuned_per_epsilon_runs_each_target_from_its_nearest_file(tmp_path):
+    _tuned_dpals(tmp_path / "dpals", 1.0, 8)
+    _tuned_dpals(tmp_path / "dpals", 8.0, 24)
+    f = frontier.Frontier(DATASET, [0], tmp_path / "out", configs_dir=tmp_path)
+    at1, prov1 = f.config("dpals", target=1.0)
+    at4, prov4 = f.config("dpals[weighting=uniform]", target=4.0)
+    assert at1.factors == 8 and prov1.startswith("tuned at ε 1 (") and "run at" not in prov1
+    assert at4.factors == 24 and at4.weighting == "uniform"
+    assert prov4.startswith("tuned at ε 8 (") and prov4.endswith(", run at ε 4)")
+    untuned, prov = f.config("dpals")
+    assert untuned.factors == make_config("dpals", {}).factors and "untuned" in prov
+
+
+def test_a_per_epsilon_file_of_another_system_is_refused(tmp_path):
+    (tmp_path / "dpals").mkdir()
+    (tmp_path / "dpals" / "eps1.toml").write_text('system = "dp-pop"\n[config]\nepsilon = 1.0\n')
+    with pytest.raises(DprecError, match="must be a dpals config"):
+        frontier.Frontier(DATASET, [0], tmp_path / "out", configs_dir=tmp_path)
