@@ -29,12 +29,12 @@ TABLE_METRICS = ("HR@2", "HR@5", "HR@10", "NDCG@10")
 
 DEFAULT_COMPARISON = (
     "random", "popularity", "lcf-ub", "lcf-sp", "lcf-ap", "dplcf-sp", "dplcf-ap",
-    "dplcf-oue", "dplcf-eb", "bpr-mf", "gmf", "mf-np", "ease", "fcf", "fmf-ldp", "dp-pop",
-    "dpals",
+    "dplcf-oue", "dplcf-eb", "bpr-mf", "gmf", "mf-np", "ease", "item-knn", "fcf", "fmf-ldp",
+    "dp-pop", "dpals",
 )
-"""The seed systems with EASE beside ALS (issue 33: the non-private baselines tuned for the
-full-ranking metric), then dp-pop and dpals on the secure sum at their default per-user
-epsilon 1 (issue 24: `make run` shows them beside the seed systems)."""
+"""The seed systems with EASE and item-kNN beside ALS (issue 33: the non-private baselines
+tuned for the full-ranking metric), then dp-pop and dpals on the secure sum at their default
+per-user epsilon 1 (issue 24: `make run` shows them beside the seed systems)."""
 DEFAULT_RATING_COMPARISON = (
     "global-mean", "bias", "nondp-svd", "pcc-knn", "cos-knn", "laplace-svd", "laplace-rr-svd",
     "ldp-svd[mechanism=laplace,epsilon=2]", "ldp-svd[mechanism=duchi,epsilon=2]",
