@@ -278,3 +278,17 @@ def test_a_per_epsilon_file_of_another_system_is_refused(tmp_path):
     (tmp_path / "dpals" / "eps1.toml").write_text('system = "dp-pop"\n[config]\nepsilon = 1.0\n')
     with pytest.raises(DprecError, match="must be a dpals config"):
         frontier.Frontier(DATASET, [0], tmp_path / "out", configs_dir=tmp_path)
+
+
+def test_the_config_column_names_each_tuned_file_with_the_epsilons_it_covers():
+    from dprec.evaluation.frontier_summary import config_column
+
+    def pt(at, prov):
+        return {"target_user_epsilon": at, "config_provenance": prov}
+    one = [pt(1.0, "untuned (system defaults)"), pt(8.0, "untuned (system defaults)")]
+    assert config_column(one) == "untuned"
+    per_eps = [pt(0.5, "tuned at ε 1 (a.toml, run at ε 0.5)"), pt(1.0, "tuned at ε 1 (a.toml)"),
+               pt(8.0, "tuned at ε 8 (b.toml)"), pt(None, "paper setting")]
+    assert config_column(per_eps) == ("tuned at ε 1: ε_user 0.5, 1; tuned at ε 8: ε_user 8; "
+                                      "paper setting: ε_user paper")
+    assert config_column([]) == ""

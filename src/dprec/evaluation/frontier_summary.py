@@ -19,8 +19,8 @@ from dprec.privacy.adjacency import Adjacency
 from dprec.privacy.relations import on_relation
 
 __all__ = ["AXIS", "AXIS_NOTE", "DETAIL_EPS", "FULL_TABLES", "METRIC", "PROTOCOLS", "TITLES",
-           "axis_guarantee", "fmt_point", "matching_user_epsilon", "summary_markdown",
-           "targets"]
+           "axis_guarantee", "config_column", "fmt_point", "matching_user_epsilon",
+           "summary_markdown", "targets"]
 
 METRIC = "HR@10"
 PROTOCOLS = (FULL_LIST, "sampled", "full")
@@ -128,7 +128,7 @@ def _eps_table(doc: dict[str, Any], proto: str, metric: str | None, title: str) 
              + " |", "|---|---|---" + "|---" * len(eps) + "|"]
     for label, pts in doc["systems"].items():
         by = {p["target_user_epsilon"]: p for p in pts if p["kind"] == "frontier"}
-        prov = pts[0]["config_provenance"].split(" (")[0] if pts else ""
+        prov = config_column(pts)
         n = len(pts[0]["seeds"]) if pts else 0
         lines.append(f"| {label} | {prov} | {n} | " + " | ".join(
             fmt_point(by[e], proto, metric) if e in by else "–" for e in eps) + " |")
@@ -137,6 +137,20 @@ def _eps_table(doc: dict[str, Any], proto: str, metric: str | None, title: str) 
                      f"{len(r['seeds'])} | "
                      + " | ".join([fmt_point(r, proto, metric)] * len(eps)) + " |")
     return lines + [""]
+
+
+def config_column(points: list[dict[str, Any]]) -> str:
+    """The config column of one system's row: its provenance (up to the path in brackets),
+    or, where the points ran from different configs (files tuned per ε), each provenance
+    with the ε_user it covers, e.g. ``tuned at ε 1: ε_user 0.5, 1; tuned at ε 8: ε_user 8``."""
+    groups: dict[str, list[str]] = {}
+    for p in points:
+        at = p["target_user_epsilon"]
+        groups.setdefault(p["config_provenance"].split(" (")[0], []).append(
+            "paper" if at is None else f"{at:g}")
+    if len(groups) <= 1:
+        return next(iter(groups), "")
+    return "; ".join(f"{g}: ε_user {', '.join(e)}" for g, e in groups.items())
 
 
 def _accounted_lines(doc: dict[str, Any]) -> list[str]:
