@@ -140,14 +140,15 @@ def _eps_table(doc: dict[str, Any], proto: str, metric: str | None, title: str) 
 
 
 def config_column(points: list[dict[str, Any]]) -> str:
-    """The config column of one system's row: its provenance (up to the path in brackets),
-    or, where the points ran from different configs (files tuned per ε), each provenance
-    with the ε_user it covers, e.g. ``tuned at ε 1: ε_user 0.5, 1; tuned at ε 8: ε_user 8``."""
+    """The config column of one system's row of ε_user points (a paper point, at no ε_user,
+    has its own table): their provenance (up to the path in brackets), or, where they ran
+    from different configs (files tuned per ε), each provenance with the ε_user it covers,
+    e.g. ``tuned at ε 1: ε_user 0.5, 1; tuned at ε 8: ε_user 8``."""
     groups: dict[str, list[str]] = {}
     for p in points:
-        at = p["target_user_epsilon"]
-        groups.setdefault(p["config_provenance"].split(" (")[0], []).append(
-            "paper" if at is None else f"{at:g}")
+        if p["target_user_epsilon"] is not None:
+            groups.setdefault(p["config_provenance"].split(" (")[0], []).append(
+                f"{p['target_user_epsilon']:g}")
     if len(groups) <= 1:
         return next(iter(groups), "")
     return "; ".join(f"{g}: ε_user {', '.join(e)}" for g, e in groups.items())
