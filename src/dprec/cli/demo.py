@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import faulthandler
 import signal
+import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -15,7 +17,11 @@ from dprec.errors import DprecError
 if TYPE_CHECKING:
     from dprec.services.demo import Demo
 
-__all__ = ["serve_demo"]
+__all__ = ["STOP_SECONDS", "serve_demo"]
+
+STOP_SECONDS = 40.0
+"""Ctrl-C returns within this: the services are children that end with this process
+(their stdin pipe closes), so a stop that hangs is cut short, its threads' stacks printed."""
 
 
 def serve_demo(
@@ -59,8 +65,20 @@ def serve_demo(
     except KeyboardInterrupt:
         pass
     finally:
-        demo.stop()
+        _bounded_stop(demo)
         typer.echo("dprec demo: stopped")
+
+
+def _bounded_stop(demo: Demo) -> None:
+    """``demo.stop()``, given :data:`STOP_SECONDS`; past that, every thread's stack goes to
+    stderr (what hung) and the command returns anyway."""
+    stopper = threading.Thread(target=demo.stop, daemon=True, name="dprec-demo-stop")
+    stopper.start()
+    stopper.join(STOP_SECONDS)
+    if stopper.is_alive():
+        typer.echo(f"dprec demo: the stop took over {STOP_SECONDS:.0f} s; leaving the "
+                   "services to end with this process. Where it hung:", err=True)
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
 
 
 
