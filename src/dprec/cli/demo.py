@@ -54,7 +54,10 @@ def serve_demo(
         demo.stop()
         fail(e)
     stop = threading.Event()
+    # Ctrl-C and SIGTERM both stop the demo, even where the parent started it with SIGINT
+    # ignored (a disposition children inherit: Python then raises no KeyboardInterrupt)
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
     assert demo.server is not None and demo.proxy is not None
     typer.echo(f"dprec demo: open {demo.page.url} (server {demo.server.url}, proxy "
                f"{demo.proxy.url}); Ctrl-C stops all")
