@@ -128,7 +128,9 @@ def test_the_settings_and_the_catalogue():
 
 @pytest.mark.slow  # the page, a server and a proxy as processes, three Python devices
 @pytest.mark.timeout(300)
-def test_serve_demo_prints_the_url_serves_the_catalogue_and_stops_all_on_ctrl_c(tmp_path):
+@pytest.mark.parametrize("sigint_ignored", [False, True])  # True: as a parent that ignores it
+def test_serve_demo_prints_the_url_serves_the_catalogue_and_stops_all_on_ctrl_c(
+        tmp_path, sigint_ignored):
     import os
     import signal
     import subprocess
@@ -136,11 +138,15 @@ def test_serve_demo_prints_the_url_serves_the_catalogue_and_stops_all_on_ctrl_c(
 
     from demo_fixture import write_grouplens
 
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
     data = write_grouplens(tmp_path / "ml-100k")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "dprec.cli", "serve", "demo", "--data-dir",
                              str(data), "--crowd", "3", "--seats", "1", "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            preexec_fn=ignore_sigint if sigint_ignored else None)
     try:
         line = proc.stdout.readline()
         assert line.startswith("dprec demo: open http://127.0.0.1:"), line
