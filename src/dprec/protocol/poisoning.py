@@ -60,9 +60,9 @@ STRATEGIES: tuple[str, ...] = ("untargeted", "promote")
 
 
 class Attack(ABC):
-    """A protocol's attack (its system's ``poisoning_attack``, e.g. DPLCF's
-    :class:`~dprec.systems.dplcf.attacks.BitUploadAttack`): who sent each row of its wire
-    messages, and the attackers' rows rewritten."""
+    """A protocol's attack (its system's ``poisoning_attack``, in the system's
+    ``attacks.py``): who sent each row of its wire messages, and the attackers' rows
+    rewritten."""
 
     @abstractmethod
     def senders(self, message: Any, offset: int) -> tuple[np.ndarray, int]:

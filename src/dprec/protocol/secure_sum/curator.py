@@ -32,7 +32,7 @@ __all__ = ["Curator", "CuratorRelease"]
 
 class CuratorRelease(Protocol):
     """One release inside a round's vector: ``dimension`` coordinates from ``offset``, noised
-    by ``Sk(mu)`` (dpals' :class:`~dprec.systems.dpals.plan.Segment` is one)."""
+    by ``Sk(mu)`` (a system's release plan supplies them)."""
 
     @property
     def offset(self) -> int: ...

@@ -107,8 +107,7 @@ def device_share(v: np.ndarray, rng: np.random.Generator,
     """A client's noise share (int64) for its integer vector ``v``, drawn from ``rng`` as
     every device draws it: the one draw path of dpals' and dp-fedavg's clients, a device's
     :meth:`~dprec.protocol.secure_sum.deploy.SecureSumDeployment.client_step` and the
-    simulated clients over the services alike (as dp-pop's
-    :func:`~dprec.systems.dp_pop.draws.device_vector`). With ``check`` (``validity =
+    simulated clients over the services alike. With ``check`` (``validity =
     prio3``): :func:`truncated_share`, redrawn until ``v + z`` meets the check's truncation
     and L2 bound, so an honest upload always proves; else each segment ``(dimension,
     mu_share)``'s ``Sk(mu_share)`` (:func:`segment_noise`, the draws of
