@@ -72,8 +72,7 @@ from dprec.systems.registry import make_config, make_system, parse_label, read_c
 __all__ = [
     "CALIBRATE_AS", "DELTA", "ORACLE", "PAPER_POINTS", "REFERENCES", "SYSTEMS", "TOLERANCE",
     "USER_EPSILONS", "Calibration", "Frontier", "calibrate", "main", "nearest_tuned",
-    "start_epsilon",
-    "summary_markdown",
+    "start_epsilon", "summary_markdown",
 ]
 
 USER_EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
