@@ -245,10 +245,11 @@ def test_a_guarantee_of_an_unknown_relation_is_off_the_axis():
     assert axis_guarantee(1.0, 1e-6, "a") is None and axis_guarantee(None, None, None) is None
 
 
-def _tuned_dpals(folder: Path, eps: float, factors: int) -> None:
+def _tuned_dpals(folder: Path, eps: float, factors: int, tuned: bool = True) -> None:
     folder.mkdir(parents=True, exist_ok=True)
+    provenance = '[provenance]\ntuned_on = "validation"\n' if tuned else ""
     (folder / f"eps{eps:g}.toml").write_text(
-        f'system = "dpals"\n[config]\nepsilon = {eps}\nfactors = {factors}\n')
+        f'system = "dpals"\n[config]\nepsilon = {eps}\nfactors = {factors}\n{provenance}')
 
 
 def test_the_nearest_tuned_epsilon_in_log_with_ties_to_the_smaller():
@@ -271,6 +272,14 @@ def test_a_system_tuned_per_epsilon_runs_each_target_from_its_nearest_file(tmp_p
     assert prov4.startswith("tuned at ε 8 (") and prov4.endswith(", run at ε 4)")
     untuned, prov = f.config("dpals")
     assert untuned.factors == make_config("dpals", {}).factors and "untuned" in prov
+
+
+def test_a_file_not_tuned_on_this_data_set_is_labelled_transferred(tmp_path):
+    _tuned_dpals(tmp_path / "dpals", 1.0, 8, tuned=False)
+    (tmp_path / "ease.toml").write_text('system = "ease"\n[config]\nregularization = 7500.0\n')
+    f = frontier.Frontier(DATASET, [0], tmp_path / "out", configs_dir=tmp_path)
+    assert f.config("dpals", target=1.0)[1].startswith("transferred, not tuned here at ε 1 (")
+    assert f.config("ease")[1].startswith("transferred, not tuned here (")
 
 
 def test_a_per_epsilon_file_of_another_system_is_refused(tmp_path):
