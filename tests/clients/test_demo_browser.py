@@ -8,9 +8,7 @@ tests/report/test_report_browser.py; CI sets it, so there a missing browser fail
 
 from __future__ import annotations
 
-import os
 import secrets
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -33,27 +31,8 @@ from dprec.services.demo import (  # noqa: E402
     round_calibration,
 )
 
-CHROMIUM = os.environ.get("DPREC_CHROMIUM", "/usr/bin/chromium")
 AXE = Path(__file__).parents[2] / "clients" / "js" / "node_modules" / "axe-core" / "axe.min.js"
-
-
-def _browser_or_skip():
-    """Playwright's sync API, once Chromium, Playwright and axe-core are all there."""
-    missing = []
-    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
-        missing.append(f"Chromium ({CHROMIUM}; apt-get install -y chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        missing.append("Playwright (pip install -e '.[dev]')")
-    if not AXE.is_file():
-        missing.append(f"axe-core ({AXE}; make test installs it: npm ci)")
-    if missing:
-        why = "missing: " + ", ".join(missing)
-        if os.environ.get("DPREC_REQUIRE_BROWSER"):
-            pytest.fail(f"DPREC_REQUIRE_BROWSER is set but {why}")
-        pytest.skip(why)
-    return sync_playwright
+NEEDS = {AXE: "axe-core: make test installs it, npm ci"}
 
 
 def _wait(page, condition: str, timeout: float = 60.0) -> None:
@@ -102,10 +81,6 @@ class Watched:
         return self.page.text_content("#status") or ""
 
 
-def _launch(p):
-    return p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-
-
 def _axe(page) -> list[dict]:
     """axe-core's violations (injected through the debugger protocol, which the page's
     content-security policy does not govern)."""
@@ -126,12 +101,12 @@ def _tab_to(page, selector: str, most: int = 80) -> None:
 
 @pytest.mark.browser
 @pytest.mark.timeout(180)
-def test_the_page_loads_clean_works_by_keyboard_and_axe_finds_nothing_serious(tmp_path):
-    sync_playwright = _browser_or_skip()
+def test_the_page_loads_clean_works_by_keyboard_and_axe_finds_nothing_serious(tmp_path, chromium):
+    sync_playwright = chromium.require(NEEDS)
     settings = DemoSettings(crowd=10, seats=2)
     with Demo(settings, tmp_path / "demo", fixture_catalogue()).start(crowd=False) as demo, \
             sync_playwright() as p:
-        browser = _launch(p)
+        browser = chromium.launch(p)
         try:
             w = Watched(browser.new_context()).open(demo.page.url)
             page = w.page
@@ -220,7 +195,7 @@ def _field_sum(rows: list) -> np.ndarray:
 @pytest.mark.browser
 @pytest.mark.slow  # 200 Python devices with Prio3 proofs and 20 browser contexts
 @pytest.mark.timeout(900)
-def test_twenty_browsers_and_two_hundred_devices_complete_one_round(tmp_path):
+def test_twenty_browsers_and_two_hundred_devices_complete_one_round(tmp_path, chromium):
     """The released counts are exactly the sum (in the proof's field, as the server sums) of
     every device's plaintext y = v + z, what it secret-shares: the browsers' from the SDK's
     plaintext hook (the page's test flag), the crowd's replayed from their recorded
@@ -228,13 +203,13 @@ def test_twenty_browsers_and_two_hundred_devices_complete_one_round(tmp_path):
     covers each fixture history, so nothing is sampled away). Each share lies in [-T, T] per
     film (the Prio3 proof's bound), every upload was summed (the proxy's and the server's
     joint check refused none), and the ranking shown is the counts' order."""
-    sync_playwright = _browser_or_skip()
+    sync_playwright = chromium.require(NEEDS)
     ds = fixture_catalogue(n_users=230, n_items=40, per_user=4)
     settings = DemoSettings(crowd=200, seats=20, k=10, close_at=220)
     sources = [_Replayable() for _ in range(settings.crowd)]
     with Demo(settings, tmp_path / "demo", ds, crowd_source=sources.__getitem__).start(
             crowd=False) as demo, sync_playwright() as p:
-        browser = _launch(p)
+        browser = chromium.launch(p)
         try:
             pages = [Watched(browser.new_context()).open(demo.page.url + "?test-hook=plaintext")
                      for _ in range(20)]
@@ -292,15 +267,16 @@ def _spent(page) -> str:
 
 @pytest.mark.browser
 @pytest.mark.timeout(300)
-def test_the_ledger_survives_a_reload_and_a_second_tab_charges_nothing_more(tmp_path):
+def test_the_ledger_survives_a_reload_and_a_second_tab_charges_nothing_more(tmp_path,
+                                                                          chromium):
     """One seat, two tabs of one browser (one IndexedDB ledger, Web Locks): both press
     join at once; one report is charged (epsilon 1 of 3) and the other tab re-sends the
     stored message; a reload shows the same ledger."""
-    sync_playwright = _browser_or_skip()
+    sync_playwright = chromium.require(NEEDS)
     settings = DemoSettings(crowd=10, seats=2)
     with Demo(settings, tmp_path / "demo", fixture_catalogue()).start(crowd=False) as demo, \
             sync_playwright() as p:
-        browser = _launch(p)
+        browser = chromium.launch(p)
         try:
             context = browser.new_context()
             first = Watched(context).open(demo.page.url)
@@ -353,7 +329,7 @@ def _liar_process(root: Path):
     ({"aggregation": "trusted"}, "aggregation"),     # the report in the clear to a curator
     # an inflated min_honest: each device's noise share Sk(mu / min_honest) shrinks
     ({"n_clients": 200_000, "min_honest": 150_000}, "config.min_honest = 150000")])
-def test_a_hostile_server_gets_no_report_beyond_the_policy(tmp_path, lie, reason):
+def test_a_hostile_server_gets_no_report_beyond_the_policy(tmp_path, lie, reason, chromium):
     """The page talks to tests/client's lying server (server and proxy) describing a dp-pop
     round the device's policy does not accept: the page says why, nothing is POSTed to the
     liar, no artefact is fetched and nothing is charged."""
@@ -361,7 +337,7 @@ def test_a_hostile_server_gets_no_report_beyond_the_policy(tmp_path, lie, reason
     from dprec.systems.deployable import ProtocolInfo
     from dprec.systems.dp_pop.system import DpPopConfig
 
-    sync_playwright = _browser_or_skip()
+    sync_playwright = chromium.require(NEEDS)
     ds = fixture_catalogue(n_users=5, n_items=40)
     liar = _liar_process(tmp_path / "liar")
     page_server = PageServer()
@@ -383,7 +359,7 @@ def test_a_hostile_server_gets_no_report_beyond_the_policy(tmp_path, lie, reason
                            "round": round_calibration(honest, 40), "items": catalogue_of(ds)},
                           lambda: next(seat, None), lambda c: None)
         with sync_playwright() as p:
-            browser = _launch(p)
+            browser = chromium.launch(p)
             try:
                 w = Watched(browser.new_context()).open(page_server.url)
                 w.pick("film", 2)

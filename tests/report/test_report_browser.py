@@ -7,34 +7,14 @@ CI sets it (.ci/run), so there a missing browser fails the test instead of hidin
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 
 from dprec.report import write_report
 
-CHROMIUM = os.environ.get("DPREC_CHROMIUM", "/usr/bin/chromium")
 SCREENSHOT = Path("/tmp/dprec_report.png")
 BROKEN_IMAGE = '<img alt="broken" src="data:image/png;base64,iVBORw0KGgo=">'
-
-
-def _browser_or_skip():
-    """Playwright's sync API, once Chromium and Playwright are both there."""
-    missing = []
-    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
-        missing.append(f"Chromium ({CHROMIUM}; apt-get install -y chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        missing.append("Playwright (pip install -e '.[dev]')")
-    if missing:
-        why = "missing: " + ", ".join(missing)
-        if os.environ.get("DPREC_REQUIRE_BROWSER"):
-            pytest.fail(f"DPREC_REQUIRE_BROWSER is set but {why}")
-        pytest.skip(why)
-    return sync_playwright
 
 
 def _load(browser, path: Path, screenshot: Path | None = None) -> dict:
@@ -55,14 +35,14 @@ def _load(browser, path: Path, screenshot: Path | None = None) -> dict:
 
 @pytest.mark.browser
 @pytest.mark.timeout(120)
-def test_the_report_loads_in_chromium_without_errors_or_broken_images(results_dir, tmp_path):
-    sync_playwright = _browser_or_skip()
+def test_the_report_loads_in_chromium_without_errors_or_broken_images(results_dir, tmp_path,
+                                                                      chromium):
+    sync_playwright = chromium.require()
     report = write_report(results_dir)
     broken = tmp_path / "broken.html"
     broken.write_text(report.read_text().replace("</main>", BROKEN_IMAGE + "</main>"))
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                    args=["--no-sandbox"])
+        browser = chromium.launch(p)
         try:
             seen = _load(browser, report, SCREENSHOT)
             control = _load(browser, broken)
