@@ -28,3 +28,11 @@ def test_a_box_opens_with_its_key_and_aad_only():
         open_box(KeyPair(), box, b"round 1")
     with pytest.raises(MalformedUploadError):
         open_box(keys, box[:OVERHEAD - 1], b"round 1")
+
+
+@pytest.mark.parametrize("recipient", [bytes(32), b"\1" + bytes(31), b"\1" * 31])
+def test_sealing_to_a_low_order_or_short_key_is_refused_before_any_box(recipient):
+    """The all-zero point and the point 1 are of low order (their shared secret is all
+    zeros, readable by anyone); a 31-byte key is not a key."""
+    with pytest.raises(MalformedUploadError, match="low-order|32 bytes"):
+        seal(recipient, b"share", b"round 1")

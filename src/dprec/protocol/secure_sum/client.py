@@ -22,7 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 from dprec.errors import check_int
-from dprec.protocol.secure_sum.errors import SecureSumError
+from dprec.protocol.secure_sum.errors import MalformedUploadError, SecureSumError
 from dprec.protocol.secure_sum.messages import (
     MESSAGE_ID_BYTES,
     Upload,
@@ -70,7 +70,7 @@ def check_public_key(key: object, role: str) -> bytes:
     key = bytes(key)
     try:
         seal(key, b"", b"")  # an exchange with a fresh key: refused for a low-order point
-    except ValueError:
+    except MalformedUploadError:
         raise SecureSumError(f"the {role}'s public key is a low-order point (an all-zero "
                              "shared secret): refuse to seal to it") from None
     return key

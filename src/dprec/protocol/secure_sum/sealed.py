@@ -81,7 +81,8 @@ def _key_and_nonce(shared: bytes, ephemeral: bytes, recipient: bytes) -> tuple[b
 
 
 def seal(recipient: bytes, plaintext: bytes, aad: bytes) -> bytes:
-    """``plaintext`` sealed to the raw X25519 public key ``recipient``, ``aad`` bound in."""
+    """``plaintext`` sealed to the raw X25519 public key ``recipient``, ``aad`` bound in;
+    :class:`MalformedUploadError` for a key of the wrong length or a low-order point."""
     if len(recipient) != KEY_BYTES:
         raise MalformedUploadError(f"a public key has {KEY_BYTES} bytes, got {len(recipient)}")
     return _seal_from(X25519PrivateKey.generate(), recipient, plaintext, aad)
@@ -104,7 +105,12 @@ def _seal_with_ephemeral(ephemeral_private: bytes, recipient: bytes, plaintext: 
 def _seal_from(ephemeral: X25519PrivateKey, recipient: bytes, plaintext: bytes,
                aad: bytes) -> bytes:
     eph = _raw(ephemeral.public_key())
-    shared = ephemeral.exchange(X25519PublicKey.from_public_bytes(recipient))
+    try:
+        shared = ephemeral.exchange(X25519PublicKey.from_public_bytes(recipient))
+    except ValueError:  # cryptography refuses the all-zero secret of a low-order point
+        raise MalformedUploadError(
+            "the recipient's public key is a low-order point (an all-zero shared secret: a "
+            "box sealed to it would be readable by anyone): refuse to seal to it") from None
     key, nonce = _key_and_nonce(shared, eph, recipient)
     return eph + key_id(recipient) + ChaCha20Poly1305(key).encrypt(nonce, plaintext, aad)
 
