@@ -46,8 +46,7 @@ def tuned_config(dataset: str, system: str) -> tuple[Any, str]:
     path = CONFIGS / dataset / f"{system}.toml"
     if path.exists():
         cf = read_config(path)
-        how = "tuned" if "tuned_on" in cf.provenance else "transferred, not tuned here"
-        return make_config(system, cf.params, typed=True), f"{how} ({path})"
+        return make_config(system, cf.params, typed=True), f"{cf.origin} ({path})"
     return make_config(system, {}), "no settings" if system == "popularity" else "defaults"
 
 

@@ -173,12 +173,12 @@ class Frontier:
             at, cf = nearest_tuned(self.tuned_at[name], target)
             run_at = "" if at == target else f", run at ε {target:g}"
             return (make_config(name, own, make_config(name, cf.params)),
-                    f"{_how(cf)} at ε {at:g} ({cf.path}{run_at})")
+                    f"{cf.origin} at ε {at:g} ({cf.path}{run_at})")
         if cf is None:
             return make_config(name, own), "untuned (system defaults)"
         base = make_config(name, cf.params)
         at = f" at ε {cf.params['epsilon']}" if "epsilon" in cf.params else ""
-        return make_config(name, own, base), f"{_how(cf)} ({cf.path}{at})"
+        return make_config(name, own, base), f"{cf.origin} ({cf.path}{at})"
 
     def make(self, label: str, config: Any) -> Any:
         """A fresh system of ``label`` at ``config``; the oracle scores with the data set's
@@ -283,12 +283,6 @@ def start_epsilon(target: float, known: Sequence[tuple[float, float]],
             return math.exp(math.log(e0) + t * math.log(e1 / e0))
     e, u = min(known, key=lambda p: abs(math.log(p[1] / aim)) if p[1] > 0 else math.inf)
     return e * aim / u
-
-
-def _how(cf: Any) -> str:
-    """"tuned" for a file ``dprec tune`` chose on validation (its provenance has ``tuned_on``),
-    else "transferred, not tuned here" (a config carried over from another data set)."""
-    return "tuned" if "tuned_on" in cf.provenance else "transferred, not tuned here"
 
 
 def _tuned_files(configs_dir: Path | None) -> dict[str, Any]:

@@ -322,6 +322,12 @@ class ConfigFile:
     provenance: dict[str, object]
     path: str
 
+    @property
+    def origin(self) -> str:
+        """"tuned" for a file ``dprec tune`` chose on validation (its provenance has
+        ``tuned_on``), else "transferred, not tuned here" (carried over from elsewhere)."""
+        return "tuned" if "tuned_on" in self.provenance else "transferred, not tuned here"
+
 
 def read_config(path: Path) -> ConfigFile:
     """Read a ``--config`` TOML (``system = ...``, ``[config]``, optional ``[provenance]``)."""
