@@ -130,14 +130,24 @@ def near_tie_at_cutoff(dense: np.ndarray, cfg: KNNRatingConfig) -> bool:
     """Whether some user's k-th and (k+1)-th neighbour of an item, the k-th with a positive
     similarity (it counts), differ by less than 1e-9: two correct float orders may then rank
     them differently, so the brute force cannot say which one is kept (the tie rule itself,
-    the smaller item index, has its own known-answer test)."""
+    the smaller item index, has its own known-answer test). Also where one of the top k is
+    a computed similarity (the items share raters, at least min_support) within 1e-9 of 0: 0
+    in exact arithmetic comes out as +2e-17 in one float order and as 0 in another, so
+    whether it counts (positive) is not defined. A similarity that is 0 because the items
+    share too few raters is exact in both, and stays in."""
     sim, obs = brute_similarity(dense, cfg), ~np.isnan(dense)
+    shared = obs.T.astype(int) @ obs.astype(int)
     for u in range(dense.shape[0]):
         rated = np.flatnonzero(obs[u])
         for i in range(dense.shape[1]):
-            ranked = sorted(sim[i, rated], reverse=True)
+            order = rated[np.argsort(-sim[i, rated], kind="stable")]
+            ranked = sim[i, order]
             if len(ranked) > cfg.k and ranked[cfg.k - 1] > 0 and \
                     ranked[cfg.k - 1] - ranked[cfg.k] < 1e-9:
+                return True
+            top = order[:cfg.k]
+            if np.any((np.abs(sim[i, top]) < 1e-9)
+                      & (shared[i, top] >= max(1, cfg.min_support))):
                 return True
     return False
 
